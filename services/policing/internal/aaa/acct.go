@@ -1,0 +1,197 @@
+package aaa
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2866"
+	"layeh.com/radius/rfc2869"
+	"layeh.com/radius/rfc3162"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
+	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+// Acct answers Accounting-Requests. The Accounting-Response goes out only after the store
+// accepted the write; when it did not, no reply is sent and the NAS retransmits
+// (RFC 2866 §2: a server that cannot record a request must not acknowledge it).
+type Acct struct {
+	Store       session.Store
+	Subscribers subscriber.Source
+	Policy      policy.Policy
+	Log         *slog.Logger
+	// StoreTimeout bounds one store write.
+	StoreTimeout time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Acct-Status-Type values (RFC 2866 §5.1).
+const (
+	statusStart   = 1
+	statusStop    = 2
+	statusInterim = 3
+	statusOn      = 7
+	statusOff     = 8
+)
+
+var statusNames = map[uint32]string{statusStart: "Start", statusStop: "Stop", statusInterim: "Interim-Update",
+	statusOn: "Accounting-On", statusOff: "Accounting-Off"}
+
+// Acct-Terminate-Cause recorded when Accounting-On/Off closes the sessions of a NAS.
+const (
+	causeNASReboot  = 11
+	causeNASRequest = 10
+)
+
+func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
+	status, err := rfc2866.AcctStatusType_Lookup(r.Packet)
+	name := statusNames[uint32(status)]
+	if name == "" {
+		name = "other"
+	}
+	if err != nil {
+		h.fail(r, metrics.DropMalformed, errors.New("no Acct-Status-Type"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.StoreTimeout)
+	defer cancel()
+	nasKey := NASKey(r)
+	switch uint32(status) {
+	case statusStart, statusInterim, statusStop:
+		u, err := h.decode(r, uint32(status), nasKey)
+		if err != nil {
+			h.fail(r, metrics.DropMalformed, err)
+			return
+		}
+		if sub, err := h.Subscribers.Lookup(ctx, u.Session.UserName); err == nil {
+			h.Policy.Accounting(ctx, u, sub)
+		}
+		if err := h.Store.Apply(ctx, u); err != nil {
+			h.fail(r, metrics.DropStoreError, err)
+			return
+		}
+	case statusOn, statusOff:
+		cause := uint32(causeNASReboot)
+		if status == statusOff {
+			cause = causeNASRequest
+		}
+		n, err := h.Store.CloseNAS(ctx, nasKey, h.now(), cause)
+		if err != nil {
+			h.fail(r, metrics.DropStoreError, err)
+			return
+		}
+		h.Log.Info("NAS sessions closed", "client", r.Client.Name, "nas", nasKey, "status", name, "sessions", n)
+	default:
+		// Other types (e.g. Failed, 15) are acknowledged and counted but not stored.
+	}
+	result := "ok"
+	if err := w.Write(r.Response(radius.CodeAccountingResponse)); err != nil {
+		result = "error"
+	}
+	metrics.AccountingRequests.WithLabelValues(name).Inc()
+	metrics.Requests.WithLabelValues("acct", result).Inc()
+	metrics.Transactions.WithLabelValues("radius_acct").Inc()
+	metrics.Duration.WithLabelValues("acct").Observe(time.Since(r.Received).Seconds())
+}
+
+func (h *Acct) fail(r *radiusd.Request, reason string, err error) {
+	metrics.Dropped.WithLabelValues(reason).Inc()
+	metrics.Requests.WithLabelValues("acct", "error").Inc()
+	h.Log.Warn("accounting request not acknowledged", "client", r.Client.Name, "reason", reason, "err", err)
+}
+
+func (h *Acct) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// NASKey names the NAS in session keys: its NAS-Identifier when the client is told apart by
+// it (several NAS behind one address), else NAS-IP-Address, else the source address.
+func NASKey(r *radiusd.Request) string {
+	if r.Client.NASIdentifier != "" {
+		return r.Client.NASIdentifier
+	}
+	if ip, err := rfc2865.NASIPAddress_Lookup(r.Packet); err == nil {
+		return ip.String()
+	}
+	return r.RemoteAddr.Addr().Unmap().String()
+}
+
+// decode extracts the session fields an accounting request carries.
+func (h *Acct) decode(r *radiusd.Request, status uint32, nasKey string) (*session.Update, error) {
+	p := r.Packet
+	id := rfc2866.AcctSessionID_GetString(p)
+	if id == "" {
+		return nil, errors.New("no Acct-Session-Id")
+	}
+	u := &session.Update{}
+	switch status {
+	case statusStart:
+		u.Kind = session.KindStart
+	case statusInterim:
+		u.Kind = session.KindInterim
+	default:
+		u.Kind = session.KindStop
+	}
+	s := &u.Session
+	s.Key = session.Key{NAS: nasKey, ID: id}
+	s.ClientName = r.Client.Name
+	s.UserName = rfc2865.UserName_GetString(p)
+	if ip, err := rfc2865.NASIPAddress_Lookup(p); err == nil {
+		s.NASIPAddress, _ = netip.AddrFromSlice(ip.To4())
+	}
+	s.NASIdentifier = rfc2865.NASIdentifier_GetString(p)
+	s.NASPort = u32(p, rfc2865.NASPort_Type)
+	s.NASPortID = rfc2869.NASPortID_GetString(p)
+	s.NASPortType = u32(p, rfc2865.NASPortType_Type)
+	s.ServiceType = u32(p, rfc2865.ServiceType_Type)
+	s.FramedProtocol = u32(p, rfc2865.FramedProtocol_Type)
+	if ip, err := rfc2865.FramedIPAddress_Lookup(p); err == nil {
+		s.FramedIP, _ = netip.AddrFromSlice(ip.To4())
+	}
+	if pfx, err := rfc3162.FramedIPv6Prefix_Lookup(p); err == nil && pfx != nil {
+		s.FramedIPv6Prefix = pfx.String()
+	}
+	s.CallingStationID = rfc2865.CallingStationID_GetString(p)
+	s.CalledStationID = rfc2865.CalledStationID_GetString(p)
+	s.AcctMultiSessionID = rfc2866.AcctMultiSessionID_GetString(p)
+	s.Class = rfc2865.Class_Get(p)
+	s.SessionTime = u32(p, rfc2866.AcctSessionTime_Type)
+	s.InputOctets = uint64(u32(p, rfc2869.AcctInputGigawords_Type))<<32 | uint64(u32(p, rfc2866.AcctInputOctets_Type))
+	s.OutputOctets = uint64(u32(p, rfc2869.AcctOutputGigawords_Type))<<32 | uint64(u32(p, rfc2866.AcctOutputOctets_Type))
+	s.InputPackets = uint64(u32(p, rfc2866.AcctInputPackets_Type))
+	s.OutputPackets = uint64(u32(p, rfc2866.AcctOutputPackets_Type))
+	s.TerminateCause = u32(p, rfc2866.AcctTerminateCause_Type)
+	// When the event happened: Event-Timestamp if sent, else now, less Acct-Delay-Time.
+	at := r.Received
+	if ts := u32(p, rfc2869.EventTimestamp_Type); ts != 0 {
+		at = time.Unix(int64(ts), 0)
+	}
+	at = at.Add(-time.Duration(u32(p, rfc2866.AcctDelayTime_Type)) * time.Second)
+	s.LastSeen = at
+	if u.Kind == session.KindStart {
+		s.StartTime = at
+	}
+	return u, nil
+}
+
+// u32 reads an integer attribute, 0 when absent or malformed.
+func u32(p *radius.Packet, t radius.Type) uint32 {
+	v, ok := p.Lookup(t)
+	if !ok || len(v) != 4 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(v)
+}

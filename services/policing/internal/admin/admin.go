@@ -1,0 +1,198 @@
+// Package admin serves the admin HTTP port: /metrics, /healthz, /readyz, the session
+// lookup API under /api/v1 and the runtime log level.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// Server is the admin HTTP handler.
+type Server struct {
+	Store    session.Store
+	LogLevel *slog.LevelVar
+	Log      *slog.Logger
+	// Ready is checked by /readyz besides the store (e.g. listeners up, not draining).
+	Ready func() error
+	mux   *http.ServeMux
+}
+
+// Handler returns the routes.
+func (s *Server) Handler() http.Handler {
+	if s.mux != nil {
+		return s.mux
+	}
+	m := http.NewServeMux()
+	m.Handle("GET /metrics", promhttp.Handler())
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	m.HandleFunc("GET /readyz", s.readyz)
+	m.HandleFunc("GET /api/v1/sessions", s.sessions)
+	m.HandleFunc("GET /api/v1/sessions/{nas}/{id}", s.session)
+	m.HandleFunc("GET /api/v1/history", s.history)
+	m.HandleFunc("GET /api/v1/loglevel", s.getLevel)
+	m.HandleFunc("PUT /api/v1/loglevel", s.setLevel)
+	s.mux = m
+	return m
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	err := s.Store.Ready(r.Context())
+	if err == nil && s.Ready != nil {
+		err = s.Ready()
+	}
+	if err != nil {
+		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// sessions answers ?user=, ?framedIp= or ?nas= with the matching active sessions.
+func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ctx := r.Context()
+	var (
+		out []*session.Session
+		err error
+	)
+	switch {
+	case q.Has("user"):
+		out, err = s.Store.ByUser(ctx, q.Get("user"))
+	case q.Has("nas"):
+		out, err = s.Store.ByNAS(ctx, q.Get("nas"))
+	case q.Has("framedIp"):
+		ip, perr := netip.ParseAddr(q.Get("framedIp"))
+		if perr != nil {
+			httpError(w, http.StatusBadRequest, "framedIp: "+perr.Error())
+			return
+		}
+		var one *session.Session
+		one, err = s.Store.ByFramedIP(ctx, ip)
+		if one != nil {
+			out = []*session.Session{one}
+		}
+		if errors.Is(err, session.ErrNotFound) {
+			err = nil
+		}
+	default:
+		httpError(w, http.StatusBadRequest, "give one of user, framedIp, nas")
+		return
+	}
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]any{"sessions": nonNil(out)})
+}
+
+func (s *Server) session(w http.ResponseWriter, r *http.Request) {
+	x, err := s.Store.Get(r.Context(), session.Key{NAS: r.PathValue("nas"), ID: r.PathValue("id")})
+	if errors.Is(err, session.ErrNotFound) {
+		httpError(w, http.StatusNotFound, "no such active session")
+		return
+	}
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, x)
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			httpError(w, http.StatusBadRequest, "limit: want a positive number")
+			return
+		}
+		limit = n
+	}
+	out, err := s.Store.History(r.Context(), r.URL.Query().Get("user"), limit)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]any{"sessions": nonNil(out)})
+}
+
+func (s *Server) getLevel(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, map[string]string{"level": levelName(s.LogLevel.Level())})
+}
+
+// setLevel takes {"level":"debug"}: the log level changes at once, without restart.
+func (s *Server) setLevel(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Level string `json:"level"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1024)).Decode(&body); err != nil {
+		httpError(w, http.StatusBadRequest, "want {\"level\": \"debug|info|warn|error\"}")
+		return
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(body.Level)); err != nil {
+		httpError(w, http.StatusBadRequest, "level: "+err.Error())
+		return
+	}
+	s.LogLevel.Set(l)
+	s.Log.Info("log level changed", "level", levelName(l))
+	writeJSON(w, map[string]string{"level": levelName(l)})
+}
+
+func levelName(l slog.Level) string {
+	switch l {
+	case slog.LevelDebug:
+		return "debug"
+	case slog.LevelWarn:
+		return "warn"
+	case slog.LevelError:
+		return "error"
+	}
+	return "info"
+}
+
+func (s *Server) storeError(w http.ResponseWriter, err error) {
+	s.Log.Warn("admin API: store lookup failed", "err", err)
+	httpError(w, http.StatusServiceUnavailable, "session store unavailable")
+}
+
+func nonNil(s []*session.Session) []*session.Session {
+	if s == nil {
+		return []*session.Session{}
+	}
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// Serve runs the admin server until ctx ends.
+func Serve(ctx context.Context, srv *http.Server) error {
+	go func() {
+		<-ctx.Done()
+		_ = srv.Shutdown(context.Background())
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

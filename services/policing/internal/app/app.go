@@ -1,0 +1,146 @@
+// Package app wires a policing node together from its configuration and runs it until its
+// context ends, then drains: stop reading, answer what is in flight, close the store.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/aaa"
+	"github.com/openaaa/openaaa/services/policing/internal/admin"
+	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/nas"
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
+	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/store"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+// Node is a running policing node.
+type Node struct {
+	Config      *config.Config
+	Log         *slog.Logger
+	LogLevel    *slog.LevelVar
+	Store       session.Store
+	Radius      *radiusd.Server
+	Subscribers subscriber.Source
+	AuthAddr    net.Addr
+	AcctAddr    net.Addr
+	AdminAddr   net.Addr
+	admin       *http.Server
+	draining    atomic.Bool
+}
+
+// Start builds every part and starts the listeners. Errors name the config key at fault.
+func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slog.LevelVar) (*Node, error) {
+	n := &Node{Config: cfg, Log: log, LogLevel: level}
+	clients, err := nas.Build(cfg.Clients)
+	if err != nil {
+		return nil, err
+	}
+	pol := &policy.Default{Dict: dict.Builtin, RateLimitAttribute: cfg.Policy.RateLimitAttribute, RejectMessage: cfg.Policy.RejectMessage}
+	if _, ok := dict.Builtin.Lookup(cfg.Policy.RateLimitAttribute); !ok && cfg.Policy.RateLimitAttribute != "" {
+		return nil, fmt.Errorf("policy.rateLimitAttribute: no attribute %q in the dictionary", cfg.Policy.RateLimitAttribute)
+	}
+	src, err := openSubscribers(cfg, pol)
+	if err != nil {
+		return nil, err
+	}
+	n.Subscribers = src
+	st, err := store.Open(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	n.Store = st
+	r := cfg.Radius
+	n.Radius = radiusd.New(radiusd.Options{Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
+		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
+	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log, LookupTimeout: 2 * time.Second}
+	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: 3 * time.Second}
+	if r.AuthAddress != "" {
+		c, err := n.Radius.Listen(r.AuthAddress, radiusd.Auth, auth)
+		if err != nil {
+			n.abort()
+			return nil, fmt.Errorf("radius.authAddress: %w", err)
+		}
+		n.AuthAddr = c.LocalAddr()
+	}
+	if r.AcctAddress != "" {
+		c, err := n.Radius.Listen(r.AcctAddress, radiusd.Acct, acct)
+		if err != nil {
+			n.abort()
+			return nil, fmt.Errorf("radius.acctAddress: %w", err)
+		}
+		n.AcctAddr = c.LocalAddr()
+	}
+	if cfg.Admin.Address != "" {
+		ln, err := net.Listen("tcp", cfg.Admin.Address)
+		if err != nil {
+			n.abort()
+			return nil, fmt.Errorf("admin.address: %w", err)
+		}
+		n.AdminAddr = ln.Addr()
+		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready}
+		n.admin = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := n.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("admin server failed", "err", err)
+			}
+		}()
+	}
+	log.Info("policing started", "store", cfg.Session.Store, "clients", len(clients.All()),
+		"auth", addrString(n.AuthAddr), "acct", addrString(n.AcctAddr), "admin", addrString(n.AdminAddr))
+	return n, nil
+}
+
+func openSubscribers(cfg *config.Config, pol *policy.Default) (subscriber.Source, error) {
+	switch cfg.Subscribers.Source {
+	case "file":
+		f, err := subscriber.OpenFile(cfg.Subscribers.File, pol.CheckProfile)
+		if err != nil {
+			return nil, fmt.Errorf("subscribers.file: %w", err)
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("subscribers.source: %q is not available", cfg.Subscribers.Source)
+}
+
+func (n *Node) ready() error {
+	if n.draining.Load() {
+		return errors.New("draining")
+	}
+	return nil
+}
+
+func (n *Node) abort() {
+	_ = n.Radius.Shutdown(context.Background())
+	_ = n.Store.Close(context.Background())
+}
+
+// Shutdown drains the node: /readyz turns unready, RADIUS stops reading and answers what
+// it holds, then the store is closed (the embedded store writes its snapshot).
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.draining.Store(true)
+	n.Log.Info("draining")
+	errs := []error{n.Radius.Shutdown(ctx), n.Store.Close(ctx)}
+	if n.admin != nil {
+		errs = append(errs, n.admin.Shutdown(ctx))
+	}
+	n.Log.Info("stopped")
+	return errors.Join(errs...)
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}

@@ -1,0 +1,336 @@
+package app
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2866"
+	"layeh.com/radius/rfc2869"
+
+	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+const secret = "s3cr3t-for-tests"
+
+const subscribers = `
+profiles:
+  gold: {sessionTimeout: 3600, acctInterimInterval: 300, class: gold, rateLimit: "10M/10M",
+         replyAttributes: {Framed-MTU: "1492", Service-Type: Framed-User}}
+subscribers:
+  - {username: alice, password: wonderland, profileName: gold, profile: {framedIPAddress: 10.1.0.1}}
+  - {username: bob, password: builder, profile: {framedPool: pool-a}}
+  - {username: carol, password: x, disabled: true}
+`
+
+// startNode runs a node on loopback with ephemeral ports. Extra lines are --set overrides.
+func startNode(t *testing.T, sets ...string) *Node {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(secret+"\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(subscribers), 0o600))
+	cfgText := fmt.Sprintf(`
+log: {level: debug, format: text}
+radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 4}
+admin: {address: "127.0.0.1:0"}
+clients:
+  - {name: lo, address: 127.0.0.0/8, secretFile: %s/secret}
+subscribers: {source: file, file: %s/subs.yaml}
+session:
+  embedded: {snapshotFile: %s/snap.jsonl}
+`, dir, dir, dir)
+	must(t, os.WriteFile(filepath.Join(dir, "policing.yaml"), []byte(cfgText), 0o600))
+	cfg, err := config.Load(filepath.Join(dir, "policing.yaml"), sets, nil)
+	must(t, err)
+	level := new(slog.LevelVar)
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: level}))
+	n, err := Start(context.Background(), cfg, log, level)
+	must(t, err)
+	t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
+	return n
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exchange sends a request signed with a Message-Authenticator and waits for the reply.
+func exchange(t *testing.T, addr net.Addr, p *radius.Packet, withMA bool) (*radius.Packet, error) {
+	t.Helper()
+	b, err := p.Encode()
+	must(t, err)
+	off := -1
+	if withMA {
+		b, off = radiusx.AppendMessageAuthenticator(b)
+	}
+	radiusx.SignRequest(b, off, p.Secret)
+	conn, err := net.Dial("udp", addr.String())
+	must(t, err)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(700 * time.Millisecond))
+	if _, err := conn.Write(b); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 4096)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return nil, err
+	}
+	if err := radiusx.VerifyResponse(buf[:n], b[4:20], p.Secret, true); err != nil {
+		t.Fatalf("reply does not verify: %v", err)
+	}
+	return radius.Parse(buf[:n], p.Secret)
+}
+
+func papRequest(user, pass string) *radius.Packet {
+	p := radius.New(radius.CodeAccessRequest, []byte(secret))
+	rfc2865.UserName_SetString(p, user)
+	rfc2865.UserPassword_SetString(p, pass)
+	return p
+}
+
+func TestPAPAcceptCarriesProfile(t *testing.T) {
+	n := startNode(t)
+	reply, err := exchange(t, n.AuthAddr, papRequest("alice", "wonderland"), true)
+	must(t, err)
+	if reply.Code != radius.CodeAccessAccept {
+		t.Fatalf("code = %v, want Access-Accept", reply.Code)
+	}
+	if ip := rfc2865.FramedIPAddress_Get(reply); ip.String() != "10.1.0.1" {
+		t.Errorf("Framed-IP-Address = %v", ip)
+	}
+	if st := rfc2865.SessionTimeout_Get(reply); st != 3600 {
+		t.Errorf("Session-Timeout = %v", st)
+	}
+	if iv := rfc2869.AcctInterimInterval_Get(reply); iv != 300 {
+		t.Errorf("Acct-Interim-Interval = %v", iv)
+	}
+	if mtu := rfc2865.FramedMTU_Get(reply); mtu != 1492 {
+		t.Errorf("Framed-MTU = %v", mtu)
+	}
+	if c := string(rfc2865.Class_Get(reply)); c != "gold" {
+		t.Errorf("Class = %q", c)
+	}
+	if _, ok := reply.Lookup(26); !ok {
+		t.Errorf("no Vendor-Specific rate limit attribute")
+	}
+}
+
+func TestPAPRejects(t *testing.T) {
+	n := startNode(t)
+	for _, tc := range []struct{ user, pass string }{{"alice", "wrong"}, {"nobody", "x"}, {"carol", "x"}} {
+		reply, err := exchange(t, n.AuthAddr, papRequest(tc.user, tc.pass), true)
+		must(t, err)
+		if reply.Code != radius.CodeAccessReject {
+			t.Errorf("%s/%s: code = %v, want Access-Reject", tc.user, tc.pass, reply.Code)
+		}
+		if msg := rfc2865.ReplyMessage_GetString(reply); msg == "" {
+			t.Errorf("%s: reject without Reply-Message", tc.user)
+		}
+	}
+}
+
+func TestCHAP(t *testing.T) {
+	n := startNode(t)
+	for _, tc := range []struct {
+		pass string
+		want radius.Code
+	}{{"builder", radius.CodeAccessAccept}, {"nope", radius.CodeAccessReject}} {
+		p := radius.New(radius.CodeAccessRequest, []byte(secret))
+		rfc2865.UserName_SetString(p, "bob")
+		challenge := []byte("0123456789abcdef")
+		h := md5.New()
+		h.Write([]byte{7})
+		h.Write([]byte(tc.pass))
+		h.Write(challenge)
+		rfc2865.CHAPPassword_Set(p, append([]byte{7}, h.Sum(nil)...))
+		rfc2865.CHAPChallenge_Set(p, challenge)
+		reply, err := exchange(t, n.AuthAddr, p, true)
+		must(t, err)
+		if reply.Code != tc.want {
+			t.Errorf("CHAP %q: code = %v, want %v", tc.pass, reply.Code, tc.want)
+		}
+		if tc.want == radius.CodeAccessAccept && rfc2869.FramedPool_GetString(reply) != "pool-a" {
+			t.Errorf("Framed-Pool missing")
+		}
+	}
+}
+
+func TestMissingMessageAuthenticatorDropped(t *testing.T) {
+	n := startNode(t)
+	if _, err := exchange(t, n.AuthAddr, papRequest("alice", "wonderland"), false); err == nil {
+		t.Fatal("request without Message-Authenticator was answered")
+	}
+	// The same client can opt out of the requirement.
+	n2 := startNode(t, "clients.0.requireMessageAuthenticator=false")
+	reply, err := exchange(t, n2.AuthAddr, papRequest("alice", "wonderland"), false)
+	must(t, err)
+	if reply.Code != radius.CodeAccessAccept {
+		t.Fatalf("code = %v", reply.Code)
+	}
+}
+
+func TestWrongSecretNotAnswered(t *testing.T) {
+	n := startNode(t)
+	p := papRequest("alice", "wonderland")
+	p.Secret = []byte("not-the-secret")
+	if _, err := exchange(t, n.AuthAddr, p, true); err == nil {
+		t.Fatal("request with a wrong secret was answered")
+	}
+	a := acct(rfc2866.AcctStatusType_Value_Start, "s-wrong", "alice")
+	a.Secret = []byte("not-the-secret")
+	if _, err := exchange(t, n.AcctAddr, a, false); err == nil {
+		t.Fatal("accounting request with a wrong secret was answered")
+	}
+}
+
+func acct(status rfc2866.AcctStatusType, id, user string) *radius.Packet {
+	p := radius.New(radius.CodeAccountingRequest, []byte(secret))
+	rfc2866.AcctStatusType_Set(p, status)
+	rfc2866.AcctSessionID_SetString(p, id)
+	rfc2865.UserName_SetString(p, user)
+	rfc2865.NASIPAddress_Set(p, net.IPv4(192, 0, 2, 1))
+	return p
+}
+
+func getJSON(t *testing.T, n *Node, path string, v any) {
+	t.Helper()
+	resp, err := http.Get("http://" + n.AdminAddr.String() + path)
+	must(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	must(t, json.NewDecoder(resp.Body).Decode(v))
+}
+
+func TestAccountingLifecycle(t *testing.T) {
+	n := startNode(t)
+	start := acct(rfc2866.AcctStatusType_Value_Start, "sess-1", "alice")
+	rfc2865.FramedIPAddress_Set(start, net.IPv4(10, 1, 0, 1))
+	reply, err := exchange(t, n.AcctAddr, start, true)
+	must(t, err)
+	if reply.Code != radius.CodeAccountingResponse {
+		t.Fatalf("code = %v", reply.Code)
+	}
+	interim := acct(rfc2866.AcctStatusType_Value_InterimUpdate, "sess-1", "alice")
+	rfc2866.AcctInputOctets_Set(interim, 100)
+	rfc2869.AcctInputGigawords_Set(interim, 2)
+	rfc2866.AcctSessionTime_Set(interim, 60)
+	_, err = exchange(t, n.AcctAddr, interim, false)
+	must(t, err)
+
+	var byUser struct{ Sessions []session.Session }
+	getJSON(t, n, "/api/v1/sessions?user=alice", &byUser)
+	if len(byUser.Sessions) != 1 {
+		t.Fatalf("sessions of alice = %d, want 1", len(byUser.Sessions))
+	}
+	s := byUser.Sessions[0]
+	if want := uint64(2)<<32 | 100; s.InputOctets != want || s.SessionTime != 60 || s.NAS != "192.0.2.1" {
+		t.Errorf("session = %+v, want input octets %d", s, want)
+	}
+	var byIP struct{ Sessions []session.Session }
+	getJSON(t, n, "/api/v1/sessions?framedIp=10.1.0.1", &byIP)
+	if len(byIP.Sessions) != 1 || byIP.Sessions[0].ID != "sess-1" {
+		t.Fatalf("by framed IP: %+v", byIP.Sessions)
+	}
+
+	stop := acct(rfc2866.AcctStatusType_Value_Stop, "sess-1", "alice")
+	rfc2866.AcctTerminateCause_Set(stop, rfc2866.AcctTerminateCause_Value_UserRequest)
+	_, err = exchange(t, n.AcctAddr, stop, true)
+	must(t, err)
+	getJSON(t, n, "/api/v1/sessions?framedIp=10.1.0.1", &byIP)
+	if len(byIP.Sessions) != 0 {
+		t.Errorf("framed IP still held after Stop")
+	}
+	var hist struct{ Sessions []session.Session }
+	getJSON(t, n, "/api/v1/history?user=alice", &hist)
+	if len(hist.Sessions) != 1 || hist.Sessions[0].State != session.Stopped || hist.Sessions[0].TerminateCause != 1 {
+		t.Errorf("history = %+v", hist.Sessions)
+	}
+}
+
+func TestInterimWithoutStartCreatesSession(t *testing.T) {
+	n := startNode(t)
+	_, err := exchange(t, n.AcctAddr, acct(rfc2866.AcctStatusType_Value_InterimUpdate, "orphan", "bob"), true)
+	must(t, err)
+	var out struct{ Sessions []session.Session }
+	getJSON(t, n, "/api/v1/sessions?user=bob", &out)
+	if len(out.Sessions) != 1 {
+		t.Fatalf("interim without start did not create a session")
+	}
+	// Accounting-On from that NAS closes it.
+	_, err = exchange(t, n.AcctAddr, acct(rfc2866.AcctStatusType_Value_AccountingOn, "on-1", ""), true)
+	must(t, err)
+	getJSON(t, n, "/api/v1/sessions?nas=192.0.2.1", &out)
+	if len(out.Sessions) != 0 {
+		t.Fatalf("Accounting-On left %d sessions", len(out.Sessions))
+	}
+}
+
+func TestRetransmissionAnsweredOnce(t *testing.T) {
+	n := startNode(t)
+	p := acct(rfc2866.AcctStatusType_Value_Start, "dup-1", "alice")
+	b, _ := p.Encode()
+	radiusx.SignRequest(b, -1, p.Secret)
+	conn, err := net.Dial("udp", n.AcctAddr.String())
+	must(t, err)
+	defer conn.Close()
+	var replies [][]byte
+	for i := 0; i < 3; i++ {
+		_, err := conn.Write(b)
+		must(t, err)
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		buf := make([]byte, 4096)
+		k, err := conn.Read(buf)
+		must(t, err)
+		replies = append(replies, buf[:k])
+	}
+	for _, r := range replies[1:] {
+		if string(r) != string(replies[0]) {
+			t.Fatalf("retransmission got a different reply")
+		}
+	}
+	s, err := n.Store.Get(context.Background(), session.Key{NAS: "192.0.2.1", ID: "dup-1"})
+	must(t, err)
+	if s.Updates != 1 {
+		t.Fatalf("session updated %d times, want 1 (retransmissions must not be processed again)", s.Updates)
+	}
+}
+
+func TestSnapshotSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	snap := "session.embedded.snapshotFile=" + filepath.Join(dir, "snap.jsonl")
+	n := startNode(t, snap)
+	_, err := exchange(t, n.AcctAddr, acct(rfc2866.AcctStatusType_Value_Start, "keep-me", "alice"), true)
+	must(t, err)
+	must(t, n.Shutdown(context.Background()))
+	n2 := startNode(t, snap)
+	if _, err := n2.Store.Get(context.Background(), session.Key{NAS: "192.0.2.1", ID: "keep-me"}); err != nil {
+		t.Fatalf("session lost across restart: %v", err)
+	}
+}
+
+func TestBadConfigNamesKey(t *testing.T) {
+	_, err := config.Load("", []string{"radius.workers=0", "clients.x=1"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "clients") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,180 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cassandra configures the Cassandra and hybrid session stores (docs/cassandra.md).
+type Cassandra struct {
+	// ContactPoints are host or host:port entries (port defaults to Port).
+	ContactPoints []string `json:"contactPoints,omitempty"`
+	// Port is the CQL port used for contact points without one.
+	Port int `json:"port"`
+	// LocalDC is this node's datacenter: queries go to its replicas first (token- and
+	// DC-aware routing) and LOCAL_* consistencies count its replicas.
+	LocalDC  string `json:"localDC,omitempty"`
+	Keyspace string `json:"keyspace"`
+	// Consistency of the sessions table and its lookups (reads and writes).
+	Consistency string `json:"consistency"`
+	// HistoryConsistency of the insert-only accounting history and auth log.
+	HistoryConsistency string `json:"historyConsistency"`
+	// Timeout of one request (the driver's; the caller's context may be shorter).
+	Timeout        Duration `json:"timeout"`
+	ConnectTimeout Duration `json:"connectTimeout"`
+	// NumConns is the number of connections per host.
+	NumConns int `json:"numConns"`
+	// UsernameFile and PasswordFile hold the credentials (mounted Secret); both or neither.
+	UsernameFile string `json:"usernameFile,omitempty"`
+	PasswordFile string `json:"passwordFile,omitempty"`
+	// StoppedTTL keeps a stopped session's row (not its lookups) so that late
+	// retransmissions of its accounting do not bring it back to life.
+	StoppedTTL Duration `json:"stoppedTTL"`
+	// Spool receives accounting records when Cassandra cannot take them.
+	Spool Spool `json:"spool"`
+	// Cache is the local cache of the hybrid store.
+	Cache Cache `json:"cache"`
+}
+
+// Spool is the local append-only accounting spool.
+type Spool struct {
+	// Dir holds the spool files (a persistent volume: the spool must survive a restart).
+	// Empty disables the spool: accounting then fails while Cassandra is unreachable.
+	Dir string `json:"dir,omitempty"`
+	// MaxBytes bounds the spool on disk; past it accounting fails (the NAS retransmits).
+	MaxBytes int64 `json:"maxBytes"`
+	// ReplayInterval is how often the spool tries to replay to Cassandra.
+	ReplayInterval Duration `json:"replayInterval"`
+}
+
+// Cache tunes the hybrid store's local cache.
+type Cache struct {
+	// Size is the maximum number of sessions kept.
+	Size int `json:"size"`
+	// TTL is how long an entry counts as fresh for reads (auth). Accounting always merges
+	// onto the row read from Cassandra, so a session moving between DCs stays correct.
+	TTL Duration `json:"ttl"`
+}
+
+func defaultCassandra() Cassandra {
+	return Cassandra{
+		Port:               9042,
+		Keyspace:           "openaaa",
+		Consistency:        "LOCAL_QUORUM",
+		HistoryConsistency: "LOCAL_ONE",
+		Timeout:            Duration(2 * time.Second),
+		ConnectTimeout:     Duration(5 * time.Second),
+		NumConns:           2,
+		StoppedTTL:         Duration(24 * time.Hour),
+		Spool: Spool{
+			Dir:            "/var/lib/openaaa/spool",
+			MaxBytes:       1 << 30,
+			ReplayInterval: Duration(time.Second),
+		},
+		Cache: Cache{Size: 100000, TTL: Duration(5 * time.Second)},
+	}
+}
+
+// Consistencies accepted by the store.
+var consistencies = []string{"ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"}
+
+func validConsistency(s string) bool {
+	for _, c := range consistencies {
+		if c == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidKeyspaceName reports whether s is a CQL identifier usable as a keyspace name
+// unquoted (letters, digits, underscore; starts with a letter; at most 48 characters).
+func ValidKeyspaceName(s string) bool {
+	if s == "" || len(s) > 48 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r == '_' || r >= '0' && r <= '9':
+			if i == 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (c Cassandra) validate(key string) []error {
+	var errs []error
+	bad := func(k, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
+	}
+	if len(c.ContactPoints) == 0 {
+		bad("contactPoints", "at least one contact point is required")
+	}
+	for i, cp := range c.ContactPoints {
+		host := cp
+		if h, p, err := net.SplitHostPort(cp); err == nil {
+			host = h
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				bad(fmt.Sprintf("contactPoints[%d]", i), "%q has no valid port", cp)
+			}
+		}
+		if strings.TrimSpace(host) == "" {
+			bad(fmt.Sprintf("contactPoints[%d]", i), "empty host")
+		}
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		bad("port", "%d is not a port", c.Port)
+	}
+	if c.LocalDC == "" {
+		bad("localDC", "required (token- and DC-aware routing)")
+	}
+	if !ValidKeyspaceName(c.Keyspace) {
+		bad("keyspace", "%q is not a valid keyspace name (letters, digits, _; at most 48)", c.Keyspace)
+	}
+	if !validConsistency(c.Consistency) {
+		bad("consistency", "%q is not one of %s", c.Consistency, strings.Join(consistencies, ", "))
+	} else if c.Consistency == "ANY" {
+		bad("consistency", "ANY cannot be used for reads")
+	}
+	if !validConsistency(c.HistoryConsistency) {
+		bad("historyConsistency", "%q is not one of %s", c.HistoryConsistency, strings.Join(consistencies, ", "))
+	}
+	if c.Timeout <= 0 {
+		bad("timeout", "must be positive")
+	}
+	if c.ConnectTimeout <= 0 {
+		bad("connectTimeout", "must be positive")
+	}
+	if c.NumConns < 1 || c.NumConns > 64 {
+		bad("numConns", "must be between 1 and 64, got %d", c.NumConns)
+	}
+	if (c.UsernameFile == "") != (c.PasswordFile == "") {
+		bad("usernameFile", "usernameFile and passwordFile go together")
+	}
+	if c.StoppedTTL < 0 {
+		bad("stoppedTTL", "must not be negative (0 keeps stopped rows forever)")
+	}
+	if c.Spool.Dir != "" {
+		if c.Spool.MaxBytes < 1<<20 {
+			bad("spool.maxBytes", "must be at least 1048576 (1 MiB), got %d", c.Spool.MaxBytes)
+		}
+		if c.Spool.ReplayInterval <= 0 {
+			bad("spool.replayInterval", "must be positive")
+		}
+	}
+	if c.Cache.Size < 1 {
+		bad("cache.size", "must be at least 1, got %d", c.Cache.Size)
+	}
+	if c.Cache.TTL < 0 {
+		bad("cache.ttl", "must not be negative (0: every read goes to Cassandra)")
+	}
+	return errs
+}

@@ -1,0 +1,437 @@
+// Package config is the policing configuration: YAML on disk, every key overridable by
+// `--set path=value` flags and POLICING_<PATH> environment variables, validated with errors
+// that name the offending key. docs/configuration.md documents every key.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the whole policing configuration.
+type Config struct {
+	Log         Log          `json:"log"`
+	Radius      Radius       `json:"radius"`
+	Clients     []Client     `json:"clients"`
+	ClientsFile string       `json:"clientsFile,omitempty"`
+	Subscribers Subscribers  `json:"subscribers"`
+	Session     SessionStore `json:"session"`
+	Policy      Policy       `json:"policy"`
+	Admin       Admin        `json:"admin"`
+}
+
+// Log configures structured logging.
+type Log struct {
+	Level  string `json:"level"`  // debug, info, warn, error; changeable at runtime
+	Format string `json:"format"` // json or text
+}
+
+// Radius configures the RADIUS listeners and the worker pool.
+type Radius struct {
+	AuthAddress     string   `json:"authAddress"`
+	AcctAddress     string   `json:"acctAddress"`
+	Workers         int      `json:"workers"`
+	QueueSize       int      `json:"queueSize"`
+	MaxQueueWait    Duration `json:"maxQueueWait"`
+	Readers         int      `json:"readers"`
+	DuplicateWindow Duration `json:"duplicateWindow"`
+	DrainTimeout    Duration `json:"drainTimeout"`
+	SocketBuffer    int      `json:"socketBuffer"`
+}
+
+// Client is one NAS (or a range of NAS) allowed to talk to us.
+type Client struct {
+	Name string `json:"name"`
+	// Address is an IP address or a CIDR.
+	Address string `json:"address"`
+	// NASIdentifier tells apart several NAS behind one address (NAT): when set, requests from
+	// Address must carry this NAS-Identifier.
+	NASIdentifier string `json:"nasIdentifier,omitempty"`
+	// SecretFile holds the shared secret (a mounted Secret); trailing newlines are ignored.
+	SecretFile string `json:"secretFile"`
+	// RequireMessageAuthenticator drops Access-Requests without a valid Message-Authenticator
+	// (BlastRADIUS, CVE-2024-3596). Default true.
+	RequireMessageAuthenticator *bool `json:"requireMessageAuthenticator,omitempty"`
+	// CoAPort is where the NAS listens for CoA and Disconnect requests (RFC 5176).
+	CoAPort int `json:"coaPort,omitempty"`
+}
+
+// Subscribers selects the subscriber source.
+type Subscribers struct {
+	Source string `json:"source"` // file
+	File   string `json:"file,omitempty"`
+}
+
+// SessionStore selects and tunes the session store.
+type SessionStore struct {
+	Store     string    `json:"store"` // embedded, cassandra, hybrid, none
+	Expiry    Expiry    `json:"expiry"`
+	Embedded  Embedded  `json:"embedded"`
+	Cassandra Cassandra `json:"cassandra"`
+}
+
+// Expiry closes sessions that stopped reporting: after Multiplier × interim interval + Grace
+// without a message. Multiplier 0 disables expiry.
+type Expiry struct {
+	InterimInterval Duration `json:"interimInterval"`
+	Multiplier      int      `json:"multiplier"`
+	Grace           Duration `json:"grace"`
+}
+
+// Embedded tunes the in-memory store.
+type Embedded struct {
+	Shards        int      `json:"shards"`
+	SnapshotFile  string   `json:"snapshotFile,omitempty"`
+	HistorySize   int      `json:"historySize"`
+	SweepInterval Duration `json:"sweepInterval"`
+}
+
+// Policy tunes the built-in policy.
+type Policy struct {
+	RateLimitAttribute string `json:"rateLimitAttribute"`
+	RejectMessage      string `json:"rejectMessage"`
+}
+
+// Admin configures the HTTP admin port (/metrics, /healthz, /readyz, /api/v1).
+type Admin struct {
+	Address string `json:"address"`
+}
+
+// Default returns the configuration used for every key the file leaves out.
+func Default() Config {
+	return Config{
+		Log: Log{Level: "info", Format: "json"},
+		Radius: Radius{
+			AuthAddress:     ":1812",
+			AcctAddress:     ":1813",
+			Workers:         64,
+			QueueSize:       2048,
+			MaxQueueWait:    Duration(time.Second),
+			DuplicateWindow: Duration(5 * time.Second),
+			DrainTimeout:    Duration(10 * time.Second),
+			SocketBuffer:    4 << 20,
+		},
+		Subscribers: Subscribers{Source: "file"},
+		Session: SessionStore{
+			Store:     "embedded",
+			Expiry:    Expiry{InterimInterval: Duration(10 * time.Minute), Multiplier: 2, Grace: Duration(time.Minute)},
+			Embedded:  Embedded{Shards: 64, HistorySize: 10000, SweepInterval: Duration(10 * time.Second)},
+			Cassandra: defaultCassandra(),
+		},
+		Policy: Policy{RateLimitAttribute: "Mikrotik-Rate-Limit", RejectMessage: "Authentication failed"},
+		Admin:  Admin{Address: ":9812"},
+	}
+}
+
+// Load reads the YAML file (empty path: defaults only), applies POLICING_* environment
+// variables, then the --set overrides, and validates the result.
+func Load(path string, sets []string, environ []string) (*Config, error) {
+	doc := map[string]any{}
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if err := yaml.Unmarshal(raw, &doc); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		if doc == nil {
+			doc = map[string]any{}
+		}
+	}
+	for _, kv := range envOverrides(environ) {
+		if err := setPath(doc, kv[0], kv[1]); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			return nil, fmt.Errorf("--set %q: want path=value", s)
+		}
+		if err := setPath(doc, k, v); err != nil {
+			return nil, err
+		}
+	}
+	cfg := Default()
+	js, _ := json.Marshal(doc)
+	dec := json.NewDecoder(strings.NewReader(string(js)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("config: %s", describeJSONError(err))
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// describeJSONError turns decoder errors into messages that name the key.
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("%s: cannot use %s as %s", jsonFieldPath(te.Field), te.Value, te.Type)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return "unknown key " + f
+	}
+	return msg
+}
+
+func jsonFieldPath(f string) string { return f }
+
+// setPath sets a dotted path (radius.authAddress, clients.0.name) in a YAML document,
+// parsing the value as YAML so numbers and booleans keep their type.
+func setPath(doc map[string]any, path, value string) error {
+	var v any
+	if err := yaml.Unmarshal([]byte(value), &v); err != nil {
+		v = value
+	}
+	parts := strings.Split(path, ".")
+	var cur any = doc
+	for i, p := range parts {
+		last := i == len(parts)-1
+		switch node := cur.(type) {
+		case map[string]any:
+			if last {
+				node[p] = v
+				return nil
+			}
+			next, ok := node[p]
+			if !ok || next == nil {
+				next = map[string]any{}
+				node[p] = next
+			}
+			cur = next
+		case []any:
+			var idx int
+			if _, err := fmt.Sscanf(p, "%d", &idx); err != nil || idx < 0 || idx >= len(node) {
+				return fmt.Errorf("override %s: %q is not an index of %s", path, p, strings.Join(parts[:i], "."))
+			}
+			if last {
+				node[idx] = v
+				return nil
+			}
+			cur = node[idx]
+		default:
+			return fmt.Errorf("override %s: %s is not a map", path, strings.Join(parts[:i], "."))
+		}
+	}
+	return nil
+}
+
+// envOverrides maps POLICING_RADIUS_AUTHADDRESS=... to radius.authAddress for every scalar key.
+func envOverrides(environ []string) [][2]string {
+	byEnv := map[string]string{}
+	for _, p := range scalarPaths(reflect.TypeOf(Config{}), "") {
+		byEnv["POLICING_"+strings.ToUpper(strings.ReplaceAll(p, ".", "_"))] = p
+	}
+	var out [][2]string
+	for _, e := range environ {
+		k, v, _ := strings.Cut(e, "=")
+		if p, ok := byEnv[k]; ok {
+			out = append(out, [2]string{p, v})
+		}
+	}
+	return out
+}
+
+// scalarPaths lists the dotted JSON paths of every scalar key below t (lists excluded).
+func scalarPaths(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		p := prefix + name
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case ft.Kind() == reflect.Struct:
+			out = append(out, scalarPaths(ft, p+".")...)
+		case ft.Kind() == reflect.Slice || ft.Kind() == reflect.Map:
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// EnvNames lists every POLICING_* variable with the key it sets (for docs and --help).
+func EnvNames() [][2]string {
+	var out [][2]string
+	for _, p := range scalarPaths(reflect.TypeOf(Config{}), "") {
+		out = append(out, [2]string{"POLICING_" + strings.ToUpper(strings.ReplaceAll(p, ".", "_")), p})
+	}
+	return out
+}
+
+// Validate checks every key and returns all problems at once, each naming its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, a...)))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "json", "text":
+	default:
+		bad("log.format", "%q is not one of json, text", c.Log.Format)
+	}
+	checkAddr := func(key, v string, optional bool) {
+		if v == "" && optional {
+			return
+		}
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			bad(key, "%q is not host:port", v)
+		}
+	}
+	checkAddr("radius.authAddress", c.Radius.AuthAddress, true)
+	checkAddr("radius.acctAddress", c.Radius.AcctAddress, true)
+	if c.Radius.AuthAddress == "" && c.Radius.AcctAddress == "" {
+		bad("radius", "authAddress and acctAddress are both empty: nothing to serve")
+	}
+	if c.Radius.Workers < 1 {
+		bad("radius.workers", "must be at least 1, got %d", c.Radius.Workers)
+	}
+	if c.Radius.QueueSize < 1 {
+		bad("radius.queueSize", "must be at least 1, got %d", c.Radius.QueueSize)
+	}
+	if c.Radius.Readers < 0 {
+		bad("radius.readers", "must not be negative (0: one per CPU)")
+	}
+	if c.Radius.MaxQueueWait <= 0 {
+		bad("radius.maxQueueWait", "must be positive")
+	}
+	if c.Radius.DuplicateWindow < 0 {
+		bad("radius.duplicateWindow", "must not be negative (0 disables duplicate detection)")
+	}
+	checkAddr("admin.address", c.Admin.Address, true)
+	if len(c.Clients) == 0 && c.ClientsFile == "" {
+		bad("clients", "no NAS clients configured (set clients or clientsFile)")
+	}
+	for i, cl := range c.Clients {
+		errs = append(errs, cl.validate(fmt.Sprintf("clients[%d]", i))...)
+	}
+	switch c.Subscribers.Source {
+	case "file":
+		if c.Subscribers.File == "" {
+			bad("subscribers.file", "required when subscribers.source is file")
+		}
+	default:
+		if !validSubscriberSource(c.Subscribers.Source) {
+			bad("subscribers.source", "%q is not a known source", c.Subscribers.Source)
+		}
+	}
+	switch c.Session.Store {
+	case "embedded", "none":
+	case "cassandra", "hybrid":
+		errs = append(errs, c.Session.Cassandra.validate("session.cassandra")...)
+	default:
+		bad("session.store", "%q is not one of embedded, cassandra, hybrid, none", c.Session.Store)
+	}
+	if c.Session.Expiry.Multiplier < 0 {
+		bad("session.expiry.multiplier", "must not be negative (0 disables expiry)")
+	}
+	if c.Session.Expiry.Multiplier > 0 && c.Session.Expiry.InterimInterval <= 0 {
+		bad("session.expiry.interimInterval", "must be positive when expiry is on")
+	}
+	if c.Session.Embedded.Shards < 1 || c.Session.Embedded.Shards&(c.Session.Embedded.Shards-1) != 0 {
+		bad("session.embedded.shards", "must be a power of two, got %d", c.Session.Embedded.Shards)
+	}
+	if c.Session.Embedded.HistorySize < 0 {
+		bad("session.embedded.historySize", "must not be negative")
+	}
+	if c.Session.Embedded.SweepInterval <= 0 {
+		bad("session.embedded.sweepInterval", "must be positive")
+	}
+	return errors.Join(errs...)
+}
+
+// subscriberSources lets other files (ldap.go) register the sources they validate.
+var subscriberSources = map[string]bool{}
+
+func validSubscriberSource(s string) bool { return subscriberSources[s] }
+
+func (cl Client) validate(key string) []error {
+	var errs []error
+	bad := func(k, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
+	}
+	if cl.Name == "" {
+		bad("name", "required")
+	}
+	if _, err := ParseClientAddress(cl.Address); err != nil {
+		bad("address", "%q is not an IP address or CIDR", cl.Address)
+	}
+	if cl.SecretFile == "" {
+		bad("secretFile", "required")
+	}
+	if cl.CoAPort < 0 || cl.CoAPort > 65535 {
+		bad("coaPort", "%d is not a port", cl.CoAPort)
+	}
+	return errs
+}
+
+// ParseClientAddress accepts an IP ("192.0.2.1") or a CIDR ("192.0.2.0/24").
+func ParseClientAddress(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// RequiresMessageAuthenticator applies the default (true).
+func (cl Client) RequiresMessageAuthenticator() bool {
+	return cl.RequireMessageAuthenticator == nil || *cl.RequireMessageAuthenticator
+}
+
+// Duration is a time.Duration written as "5s", "10m" in YAML.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n float64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("duration: %s is neither \"1s\"-style text nor seconds", b)
+		}
+		*d = Duration(n * float64(time.Second))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}

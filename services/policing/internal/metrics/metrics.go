@@ -1,0 +1,109 @@
+// Package metrics holds the policing node's Prometheus metrics. Names come from one
+// namespace (openaaa) plus a subsystem; dashboards and alerts use exactly these names.
+// Other packages (store, proxy, coa, ldap) define their own metrics in their own
+// metrics.go with the same namespace and count their work in Transactions.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+const Namespace = "openaaa"
+
+// Drop reasons (label values of RequestsDropped).
+const (
+	DropUnknownClient    = "unknown_client"
+	DropBadAuthenticator = "bad_authenticator"
+	DropMissingMA        = "missing_message_authenticator"
+	DropBadMA            = "bad_message_authenticator"
+	DropMalformed        = "malformed"
+	DropDuplicate        = "duplicate"
+	DropOverload         = "overload"
+	DropUnsupported      = "unsupported_code"
+	DropStoreError       = "store_error"
+)
+
+var (
+	// Requests counts processed RADIUS requests by kind (auth, acct) and result
+	// (accept, reject, ok, error).
+	Requests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "requests_total",
+		Help: "RADIUS requests processed, by kind (auth, acct) and result.",
+	}, []string{"kind", "result"})
+
+	// AccountingRequests counts accounting requests by Acct-Status-Type.
+	AccountingRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "accounting_requests_total",
+		Help: "Accounting requests processed, by Acct-Status-Type.",
+	}, []string{"status"})
+
+	// Duration is the time from receipt to reply, by kind.
+	Duration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "request_duration_seconds",
+		Help:    "Time from receiving a RADIUS request to sending its reply, by kind (auth, acct).",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	}, []string{"kind"})
+
+	// Dropped counts requests dropped without a reply, by reason.
+	Dropped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "requests_dropped_total",
+		Help: "RADIUS requests dropped without a reply, by reason.",
+	}, []string{"reason"})
+
+	// DuplicatesAnswered counts retransmissions answered from the reply cache (RFC 5080).
+	DuplicatesAnswered = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "duplicates_answered_total",
+		Help: "Retransmitted requests answered from the reply cache without processing them again.",
+	})
+
+	// Transactions counts what the field calls transactions: each RADIUS request processed,
+	// each request proxied, each CoA/Disconnect sent, each LDAP or Diameter request, by kind.
+	// "Outgoing TPS" is the rate of their sum.
+	Transactions = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "transactions_total",
+		Help: "Transactions (requests processed or sent: radius_auth, radius_acct, proxy, coa, ldap, diameter).",
+	}, []string{"kind"})
+
+	// QueueDepth is the number of requests waiting for a worker.
+	QueueDepth = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "queue_depth",
+		Help: "Requests received and waiting for a worker.",
+	})
+
+	// WorkersBusy is the number of workers processing a request now.
+	WorkersBusy = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "workers_busy",
+		Help: "Workers processing a request now.",
+	})
+
+	// Workers is the size of the worker pool.
+	Workers = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "workers",
+		Help: "Size of the worker pool.",
+	})
+
+	// SessionsActive is the number of active sessions the store holds (embedded/hybrid: this node's view).
+	SessionsActive = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "sessions", Name: "active",
+		Help: "Active sessions in the session store.",
+	})
+
+	// SessionsExpired counts sessions closed because they stopped reporting.
+	SessionsExpired = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "sessions", Name: "expired_total",
+		Help: "Sessions closed by the store because the NAS stopped reporting them.",
+	})
+
+	// PolicyDisconnects counts sessions the policy marked for disconnect, by reason.
+	PolicyDisconnects = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "policy", Name: "disconnects_marked_total",
+		Help: "Sessions the policy marked for disconnect, by reason.",
+	}, []string{"reason"})
+
+	// ConfigReloads counts reloads of mounted files, by file kind and result.
+	ConfigReloads = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "config", Name: "reloads_total",
+		Help: "Reloads of mounted configuration files, by kind (clients, subscribers, certificates, policy) and result (ok, rejected).",
+	}, []string{"kind", "result"})
+)

@@ -1,0 +1,131 @@
+// Package nas is the table of RADIUS clients (NAS devices): who may talk to us, with which
+// shared secret, and how a NAS is told apart when several share one address.
+package nas
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"sort"
+
+	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/config"
+)
+
+// Client is one configured NAS.
+type Client struct {
+	Name          string
+	Prefix        netip.Prefix
+	NASIdentifier string
+	Secret        []byte
+	RequireMA     bool
+	CoAPort       int
+}
+
+// Table finds the client of a request. It is immutable; reloads build a new one.
+type Table struct {
+	exact    map[netip.Addr][]*Client
+	prefixes []*Client // longest prefix first
+}
+
+// Build reads every secret file and indexes the clients. Errors name the client key.
+func Build(cfgs []config.Client) (*Table, error) {
+	t := &Table{exact: map[netip.Addr][]*Client{}}
+	seen := map[string]string{}
+	for i, c := range cfgs {
+		key := fmt.Sprintf("clients[%d]", i)
+		p, err := config.ParseClientAddress(c.Address)
+		if err != nil {
+			return nil, fmt.Errorf("%s.address: %q is not an IP address or CIDR", key, c.Address)
+		}
+		secret, err := ReadSecret(c.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s.secretFile: %w", key, err)
+		}
+		id := p.String() + "|" + c.NASIdentifier
+		if prev, dup := seen[id]; dup {
+			return nil, fmt.Errorf("%s: same address and nasIdentifier as %s", key, prev)
+		}
+		seen[id] = key
+		coa := c.CoAPort
+		if coa == 0 {
+			coa = 3799
+		}
+		cl := &Client{Name: c.Name, Prefix: p, NASIdentifier: c.NASIdentifier, Secret: secret,
+			RequireMA: c.RequiresMessageAuthenticator(), CoAPort: coa}
+		if p.IsSingleIP() {
+			t.exact[p.Addr()] = append(t.exact[p.Addr()], cl)
+		} else {
+			t.prefixes = append(t.prefixes, cl)
+		}
+	}
+	sort.SliceStable(t.prefixes, func(i, j int) bool { return t.prefixes[i].Prefix.Bits() > t.prefixes[j].Prefix.Bits() })
+	return t, nil
+}
+
+// ReadSecret reads a shared secret from a file; trailing newlines are not part of it.
+// The error never contains the secret.
+func ReadSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimRight(b, "\r\n")
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	return b, nil
+}
+
+// Match returns the client for a request from addr; pkt is consulted for NAS-Identifier
+// only when several NAS share the address. nil means unknown client.
+func (t *Table) Match(addr netip.Addr, pkt []byte) *Client {
+	addr = addr.Unmap()
+	if cs, ok := t.exact[addr]; ok {
+		if c := pick(cs, pkt); c != nil {
+			return c
+		}
+	}
+	for _, c := range t.prefixes {
+		if c.Prefix.Contains(addr) {
+			if c2 := pick([]*Client{c}, pkt); c2 != nil {
+				return c2
+			}
+		}
+	}
+	return nil
+}
+
+// pick chooses among clients of one address: the one whose NAS-Identifier the packet
+// carries, else the one configured without a NAS-Identifier.
+func pick(cs []*Client, pkt []byte) *Client {
+	if len(cs) == 1 && cs[0].NASIdentifier == "" {
+		return cs[0]
+	}
+	var id string
+	if off, l, err := radiusx.FindAttr(pkt, 32); err == nil && off >= 0 {
+		id = string(pkt[off : off+l])
+	}
+	var fallback *Client
+	for _, c := range cs {
+		switch c.NASIdentifier {
+		case "":
+			fallback = c
+		case id:
+			return c
+		}
+	}
+	return fallback
+}
+
+// All returns every client (for the admin API and CoA).
+func (t *Table) All() []*Client {
+	var out []*Client
+	for _, cs := range t.exact {
+		out = append(out, cs...)
+	}
+	out = append(out, t.prefixes...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,151 @@
+// Package policy is the decision step between a parsed request and the store: on auth it
+// turns a subscriber's profile into reply attributes (or a reject), on accounting it may
+// mark a session for disconnect. The built-in policy lives here; Lua policies implement
+// the same interface later.
+package policy
+
+import (
+	"context"
+
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2869"
+
+	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+// AuthDecision is the outcome of Authorize.
+type AuthDecision struct {
+	Accept bool
+	// Reply holds the attributes of the Access-Accept, or the Reply-Message of a reject.
+	Reply radius.Attributes
+	// Reason is logged and counted for rejects (never sent: it may reveal too much).
+	Reason string
+}
+
+// Policy decides.
+type Policy interface {
+	// Authorize runs after the credentials checked out.
+	Authorize(ctx context.Context, req *radius.Packet, sub *subscriber.Subscriber) AuthDecision
+	// Reject builds the reply for a failed authentication.
+	Reject(reason string) AuthDecision
+	// Accounting may set u.Session.DisconnectReason; it must not block on remote systems.
+	Accounting(ctx context.Context, u *session.Update, sub *subscriber.Subscriber)
+}
+
+// Default is the built-in policy.
+type Default struct {
+	Dict               *dict.Dict
+	RateLimitAttribute string
+	RejectMessage      string
+}
+
+// Reject implements Policy.
+func (d *Default) Reject(reason string) AuthDecision {
+	var attrs radius.Attributes
+	if d.RejectMessage != "" {
+		attrs.Add(rfc2865.ReplyMessage_Type, radius.Attribute(d.RejectMessage))
+	}
+	return AuthDecision{Accept: false, Reply: attrs, Reason: reason}
+}
+
+// Authorize implements Policy: the profile becomes reply attributes.
+func (d *Default) Authorize(_ context.Context, _ *radius.Packet, sub *subscriber.Subscriber) AuthDecision {
+	if sub.Disabled {
+		return d.Reject("subscriber disabled")
+	}
+	attrs, err := d.ReplyAttributes(&sub.Profile)
+	if err != nil {
+		// The profile was checked at load; this only happens if the dictionary changed.
+		return d.Reject(err.Error())
+	}
+	return AuthDecision{Accept: true, Reply: attrs}
+}
+
+// ReplyAttributes encodes a profile. It is also the check run on every profile at load,
+// so a bad profile is refused before any subscriber depends on it.
+func (d *Default) ReplyAttributes(p *subscriber.Profile) (radius.Attributes, error) {
+	var a radius.Attributes
+	if p.FramedIPAddress != "" {
+		ip, err := netip.ParseAddr(p.FramedIPAddress)
+		if err != nil || !ip.Is4() {
+			return nil, fmt.Errorf("framedIPAddress: %q is not an IPv4 address", p.FramedIPAddress)
+		}
+		b := ip.As4()
+		a.Add(rfc2865.FramedIPAddress_Type, b[:])
+	}
+	if p.FramedPool != "" {
+		a.Add(rfc2869.FramedPool_Type, radius.Attribute(p.FramedPool))
+	}
+	addU32 := func(t radius.Type, v uint32) {
+		if v != 0 {
+			a.Add(t, radius.NewInteger(v))
+		}
+	}
+	addU32(rfc2865.SessionTimeout_Type, p.SessionTimeout)
+	addU32(rfc2865.IdleTimeout_Type, p.IdleTimeout)
+	addU32(rfc2869.AcctInterimInterval_Type, p.AcctInterimInterval)
+	if p.Class != "" {
+		a.Add(rfc2865.Class_Type, radius.Attribute(p.Class))
+	}
+	if p.FilterID != "" {
+		a.Add(rfc2865.FilterID_Type, radius.Attribute(p.FilterID))
+	}
+	if p.RateLimit != "" {
+		if err := d.addNamed(&a, d.RateLimitAttribute, p.RateLimit); err != nil {
+			return nil, fmt.Errorf("rateLimit: %w", err)
+		}
+	}
+	names := make([]string, 0, len(p.ReplyAttributes))
+	for n := range p.ReplyAttributes {
+		names = append(names, n)
+	}
+	sort.Strings(names) // stable replies
+	for _, n := range names {
+		if err := d.addNamed(&a, n, p.ReplyAttributes[n]); err != nil {
+			return nil, fmt.Errorf("replyAttributes.%s: %w", n, err)
+		}
+	}
+	return a, nil
+}
+
+func (d *Default) addNamed(a *radius.Attributes, name, value string) error {
+	attr, ok := d.Dict.Lookup(name)
+	if !ok {
+		return fmt.Errorf("no attribute %q in the dictionary", name)
+	}
+	enc, err := attr.Encode(value)
+	if err != nil {
+		return err
+	}
+	a.Add(enc.Type, enc.Value)
+	return nil
+}
+
+// CheckProfile validates a profile (used when a subscriber file is loaded).
+func (d *Default) CheckProfile(p *subscriber.Profile) error {
+	_, err := d.ReplyAttributes(p)
+	return err
+}
+
+// QuotaReason is the DisconnectReason set when a session used its quota.
+const QuotaReason = "quota"
+
+// Accounting implements Policy: a session past its profile's octet quota is marked for
+// disconnect (the CoA sender acts on the mark).
+func (d *Default) Accounting(_ context.Context, u *session.Update, sub *subscriber.Subscriber) {
+	if sub == nil || u.Kind == session.KindStop || sub.Profile.QuotaOctets == 0 {
+		return
+	}
+	if u.Session.InputOctets+u.Session.OutputOctets >= sub.Profile.QuotaOctets {
+		u.Session.DisconnectReason = QuotaReason
+		metrics.PolicyDisconnects.WithLabelValues(QuotaReason).Inc()
+	}
+}

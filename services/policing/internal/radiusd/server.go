@@ -1,0 +1,395 @@
+// Package radiusd is the RADIUS/UDP server frame, shaped like net/http (Handler,
+// ResponseWriter, Request): readers take datagrams off the socket into a bounded queue,
+// a fixed pool of workers checks, deduplicates and dispatches them. What cannot be
+// answered is dropped as the RFCs say and counted by reason; nothing blocks the readers.
+package radiusd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"layeh.com/radius"
+
+	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/nas"
+)
+
+// Handler answers one request. It writes at most one reply; writing none means no answer
+// (the NAS will retransmit), which is what a request that could not be stored must get.
+type Handler interface {
+	ServeRADIUS(w ResponseWriter, r *Request)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(w ResponseWriter, r *Request)
+
+func (f HandlerFunc) ServeRADIUS(w ResponseWriter, r *Request) { f(w, r) }
+
+// ResponseWriter sends the reply. The server adds Message-Authenticator and the response
+// authenticator.
+type ResponseWriter interface {
+	Write(reply *radius.Packet) error
+}
+
+// Request is a verified, parsed request.
+type Request struct {
+	*radius.Packet
+	Client     *nas.Client
+	RemoteAddr netip.AddrPort
+	Received   time.Time
+	ctx        context.Context
+}
+
+// Context is cancelled when the server is shut down hard.
+func (r *Request) Context() context.Context { return r.ctx }
+
+// Options tune the server.
+type Options struct {
+	Workers         int
+	QueueSize       int
+	MaxQueueWait    time.Duration
+	Readers         int // per listener; 0: GOMAXPROCS
+	DuplicateWindow time.Duration
+	SocketBuffer    int
+	Log             *slog.Logger
+}
+
+// Server serves RADIUS on any number of UDP listeners.
+type Server struct {
+	opt     Options
+	clients atomic.Pointer[nas.Table]
+	queue   chan *job
+	dups    *dupCache
+	ctx     context.Context
+	cancel  context.CancelFunc
+	workers sync.WaitGroup
+	readers sync.WaitGroup
+	mu      sync.Mutex
+	conns   []*net.UDPConn
+	closing atomic.Bool
+	dropLog rateLimiter
+	bufs    sync.Pool
+}
+
+// Listener kinds: which codes a port takes.
+type Kind uint8
+
+const (
+	Auth Kind = iota + 1
+	Acct
+)
+
+func (k Kind) String() string {
+	if k == Auth {
+		return "auth"
+	}
+	return "acct"
+}
+
+type job struct {
+	buf     *[radius.MaxPacketLength]byte
+	n       int
+	from    netip.AddrPort
+	conn    *net.UDPConn
+	kind    Kind
+	handler Handler
+	at      time.Time
+}
+
+// New builds a server; Serve starts each listener.
+func New(opt Options, clients *nas.Table) *Server {
+	if opt.Workers <= 0 {
+		opt.Workers = 64
+	}
+	if opt.QueueSize <= 0 {
+		opt.QueueSize = 2048
+	}
+	if opt.MaxQueueWait <= 0 {
+		opt.MaxQueueWait = time.Second
+	}
+	if opt.Readers <= 0 {
+		opt.Readers = runtime.GOMAXPROCS(0)
+	}
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	s := &Server{opt: opt, queue: make(chan *job, opt.QueueSize), dups: newDupCache(opt.DuplicateWindow)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.bufs.New = func() any { return new([radius.MaxPacketLength]byte) }
+	s.clients.Store(clients)
+	metrics.Workers.Set(float64(opt.Workers))
+	for i := 0; i < opt.Workers; i++ {
+		s.workers.Add(1)
+		go s.work()
+	}
+	return s
+}
+
+// SetClients swaps the client table (hot reload); requests in flight keep the old one.
+func (s *Server) SetClients(t *nas.Table) { s.clients.Store(t) }
+
+// Clients returns the table in force.
+func (s *Server) Clients() *nas.Table { return s.clients.Load() }
+
+// Listen opens a UDP socket on addr and serves it in the background.
+func (s *Server) Listen(addr string, kind Kind, h Handler) (*net.UDPConn, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("radius %s listener %q: %w", kind, addr, err)
+	}
+	conn, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("radius %s listener: %w", kind, err)
+	}
+	if s.opt.SocketBuffer > 0 {
+		_ = conn.SetReadBuffer(s.opt.SocketBuffer) // best effort: the kernel caps it
+		_ = conn.SetWriteBuffer(s.opt.SocketBuffer)
+	}
+	s.mu.Lock()
+	s.conns = append(s.conns, conn)
+	s.mu.Unlock()
+	for i := 0; i < s.opt.Readers; i++ {
+		s.readers.Add(1)
+		go s.read(conn, kind, h)
+	}
+	s.opt.Log.Info("radius listener started", "kind", kind.String(), "address", conn.LocalAddr().String(),
+		"workers", s.opt.Workers, "queue", s.opt.QueueSize)
+	return conn, nil
+}
+
+func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler) {
+	defer s.readers.Done()
+	for {
+		buf := s.bufs.Get().(*[radius.MaxPacketLength]byte)
+		n, from, err := conn.ReadFromUDPAddrPort(buf[:])
+		if err != nil {
+			s.bufs.Put(buf)
+			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.opt.Log.Warn("radius read failed", "kind", kind.String(), "err", err)
+			time.Sleep(10 * time.Millisecond) // avoid a hot loop on a persistent socket error
+			continue
+		}
+		j := &job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: time.Now()}
+		select {
+		case s.queue <- j:
+			metrics.QueueDepth.Inc()
+		default:
+			s.bufs.Put(buf)
+			s.drop(metrics.DropOverload, from, errors.New("queue full"))
+		}
+	}
+}
+
+func (s *Server) work() {
+	defer s.workers.Done()
+	for j := range s.queue {
+		metrics.QueueDepth.Dec()
+		if time.Since(j.at) > s.opt.MaxQueueWait {
+			// The NAS has likely retransmitted or given up already: answering late only adds load.
+			s.drop(metrics.DropOverload, j.from, errors.New("waited too long in queue"))
+		} else {
+			metrics.WorkersBusy.Inc()
+			s.serve(j)
+			metrics.WorkersBusy.Dec()
+		}
+		s.bufs.Put(j.buf)
+	}
+}
+
+// serve checks and dispatches one datagram.
+func (s *Server) serve(j *job) {
+	n, err := radiusx.PacketLen(j.buf[:j.n])
+	if err != nil {
+		s.drop(metrics.DropMalformed, j.from, err)
+		return
+	}
+	pkt := j.buf[:n]
+	code := radius.Code(pkt[0])
+	if !accepts(j.kind, code) {
+		s.drop(metrics.DropUnsupported, j.from, fmt.Errorf("code %d on %s port", code, j.kind))
+		return
+	}
+	client := s.clients.Load().Match(j.from.Addr(), pkt)
+	if client == nil {
+		s.drop(metrics.DropUnknownClient, j.from, nil)
+		return
+	}
+	if reason, err := verify(pkt, client); err != nil {
+		s.drop(reason, j.from, err)
+		return
+	}
+	var key dupKey
+	if s.dups != nil {
+		key = dupKey{from: j.from, id: pkt[1], code: pkt[0]}
+		copy(key.auth[:], pkt[4:20])
+		reply, state := s.dups.begin(key, j.at)
+		switch state {
+		case dupInFlight:
+			s.drop(metrics.DropDuplicate, j.from, nil)
+			return
+		case dupAnswered:
+			metrics.DuplicatesAnswered.Inc()
+			_, _ = j.conn.WriteToUDPAddrPort(reply, j.from)
+			return
+		}
+	}
+	p, err := radius.Parse(pkt, client.Secret)
+	if err != nil {
+		s.dups.abort(key)
+		s.drop(metrics.DropMalformed, j.from, err)
+		return
+	}
+	w := &responseWriter{s: s, conn: j.conn, to: j.from, secret: client.Secret, key: key}
+	if code == radius.CodeStatusServer {
+		s.statusServer(w, p, j.kind)
+	} else {
+		j.handler.ServeRADIUS(w, &Request{Packet: p, Client: client, RemoteAddr: j.from, Received: j.at, ctx: s.ctx})
+	}
+	if !w.wrote {
+		s.dups.abort(key)
+	}
+}
+
+func accepts(k Kind, c radius.Code) bool {
+	switch c {
+	case radius.CodeStatusServer:
+		return true
+	case radius.CodeAccessRequest:
+		return k == Auth
+	case radius.CodeAccountingRequest:
+		return k == Acct
+	}
+	return false
+}
+
+// verify checks the request's authenticity with the client's secret.
+func verify(pkt []byte, c *nas.Client) (string, error) {
+	present, err := radiusx.VerifyRequestMA(pkt, c.Secret)
+	switch {
+	case errors.Is(err, radiusx.ErrBadMessageAuth), errors.Is(err, radiusx.ErrDuplicateMessageMA):
+		return metrics.DropBadMA, err
+	case err != nil:
+		return metrics.DropMalformed, err
+	}
+	switch radius.Code(pkt[0]) {
+	case radius.CodeAccessRequest:
+		if !present && c.RequireMA {
+			return metrics.DropMissingMA, errors.New("Access-Request without Message-Authenticator")
+		}
+	case radius.CodeStatusServer:
+		if !present { // RFC 5997 §3: Status-Server must carry it
+			return metrics.DropMissingMA, errors.New("Status-Server without Message-Authenticator")
+		}
+	case radius.CodeAccountingRequest:
+		if err := radiusx.VerifyAccountingRequest(pkt, c.Secret); err != nil {
+			return metrics.DropBadAuthenticator, err
+		}
+	}
+	return "", nil
+}
+
+// statusServer answers RFC 5997 Status-Server: Access-Accept on the auth port,
+// Accounting-Response on the accounting port.
+func (s *Server) statusServer(w ResponseWriter, p *radius.Packet, k Kind) {
+	code := radius.CodeAccessAccept
+	if k == Acct {
+		code = radius.CodeAccountingResponse
+	}
+	_ = w.Write(p.Response(code))
+}
+
+type responseWriter struct {
+	s      *Server
+	conn   *net.UDPConn
+	to     netip.AddrPort
+	secret []byte
+	key    dupKey
+	wrote  bool
+}
+
+// Write encodes the reply with a Message-Authenticator (always: BlastRADIUS) and sends it.
+func (w *responseWriter) Write(reply *radius.Packet) error {
+	if w.wrote {
+		return errors.New("radius: reply already written")
+	}
+	reply.Secret = w.secret
+	reply.Del(radiusx.TypeMessageAuthenticator)
+	b, err := reply.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	b, off := radiusx.AppendMessageAuthenticator(b)
+	radiusx.SignResponse(b, off, w.secret)
+	w.wrote = true
+	w.s.dups.finish(w.key, b)
+	if _, err := w.conn.WriteToUDPAddrPort(b, w.to); err != nil {
+		w.s.opt.Log.Warn("radius reply not sent", "to", w.to.String(), "err", err)
+		return err
+	}
+	return nil
+}
+
+// drop counts a request dropped without reply and logs it at debug level, at most once a
+// second per reason so that a flood cannot flood the log too.
+func (s *Server) drop(reason string, from netip.AddrPort, err error) {
+	metrics.Dropped.WithLabelValues(reason).Inc()
+	if s.dropLog.allow(reason) && s.opt.Log.Enabled(context.Background(), slog.LevelDebug) {
+		attrs := []any{"reason", reason, "from", from.String()}
+		if err != nil {
+			attrs = append(attrs, "err", err.Error())
+		}
+		s.opt.Log.Debug("radius request dropped", attrs...)
+	}
+}
+
+// Shutdown stops reading, answers what is queued and in flight, then closes the sockets.
+// Requests still unanswered when ctx ends are abandoned (the NAS retransmits elsewhere).
+func (s *Server) Shutdown(ctx context.Context) error {
+	if !s.closing.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.mu.Lock()
+	conns := append([]*net.UDPConn(nil), s.conns...)
+	s.mu.Unlock()
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now()) // unblocks readers; the socket stays open for replies
+	}
+	s.readers.Wait()
+	close(s.queue)
+	done := make(chan struct{})
+	go func() { s.workers.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("radius drain: %w", ctx.Err())
+		s.cancel()
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	s.dups.close()
+	s.cancel()
+	return err
+}
+
+type rateLimiter struct{ last sync.Map } // reason -> *atomic.Int64 (unix seconds)
+
+func (r *rateLimiter) allow(key string) bool {
+	now := time.Now().Unix()
+	v, _ := r.last.LoadOrStore(key, new(atomic.Int64))
+	last := v.(*atomic.Int64)
+	prev := last.Load()
+	return prev != now && last.CompareAndSwap(prev, now)
+}

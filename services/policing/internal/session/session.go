@@ -1,0 +1,192 @@
+// Package session defines the subscriber session record and the Store interface that the
+// embedded, Cassandra and hybrid stores implement. Handlers only ever talk to Store.
+package session
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// Key identifies a session uniquely: the NAS (its NAS-Identifier when the client is
+// configured to be told apart by it, else its NAS-IP-Address / source address) and the
+// Acct-Session-Id the NAS assigned.
+type Key struct {
+	NAS string `json:"nas"`
+	ID  string `json:"acctSessionId"`
+}
+
+// State of a session.
+type State string
+
+const (
+	Active  State = "active"
+	Stopped State = "stopped"
+)
+
+// Session is the full row of the sessions table (about 25 columns, as in the field).
+// Counters are absolute values reported by the NAS; octets already include Gigawords.
+type Session struct {
+	Key
+	UserName           string     `json:"userName"`
+	State              State      `json:"state"`
+	ClientName         string     `json:"client"`
+	NASIPAddress       netip.Addr `json:"nasIpAddress,omitzero"`
+	NASIdentifier      string     `json:"nasIdentifier,omitempty"`
+	NASPort            uint32     `json:"nasPort,omitempty"`
+	NASPortID          string     `json:"nasPortId,omitempty"`
+	NASPortType        uint32     `json:"nasPortType,omitempty"`
+	ServiceType        uint32     `json:"serviceType,omitempty"`
+	FramedProtocol     uint32     `json:"framedProtocol,omitempty"`
+	FramedIP           netip.Addr `json:"framedIpAddress,omitzero"`
+	FramedIPv6Prefix   string     `json:"framedIpv6Prefix,omitempty"`
+	CallingStationID   string     `json:"callingStationId,omitempty"`
+	CalledStationID    string     `json:"calledStationId,omitempty"`
+	AcctMultiSessionID string     `json:"acctMultiSessionId,omitempty"`
+	Class              []byte     `json:"class,omitempty"`
+	StartTime          time.Time  `json:"startTime"`
+	LastSeen           time.Time  `json:"lastSeen"`
+	StopTime           time.Time  `json:"stopTime,omitzero"`
+	SessionTime        uint32     `json:"sessionTime"`
+	InputOctets        uint64     `json:"inputOctets"`
+	OutputOctets       uint64     `json:"outputOctets"`
+	InputPackets       uint64     `json:"inputPackets"`
+	OutputPackets      uint64     `json:"outputPackets"`
+	TerminateCause     uint32     `json:"terminateCause,omitempty"`
+	InterimInterval    uint32     `json:"interimInterval,omitempty"`
+	Updates            uint32     `json:"updates"`
+	// DisconnectReason is set by the policy (e.g. "quota") when the session should be
+	// disconnected; the CoA sender acts on it.
+	DisconnectReason string `json:"disconnectReason,omitempty"`
+}
+
+// Update is one accounting message applied to a session. The store merges it into the row
+// (creating the row when the Start was lost: out-of-order messages never fail).
+type Update struct {
+	Kind    Kind
+	Session Session // fields as carried by the message; zero values mean "not carried"
+}
+
+// Kind of accounting update.
+type Kind uint8
+
+const (
+	KindStart Kind = iota + 1
+	KindInterim
+	KindStop
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindStart:
+		return "start"
+	case KindInterim:
+		return "interim"
+	case KindStop:
+		return "stop"
+	}
+	return "unknown"
+}
+
+// ErrNotFound is returned by lookups of a single session that does not exist.
+var ErrNotFound = errors.New("session not found")
+
+// Store keeps sessions. Every write returns only after the store has durably accepted it
+// (the Accounting-Response depends on that). Implementations must be safe for concurrent use.
+type Store interface {
+	// Apply merges an accounting update into the session it names. Start and Interim leave
+	// the session active (creating it if needed); Stop closes it: it leaves the active set and
+	// the lookups (framed IP freed) and goes to the history.
+	Apply(ctx context.Context, u *Update) error
+	// CloseNAS closes every active session of a NAS (Accounting-On/Off) and returns how many.
+	CloseNAS(ctx context.Context, nas string, at time.Time, cause uint32) (int, error)
+	// Get returns an active session by key, or ErrNotFound.
+	Get(ctx context.Context, k Key) (*Session, error)
+	// ByUser returns the active sessions of a user.
+	ByUser(ctx context.Context, user string) ([]*Session, error)
+	// ByFramedIP returns the active session holding a framed IP, or ErrNotFound.
+	ByFramedIP(ctx context.Context, ip netip.Addr) (*Session, error)
+	// ByNAS returns the active sessions of a NAS.
+	ByNAS(ctx context.Context, nas string) ([]*Session, error)
+	// History returns the most recent closed sessions of a user, newest first (limit <= 0: all kept).
+	History(ctx context.Context, user string, limit int) ([]*Session, error)
+	// Ready reports whether the store can take writes now (for /readyz).
+	Ready(ctx context.Context) error
+	// Close flushes and releases the store.
+	Close(ctx context.Context) error
+}
+
+// Merge applies the non-zero fields of u onto s and the kind's state change. It is the one
+// definition of merge semantics, shared by every store implementation.
+func Merge(s *Session, u *Update, now time.Time) {
+	in := &u.Session
+	if s.NAS == "" {
+		s.Key = in.Key
+	}
+	setStr(&s.UserName, in.UserName)
+	setStr(&s.ClientName, in.ClientName)
+	if in.NASIPAddress.IsValid() {
+		s.NASIPAddress = in.NASIPAddress
+	}
+	setStr(&s.NASIdentifier, in.NASIdentifier)
+	setU32(&s.NASPort, in.NASPort)
+	setStr(&s.NASPortID, in.NASPortID)
+	setU32(&s.NASPortType, in.NASPortType)
+	setU32(&s.ServiceType, in.ServiceType)
+	setU32(&s.FramedProtocol, in.FramedProtocol)
+	if in.FramedIP.IsValid() {
+		s.FramedIP = in.FramedIP
+	}
+	setStr(&s.FramedIPv6Prefix, in.FramedIPv6Prefix)
+	setStr(&s.CallingStationID, in.CallingStationID)
+	setStr(&s.CalledStationID, in.CalledStationID)
+	setStr(&s.AcctMultiSessionID, in.AcctMultiSessionID)
+	if len(in.Class) > 0 {
+		s.Class = append(s.Class[:0], in.Class...)
+	}
+	// Counters are absolute; a NAS never reports lower values for the same session except
+	// when the message is an old retransmission, which must not roll the row back.
+	if in.SessionTime >= s.SessionTime {
+		s.SessionTime = in.SessionTime
+		s.InputOctets = max(s.InputOctets, in.InputOctets)
+		s.OutputOctets = max(s.OutputOctets, in.OutputOctets)
+		s.InputPackets = max(s.InputPackets, in.InputPackets)
+		s.OutputPackets = max(s.OutputPackets, in.OutputPackets)
+	}
+	setU32(&s.InterimInterval, in.InterimInterval)
+	setStr(&s.DisconnectReason, in.DisconnectReason)
+	at := in.LastSeen
+	if at.IsZero() {
+		at = now
+	}
+	if s.StartTime.IsZero() {
+		// Without a Start the best estimate is now minus the reported session time.
+		s.StartTime = at.Add(-time.Duration(s.SessionTime) * time.Second)
+	}
+	if u.Kind == KindStart && !in.StartTime.IsZero() {
+		s.StartTime = in.StartTime
+	}
+	s.LastSeen = at
+	s.Updates++
+	switch u.Kind {
+	case KindStop:
+		s.State = Stopped
+		s.StopTime = at
+		setU32(&s.TerminateCause, in.TerminateCause)
+	default:
+		s.State = Active
+	}
+}
+
+func setStr(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+func setU32(dst *uint32, v uint32) {
+	if v != 0 {
+		*dst = v
+	}
+}

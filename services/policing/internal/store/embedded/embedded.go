@@ -1,0 +1,429 @@
+// Package embedded is the single-node session store: sessions in memory, sharded by key so
+// that concurrent writers rarely meet, with the three lookups (user, framed IP, NAS) kept
+// per shard, expiry of silent sessions, a bounded history of closed sessions, and a
+// snapshot written on shutdown and read back on start so that a restart loses nothing.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"log/slog"
+	"net/netip"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// Options configure the store.
+type Options struct {
+	Shards        int // power of two
+	SnapshotFile  string
+	HistorySize   int
+	SweepInterval time.Duration
+	// Expiry returns how long a session may stay silent before it is closed (nil or 0: never).
+	Expiry func(*session.Session) time.Duration
+	// TombstoneTTL is how long a stopped key is remembered so that a late Interim-Update
+	// does not resurrect it. Default 10 minutes.
+	TombstoneTTL time.Duration
+	Log          *slog.Logger
+	Now          func() time.Time
+}
+
+// Store is the embedded store.
+type Store struct {
+	opt     Options
+	seed    maphash.Seed
+	shards  []shard
+	mask    uint64
+	active  atomic.Int64
+	history history
+	stop    chan struct{}
+	done    chan struct{}
+	closed  atomic.Bool
+}
+
+type shard struct {
+	mu       sync.Mutex
+	sessions map[session.Key]*session.Session
+	byUser   map[string]map[session.Key]struct{}
+	byIP     map[netip.Addr]session.Key
+	byNAS    map[string]map[session.Key]struct{}
+	stopped  map[session.Key]time.Time // tombstones
+}
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("embedded store: closed")
+
+// Open creates the store and loads the snapshot if one exists.
+func Open(opt Options) (*Store, error) {
+	if opt.Shards <= 0 || opt.Shards&(opt.Shards-1) != 0 {
+		opt.Shards = 64
+	}
+	if opt.SweepInterval <= 0 {
+		opt.SweepInterval = 10 * time.Second
+	}
+	if opt.TombstoneTTL <= 0 {
+		opt.TombstoneTTL = 10 * time.Minute
+	}
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	s := &Store{opt: opt, seed: maphash.MakeSeed(), shards: make([]shard, opt.Shards), mask: uint64(opt.Shards - 1),
+		history: history{max: opt.HistorySize}, stop: make(chan struct{}), done: make(chan struct{})}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.sessions = map[session.Key]*session.Session{}
+		sh.byUser = map[string]map[session.Key]struct{}{}
+		sh.byIP = map[netip.Addr]session.Key{}
+		sh.byNAS = map[string]map[session.Key]struct{}{}
+		sh.stopped = map[session.Key]time.Time{}
+	}
+	if opt.SnapshotFile != "" {
+		n, err := s.loadSnapshot(opt.SnapshotFile)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			opt.Log.Info("session snapshot loaded", "file", opt.SnapshotFile, "sessions", n)
+		}
+	}
+	go s.sweepLoop()
+	return s, nil
+}
+
+func (s *Store) shardOf(k session.Key) *shard {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(k.NAS)
+	h.WriteByte(0)
+	h.WriteString(k.ID)
+	return &s.shards[h.Sum64()&s.mask]
+}
+
+// Apply implements session.Store.
+func (s *Store) Apply(_ context.Context, u *session.Update) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	k := u.Session.Key
+	now := s.opt.Now()
+	sh := s.shardOf(k)
+	sh.mu.Lock()
+	cur, ok := sh.sessions[k]
+	if !ok {
+		if _, dead := sh.stopped[k]; dead && u.Kind == session.KindInterim {
+			// A late Interim-Update of a session already stopped: acknowledge, keep it closed.
+			sh.mu.Unlock()
+			return nil
+		}
+		delete(sh.stopped, k)
+		cur = &session.Session{}
+	} else {
+		sh.unindex(cur)
+	}
+	session.Merge(cur, u, now)
+	if cur.State == session.Stopped {
+		if ok {
+			delete(sh.sessions, k)
+			s.active.Add(-1)
+			metrics.SessionsActive.Dec()
+		}
+		sh.stopped[k] = now
+		sh.mu.Unlock()
+		s.history.add(cur)
+		return nil
+	}
+	if !ok {
+		sh.sessions[k] = cur
+		s.active.Add(1)
+		metrics.SessionsActive.Inc()
+	}
+	sh.index(cur)
+	sh.mu.Unlock()
+	return nil
+}
+
+func (sh *shard) index(x *session.Session) {
+	if x.UserName != "" {
+		m := sh.byUser[x.UserName]
+		if m == nil {
+			m = map[session.Key]struct{}{}
+			sh.byUser[x.UserName] = m
+		}
+		m[x.Key] = struct{}{}
+	}
+	if x.FramedIP.IsValid() {
+		sh.byIP[x.FramedIP] = x.Key
+	}
+	m := sh.byNAS[x.NAS]
+	if m == nil {
+		m = map[session.Key]struct{}{}
+		sh.byNAS[x.NAS] = m
+	}
+	m[x.Key] = struct{}{}
+}
+
+func (sh *shard) unindex(x *session.Session) {
+	if m := sh.byUser[x.UserName]; m != nil {
+		delete(m, x.Key)
+		if len(m) == 0 {
+			delete(sh.byUser, x.UserName)
+		}
+	}
+	if x.FramedIP.IsValid() && sh.byIP[x.FramedIP] == x.Key {
+		delete(sh.byIP, x.FramedIP)
+	}
+	if m := sh.byNAS[x.NAS]; m != nil {
+		delete(m, x.Key)
+		if len(m) == 0 {
+			delete(sh.byNAS, x.NAS)
+		}
+	}
+}
+
+// closeWhere closes the active sessions of one shard that match, into the history.
+func (s *Store) closeWhere(sh *shard, keys []session.Key, at time.Time, cause uint32) int {
+	n := 0
+	for _, k := range keys {
+		x, ok := sh.sessions[k]
+		if !ok {
+			continue
+		}
+		sh.unindex(x)
+		delete(sh.sessions, k)
+		sh.stopped[k] = at
+		x.State, x.StopTime, x.TerminateCause = session.Stopped, at, cause
+		s.history.add(x)
+		n++
+	}
+	s.active.Add(int64(-n))
+	metrics.SessionsActive.Sub(float64(n))
+	return n
+}
+
+// CloseNAS implements session.Store (Accounting-On / Accounting-Off).
+func (s *Store) CloseNAS(_ context.Context, nas string, at time.Time, cause uint32) (int, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	total := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		keys := make([]session.Key, 0, len(sh.byNAS[nas]))
+		for k := range sh.byNAS[nas] {
+			keys = append(keys, k)
+		}
+		total += s.closeWhere(sh, keys, at, cause)
+		sh.mu.Unlock()
+	}
+	return total, nil
+}
+
+// Get implements session.Store.
+func (s *Store) Get(_ context.Context, k session.Key) (*session.Session, error) {
+	sh := s.shardOf(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if x, ok := sh.sessions[k]; ok {
+		return clone(x), nil
+	}
+	return nil, session.ErrNotFound
+}
+
+func (s *Store) collect(pick func(*shard) []session.Key) []*session.Session {
+	var out []*session.Session
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, k := range pick(sh) {
+			if x, ok := sh.sessions[k]; ok {
+				out = append(out, clone(x))
+			}
+		}
+		sh.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StartTime.Before(out[j].StartTime) })
+	return out
+}
+
+func keysOf(m map[session.Key]struct{}) []session.Key {
+	out := make([]session.Key, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ByUser implements session.Store.
+func (s *Store) ByUser(_ context.Context, user string) ([]*session.Session, error) {
+	return s.collect(func(sh *shard) []session.Key { return keysOf(sh.byUser[user]) }), nil
+}
+
+// ByNAS implements session.Store.
+func (s *Store) ByNAS(_ context.Context, nas string) ([]*session.Session, error) {
+	return s.collect(func(sh *shard) []session.Key { return keysOf(sh.byNAS[nas]) }), nil
+}
+
+// ByFramedIP implements session.Store. An address is unique among active sessions; should
+// two shards both claim it (the NAS reassigned it before the old Stop arrived), the session
+// seen last wins.
+func (s *Store) ByFramedIP(_ context.Context, ip netip.Addr) (*session.Session, error) {
+	found := s.collect(func(sh *shard) []session.Key {
+		if k, ok := sh.byIP[ip]; ok {
+			return []session.Key{k}
+		}
+		return nil
+	})
+	if len(found) == 0 {
+		return nil, session.ErrNotFound
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].LastSeen.After(found[j].LastSeen) })
+	return found[0], nil
+}
+
+// History implements session.Store.
+func (s *Store) History(_ context.Context, user string, limit int) ([]*session.Session, error) {
+	return s.history.find(user, limit), nil
+}
+
+// Len is the number of active sessions.
+func (s *Store) Len() int { return int(s.active.Load()) }
+
+// Ready implements session.Store.
+func (s *Store) Ready(context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close stops the sweeper and writes the snapshot.
+func (s *Store) Close(context.Context) error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(s.stop)
+	<-s.done
+	metrics.SessionsActive.Sub(float64(s.active.Load()))
+	if s.opt.SnapshotFile == "" {
+		return nil
+	}
+	n, err := s.writeSnapshot(s.opt.SnapshotFile)
+	if err == nil {
+		s.opt.Log.Info("session snapshot written", "file", s.opt.SnapshotFile, "sessions", n)
+	}
+	return err
+}
+
+func (s *Store) sweepLoop() {
+	defer close(s.done)
+	t := time.NewTicker(s.opt.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.Sweep()
+		}
+	}
+}
+
+// terminateCauseLostService (RFC 2866 Acct-Terminate-Cause 3) is recorded for sessions closed
+// because the NAS stopped reporting them.
+const terminateCauseLostService = 3
+
+// Sweep closes silent sessions and forgets old tombstones; it runs every SweepInterval.
+func (s *Store) Sweep() int {
+	now := s.opt.Now()
+	expired := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		var keys []session.Key
+		if s.opt.Expiry != nil {
+			for k, x := range sh.sessions {
+				if ttl := s.opt.Expiry(x); ttl > 0 && now.Sub(x.LastSeen) > ttl {
+					keys = append(keys, k)
+				}
+			}
+		}
+		expired += s.closeWhere(sh, keys, now, terminateCauseLostService)
+		for k, at := range sh.stopped {
+			if now.Sub(at) > s.opt.TombstoneTTL {
+				delete(sh.stopped, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	if expired > 0 {
+		metrics.SessionsExpired.Add(float64(expired))
+		s.opt.Log.Info("silent sessions expired", "count", expired)
+	}
+	return expired
+}
+
+func clone(x *session.Session) *session.Session {
+	c := *x
+	c.Class = append([]byte(nil), x.Class...)
+	return &c
+}
+
+// history is a bounded ring of closed sessions, newest last.
+type history struct {
+	mu   sync.Mutex
+	max  int
+	ring []*session.Session
+	next int
+}
+
+func (h *history) add(x *session.Session) {
+	if h.max <= 0 {
+		return
+	}
+	h.mu.Lock()
+	if len(h.ring) < h.max {
+		h.ring = append(h.ring, x)
+	} else {
+		h.ring[h.next] = x
+		h.next = (h.next + 1) % h.max
+	}
+	h.mu.Unlock()
+}
+
+func (h *history) find(user string, limit int) []*session.Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*session.Session
+	n := len(h.ring)
+	for i := 0; i < n; i++ {
+		x := h.ring[(h.next+n-1-i)%n] // newest first
+		if user == "" || x.UserName == user {
+			out = append(out, clone(x))
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (h *history) all() []*session.Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := len(h.ring)
+	out := make([]*session.Session, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, h.ring[(h.next+i)%n]) // oldest first
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package embedded
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// The snapshot is JSON lines: a header, then every active session, then the history
+// (oldest first). It is written to a temporary file, fsync'd and renamed, so a crash while
+// writing leaves the previous snapshot intact.
+type snapshotHeader struct {
+	Format  string `json:"format"`
+	Active  int    `json:"active"`
+	History int    `json:"history"`
+}
+
+const snapshotFormat = "openaaa-sessions/v1"
+
+func (s *Store) writeSnapshot(path string) (int, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return 0, fmt.Errorf("session snapshot: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".snapshot-*")
+	if err != nil {
+		return 0, fmt.Errorf("session snapshot: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	enc := json.NewEncoder(w)
+	var active []*session.Session
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, x := range sh.sessions {
+			active = append(active, x)
+		}
+		sh.mu.Unlock()
+	}
+	hist := s.history.all()
+	if err := enc.Encode(snapshotHeader{Format: snapshotFormat, Active: len(active), History: len(hist)}); err != nil {
+		return 0, err
+	}
+	for _, x := range active {
+		if err := enc.Encode(x); err != nil {
+			return 0, fmt.Errorf("session snapshot: %w", err)
+		}
+	}
+	for _, x := range hist {
+		if err := enc.Encode(x); err != nil {
+			return 0, fmt.Errorf("session snapshot: %w", err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return 0, fmt.Errorf("session snapshot: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return 0, fmt.Errorf("session snapshot: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return 0, fmt.Errorf("session snapshot: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return 0, fmt.Errorf("session snapshot: %w", err)
+	}
+	return len(active), nil
+}
+
+func (s *Store) loadSnapshot(path string) (int, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("session snapshot: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
+	var h snapshotHeader
+	if err := dec.Decode(&h); err != nil || h.Format != snapshotFormat {
+		return 0, fmt.Errorf("session snapshot %s: not a %s file", path, snapshotFormat)
+	}
+	for i := 0; i < h.Active+h.History; i++ {
+		x := &session.Session{}
+		if err := dec.Decode(x); err != nil {
+			return 0, fmt.Errorf("session snapshot %s: record %d: %w", path, i+1, err)
+		}
+		if i >= h.Active {
+			s.history.add(x)
+			continue
+		}
+		sh := s.shardOf(x.Key)
+		sh.sessions[x.Key] = x
+		sh.index(x)
+	}
+	s.active.Add(int64(h.Active))
+	metrics.SessionsActive.Add(float64(h.Active))
+	return h.Active, nil
+}

@@ -1,0 +1,32 @@
+// Package store opens the session store selected by session.store.
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
+)
+
+// Open returns the configured store. The caller closes it.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (session.Store, error) {
+	switch cfg.Session.Store {
+	case "embedded":
+		return embedded.Open(embedded.Options{
+			Shards:        cfg.Session.Embedded.Shards,
+			SnapshotFile:  cfg.Session.Embedded.SnapshotFile,
+			HistorySize:   cfg.Session.Embedded.HistorySize,
+			SweepInterval: cfg.Session.Embedded.SweepInterval.D(),
+			Expiry:        expiryFunc(cfg.Session.Expiry),
+			Log:           log,
+		})
+	case "none":
+		return Noop{}, nil
+	case "cassandra", "hybrid":
+		return nil, fmt.Errorf("session.store: %q is not available in this build yet", cfg.Session.Store)
+	}
+	return nil, fmt.Errorf("session.store: unknown store %q", cfg.Session.Store)
+}

@@ -1,0 +1,151 @@
+package subscriber
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"sigs.k8s.io/yaml"
+)
+
+// File is the embedded subscriber source: a YAML file of named profiles and subscribers,
+// held in memory and swapped atomically on reload.
+type File struct {
+	path  string
+	check func(*Profile) error
+	db    atomic.Pointer[map[string]*Subscriber]
+}
+
+type fileDoc struct {
+	Profiles    map[string]Profile `json:"profiles"`
+	Subscribers []Subscriber       `json:"subscribers"`
+}
+
+// OpenFile loads the subscriber file.
+func OpenFile(path string, check func(*Profile) error) (*File, error) {
+	f := &File{path: path, check: check}
+	if err := f.Reload(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Path is the file this source reads.
+func (f *File) Path() string { return f.path }
+
+// Len is the number of subscribers loaded.
+func (f *File) Len() int { return len(*f.db.Load()) }
+
+// Reload reads the file again; on any error the subscribers in force stay.
+func (f *File) Reload() error {
+	raw, err := os.ReadFile(f.path)
+	if err != nil {
+		return fmt.Errorf("subscribers: %w", err)
+	}
+	db, err := ParseFile(raw, f.check)
+	if err != nil {
+		return fmt.Errorf("subscribers %s: %w", f.path, err)
+	}
+	f.db.Store(&db)
+	return nil
+}
+
+// ParseFile parses and validates a subscriber file: named profiles are resolved into each
+// subscriber (fields set on the subscriber win), and check (if any) vets each profile.
+func ParseFile(raw []byte, check func(*Profile) error) (map[string]*Subscriber, error) {
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	var doc fileDoc
+	dec := json.NewDecoder(strings.NewReader(string(js)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	db := make(map[string]*Subscriber, len(doc.Subscribers))
+	var errs []error
+	for i := range doc.Subscribers {
+		s := doc.Subscribers[i]
+		key := fmt.Sprintf("subscribers[%d]", i)
+		if s.Username == "" {
+			errs = append(errs, fmt.Errorf("%s.username: required", key))
+			continue
+		}
+		if _, dup := db[s.Username]; dup {
+			errs = append(errs, fmt.Errorf("%s.username: %q appears twice", key, s.Username))
+			continue
+		}
+		if s.ProfileName != "" {
+			base, ok := doc.Profiles[s.ProfileName]
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s.profileName: no profile %q", key, s.ProfileName))
+				continue
+			}
+			s.Profile = overlay(base, s.Profile)
+		}
+		if check != nil {
+			if err := check(&s.Profile); err != nil {
+				errs = append(errs, fmt.Errorf("%s (%s): %w", key, s.Username, err))
+				continue
+			}
+		}
+		db[s.Username] = &s
+	}
+	return db, errors.Join(errs...)
+}
+
+// overlay returns base with every field set in top replacing it.
+func overlay(base, top Profile) Profile {
+	out := base
+	if top.FramedIPAddress != "" {
+		out.FramedIPAddress = top.FramedIPAddress
+	}
+	if top.FramedPool != "" {
+		out.FramedPool = top.FramedPool
+	}
+	if top.SessionTimeout != 0 {
+		out.SessionTimeout = top.SessionTimeout
+	}
+	if top.IdleTimeout != 0 {
+		out.IdleTimeout = top.IdleTimeout
+	}
+	if top.AcctInterimInterval != 0 {
+		out.AcctInterimInterval = top.AcctInterimInterval
+	}
+	if top.Class != "" {
+		out.Class = top.Class
+	}
+	if top.FilterID != "" {
+		out.FilterID = top.FilterID
+	}
+	if top.RateLimit != "" {
+		out.RateLimit = top.RateLimit
+	}
+	if top.QuotaOctets != 0 {
+		out.QuotaOctets = top.QuotaOctets
+	}
+	if len(top.ReplyAttributes) > 0 {
+		m := make(map[string]string, len(base.ReplyAttributes)+len(top.ReplyAttributes))
+		for k, v := range base.ReplyAttributes {
+			m[k] = v
+		}
+		for k, v := range top.ReplyAttributes {
+			m[k] = v
+		}
+		out.ReplyAttributes = m
+	}
+	return out
+}
+
+// Lookup implements Source.
+func (f *File) Lookup(_ context.Context, username string) (*Subscriber, error) {
+	if s, ok := (*f.db.Load())[username]; ok {
+		return s, nil
+	}
+	return nil, ErrNotFound
+}

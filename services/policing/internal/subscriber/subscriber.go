@@ -1,0 +1,50 @@
+// Package subscriber defines where subscriber credentials and profiles come from. The
+// embedded source is a file (file.go); LDAP implements the same Source.
+package subscriber
+
+import (
+	"context"
+	"errors"
+)
+
+// Profile is what the network is told about a subscriber on Access-Accept.
+type Profile struct {
+	// FramedIPAddress is a fixed IPv4 address; FramedPool names a NAS-side pool instead.
+	FramedIPAddress     string `json:"framedIPAddress,omitempty"`
+	FramedPool          string `json:"framedPool,omitempty"`
+	SessionTimeout      uint32 `json:"sessionTimeout,omitempty"`
+	IdleTimeout         uint32 `json:"idleTimeout,omitempty"`
+	AcctInterimInterval uint32 `json:"acctInterimInterval,omitempty"`
+	Class               string `json:"class,omitempty"`
+	FilterID            string `json:"filterId,omitempty"`
+	// RateLimit is sent in the attribute named by policy.rateLimitAttribute.
+	RateLimit string `json:"rateLimit,omitempty"`
+	// QuotaOctets (input+output) after which the policy marks the session for disconnect.
+	QuotaOctets uint64 `json:"quotaOctets,omitempty"`
+	// ReplyAttributes are extra reply attributes by dictionary name (e.g. "Framed-MTU": "1492").
+	ReplyAttributes map[string]string `json:"replyAttributes,omitempty"`
+}
+
+// Subscriber is one subscriber's credentials and profile.
+type Subscriber struct {
+	Username string `json:"username"`
+	// Password in clear text: CHAP needs it (RFC 1994); the file is mounted from a Secret.
+	Password string `json:"password"`
+	Disabled bool   `json:"disabled,omitempty"`
+	// ProfileName refers to a named profile; Profile fields set here override it.
+	ProfileName string  `json:"profileName,omitempty"`
+	Profile     Profile `json:"profile,omitzero"`
+}
+
+// ErrNotFound is returned when the subscriber does not exist.
+var ErrNotFound = errors.New("subscriber not found")
+
+// ErrUnavailable wraps failures to reach the source (e.g. LDAP down) so that the auth path
+// can tell "no such user" from "cannot tell now".
+var ErrUnavailable = errors.New("subscriber source unavailable")
+
+// Source finds subscribers by user name. Implementations must be safe for concurrent use
+// and must not block longer than their configured timeout.
+type Source interface {
+	Lookup(ctx context.Context, username string) (*Subscriber, error)
+}

@@ -1,0 +1,134 @@
+// Command policing is the OpenAAA policing front node: RADIUS authentication and
+// accounting, session store, admin API.
+//
+//	policing serve --config FILE [--set path=value ...]
+//	policing migrate ...       (Cassandra schema migrations)
+//	policing check-config --config FILE
+//	policing version
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/openaaa/openaaa/internal/version"
+	"github.com/openaaa/openaaa/services/policing/internal/app"
+	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/migrate"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: policing <command> [flags]
+
+commands:
+  serve         run the policing node (--config FILE, --set path=value)
+  check-config  load and validate a configuration, print it with defaults applied
+  migrate       apply the Cassandra schema migrations
+  version       print the version
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stderr)
+	case "check-config":
+		return checkConfig(args[1:], stdout, stderr)
+	case "migrate":
+		return migrate.Main(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "policing", version.Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "policing: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// loadConfig parses the common flags and loads the configuration.
+func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", os.Getenv("POLICING_CONFIG"), "configuration file (YAML); env POLICING_CONFIG")
+	var sets multiFlag
+	fs.Var(&sets, "set", "override one key, e.g. --set radius.workers=32 (repeatable); env POLICING_<KEY_PATH>")
+	logLevel := fs.String("log-level", "", "shorthand for --set log.level=LEVEL")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: policing %s --config FILE [--set path=value ...]\n", name)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if *logLevel != "" {
+		sets = append(sets, "log.level="+*logLevel)
+	}
+	return config.Load(*path, sets, os.Environ())
+}
+
+func newLogger(cfg *config.Config, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewJSONHandler(w, opts)
+	if cfg.Log.Format == "text" {
+		h = slog.NewTextHandler(w, opts)
+	}
+	return slog.New(h), level
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) int {
+	cfg, err := loadConfig("serve", args, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "policing:", err)
+		return 2
+	}
+	log, level := newLogger(cfg, stderr)
+	slog.SetDefault(log)
+	node, err := app.Start(ctx, cfg, log, level)
+	if err != nil {
+		log.Error("cannot start", "err", err.Error())
+		return 1
+	}
+	<-ctx.Done()
+	drain, cancel := context.WithTimeout(context.Background(), cfg.Radius.DrainTimeout.D())
+	defer cancel()
+	if err := node.Shutdown(drain); err != nil {
+		log.Error("shutdown incomplete", "err", err.Error())
+		return 1
+	}
+	return 0
+}
+
+func checkConfig(args []string, stdout, stderr io.Writer) int {
+	cfg, err := loadConfig("check-config", args, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "policing:", err)
+		return 2
+	}
+	out, _ := yamlOf(cfg)
+	fmt.Fprint(stdout, out)
+	return 0
+}
