@@ -187,11 +187,35 @@ func VerifyResponse(pkt []byte, reqAuth []byte, secret []byte, requireMA bool) e
 	if vlen != 16 {
 		return ErrBadMessageAuth
 	}
-	want := messageAuth(pkt, off, reqAuth, secret)
-	if !hmac.Equal(want[:], pkt[off:off+16]) {
-		return ErrBadMessageAuth
+	want := messageAuth(pkt, off, responseMAAuth(pkt[0], 0, reqAuth), secret)
+	if hmac.Equal(want[:], pkt[off:off+16]) {
+		return nil
 	}
-	return nil
+	if pkt[0] == codeAccountingResponse { // a reply to Status-Server uses the request's vector
+		want = messageAuth(pkt, off, reqAuth, secret)
+		if hmac.Equal(want[:], pkt[off:off+16]) {
+			return nil
+		}
+	}
+	return ErrBadMessageAuth
+}
+
+const (
+	codeAccountingResponse = 5
+	codeStatusServer       = 12
+)
+
+var zeroAuth = make([]byte, 16)
+
+// responseMAAuth is the authenticator a reply's Message-Authenticator is computed over.
+// RFC 3579 says the request authenticator; for Accounting-Response FreeRADIUS (and so the
+// NAS ecosystem) uses sixteen zero octets unless it answers a Status-Server, and clients
+// reject anything else. We follow the deployed behaviour.
+func responseMAAuth(replyCode, reqCode byte, reqAuth []byte) []byte {
+	if replyCode == codeAccountingResponse && reqCode != codeStatusServer {
+		return zeroAuth
+	}
+	return reqAuth
 }
 
 // AppendMessageAuthenticator appends an empty Message-Authenticator to an encoded packet
@@ -207,9 +231,10 @@ func AppendMessageAuthenticator(pkt []byte) ([]byte, int) {
 // SignResponse finalises an encoded reply whose authenticator field holds the request
 // authenticator: it fills the Message-Authenticator at maOff (if >= 0), then computes
 // the response authenticator MD5(code|id|len|reqAuth|attributes|secret) in place.
-func SignResponse(pkt []byte, maOff int, secret []byte) {
+// reqCode is the code of the request answered.
+func SignResponse(pkt []byte, maOff int, secret []byte, reqCode byte) {
 	if maOff >= 0 {
-		mac := messageAuth(pkt, maOff, nil, secret)
+		mac := messageAuth(pkt, maOff, responseMAAuth(pkt[0], reqCode, pkt[4:20]), secret)
 		copy(pkt[maOff:], mac[:])
 	}
 	h := md5.New()

@@ -250,7 +250,7 @@ func (s *Server) serve(j *job) {
 		s.drop(metrics.DropMalformed, j.from, err)
 		return
 	}
-	w := &responseWriter{s: s, conn: j.conn, to: j.from, secret: client.Secret, key: key}
+	w := &responseWriter{s: s, conn: j.conn, to: j.from, secret: client.Secret, key: key, reqCode: pkt[0]}
 	if code == radius.CodeStatusServer {
 		s.statusServer(w, p, j.kind)
 	} else {
@@ -310,12 +310,13 @@ func (s *Server) statusServer(w ResponseWriter, p *radius.Packet, k Kind) {
 }
 
 type responseWriter struct {
-	s      *Server
-	conn   *net.UDPConn
-	to     netip.AddrPort
-	secret []byte
-	key    dupKey
-	wrote  bool
+	s       *Server
+	conn    *net.UDPConn
+	to      netip.AddrPort
+	secret  []byte
+	key     dupKey
+	reqCode byte
+	wrote   bool
 }
 
 // Write encodes the reply with a Message-Authenticator (always: BlastRADIUS) and sends it.
@@ -330,7 +331,7 @@ func (w *responseWriter) Write(reply *radius.Packet) error {
 		return err
 	}
 	b, off := radiusx.AppendMessageAuthenticator(b)
-	radiusx.SignResponse(b, off, w.secret)
+	radiusx.SignResponse(b, off, w.secret, w.reqCode)
 	w.wrote = true
 	w.s.dups.finish(w.key, b)
 	if _, err := w.conn.WriteToUDPAddrPort(b, w.to); err != nil {
