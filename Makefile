@@ -19,7 +19,7 @@ LDFLAGS := -s -w -X github.com/openaaa/openaaa/internal/version.Version=$(VERSIO
 export CACHE BIN
 
 # Pinned tools, installed into bin/ by the Makefile itself.
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.8.2
 
 # Areas append to these.
 PROVISION :=

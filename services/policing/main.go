@@ -21,6 +21,7 @@ import (
 	"github.com/openaaa/openaaa/internal/version"
 	"github.com/openaaa/openaaa/services/policing/internal/app"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/ctl"
 	"github.com/openaaa/openaaa/services/policing/internal/migrate"
 )
 
@@ -34,6 +35,7 @@ commands:
   serve         run the policing node (--config FILE, --set path=value)
   check-config  load and validate a configuration, print it with defaults applied
   migrate       apply the Cassandra schema migrations
+  ctl           operator commands against a running node (disconnect, coa)
   version       print the version
 `
 
@@ -51,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return checkConfig(args[1:], stdout, stderr)
 	case "migrate":
 		return migrate.Main(ctx, args[1:], stdout, stderr)
+	case "ctl":
+		return ctl.Main(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "policing", version.Version)
 		return 0

@@ -33,6 +33,9 @@ type Acct struct {
 	StoreTimeout time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// Forward, when set, passes the request on after local processing succeeded (the
+	// accounting proxy, docs/proxy.md); an error means the NAS gets no reply.
+	Forward func(ctx context.Context, r *radiusd.Request) error
 }
 
 // Acct-Status-Type values (RFC 2866 §5.1).
@@ -73,7 +76,7 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 			h.fail(r, metrics.DropMalformed, err)
 			return
 		}
-		if sub, err := h.Subscribers.Lookup(ctx, u.Session.UserName); err == nil {
+		if sub := h.subscriber(ctx, u.Session.UserName); sub != nil {
 			h.Policy.Accounting(ctx, u, sub)
 		}
 		if err := h.Store.Apply(ctx, u); err != nil {
@@ -94,6 +97,12 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 	default:
 		// Other types (e.g. Failed, 15) are acknowledged and counted but not stored.
 	}
+	if h.Forward != nil {
+		if err := h.Forward(r.Context(), r); err != nil {
+			h.fail(r, "proxy_error", err)
+			return
+		}
+	}
 	result := "ok"
 	if err := w.Write(r.Response(radius.CodeAccountingResponse)); err != nil {
 		result = "error"
@@ -102,6 +111,20 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 	metrics.Requests.WithLabelValues("acct", result).Inc()
 	metrics.Transactions.WithLabelValues("radius_acct").Inc()
 	metrics.Duration.WithLabelValues("acct").Observe(time.Since(r.Received).Seconds())
+}
+
+// subscriber finds the profile for the policy. A source that may wait on a remote system
+// (LDAP) is asked through its cache only: accounting never waits for LDAP.
+func (h *Acct) subscriber(ctx context.Context, user string) *subscriber.Subscriber {
+	if c, ok := h.Subscribers.(subscriber.CachedSource); ok {
+		sub, _ := c.CachedLookup(user)
+		return sub
+	}
+	sub, err := h.Subscribers.Lookup(ctx, user)
+	if err != nil {
+		return nil
+	}
+	return sub
 }
 
 func (h *Acct) fail(r *radiusd.Request, reason string, err error) {
@@ -174,12 +197,12 @@ func (h *Acct) decode(r *radiusd.Request, status uint32, nasKey string) (*sessio
 	s.InputPackets = uint64(u32(p, rfc2866.AcctInputPackets_Type))
 	s.OutputPackets = uint64(u32(p, rfc2866.AcctOutputPackets_Type))
 	s.TerminateCause = u32(p, rfc2866.AcctTerminateCause_Type)
-	// When the event happened: Event-Timestamp if sent, else now, less Acct-Delay-Time.
-	at := r.Received
+	// When the event happened: Event-Timestamp if sent (RFC 2869 §5.3: the time of the event
+	// on the NAS, already exact), else the arrival time less Acct-Delay-Time (RFC 2866 §5.2).
+	at := r.Received.Add(-time.Duration(u32(p, rfc2866.AcctDelayTime_Type)) * time.Second)
 	if ts := u32(p, rfc2869.EventTimestamp_Type); ts != 0 {
 		at = time.Unix(int64(ts), 0)
 	}
-	at = at.Add(-time.Duration(u32(p, rfc2866.AcctDelayTime_Type)) * time.Second)
 	s.LastSeen = at
 	if u.Kind == session.KindStart {
 		s.StartTime = at

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -23,7 +25,11 @@ type Server struct {
 	Log      *slog.Logger
 	// Ready is checked by /readyz besides the store (e.g. listeners up, not draining).
 	Ready func() error
-	mux   *http.ServeMux
+	// Pprof adds /debug/pprof/.
+	Pprof bool
+	// CoA sends CoA and Disconnect requests (admin/coa.go); nil: not configured.
+	CoA *coa.Sender
+	mux *http.ServeMux
 }
 
 // Handler returns the routes.
@@ -38,8 +44,16 @@ func (s *Server) Handler() http.Handler {
 	m.HandleFunc("GET /api/v1/sessions", s.sessions)
 	m.HandleFunc("GET /api/v1/sessions/{nas}/{id}", s.session)
 	m.HandleFunc("GET /api/v1/history", s.history)
+	m.HandleFunc("POST /api/v1/disconnect", s.disconnect)
+	m.HandleFunc("POST /api/v1/coa", s.coaRequest)
 	m.HandleFunc("GET /api/v1/loglevel", s.getLevel)
 	m.HandleFunc("PUT /api/v1/loglevel", s.setLevel)
+	if s.Pprof {
+		m.HandleFunc("/debug/pprof/", pprof.Index)
+		m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	s.mux = m
 	return m
 }

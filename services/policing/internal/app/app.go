@@ -14,11 +14,13 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
 	"github.com/openaaa/openaaa/services/policing/internal/admin"
+	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
-	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
+	"github.com/openaaa/openaaa/services/policing/internal/proxy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
+	"github.com/openaaa/openaaa/services/policing/internal/reload"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
@@ -36,13 +38,19 @@ type Node struct {
 	AcctAddr    net.Addr
 	AdminAddr   net.Addr
 	admin       *http.Server
+	Proxy       *proxy.Proxy    // accounting proxy (app/proxy.go); nil when off
+	CoA         *coa.Sender     // CoA/Disconnect sender (app/coa.go)
+	RadSec      *radiusd.RadSec // RadSec listener (app/radsec.go); nil when off
+	RadSecAddr  net.Addr
+	Reloader    *reload.Watcher // hot reload of mounted files (app/reload.go)
+	reloadStop  func()
 	draining    atomic.Bool
 }
 
 // Start builds every part and starts the listeners. Errors name the config key at fault.
 func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slog.LevelVar) (*Node, error) {
 	n := &Node{Config: cfg, Log: log, LogLevel: level}
-	clients, err := nas.Build(cfg.Clients)
+	clients, err := buildClients(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +58,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	if _, ok := dict.Builtin.Lookup(cfg.Policy.RateLimitAttribute); !ok && cfg.Policy.RateLimitAttribute != "" {
 		return nil, fmt.Errorf("policy.rateLimitAttribute: no attribute %q in the dictionary", cfg.Policy.RateLimitAttribute)
 	}
-	src, err := openSubscribers(cfg, pol)
+	src, err := openSubscribers(cfg, pol, log)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +71,14 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	r := cfg.Radius
 	n.Radius = radiusd.New(radiusd.Options{Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
+	n.startReload(src)
+	st = n.startCoA(st)
 	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log, LookupTimeout: 2 * time.Second}
 	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: 3 * time.Second}
+	if err := n.startProxy(acct); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if r.AuthAddress != "" {
 		c, err := n.Radius.Listen(r.AuthAddress, radiusd.Auth, auth)
 		if err != nil {
@@ -81,6 +95,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		}
 		n.AcctAddr = c.LocalAddr()
 	}
+	if err := n.startRadSec(auth, acct); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if cfg.Admin.Address != "" {
 		ln, err := net.Listen("tcp", cfg.Admin.Address)
 		if err != nil {
@@ -88,7 +106,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 			return nil, fmt.Errorf("admin.address: %w", err)
 		}
 		n.AdminAddr = ln.Addr()
-		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready}
+		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof}
 		n.admin = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := n.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -101,7 +119,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	return n, nil
 }
 
-func openSubscribers(cfg *config.Config, pol *policy.Default) (subscriber.Source, error) {
+func openSubscribers(cfg *config.Config, pol *policy.Default, log *slog.Logger) (subscriber.Source, error) {
 	switch cfg.Subscribers.Source {
 	case "file":
 		f, err := subscriber.OpenFile(cfg.Subscribers.File, pol.CheckProfile)
@@ -109,6 +127,12 @@ func openSubscribers(cfg *config.Config, pol *policy.Default) (subscriber.Source
 			return nil, fmt.Errorf("subscribers.file: %w", err)
 		}
 		return f, nil
+	case "ldap":
+		l, err := subscriber.OpenLDAP(cfg.Subscribers.LDAP, pol.CheckProfile, log)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
 	return nil, fmt.Errorf("subscribers.source: %q is not available", cfg.Subscribers.Source)
 }
@@ -121,7 +145,10 @@ func (n *Node) ready() error {
 }
 
 func (n *Node) abort() {
+	n.stopReload()
+	_ = n.stopRadSec(context.Background())
 	_ = n.Radius.Shutdown(context.Background())
+	_ = n.stopProxy()
 	_ = n.Store.Close(context.Background())
 }
 
@@ -130,10 +157,12 @@ func (n *Node) abort() {
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.draining.Store(true)
 	n.Log.Info("draining")
-	errs := []error{n.Radius.Shutdown(ctx), n.Store.Close(ctx)}
+	n.stopReload()
+	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx), n.stopProxy(), n.Store.Close(ctx)}
 	if n.admin != nil {
 		errs = append(errs, n.admin.Shutdown(ctx))
 	}
+	n.closeSubscribers()
 	n.Log.Info("stopped")
 	return errors.Join(errs...)
 }

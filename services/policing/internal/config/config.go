@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -27,6 +28,9 @@ type Config struct {
 	Session     SessionStore `json:"session"`
 	Policy      Policy       `json:"policy"`
 	Admin       Admin        `json:"admin"`
+	Reload      Reload       `json:"reload"`
+	Proxy       Proxy        `json:"proxy"`
+	CoA         CoA          `json:"coa"`
 }
 
 // Log configures structured logging.
@@ -46,6 +50,7 @@ type Radius struct {
 	DuplicateWindow Duration `json:"duplicateWindow"`
 	DrainTimeout    Duration `json:"drainTimeout"`
 	SocketBuffer    int      `json:"socketBuffer"`
+	RadSec          RadSec   `json:"radsec"`
 }
 
 // Client is one NAS (or a range of NAS) allowed to talk to us.
@@ -67,8 +72,9 @@ type Client struct {
 
 // Subscribers selects the subscriber source.
 type Subscribers struct {
-	Source string `json:"source"` // file
+	Source string `json:"source"` // file, ldap
 	File   string `json:"file,omitempty"`
+	LDAP   LDAP   `json:"ldap"`
 }
 
 // SessionStore selects and tunes the session store.
@@ -104,6 +110,8 @@ type Policy struct {
 // Admin configures the HTTP admin port (/metrics, /healthz, /readyz, /api/v1).
 type Admin struct {
 	Address string `json:"address"`
+	// Pprof serves /debug/pprof/ on the admin port (CPU and heap profiles for support).
+	Pprof bool `json:"pprof"`
 }
 
 // Default returns the configuration used for every key the file leaves out.
@@ -119,8 +127,9 @@ func Default() Config {
 			DuplicateWindow: Duration(5 * time.Second),
 			DrainTimeout:    Duration(10 * time.Second),
 			SocketBuffer:    4 << 20,
+			RadSec:          defaultRadSec(),
 		},
-		Subscribers: Subscribers{Source: "file"},
+		Subscribers: Subscribers{Source: "file", LDAP: defaultLDAP()},
 		Session: SessionStore{
 			Store:     "embedded",
 			Expiry:    Expiry{InterimInterval: Duration(10 * time.Minute), Multiplier: 2, Grace: Duration(time.Minute)},
@@ -129,6 +138,9 @@ func Default() Config {
 		},
 		Policy: Policy{RateLimitAttribute: "Mikrotik-Rate-Limit", RejectMessage: "Authentication failed"},
 		Admin:  Admin{Address: ":9812"},
+		Reload: defaultReload(),
+		Proxy:  defaultProxy(),
+		CoA:    defaultCoA(),
 	}
 }
 
@@ -179,6 +191,9 @@ func Load(path string, sets []string, environ []string) (*Config, error) {
 func describeJSONError(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
+		if te.Type == reflect.TypeFor[Duration]() {
+			return fmt.Sprintf("%s: %s is not a duration (\"5s\", \"10m\" or seconds)", jsonFieldPath(te.Field), te.Value)
+		}
 		return fmt.Sprintf("%s: cannot use %s as %s", jsonFieldPath(te.Field), te.Value, te.Type)
 	}
 	msg := err.Error()
@@ -209,6 +224,9 @@ func setPath(doc map[string]any, path, value string) error {
 			}
 			next, ok := node[p]
 			if !ok || next == nil {
+				if isIndex(parts[i+1]) {
+					return fmt.Errorf("override %s: %s has no item %s (overrides change list items the file has)", path, strings.Join(parts[:i+1], "."), parts[i+1])
+				}
 				next = map[string]any{}
 				node[p] = next
 			}
@@ -228,6 +246,12 @@ func setPath(doc map[string]any, path, value string) error {
 		}
 	}
 	return nil
+}
+
+func isIndex(s string) bool {
+	var n int
+	_, err := fmt.Sscanf(s, "%d", &n)
+	return err == nil
 }
 
 // envOverrides maps POLICING_RADIUS_AUTHADDRESS=... to radius.authAddress for every scalar key.
@@ -325,6 +349,9 @@ func (c *Config) Validate() error {
 		bad("radius.duplicateWindow", "must not be negative (0 disables duplicate detection)")
 	}
 	checkAddr("admin.address", c.Admin.Address, true)
+	errs = append(errs, c.Radius.RadSec.validate("radius.radsec")...)
+	errs = append(errs, c.Proxy.validate("proxy")...)
+	errs = append(errs, c.CoA.validate("coa")...)
 	if len(c.Clients) == 0 && c.ClientsFile == "" {
 		bad("clients", "no NAS clients configured (set clients or clientsFile)")
 	}
@@ -336,6 +363,8 @@ func (c *Config) Validate() error {
 		if c.Subscribers.File == "" {
 			bad("subscribers.file", "required when subscribers.source is file")
 		}
+	case "ldap":
+		errs = append(errs, c.Subscribers.LDAP.validate("subscribers.ldap")...)
 	default:
 		if !validSubscriberSource(c.Subscribers.Source) {
 			bad("subscribers.source", "%q is not a known source", c.Subscribers.Source)
@@ -363,6 +392,7 @@ func (c *Config) Validate() error {
 	if c.Session.Embedded.SweepInterval <= 0 {
 		bad("session.embedded.sweepInterval", "must be positive")
 	}
+	errs = append(errs, c.Reload.validate("reload")...)
 	return errors.Join(errs...)
 }
 
@@ -419,18 +449,20 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	// Errors are *json.UnmarshalTypeError so that the decoder adds the key's path to them.
+	bad := &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[Duration]()}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		var n float64
-		if err2 := json.Unmarshal(b, &n); err2 != nil {
-			return fmt.Errorf("duration: %s is neither \"1s\"-style text nor seconds", b)
+		if err2 := json.Unmarshal(b, &n); err2 != nil || math.Abs(n*float64(time.Second)) >= math.MaxInt64 {
+			return bad
 		}
 		*d = Duration(n * float64(time.Second))
 		return nil
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
+		return bad
 	}
 	*d = Duration(v)
 	return nil

@@ -103,8 +103,15 @@ func (a *Attr) Encode(text string) (Encoded, error) {
 	if err != nil {
 		return Encoded{}, fmt.Errorf("attribute %s: %w", a.Name, err)
 	}
-	if a.tagged {
-		v = append([]byte{0}, v...)
+	if a.tagged { // tag 0 (RFC 2868 §3)
+		if a.kind == dictionary.AttributeInteger {
+			// The tag is the first octet of the integer field, leaving 24 bits of value.
+			if v[0] != 0 {
+				return Encoded{}, fmt.Errorf("attribute %s: %q does not fit in 24 bits (tagged)", a.Name, text)
+			}
+		} else {
+			v = append([]byte{0}, v...)
+		}
 	}
 	if a.Vendor == 0 {
 		return Encoded{Type: a.Type, Value: v}, nil
@@ -128,7 +135,13 @@ func (a *Attr) encodeValue(text string) ([]byte, error) {
 		}
 		return []byte(text), nil
 	case dictionary.AttributeOctets:
+		if len(text) > 253 && !strings.HasPrefix(text, "0x") {
+			return nil, fmt.Errorf("value longer than 253 octets")
+		}
 		if h, ok := strings.CutPrefix(text, "0x"); ok {
+			if len(h)%2 != 0 || len(h) > 2*253 {
+				return nil, fmt.Errorf("%q is not hex of at most 253 octets", text)
+			}
 			b := make([]byte, len(h)/2)
 			for i := range b {
 				n, err := strconv.ParseUint(h[2*i:2*i+2], 16, 8)

@@ -1,14 +1,718 @@
-// Package migrate implements `policing migrate`: versioned CQL schema migrations.
+// Package migrate implements `policing migrate`: versioned CQL schema migrations for the
+// Cassandra session store, embedded in the binary and applied in order.
+//
+// Each migration is migrations/NNNN_name.cql. Applied migrations are recorded in the
+// keyspace's schema_migrations table (version, name, checksum, status, who, when, error).
+// A lightweight-transaction lease (schema_migrations_lease, SERIAL) makes sure only one
+// process applies migrations at a time, even when the Jobs of several DCs start at once.
+// The keyspace itself (NetworkTopologyStrategy, a replication factor per DC) is created or
+// altered by the same command (--replication dc1:3,dc2:3).
 package migrate
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
 )
 
-// Main runs the migrate subcommand with its arguments and returns the exit code.
+//go:embed migrations/*.cql
+var embedded embed.FS
+
+// Migration is one versioned CQL file.
+type Migration struct {
+	Version    int
+	Name       string // e.g. 0001_sessions
+	Statements []string
+	Checksum   string // sha256 of the file
+}
+
+var fileRE = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.cql$`)
+
+// Migrations returns the embedded migrations in order.
+func Migrations() ([]Migration, error) { return load(embedded, "migrations") }
+
+func load(fsys fs.FS, dir string) ([]Migration, error) {
+	ents, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, e := range ents {
+		m := fileRE.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("migration file %s: name must be NNNN_name.cql", e.Name())
+		}
+		raw, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		v, _ := strconv.Atoi(m[1])
+		sum := sha256.Sum256(raw)
+		stmts := SplitStatements(string(raw))
+		if len(stmts) == 0 {
+			return nil, fmt.Errorf("migration %s has no statement", e.Name())
+		}
+		out = append(out, Migration{
+			Version: v, Name: strings.TrimSuffix(e.Name(), ".cql"),
+			Statements: stmts, Checksum: hex.EncodeToString(sum[:]),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i := range out {
+		if out[i].Version != i+1 {
+			return nil, fmt.Errorf("migration %s: versions must be 1, 2, 3... without gaps", out[i].Name)
+		}
+	}
+	return out, nil
+}
+
+// SplitStatements removes -- comments and splits CQL text on semicolons.
+func SplitStatements(text string) []string {
+	var b strings.Builder
+	for line := range strings.SplitSeq(text, "\n") {
+		if i := strings.Index(line, "--"); i >= 0 {
+			line = line[:i]
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	var out []string
+	for s := range strings.SplitSeq(b.String(), ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Replication is a replication factor per DC, in the order given.
+type Replication []DCFactor
+
+// DCFactor is one DC's replication factor.
+type DCFactor struct {
+	DC string
+	RF int
+}
+
+// ParseReplication parses "dc1:3,dc2:3".
+func ParseReplication(s string) (Replication, error) {
+	var out Replication
+	seen := map[string]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		dc, rf, ok := strings.Cut(part, ":")
+		if !ok || dc == "" {
+			return nil, fmt.Errorf("--replication: %q is not dc:factor", part)
+		}
+		n, err := strconv.Atoi(rf)
+		if err != nil || n < 0 || n > 9 {
+			return nil, fmt.Errorf("--replication: %q: factor must be 0..9", part)
+		}
+		if seen[dc] {
+			return nil, fmt.Errorf("--replication: %s given twice", dc)
+		}
+		seen[dc] = true
+		out = append(out, DCFactor{dc, n})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--replication: empty")
+	}
+	return out, nil
+}
+
+func (r Replication) String() string {
+	var parts []string
+	for _, f := range r {
+		parts = append(parts, fmt.Sprintf("%s:%d", f.DC, f.RF))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (r Replication) cql() string {
+	parts := []string{"'class': 'NetworkTopologyStrategy'"}
+	for _, f := range r {
+		if f.RF > 0 {
+			parts = append(parts, fmt.Sprintf("'%s': %d", strings.ReplaceAll(f.DC, "'", "''"), f.RF))
+		}
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func (r Replication) get(dc string) int {
+	for _, f := range r {
+		if f.DC == dc {
+			return f.RF
+		}
+	}
+	return 0
+}
+
+// Options of one run.
+type Options struct {
+	Conn        cassandra.ConnOptions // Keyspace is the keyspace to manage
+	Replication Replication           // nil: keep the existing one, or 3 (at most the nodes) per DC
+	DryRun      bool
+	Owner       string        // lease owner (default host:pid:random)
+	LeaseTTL    time.Duration // default 60s
+	LeaseWait   time.Duration // how long to wait for another process's lease (default 5m)
+	Out         io.Writer
+	// FS replaces the embedded migrations (tests): NNNN_name.cql files in its "migrations" dir.
+	FS fs.FS
+}
+
+// Result says what a run did.
+type Result struct {
+	Applied        []string // migrations applied by this run
+	Version        int      // schema version after the run
+	KeyspaceAction string   // "", "created", "altered"
+	RepairNeeded   []string // DCs whose replication factor grew
+}
+
+const leaseName = "migrate"
+
+// tableID derives a fixed table ID from the keyspace and table names: concurrent
+// CREATE TABLE IF NOT EXISTS of the bookkeeping tables from two DCs then converge on one
+// table instead of two with different IDs (IDs are unique in the whole cluster).
+func tableID(ks, table string) string {
+	h := sha256.Sum256([]byte("openaaa:" + ks + "." + table))
+	h[6] = h[6]&0x0f | 0x50 // version 5 layout (name-based)
+	h[8] = h[8]&0x3f | 0x80
+	x := hex.EncodeToString(h[:16])
+	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
+}
+
+type record struct {
+	version  int
+	name     string
+	checksum string
+	status   string
+	by       string
+	at       time.Time
+	errText  string
+}
+
+// Run plans and (unless DryRun) applies the migrations.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 60 * time.Second
+	}
+	if o.LeaseWait <= 0 {
+		o.LeaseWait = 5 * time.Minute
+	}
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		o.Owner = fmt.Sprintf("%s:%d:%x", host, os.Getpid(), b)
+	}
+	ks := o.Conn.Keyspace
+	if !config.ValidKeyspaceName(ks) {
+		return nil, fmt.Errorf("keyspace %q is not a valid name", ks)
+	}
+	migs, err := Migrations()
+	if o.FS != nil {
+		migs, err = load(o.FS, "migrations")
+	}
+	if err != nil {
+		return nil, err
+	}
+	conn := o.Conn
+	conn.Keyspace = ""
+	conn.Consistency = gocql.Quorum
+	sess, err := cassandra.Connect(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	m := &migrator{o: o, s: sess, ks: ks, migs: migs, res: &Result{}}
+	return m.run(ctx)
+}
+
+type migrator struct {
+	o    Options
+	s    *gocql.Session
+	ks   string
+	migs []Migration
+	res  *Result
+}
+
+func (m *migrator) say(format string, a ...any) { fmt.Fprintf(m.o.Out, format+"\n", a...) }
+
+func (m *migrator) run(ctx context.Context) (*Result, error) {
+	dcs, err := m.topology(ctx)
+	if err != nil {
+		return nil, err
+	}
+	current, exists, err := m.keyspaceReplication(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := m.o.Replication
+	if want == nil {
+		if exists {
+			want = current
+		} else {
+			for _, dc := range sortedKeys(dcs) {
+				want = append(want, DCFactor{dc, min(3, dcs[dc])})
+			}
+		}
+	}
+	for _, f := range want {
+		n, ok := dcs[f.DC]
+		if !ok && f.RF > 0 {
+			return nil, fmt.Errorf("--replication: datacenter %s has no node in the cluster (have %s)", f.DC, strings.Join(sortedKeys(dcs), ", "))
+		}
+		if f.RF > n {
+			return nil, fmt.Errorf("--replication: %s:%d is more than the %d node(s) of %s", f.DC, f.RF, n, f.DC)
+		}
+	}
+	alter := exists && !sameReplication(current, want)
+	records, err := m.records(ctx, exists)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := m.pending(records)
+	if err != nil {
+		return nil, err
+	}
+
+	// The plan.
+	switch {
+	case !exists:
+		m.say("keyspace %s: create with replication %s", m.ks, want)
+	case alter:
+		m.say("keyspace %s: change replication %s -> %s", m.ks, current, want)
+	default:
+		m.say("keyspace %s: replication %s (unchanged)", m.ks, current)
+	}
+	for _, mg := range pending {
+		verb := "apply"
+		if r, ok := records[mg.Version]; ok && r.status != "applied" {
+			verb = "retry (" + r.status + " before)"
+		}
+		m.say("migration %s: %s (%d statements)", mg.Name, verb, len(mg.Statements))
+	}
+	if len(pending) == 0 {
+		m.say("migrations: up to date (version %d)", len(m.migs))
+	}
+	if m.o.DryRun {
+		m.say("dry run: nothing changed")
+		m.res.Version = len(m.migs) - len(pending)
+		return m.res, nil
+	}
+
+	if !exists {
+		if err := m.exec(ctx, fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", m.ks, want.cql())); err != nil {
+			return nil, fmt.Errorf("create keyspace %s: %w", m.ks, err)
+		}
+		m.res.KeyspaceAction = "created"
+	}
+	if err := m.bookkeeping(ctx); err != nil {
+		return nil, err
+	}
+	release, err := m.lease(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	// Under the lease: look again, another process may have done the work meanwhile.
+	current, _, err = m.keyspaceReplication(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if m.o.Replication != nil && !sameReplication(current, want) {
+		if err := m.exec(ctx, fmt.Sprintf("ALTER KEYSPACE %s WITH replication = %s", m.ks, want.cql())); err != nil {
+			return nil, fmt.Errorf("alter keyspace %s: %w", m.ks, err)
+		}
+		if m.res.KeyspaceAction == "" {
+			m.res.KeyspaceAction = "altered"
+		}
+		m.say("keyspace %s: replication is now %s", m.ks, want)
+		for _, f := range want {
+			if f.RF > current.get(f.DC) {
+				m.res.RepairNeeded = append(m.res.RepairNeeded, f.DC)
+			}
+		}
+		if len(m.res.RepairNeeded) > 0 {
+			m.say("REPAIR NEEDED: the replication factor grew in %s: run `nodetool repair -full %s` on every node of %s, one node at a time",
+				strings.Join(m.res.RepairNeeded, ", "), m.ks, strings.Join(m.res.RepairNeeded, ", "))
+		}
+		for _, f := range current {
+			if want.get(f.DC) < f.RF {
+				m.say("note: the replication factor shrank in %s: run `nodetool cleanup %s` on its nodes", f.DC, m.ks)
+			}
+		}
+	}
+	records, err = m.records(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	pending, err = m.pending(records)
+	if err != nil {
+		return nil, err
+	}
+	for _, mg := range pending {
+		if err := m.apply(ctx, mg); err != nil {
+			return m.res, err
+		}
+		m.res.Applied = append(m.res.Applied, mg.Name)
+	}
+	m.res.Version = len(m.migs)
+	if len(m.res.Applied) > 0 {
+		m.say("applied %d migration(s); schema version %d", len(m.res.Applied), m.res.Version)
+	} else {
+		m.say("nothing applied: schema version %d", m.res.Version)
+	}
+	return m.res, nil
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sameReplication(a, b Replication) bool {
+	norm := func(r Replication) string {
+		var parts []string
+		for _, f := range r {
+			if f.RF > 0 {
+				parts = append(parts, fmt.Sprintf("%s:%d", f.DC, f.RF))
+			}
+		}
+		slices.Sort(parts)
+		return strings.Join(parts, ",")
+	}
+	return norm(a) == norm(b)
+}
+
+// topology returns the number of nodes per DC.
+func (m *migrator) topology(ctx context.Context) (map[string]int, error) {
+	out := map[string]int{}
+	var dc string
+	if err := m.s.Query("SELECT data_center FROM system.local").Consistency(gocql.One).ScanContext(ctx, &dc); err != nil {
+		return nil, fmt.Errorf("reading the topology: %w", err)
+	}
+	out[dc]++
+	it := m.s.Query("SELECT data_center FROM system.peers").Consistency(gocql.One).IterContext(ctx)
+	for it.Scan(&dc) {
+		out[dc]++
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("reading the topology: %w", err)
+	}
+	return out, nil
+}
+
+func (m *migrator) keyspaceReplication(ctx context.Context) (Replication, bool, error) {
+	var repl map[string]string
+	err := m.s.Query("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?", m.ks).
+		Consistency(gocql.One).ScanContext(ctx, &repl)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading keyspace %s: %w", m.ks, err)
+	}
+	var out Replication
+	for _, k := range sortedKeys(toInts(repl)) {
+		n, _ := strconv.Atoi(repl[k])
+		out = append(out, DCFactor{k, n})
+	}
+	if !strings.HasSuffix(repl["class"], "NetworkTopologyStrategy") {
+		out = append(out, DCFactor{"(class " + repl["class"] + ")", 1})
+	}
+	return out, true, nil
+}
+
+func toInts(repl map[string]string) map[string]int {
+	out := map[string]int{}
+	for k, v := range repl {
+		if k == "class" || k == "replication_factor" {
+			continue
+		}
+		n, _ := strconv.Atoi(v)
+		out[k] = n
+	}
+	return out
+}
+
+func (m *migrator) records(ctx context.Context, keyspaceExists bool) (map[int]record, error) {
+	out := map[int]record{}
+	if !keyspaceExists {
+		return out, nil
+	}
+	var n int
+	if err := m.s.Query("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'schema_migrations'", m.ks).
+		Consistency(gocql.One).ScanContext(ctx, &n); err != nil {
+		return nil, fmt.Errorf("reading %s.schema_migrations: %w", m.ks, err)
+	}
+	if n == 0 {
+		return out, nil
+	}
+	it := m.s.Query(fmt.Sprintf("SELECT version, name, checksum, status, applied_by, applied_at, error FROM %s.schema_migrations", m.ks)).
+		Consistency(gocql.Quorum).IterContext(ctx)
+	var r record
+	for it.Scan(&r.version, &r.name, &r.checksum, &r.status, &r.by, &r.at, &r.errText) {
+		out[r.version] = r
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("reading %s.schema_migrations: %w", m.ks, err)
+	}
+	return out, nil
+}
+
+func (m *migrator) pending(records map[int]record) ([]Migration, error) {
+	var out []Migration
+	for _, mg := range m.migs {
+		r, ok := records[mg.Version]
+		if ok && r.status == "applied" {
+			if r.checksum != mg.Checksum {
+				return nil, fmt.Errorf("migration %s was changed after it was applied (checksum %s, now %s): add a new migration instead",
+					mg.Name, short(r.checksum), short(mg.Checksum))
+			}
+			continue
+		}
+		out = append(out, mg)
+	}
+	for v, r := range records {
+		if v > len(m.migs) && r.status == "applied" {
+			return nil, fmt.Errorf("the keyspace is at version %d (%s), newer than this binary (%d): use a newer policing", v, r.name, len(m.migs))
+		}
+	}
+	return out, nil
+}
+
+func short(s string) string { return s[:min(12, len(s))] }
+
+func (m *migrator) exec(ctx context.Context, stmt string) error {
+	if err := m.s.Query(stmt).Consistency(gocql.Quorum).ExecContext(ctx); err != nil {
+		return err
+	}
+	return m.s.AwaitSchemaAgreement(ctx)
+}
+
+func (m *migrator) bookkeeping(ctx context.Context) error {
+	stmts := []string{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.schema_migrations (
+			version int PRIMARY KEY, name text, checksum text, status text,
+			applied_by text, applied_at timestamp, error text, statements int)
+			WITH ID = %s`, m.ks, tableID(m.ks, "schema_migrations")),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.schema_migrations_lease (
+			name text PRIMARY KEY, owner text, acquired_at timestamp)
+			WITH ID = %s`, m.ks, tableID(m.ks, "schema_migrations_lease")),
+	}
+	for _, s := range stmts {
+		if err := m.exec(ctx, s); err != nil {
+			return fmt.Errorf("creating the migration tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// lease takes the migration lease (waiting for another holder up to LeaseWait) and keeps it
+// alive until release is called.
+func (m *migrator) lease(ctx context.Context) (func(), error) {
+	ttl := int(m.o.LeaseTTL / time.Second)
+	ins := fmt.Sprintf("INSERT INTO %s.schema_migrations_lease (name, owner, acquired_at) VALUES (?, ?, ?) IF NOT EXISTS USING TTL %d", m.ks, ttl)
+	deadline := time.Now().Add(m.o.LeaseWait)
+	said := false
+	for {
+		var owner string
+		var at time.Time
+		var name string
+		applied, err := m.s.Query(ins, leaseName, m.o.Owner, time.Now()).Consistency(gocql.Quorum).
+			SerialConsistency(gocql.Serial).ScanCASContext(ctx, &name, &at, &owner)
+		if err == nil && (applied || owner == m.o.Owner) {
+			break // owner == us: an earlier attempt timed out but did apply
+		}
+		if err != nil {
+			// A CAS write timeout leaves the outcome unknown: look, then try again.
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		} else if !said {
+			m.say("waiting for the migration lease held by %s since %s", owner, at.Format(time.RFC3339))
+			said = true
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return nil, fmt.Errorf("taking the migration lease: %w", err)
+			}
+			return nil, fmt.Errorf("the migration lease is still held by %s after %s", owner, m.o.LeaseWait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(m.o.LeaseTTL / 3)
+		defer t.Stop()
+		upd := fmt.Sprintf("UPDATE %s.schema_migrations_lease USING TTL %d SET owner = ?, acquired_at = ? WHERE name = ? IF owner = ?", m.ks, ttl)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				_, _ = m.s.Query(upd, m.o.Owner, time.Now(), leaseName, m.o.Owner).Consistency(gocql.Quorum).
+					SerialConsistency(gocql.Serial).ScanCASContext(ctx)
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = m.s.Query(fmt.Sprintf("DELETE FROM %s.schema_migrations_lease WHERE name = ? IF owner = ?", m.ks), leaseName, m.o.Owner).
+			Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).ScanCASContext(rctx)
+	}, nil
+}
+
+func (m *migrator) mark(ctx context.Context, mg Migration, status, errText string) error {
+	return m.s.Query(fmt.Sprintf(`INSERT INTO %s.schema_migrations (version, name, checksum, status, applied_by, applied_at, error, statements)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, m.ks),
+		mg.Version, mg.Name, mg.Checksum, status, m.o.Owner, time.Now(), errText, len(mg.Statements)).
+		Consistency(gocql.Quorum).ExecContext(ctx)
+}
+
+func (m *migrator) apply(ctx context.Context, mg Migration) error {
+	if err := m.mark(ctx, mg, "running", ""); err != nil {
+		return fmt.Errorf("migration %s: recording its start: %w", mg.Name, err)
+	}
+	for i, stmt := range mg.Statements {
+		if err := m.exec(ctx, qualify(stmt, m.ks)); err != nil {
+			msg := fmt.Sprintf("statement %d of %d: %v", i+1, len(mg.Statements), err)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if merr := m.mark(rctx, mg, "failed", msg); merr != nil {
+				msg += fmt.Sprintf(" (and recording the failure failed too: %v)", merr)
+			}
+			cancel()
+			return fmt.Errorf("migration %s failed: %s", mg.Name, msg)
+		}
+	}
+	if err := m.mark(ctx, mg, "applied", ""); err != nil {
+		return fmt.Errorf("migration %s: recording it: %w", mg.Name, err)
+	}
+	m.say("migration %s: applied", mg.Name)
+	return nil
+}
+
+var tableRE = regexp.MustCompile(`(?i)^(CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS|CREATE\s+TABLE|ALTER\s+TABLE|DROP\s+TABLE\s+IF\s+EXISTS|DROP\s+TABLE|CREATE\s+TYPE\s+IF\s+NOT\s+EXISTS|CREATE\s+TYPE)\s+([a-z_][a-z0-9_]*)\b`)
+
+// qualify prefixes the table of a DDL statement with the keyspace: migrations name tables
+// without a keyspace so that the same files serve any keyspace.
+func qualify(stmt, ks string) string {
+	if loc := tableRE.FindStringSubmatchIndex(stmt); loc != nil {
+		return stmt[:loc[4]] + ks + "." + stmt[loc[4]:]
+	}
+	return stmt
+}
+
+// Main runs `policing migrate` and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "policing migrate: not available in this build yet")
-	return 2
+	fl := flag.NewFlagSet("policing migrate", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	contact := fl.String("contact-points", "127.0.0.1", "Cassandra contact points, host[:port] separated by commas")
+	port := fl.Int("port", 9042, "CQL port for contact points without one")
+	keyspace := fl.String("keyspace", "openaaa", "keyspace to create and migrate")
+	localDC := fl.String("local-dc", "", "datacenter of this Job (required)")
+	repl := fl.String("replication", "", "replication factor per DC, e.g. dc1:3,dc2:3 (default: keep; new keyspace: 3, at most the nodes, per DC)")
+	dry := fl.Bool("dry-run", false, "print the plan, change nothing")
+	userFile := fl.String("username-file", "", "file holding the Cassandra username")
+	passFile := fl.String("password-file", "", "file holding the Cassandra password")
+	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
+	leaseWait := fl.Duration("lease-wait", 5*time.Minute, "how long to wait for another migration's lease")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: policing migrate --local-dc DC [--contact-points H1,H2] [--keyspace K] [--replication dc1:3,dc2:3] [--dry-run]")
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "policing migrate: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	if *localDC == "" {
+		fmt.Fprintln(stderr, "policing migrate: --local-dc is required")
+		return 2
+	}
+	if !config.ValidKeyspaceName(*keyspace) {
+		fmt.Fprintf(stderr, "policing migrate: --keyspace %q is not a valid keyspace name\n", *keyspace)
+		return 2
+	}
+	var replication Replication
+	if *repl != "" {
+		r, err := ParseReplication(*repl)
+		if err != nil {
+			fmt.Fprintf(stderr, "policing migrate: %v\n", err)
+			return 2
+		}
+		replication = r
+	}
+	user, pass, err := cassandra.ReadCredentials(*userFile, *passFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "policing migrate: %v\n", err)
+		return 2
+	}
+	var cps []string
+	for cp := range strings.SplitSeq(*contact, ",") {
+		if cp = strings.TrimSpace(cp); cp != "" {
+			cps = append(cps, cp)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	_, err = Run(ctx, Options{
+		Conn: cassandra.ConnOptions{
+			ContactPoints: cps, Port: *port, LocalDC: *localDC, Keyspace: *keyspace,
+			Timeout: 10 * time.Second, ConnectTimeout: 10 * time.Second, NumConns: 1,
+			Username: user, Password: pass,
+		},
+		Replication: replication,
+		DryRun:      *dry,
+		LeaseWait:   *leaseWait,
+		Out:         stdout,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "policing migrate: %v\n", err)
+		return 1
+	}
+	return 0
 }

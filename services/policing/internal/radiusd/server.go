@@ -49,8 +49,14 @@ type Request struct {
 	ctx        context.Context
 }
 
-// Context is cancelled when the server is shut down hard.
-func (r *Request) Context() context.Context { return r.ctx }
+// Context is cancelled when the server is shut down hard. A Request built outside the
+// server (tests, other front ends) has context.Background, as net/http does.
+func (r *Request) Context() context.Context {
+	if r.ctx == nil {
+		return context.Background()
+	}
+	return r.ctx
+}
 
 // Options tune the server.
 type Options struct {
@@ -244,7 +250,7 @@ func (s *Server) serve(j *job) {
 			return
 		}
 	}
-	p, err := radius.Parse(pkt, client.Secret)
+	p, err := parse(pkt, client.Secret)
 	if err != nil {
 		s.dups.abort(key)
 		s.drop(metrics.DropMalformed, j.from, err)
@@ -326,12 +332,12 @@ func (w *responseWriter) Write(reply *radius.Packet) error {
 	}
 	reply.Secret = w.secret
 	reply.Del(radiusx.TypeMessageAuthenticator)
+	reply.Add(radiusx.TypeMessageAuthenticator, make(radius.Attribute, 16)) // last: its offset is known
 	b, err := reply.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	b, off := radiusx.AppendMessageAuthenticator(b)
-	radiusx.SignResponse(b, off, w.secret, w.reqCode)
+	radiusx.SignResponse(b, len(b)-16, w.secret, w.reqCode)
 	w.wrote = true
 	w.s.dups.finish(w.key, b)
 	if _, err := w.conn.WriteToUDPAddrPort(b, w.to); err != nil {

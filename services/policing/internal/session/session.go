@@ -167,7 +167,9 @@ func Merge(s *Session, u *Update, now time.Time) {
 	if u.Kind == KindStart && !in.StartTime.IsZero() {
 		s.StartTime = in.StartTime
 	}
-	s.LastSeen = at
+	if at.After(s.LastSeen) { // an old retransmission must not move it back (expiry uses it)
+		s.LastSeen = at
+	}
 	s.Updates++
 	switch u.Kind {
 	case KindStop:

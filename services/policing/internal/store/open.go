@@ -8,6 +8,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 )
 
@@ -26,7 +27,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (session.St
 	case "none":
 		return Noop{}, nil
 	case "cassandra", "hybrid":
-		return nil, fmt.Errorf("session.store: %q is not available in this build yet", cfg.Session.Store)
+		return cassandra.FromConfig(ctx, cfg.Session.Store, cfg.Session.Cassandra, expiryFunc(cfg.Session.Expiry), log)
 	}
 	return nil, fmt.Errorf("session.store: unknown store %q", cfg.Session.Store)
 }

@@ -48,3 +48,9 @@ var ErrUnavailable = errors.New("subscriber source unavailable")
 type Source interface {
 	Lookup(ctx context.Context, username string) (*Subscriber, error)
 }
+
+// CachedSource is implemented by sources whose lookups may wait on a remote system (LDAP):
+// CachedLookup answers from local memory only and never blocks, for the accounting path.
+type CachedSource interface {
+	CachedLookup(username string) (*Subscriber, bool)
+}

@@ -119,9 +119,15 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 	sh.mu.Lock()
 	cur, ok := sh.sessions[k]
 	if !ok {
-		if _, dead := sh.stopped[k]; dead && u.Kind == session.KindInterim {
-			// A late Interim-Update of a session already stopped: acknowledge, keep it closed.
+		if _, dead := sh.stopped[k]; dead && u.Kind != session.KindStart {
 			sh.mu.Unlock()
+			if u.Kind == session.KindStop {
+				// The Stop of a session already closed (a retransmission, or the real Stop of a
+				// session closed by expiry or Accounting-On): it completes that history record
+				// rather than adding a second one.
+				s.history.mergeStop(u, now)
+			}
+			// A late Interim-Update of a session already stopped: acknowledge, keep it closed.
 			return nil
 		}
 		delete(sh.stopped, k)
@@ -398,6 +404,24 @@ func (h *history) add(x *session.Session) {
 		h.next = (h.next + 1) % h.max
 	}
 	h.mu.Unlock()
+}
+
+// mergeStop merges a Stop into the newest history record of its session, or records it
+// when the history no longer holds one.
+func (h *history) mergeStop(u *session.Update, now time.Time) {
+	h.mu.Lock()
+	n := len(h.ring)
+	for i := 0; i < n; i++ {
+		if x := h.ring[(h.next+n-1-i)%n]; x.Key == u.Session.Key {
+			session.Merge(x, u, now)
+			h.mu.Unlock()
+			return
+		}
+	}
+	h.mu.Unlock()
+	x := &session.Session{}
+	session.Merge(x, u, now)
+	h.add(x)
 }
 
 func (h *history) find(user string, limit int) []*session.Session {

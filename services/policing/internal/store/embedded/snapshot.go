@@ -84,9 +84,10 @@ func (s *Store) loadSnapshot(path string) (int, error) {
 	defer f.Close()
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
 	var h snapshotHeader
-	if err := dec.Decode(&h); err != nil || h.Format != snapshotFormat {
+	if err := dec.Decode(&h); err != nil || h.Format != snapshotFormat || h.Active < 0 || h.History < 0 {
 		return 0, fmt.Errorf("session snapshot %s: not a %s file", path, snapshotFormat)
 	}
+	active := 0
 	for i := 0; i < h.Active+h.History; i++ {
 		x := &session.Session{}
 		if err := dec.Decode(x); err != nil {
@@ -97,10 +98,15 @@ func (s *Store) loadSnapshot(path string) (int, error) {
 			continue
 		}
 		sh := s.shardOf(x.Key)
+		if old, dup := sh.sessions[x.Key]; dup { // the same key twice: the later record wins
+			sh.unindex(old)
+		} else {
+			active++
+		}
 		sh.sessions[x.Key] = x
 		sh.index(x)
 	}
-	s.active.Add(int64(h.Active))
-	metrics.SessionsActive.Add(float64(h.Active))
-	return h.Active, nil
+	s.active.Add(int64(active))
+	metrics.SessionsActive.Add(float64(active))
+	return active, nil
 }

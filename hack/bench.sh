@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# The side-by-side benchmark of docs/benchmarks.md: FreeRADIUS 3.2 (Debian, files + detail)
+# against policing (embedded store), same flow, concurrency and duration, alternating A/B
+# BENCH_ROUNDS times; then the ceiling (policing with the no-op store) and the overload run
+# (open loop at 2× the measured policing maximum). Prints one table (aaa-loadgen compare) and
+# keeps every JSON and text report in $BENCH_OUT.
+#
+# Knobs (environment):
+#   BENCH_DURATION=20s     length of every measured run
+#   BENCH_WARMUP=3s        unmeasured warm-up against each freshly started server
+#   BENCH_ROUNDS=3         A/B rounds (FreeRADIUS, policing) — at least 3 for a median
+#   BENCH_CONCURRENCY=16   closed-loop workers (the reference figures use 16)
+#   BENCH_MODE=flow        flow | auth | acct
+#   BENCH_INTERIMS=5       Interim-Updates per session
+#   BENCH_USERS=10000      subscribers (same population in both servers)
+#   BENCH_FR_THREADS=4     FreeRADIUS worker threads (see hack/freeradius.sh)
+#   BENCH_OVERLOAD=2       overload factor × the median policing TPS (0: skip the run)
+#   BENCH_OVERLOAD_DURATION=$BENCH_DURATION
+#   BENCH_CEILING=1        0: skip the no-op store run
+#   BENCH_PROFILE=0        1: CPU profile of policing during its last closed-loop run ($BENCH_OUT/policing.cpu.pprof)
+#   BENCH_OUT=$CACHE/bench/<timestamp>
+#   BENCH_BASE_PORT=28120  FreeRADIUS auth/acct on BASE, BASE+1; policing on BASE+10, +11; admin BASE+20
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CACHE:-$HOME/.cache/openaaa}
+BIN=${BIN:-$ROOT/bin}
+DURATION=${BENCH_DURATION:-20s}
+WARMUP=${BENCH_WARMUP:-3s}
+ROUNDS=${BENCH_ROUNDS:-3}
+CONC=${BENCH_CONCURRENCY:-16}
+MODE=${BENCH_MODE:-flow}
+INTERIMS=${BENCH_INTERIMS:-5}
+USERS=${BENCH_USERS:-10000}
+FR_THREADS=${BENCH_FR_THREADS:-4}
+OVERLOAD=${BENCH_OVERLOAD:-2}
+OVERLOAD_DURATION=${BENCH_OVERLOAD_DURATION:-$DURATION}
+CEILING=${BENCH_CEILING:-1}
+PROFILE=${BENCH_PROFILE:-0}
+OUT=${BENCH_OUT:-$CACHE/bench/$(date +%Y%m%d-%H%M%S)}
+BASE=${BENCH_BASE_PORT:-28120}
+FR_PORT=$BASE
+POL_PORT=$((BASE + 10))
+ADMIN_PORT=$((BASE + 20))
+SECRET=bench-secret-$$
+
+LOADGEN=$BIN/aaa-loadgen
+POLICING=$BIN/policing
+FR="$ROOT/hack/freeradius.sh"
+export FREERADIUS_HOME=$OUT/freeradius
+
+[[ -x $LOADGEN && -x $POLICING ]] || { echo "bench: build first (make build)" >&2; exit 1; }
+[[ $ROUNDS -ge 1 ]] || { echo "bench: BENCH_ROUNDS must be ≥ 1" >&2; exit 1; }
+"$FR" install >/dev/null
+
+mkdir -p "$OUT"
+echo "bench: reports in $OUT"
+POL_PID=""
+cleanup() {
+	if [[ -n $POL_PID ]] && kill -0 "$POL_PID" 2>/dev/null; then
+		kill "$POL_PID" 2>/dev/null || true
+		wait "$POL_PID" 2>/dev/null || true
+	fi
+	"$FR" stop bench >/dev/null 2>&1 || true
+}
+trap cleanup EXIT INT TERM
+
+# Same subscribers in both servers.
+printf '%s\n' "$SECRET" >"$OUT/secret"
+"$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" --freeradius "$OUT/users" >/dev/null
+
+cat >"$OUT/policing.yaml" <<EOF
+log: {level: warn, format: json}
+radius:
+  authAddress: 127.0.0.1:$POL_PORT
+  acctAddress: 127.0.0.1:$((POL_PORT + 1))
+clients:
+  - {name: loadgen, address: 127.0.0.0/8, secretFile: $OUT/secret, requireMessageAuthenticator: true}
+subscribers: {source: file, file: $OUT/subscribers.yaml}
+session: {store: embedded}
+admin: {address: 127.0.0.1:$ADMIN_PORT, pprof: $([[ $PROFILE == 1 ]] && echo true || echo false)}
+EOF
+
+machine() {
+	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
+	echo "freeradius: $(/usr/sbin/freeradius -v 2>/dev/null | sed -n '1s/.*Version \([0-9.]*\).*/\1/p'), $FR_THREADS threads, files + detail; policing: $("$POLICING" version 2>/dev/null | head -1)"
+	echo "load: aaa-loadgen $MODE, $INTERIMS interims, concurrency $CONC, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $USERS users"
+}
+machine | tee "$OUT/machine.txt"
+
+start_fr() {
+	"$FR" config bench --port "$FR_PORT" --users "$OUT/users" --secret "$SECRET" --threads "$FR_THREADS" >/dev/null
+	FR_PID=$("$FR" start bench)
+}
+stop_fr() { "$FR" stop bench; }
+
+start_policing() { # extra --set flags
+	"$POLICING" serve --config "$OUT/policing.yaml" "$@" >>"$OUT/policing.log" 2>&1 &
+	POL_PID=$!
+	local i
+	for i in $(seq 1 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$ADMIN_PORT") 2>/dev/null; then
+			return 0
+		fi
+		kill -0 "$POL_PID" 2>/dev/null || { tail -20 "$OUT/policing.log" >&2; echo "bench: policing exited" >&2; exit 1; }
+		sleep 0.1
+	done
+	echo "bench: policing not ready after 10 s" >&2
+	exit 1
+}
+stop_policing() {
+	kill "$POL_PID" 2>/dev/null || true
+	wait "$POL_PID" 2>/dev/null || true
+	POL_PID=""
+}
+
+# run LABEL FILE TARGET PID [extra aaa-loadgen flags]
+run() {
+	local label=$1 file=$2 target=$3 pid=$4
+	shift 4
+	"$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
+		--users "$USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
+	"$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
+		--users "$USERS" --concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet \
+		--server-pid "$pid" --json-out "$OUT/$file.json" --text-out "$OUT/$file.txt" "$@" >/dev/null
+	echo "bench: $("$LOADGEN" summary "$OUT/$file.json")"
+}
+
+RUNS=()
+for i in $(seq 1 "$ROUNDS"); do
+	start_fr
+	run freeradius "freeradius-$i" "127.0.0.1:$FR_PORT" "$FR_PID"
+	stop_fr
+	RUNS+=("$OUT/freeradius-$i.json")
+
+	start_policing
+	if [[ $PROFILE == 1 && $i == "$ROUNDS" ]]; then
+		secs=${DURATION%s}
+		(curl -fsS -o "$OUT/policing.cpu.pprof" "http://127.0.0.1:$ADMIN_PORT/debug/pprof/profile?seconds=${secs%.*}" || echo "bench: no pprof on the admin port" >&2) &
+		PROF_PID=$!
+	fi
+	run policing "policing-$i" "127.0.0.1:$POL_PORT" "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma
+	[[ -n ${PROF_PID:-} ]] && { wait "$PROF_PID" || true; PROF_PID=""; }
+	stop_policing
+	RUNS+=("$OUT/policing-$i.json")
+done
+
+COMPARE=()
+if [[ $CEILING == 1 ]]; then
+	start_policing --set session.store=none
+	run policing-noop-store "policing-noop" "127.0.0.1:$POL_PORT" "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma
+	stop_policing
+	COMPARE+=(--ceiling "$OUT/policing-noop.json")
+fi
+
+if [[ $OVERLOAD != 0 ]]; then
+	max=$("$LOADGEN" summary --median-tps "$OUT"/policing-[0-9]*.json)
+	rate=$(awk -v m="$max" -v f="$OVERLOAD" 'BEGIN{printf "%d", m*f}')
+	start_policing
+	# Open loop (asynchronous, no retransmission): up to 16384 sessions in flight and a short
+	# timeout, so that what is counted is the server's own shedding, not the generator's limits.
+	"$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
+		--users "$USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
+	"$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
+		--users "$USERS" --rate "$rate" --concurrency 16384 --timeout 500ms --duration "$OVERLOAD_DURATION" \
+		--label "policing-overload-${OVERLOAD}x" --quiet --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma \
+		--json-out "$OUT/policing-overload.json" --text-out "$OUT/policing-overload.txt" >/dev/null
+	echo "bench: $("$LOADGEN" summary "$OUT/policing-overload.json") (offered ${OVERLOAD}× $max/s)"
+	stop_policing
+	COMPARE+=(--overload "$OUT/policing-overload.json")
+fi
+
+echo
+{
+	machine
+	echo
+	"$LOADGEN" compare "${COMPARE[@]}" "${RUNS[@]}"
+} | tee "$OUT/report.md"

@@ -1,0 +1,503 @@
+#!/usr/bin/env bash
+# FreeRADIUS 3.2 (Debian) as a reference and test peer, on loopback, without touching
+# /etc/freeradius: every instance is a self-contained config directory under
+# $FREERADIUS_HOME/<name> (default $CACHE/freeradius/<name>) started and stopped by PID.
+#
+#   hack/freeradius.sh install                      apt-get install freeradius freeradius-utils (idempotent)
+#   hack/freeradius.sh config NAME [options]        write the config directory of instance NAME
+#   hack/freeradius.sh start NAME                   start it in the background; prints its PID
+#   hack/freeradius.sh stop NAME                    stop it (by the PID it was started with)
+#   hack/freeradius.sh pid NAME | status NAME       print the PID / "running PID" or "stopped"
+#   hack/freeradius.sh check NAME                   freeradius -C on the config (syntax check)
+#   hack/freeradius.sh dir NAME                     print the instance directory
+#   hack/freeradius.sh clean NAME                   stop and remove the instance directory
+#
+# Roles (config --role):
+#   server  (default) authentication with the `files` users file (PAP and CHAP) on PORT and
+#           accounting into detail files on PORT+1: the reference for `make bench`.
+#   acct    an upstream accounting server on PORT (detail files), for accounting-proxy tests.
+#   coa     a NAS-side CoA/Disconnect receiver on PORT (default 3799): ACKs every CoA-Request
+#           and Disconnect-Request and logs each one to $DIR/radacct/coa/detail, so a test can
+#           read what it received. `--coa-nak` makes it answer NAK instead; `--coa-sessions RE`
+#           makes it NAK (Error-Cause Session-Context-Not-Found) requests whose Acct-Session-Id
+#           does not match the regular expression RE, as a NAS does for a session it lacks.
+#   radsec-proxy  a proxy that takes auth on PORT and accounting on PORT+1 (UDP, e.g. from
+#           radclient) and forwards everything over RADIUS/TLS (RadSec, RFC 6614) to the home
+#           server --home HOST:PORT with client certificate --tls-cert/--tls-key, verifying the
+#           home server against --tls-ca: a real RadSec client for policing's RadSec port.
+#
+# config options:
+#   --role server|acct|coa|radsec-proxy   see above
+#   --port N                 auth port (server, radsec-proxy), accounting port (acct), CoA port (coa);
+#                            default 18120 / 18130 / 3799 / 18140
+#   --address IP             listen address (default 127.0.0.1; only loopback addresses are used here)
+#   --secret S               shared secret of the client (default testing123)
+#   --client CIDR            client network allowed (default 127.0.0.0/8)
+#   --users FILE             `files` users file to copy in (server role; default: empty)
+#   --threads N              worker threads (default 4: see below)
+#   --require-ma             require Message-Authenticator from the client (default no)
+#   --no-detail              answer accounting without writing detail files
+#   --coa-nak                coa role: NAK everything
+#   --coa-sessions RE        coa role: NAK sessions whose Acct-Session-Id does not match RE
+#   --home HOST:PORT         radsec-proxy role: the RadSec home server (e.g. 127.0.0.1:2083)
+#   --tls-cert F --tls-key F --tls-ca F   radsec-proxy role: client certificate, key, CA (PEM)
+#
+# Threads: FreeRADIUS 3 reads every socket in one network thread and hands each request to a
+# pool of worker threads. On 2 cores, 4 workers (2 per core) keep both cores busy while a
+# worker waits on the detail file's write; more workers only add lock contention and context
+# switches (measured in docs/benchmarks.md). max_requests is raised to 1,048,576: the default
+# (16,384 = 1024 × threads) makes FreeRADIUS drop above ~3k requests/s, because requests are
+# kept for cleanup_delay (5 s) to answer retransmissions.
+set -euo pipefail
+
+CACHE=${CACHE:-$HOME/.cache/openaaa}
+FREERADIUS_HOME=${FREERADIUS_HOME:-$CACHE/freeradius}
+FREERADIUS_BIN=${FREERADIUS_BIN:-/usr/sbin/freeradius}
+
+die() { echo "freeradius.sh: $*" >&2; exit 1; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+
+instance_dir() {
+	[[ -n ${1:-} ]] || die "missing instance NAME"
+	[[ $1 =~ ^[A-Za-z0-9._-]+$ ]] || die "bad instance name: $1"
+	echo "$FREERADIUS_HOME/$1"
+}
+
+cmd_install() {
+	if command -v "$FREERADIUS_BIN" >/dev/null && command -v radclient >/dev/null; then
+		echo "freeradius: installed ($("$FREERADIUS_BIN" -v 2>/dev/null | sed -n '1s/.*Version \([0-9.]*\).*/\1/p'))"
+		return 0
+	fi
+	[[ $(id -u) -eq 0 ]] || die "installing freeradius needs root (apt-get)"
+	export DEBIAN_FRONTEND=noninteractive
+	# One apt-get update per day at most (a fresh machine has no lists).
+	local stamp="$CACHE/apt-updated"
+	mkdir -p "$CACHE"
+	if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]] || ! apt-cache policy freeradius 2>/dev/null | grep -q Candidate; then
+		apt-get update -qq
+		touch "$stamp"
+	fi
+	apt-get install -y -qq --no-install-recommends freeradius freeradius-utils >/dev/null
+	# Debian enables the system service but does not start it in containers (policy-rc.d);
+	# our instances listen on their own ports anyway, never 1812/1813 unless asked.
+	echo "freeradius: installed"
+}
+
+# coa_session_check RE: unlang that NAKs a CoA/Disconnect whose Acct-Session-Id does not
+# match RE (nothing when RE is empty).
+coa_session_check() {
+	[[ -n $1 ]] || return 0
+	cat <<EOF
+		if (!&Acct-Session-Id || &Acct-Session-Id !~ /$1/) {
+			update reply {
+				&Error-Cause := Session-Context-Not-Found
+			}
+			reject
+		}
+EOF
+}
+
+# radsec_proxy_config ADDRESS PORT HOME CERT KEY CA: listeners and a TLS home server.
+radsec_proxy_config() {
+	local address=$1 port=$2 home=$3 cert=$4 key=$5 ca=$6
+	cat <<EOF
+
+# Everything goes to the RadSec home server; FreeRADIUS is the TLS client.
+proxy_requests = yes
+proxy server {
+	default_fallback = no
+}
+home_server radsec {
+	ipaddr = ${home%:*}
+	port = ${home##*:}
+	type = auth+acct
+	proto = tcp
+	secret = radsec
+	response_window = 10
+	status_check = none
+	tls {
+		private_key_file = $key
+		certificate_file = $cert
+		ca_file = $ca
+		random_file = /dev/urandom
+		fragment_size = 8192
+		check_crl = no
+		tls_min_version = "1.2"
+	}
+}
+home_server_pool radsec {
+	type = fail-over
+	home_server = radsec
+}
+realm radsec {
+	auth_pool = radsec
+	acct_pool = radsec
+}
+
+listen {
+	type = auth
+	ipaddr = $address
+	port = $port
+	virtual_server = default
+}
+listen {
+	type = acct
+	ipaddr = $address
+	port = $((port + 1))
+	virtual_server = default
+}
+
+server default {
+	authorize {
+		update control {
+			&Proxy-To-Realm := "radsec"
+		}
+	}
+	authenticate {
+	}
+	preacct {
+		update control {
+			&Proxy-To-Realm := "radsec"
+		}
+	}
+	accounting {
+		ok
+	}
+	post-auth {
+		ok
+	}
+}
+EOF
+}
+
+cmd_config() {
+	local name=${1:-}; shift || true
+	local dir; dir=$(instance_dir "$name")
+	local role=server port="" address=127.0.0.1 secret=testing123 client=127.0.0.0/8 users="" threads=4
+	local require_ma=no detail=yes coa_result=ok coa_sessions=""
+	local home="" tls_cert="" tls_key="" tls_ca=""
+	while [[ $# -gt 0 ]]; do
+		case $1 in
+		--role) role=$2; shift 2 ;;
+		--port) port=$2; shift 2 ;;
+		--address) address=$2; shift 2 ;;
+		--secret) secret=$2; shift 2 ;;
+		--client) client=$2; shift 2 ;;
+		--users) users=$2; shift 2 ;;
+		--threads) threads=$2; shift 2 ;;
+		--require-ma) require_ma=yes; shift ;;
+		--no-detail) detail=no; shift ;;
+		--coa-nak) coa_result=reject; shift ;;
+		--coa-sessions) coa_sessions=$2; shift 2 ;;
+		--home) home=$2; shift 2 ;;
+		--tls-cert) tls_cert=$2; shift 2 ;;
+		--tls-key) tls_key=$2; shift 2 ;;
+		--tls-ca) tls_ca=$2; shift 2 ;;
+		*) die "config: unknown option $1" ;;
+		esac
+	done
+	case $role in
+	server) port=${port:-18120} ;;
+	acct) port=${port:-18130} ;;
+	coa) port=${port:-3799} ;;
+	radsec-proxy)
+		port=${port:-18140}
+		[[ $home =~ ^[0-9.]+:[0-9]+$ ]] || die "config: radsec-proxy needs --home IP:PORT"
+		[[ -f $tls_cert && -f $tls_key && -f $tls_ca ]] || die "config: radsec-proxy needs --tls-cert, --tls-key and --tls-ca files"
+		;;
+	*) die "config: unknown role $role (server, acct, coa, radsec-proxy)" ;;
+	esac
+	[[ $threads =~ ^[0-9]+$ && $threads -ge 1 ]] || die "config: bad --threads $threads"
+	if [[ -f $dir/run/radiusd.pid ]] && kill -0 "$(cat "$dir/run/radiusd.pid")" 2>/dev/null; then
+		die "config: instance $name is running; stop it first"
+	fi
+	mkdir -p "$dir"/{log,run,radacct,mods-config}
+	rm -rf "$dir/radacct"/* "$dir/log"/*
+	: >"$dir/dictionary"
+	if [[ -n $users ]]; then
+		cp "$users" "$dir/users"
+	elif [[ ! -f $dir/users ]]; then
+		: >"$dir/users"
+	fi
+	local detail_call="detail"
+	[[ $detail == yes ]] || detail_call="ok"
+
+	cat >"$dir/radiusd.conf" <<EOF
+# Generated by hack/freeradius.sh config $name (role $role). Self-contained: only the
+# dictionaries and modules of the Debian package are used from outside this directory.
+prefix = /usr
+exec_prefix = /usr
+sysconfdir = /etc
+localstatedir = /var
+sbindir = /usr/sbin
+raddbdir = $dir
+confdir = \${raddbdir}
+modconfdir = \${confdir}/mods-config
+logdir = \${raddbdir}/log
+radacctdir = \${raddbdir}/radacct
+run_dir = \${raddbdir}/run
+db_dir = \${raddbdir}
+certdir = \${confdir}
+cadir = \${confdir}
+libdir = /usr/lib/freeradius
+name = radiusd
+pidfile = \${run_dir}/radiusd.pid
+
+max_request_time = 30
+cleanup_delay = 5
+# The default (1024 × threads) drops above ~3k requests/s: requests stay in memory for
+# cleanup_delay seconds to answer retransmissions.
+max_requests = 1048576
+hostname_lookups = no
+
+log {
+	destination = files
+	file = \${logdir}/radius.log
+	colourise = no
+	syslog_facility = daemon
+	stripped_names = no
+	auth = no
+	auth_badpass = no
+	auth_goodpass = no
+}
+
+security {
+	allow_core_dumps = no
+	max_attributes = 200
+	reject_delay = 0
+	status_server = yes
+	allow_vulnerable_openssl = yes
+}
+
+thread pool {
+	start_servers = $threads
+	max_servers = $threads
+	min_spare_servers = $threads
+	max_spare_servers = $threads
+	max_requests_per_server = 0
+	auto_limit_acct = no
+	max_queue_size = 65536
+}
+
+client loadgen {
+	ipaddr = $client
+	secret = $secret
+	require_message_authenticator = $require_ma
+	shortname = loadgen
+	nas_type = other
+}
+
+modules {
+	pap {
+		normalise = yes
+	}
+	chap {
+	}
+	files {
+		filename = \${confdir}/users
+		acctusersfile = \${confdir}/acct_users
+		preproxy_usersfile = \${confdir}/preproxy_users
+	}
+	# As Debian's mods-available/detail: one file per client address and day.
+	detail {
+		filename = \${radacctdir}/%{%{Packet-Src-IP-Address}:-%{Packet-Src-IPv6-Address}}/detail-%Y%m%d
+		escape_filenames = no
+		permissions = 0600
+		header = "%t"
+	}
+	detail detail_coa {
+		filename = \${radacctdir}/coa/detail
+		permissions = 0600
+		header = "%t"
+		locking = yes
+	}
+	always ok {
+		rcode = ok
+	}
+	always reject {
+		rcode = reject
+	}
+}
+EOF
+	: >"$dir/acct_users"
+	: >"$dir/preproxy_users"
+
+	case $role in
+	server)
+		cat >>"$dir/radiusd.conf" <<EOF
+
+listen {
+	type = auth
+	ipaddr = $address
+	port = $port
+	virtual_server = default
+}
+listen {
+	type = acct
+	ipaddr = $address
+	port = $((port + 1))
+	virtual_server = default
+}
+
+server default {
+	authorize {
+		chap
+		files
+		pap
+	}
+	authenticate {
+		Auth-Type PAP {
+			pap
+		}
+		Auth-Type CHAP {
+			chap
+		}
+	}
+	preacct {
+		ok
+	}
+	accounting {
+		$detail_call
+	}
+	post-auth {
+		ok
+	}
+}
+EOF
+		;;
+	acct)
+		cat >>"$dir/radiusd.conf" <<EOF
+
+listen {
+	type = acct
+	ipaddr = $address
+	port = $port
+	virtual_server = default
+}
+
+server default {
+	preacct {
+		ok
+	}
+	accounting {
+		$detail_call
+	}
+}
+EOF
+		;;
+	coa)
+		cat >>"$dir/radiusd.conf" <<EOF
+
+listen {
+	type = coa
+	ipaddr = $address
+	port = $port
+	virtual_server = coa
+}
+
+server coa {
+	recv-coa {
+		detail_coa
+$(coa_session_check "$coa_sessions")
+		$coa_result
+	}
+	send-coa {
+		ok
+	}
+}
+EOF
+		;;
+	radsec-proxy)
+		radsec_proxy_config "$address" "$port" "$home" "$tls_cert" "$tls_key" "$tls_ca" >>"$dir/radiusd.conf"
+		;;
+	esac
+	cat >"$dir/instance.env" <<EOF
+ROLE=$role
+ADDRESS=$address
+PORT=$port
+SECRET=$secret
+THREADS=$threads
+EOF
+	echo "$dir"
+}
+
+pid_of() {
+	local dir=$1
+	[[ -f $dir/run/radiusd.pid ]] || return 1
+	local pid; pid=$(cat "$dir/run/radiusd.pid")
+	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
+	echo "$pid"
+}
+
+cmd_start() {
+	local dir; dir=$(instance_dir "${1:-}")
+	[[ -f $dir/radiusd.conf ]] || die "start: no config in $dir (run: $0 config ${1:-})"
+	command -v "$FREERADIUS_BIN" >/dev/null || die "start: $FREERADIUS_BIN not installed (run: $0 install)"
+	if pid=$(pid_of "$dir"); then
+		echo "$pid"
+		return 0
+	fi
+	: >"$dir/log/radius.log"
+	# -f: stay in the foreground so that $! is the server itself.
+	"$FREERADIUS_BIN" -f -d "$dir" -n radiusd -l "$dir/log/radius.log" </dev/null >>"$dir/log/stdout.log" 2>&1 &
+	local pid=$!
+	echo "$pid" >"$dir/run/radiusd.pid"
+	local i
+	for i in $(seq 1 100); do
+		if grep -q 'Ready to process requests' "$dir/log/radius.log" 2>/dev/null; then
+			echo "$pid"
+			return 0
+		fi
+		if ! kill -0 "$pid" 2>/dev/null; then
+			rm -f "$dir/run/radiusd.pid"
+			cat "$dir/log/radius.log" "$dir/log/stdout.log" >&2 2>/dev/null || true
+			die "start: freeradius exited during start-up (log above)"
+		fi
+		sleep 0.1
+	done
+	kill "$pid" 2>/dev/null || true
+	die "start: freeradius not ready after 10 s (see $dir/log/radius.log)"
+}
+
+cmd_stop() {
+	local dir; dir=$(instance_dir "${1:-}")
+	local pid
+	if ! pid=$(pid_of "$dir"); then
+		rm -f "$dir/run/radiusd.pid"
+		return 0
+	fi
+	kill "$pid" 2>/dev/null || true
+	local i
+	for i in $(seq 1 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -f "$dir/run/radiusd.pid"
+}
+
+cmd=${1:-help}
+shift || true
+case $cmd in
+install) cmd_install ;;
+config) cmd_config "$@" ;;
+start) cmd_start "$@" ;;
+stop) cmd_stop "$@" ;;
+pid) pid_of "$(instance_dir "${1:-}")" || exit 1 ;;
+status)
+	if pid=$(pid_of "$(instance_dir "${1:-}")"); then echo "running $pid"; else echo stopped; exit 1; fi
+	;;
+check)
+	dir=$(instance_dir "${1:-}")
+	"$FREERADIUS_BIN" -C -d "$dir" -n radiusd -l stdout
+	;;
+dir) instance_dir "${1:-}" ;;
+clean)
+	cmd_stop "$@"
+	rm -rf "$(instance_dir "${1:-}")"
+	;;
+help | -h | --help) usage ;;
+*) usage >&2; exit 2 ;;
+esac

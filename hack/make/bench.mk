@@ -1,0 +1,22 @@
+# Load generator and the side-by-side benchmark against FreeRADIUS (issue 3).
+# See docs/benchmarks.md. hack/freeradius.sh also serves other areas' tests (radclient, an
+# upstream accounting server, a CoA receiver), so its install step is part of `provision`.
+
+##@ Benchmarks
+BENCH_DURATION ?= 20s
+BENCH_ROUNDS   ?= 3
+
+.PHONY: bench
+bench: build freeradius ## FreeRADIUS vs policing A/B (BENCH_ROUNDS × BENCH_DURATION), ceiling, 2× overload; ~4 min.
+	BENCH_DURATION=$(BENCH_DURATION) BENCH_ROUNDS=$(BENCH_ROUNDS) hack/bench.sh
+
+.PHONY: bench-quick
+bench-quick: build freeradius ## The same benchmark with 5 s runs (~1.5 min): a smoke test of the numbers.
+	BENCH_DURATION=5s BENCH_WARMUP=1s BENCH_ROUNDS=3 hack/bench.sh
+
+##@ Components
+PROVISION += freeradius
+
+.PHONY: freeradius
+freeradius: ## Install FreeRADIUS 3.2 and radclient from Debian (idempotent).
+	hack/freeradius.sh install

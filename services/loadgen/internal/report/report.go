@@ -1,0 +1,333 @@
+// Package report turns a run into the capacity-test report of the field (incoming TPS,
+// outgoing TPS, busy workers, avg auth ms, avg acct ms) plus latency percentiles per message
+// type and the servers' CPU per transaction; as a human table or JSON. compare.go puts the
+// reports of an A/B benchmark side by side.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/openaaa/openaaa/services/loadgen/internal/engine"
+	"github.com/openaaa/openaaa/services/loadgen/internal/hist"
+)
+
+// Latency is the summary of one histogram, in milliseconds.
+type Latency struct {
+	Count uint64  `json:"count"`
+	Avg   float64 `json:"avgMs"`
+	P50   float64 `json:"p50Ms"`
+	P99   float64 `json:"p99Ms"`
+	P999  float64 `json:"p999Ms"`
+	Max   float64 `json:"maxMs"`
+}
+
+// Summarize reads h.
+func Summarize(h *hist.H) Latency {
+	return Latency{Count: h.Count(), Avg: h.Mean(), P50: h.Quantile(0.50), P99: h.Quantile(0.99), P999: h.Quantile(0.999), Max: h.Max()}
+}
+
+// Process is a server process's resource use over the run.
+type Process struct {
+	PID        int     `json:"pid"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	RSSBefore  int64   `json:"rssBytesBefore"`
+	RSSAfter   int64   `json:"rssBytesAfter"`
+}
+
+// Report is one run.
+type Report struct {
+	Label        string   `json:"label,omitempty"`
+	Mode         string   `json:"mode"`
+	AuthMethod   string   `json:"authMethod"`
+	Interims     int      `json:"interims"`
+	Distribution string   `json:"distribution"`
+	Targets      []string `json:"targets"`
+	Concurrency  int      `json:"concurrency"`
+	// OfferedRate > 0: open loop at this many messages/s.
+	OfferedRate float64 `json:"offeredRate,omitempty"`
+	Seconds     float64 `json:"seconds"`
+
+	IncomingTPS float64 `json:"incomingTPS"`
+	// From the servers' /metrics (absent without --metrics).
+	OutgoingTPS    *float64           `json:"outgoingTPS,omitempty"`
+	WorkersBusyAvg *float64           `json:"workersBusyAvg,omitempty"`
+	WorkersBusyMax *float64           `json:"workersBusyMax,omitempty"`
+	Workers        *float64           `json:"workers,omitempty"`
+	Dropped        map[string]float64 `json:"droppedByReason,omitempty"`
+	ServerRequests map[string]float64 `json:"serverRequests,omitempty"`
+
+	AvgAuthMs float64            `json:"avgAuthMs"`
+	AvgAcctMs float64            `json:"avgAcctMs"`
+	Latency   map[string]Latency `json:"latency"`
+
+	Sent            uint64            `json:"sent"`
+	Answered        uint64            `json:"answered"`
+	Accepts         uint64            `json:"accepts"`
+	Rejects         uint64            `json:"rejects"`
+	AcctResponses   uint64            `json:"acctResponses"`
+	Timeouts        uint64            `json:"timeouts"`
+	Retransmissions uint64            `json:"retransmissions"`
+	Errors          uint64            `json:"errors"`
+	ErrorSamples    map[string]uint64 `json:"errorSamples,omitempty"`
+	Aborted         uint64            `json:"aborted"`
+	Late            uint64            `json:"late"`
+	Offered         uint64            `json:"offered,omitempty"`
+	SendLag         *Latency          `json:"sendLag,omitempty"`
+	Unsent          uint64            `json:"unsent,omitempty"`
+	Sessions        uint64            `json:"sessions"`
+	SessionsDone    uint64            `json:"sessionsCompleted"`
+	PerTarget       []uint64          `json:"perTarget"`
+
+	Servers []Process `json:"servers,omitempty"`
+	// ServerCPUSeconds is the CPU the given server processes used during the run, and
+	// CPUMicrosPerTx that divided by the answered requests.
+	ServerCPUSeconds  *float64 `json:"serverCPUSeconds,omitempty"`
+	CPUMicrosPerTx    *float64 `json:"cpuMicrosPerTransaction,omitempty"`
+	LoadgenCPUSeconds float64  `json:"loadgenCPUSeconds"`
+}
+
+// Latency keys beyond the message kinds.
+const (
+	KeyAcct = "acct" // all accounting messages
+	KeyAll  = "all"  // every message
+)
+
+// New builds the report of res. cfg describes the run.
+func New(cfg *engine.Config, res *engine.Result) *Report {
+	r := &Report{
+		Mode:            cfg.Mode.String(),
+		AuthMethod:      cfg.Auth.String(),
+		Interims:        cfg.Interims,
+		Distribution:    cfg.Distribution.String(),
+		Concurrency:     cfg.Concurrency,
+		OfferedRate:     cfg.Rate,
+		Seconds:         res.Elapsed.Seconds(),
+		IncomingTPS:     res.AnsweredPerSecond(),
+		Sent:            res.Sent,
+		Answered:        res.Answered,
+		Accepts:         res.Accepts,
+		Rejects:         res.Rejects,
+		AcctResponses:   res.AcctResponses,
+		Timeouts:        res.Timeouts,
+		Retransmissions: res.Retransmissions,
+		Errors:          res.Errors,
+		Aborted:         res.Aborted,
+		Late:            res.Late,
+		Offered:         res.Offered,
+		Unsent:          res.Unsent,
+		Sessions:        res.Sessions,
+		SessionsDone:    res.SessionsDone,
+		PerTarget:       res.PerTarget,
+		Latency:         map[string]Latency{},
+	}
+	if len(res.ErrorSamples) > 0 {
+		r.ErrorSamples = res.ErrorSamples
+	}
+	if res.SendLag.Count() > 0 {
+		l := Summarize(&res.SendLag)
+		r.SendLag = &l
+	}
+	for _, t := range cfg.Targets {
+		r.Targets = append(r.Targets, t.Name)
+	}
+	var acct, all hist.H
+	for k := engine.Kind(0); k < engine.NumKinds; k++ {
+		h := &res.Latency[k]
+		all.Merge(h)
+		if k.IsAcct() {
+			acct.Merge(h)
+		}
+		if h.Count() > 0 {
+			r.Latency[k.String()] = Summarize(h)
+		}
+	}
+	if acct.Count() > 0 {
+		r.Latency[KeyAcct] = Summarize(&acct)
+	}
+	r.Latency[KeyAll] = Summarize(&all)
+	r.AvgAuthMs = res.Latency[engine.KindAuth].Mean()
+	r.AvgAcctMs = acct.Mean()
+	return r
+}
+
+// SetServers records the servers' CPU and memory and derives CPU µs per transaction
+// (answered request).
+func (r *Report) SetServers(ps []Process) {
+	if len(ps) == 0 {
+		return
+	}
+	r.Servers = ps
+	var cpu float64
+	for _, p := range ps {
+		cpu += p.CPUSeconds
+	}
+	r.ServerCPUSeconds = &cpu
+	if r.Answered > 0 {
+		us := cpu * 1e6 / float64(r.Answered)
+		r.CPUMicrosPerTx = &us
+	}
+}
+
+// SetMetrics records the servers' own figures: transactions (outgoing TPS over the run's
+// seconds), busy workers (average and maximum of the samples), drops and requests.
+func (r *Report) SetMetrics(transactions float64, busy []float64, workers float64, dropped, requests map[string]float64) {
+	if r.Seconds > 0 {
+		v := transactions / r.Seconds
+		r.OutgoingTPS = &v
+	}
+	if len(busy) > 0 {
+		var sum, mx float64
+		for _, b := range busy {
+			sum += b
+			mx = max(mx, b)
+		}
+		avg := sum / float64(len(busy))
+		r.WorkersBusyAvg, r.WorkersBusyMax = &avg, &mx
+	}
+	if workers > 0 {
+		r.Workers = &workers
+	}
+	r.Dropped = dropped
+	r.ServerRequests = requests
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func optf(p *float64, format string) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+// thousands formats v with a thousands separator and one decimal.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.1f", v)
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	out := b.String() + "." + frac
+	if neg {
+		out = "-" + out
+	}
+	return out
+}
+
+// WriteText writes the human report.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	loop := fmt.Sprintf("closed loop, concurrency %d", r.Concurrency)
+	if r.OfferedRate > 0 {
+		loop = fmt.Sprintf("open loop, %s msg/s offered, up to %d sessions in flight", thousands(r.OfferedRate), r.Concurrency)
+	}
+	title := r.Mode
+	if r.Mode != "acct" {
+		title += " (" + r.AuthMethod + ")"
+	}
+	if r.Mode != "auth" {
+		title += fmt.Sprintf(", %d interims", r.Interims)
+	}
+	if r.Label != "" {
+		fmt.Fprintf(&b, "[%s] ", r.Label)
+	}
+	fmt.Fprintf(&b, "%s; %s; %d target(s) %s; %.1f s\n\n", title, loop, len(r.Targets), r.Distribution, r.Seconds)
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "incoming TPS\toutgoing TPS\tworkers busy\tavg auth ms\tavg acct ms\tp99 ms\tCPU µs/tx\t\n")
+	busy := "-"
+	if r.WorkersBusyAvg != nil {
+		busy = fmt.Sprintf("%.1f (max %.0f", *r.WorkersBusyAvg, *r.WorkersBusyMax)
+		if r.Workers != nil {
+			busy += fmt.Sprintf(" of %.0f", *r.Workers)
+		}
+		busy += ")"
+	}
+	out := "-"
+	if r.OutgoingTPS != nil {
+		out = thousands(*r.OutgoingTPS)
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t\n", thousands(r.IncomingTPS), out, busy, r.AvgAuthMs, r.AvgAcctMs, r.Latency[KeyAll].P99, optf(r.CPUMicrosPerTx, "%.1f"))
+	tw.Flush()
+	b.WriteString("\n")
+
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "message\tcount\tavg ms\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\t\n")
+	keys := []string{}
+	for k := engine.Kind(0); k < engine.NumKinds; k++ {
+		keys = append(keys, k.String())
+	}
+	keys = append(keys, KeyAcct, KeyAll)
+	for _, k := range keys {
+		l, ok := r.Latency[k]
+		if !ok || (l.Count == 0 && k != KeyAll) {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", k, l.Count, l.Avg, l.P50, l.P99, l.P999, l.Max)
+	}
+	tw.Flush()
+	b.WriteString("\n")
+
+	fmt.Fprintf(&b, "requests: %d sent, %d answered (%d accept, %d reject, %d accounting); %d timeouts, %d retransmissions, %d errors, %d in flight at the end, %d late replies\n",
+		r.Sent, r.Answered, r.Accepts, r.Rejects, r.AcctResponses, r.Timeouts, r.Retransmissions, r.Errors, r.Aborted, r.Late)
+	fmt.Fprintf(&b, "sessions: %d begun, %d completed", r.Sessions, r.SessionsDone)
+	if len(r.PerTarget) > 1 {
+		fmt.Fprintf(&b, "; messages per target %v", r.PerTarget)
+	}
+	b.WriteString("\n")
+	if r.OfferedRate > 0 {
+		pct := 0.0
+		if r.Offered > 0 {
+			pct = 100 * float64(r.Answered) / float64(r.Offered)
+		}
+		fmt.Fprintf(&b, "open loop: %d offered (%s/s), %d answered (%s/s, %.1f%%), %d never sent (generator backlog)\n",
+			r.Offered, thousands(float64(r.Offered)/max(r.Seconds, 1e-9)), r.Answered, thousands(r.IncomingTPS), pct, r.Unsent)
+		if r.SendLag != nil {
+			fmt.Fprintf(&b, "generator send lag behind schedule: p50 %.3f ms, p99 %.3f ms, max %.3f ms (large: the generator is short of CPU)\n", r.SendLag.P50, r.SendLag.P99, r.SendLag.Max)
+		}
+	}
+	for k, n := range r.ErrorSamples {
+		fmt.Fprintf(&b, "error: %s (%d)\n", k, n)
+	}
+	if len(r.Dropped) > 0 {
+		b.WriteString("server drops:")
+		for _, k := range sortedKeys(r.Dropped) {
+			fmt.Fprintf(&b, " %s=%.0f", k, r.Dropped[k])
+		}
+		b.WriteString("\n")
+	}
+	for _, p := range r.Servers {
+		fmt.Fprintf(&b, "server pid %d: %.2f CPU s, RSS %.1f → %.1f MiB\n", p.PID, p.CPUSeconds, float64(p.RSSBefore)/(1<<20), float64(p.RSSAfter)/(1<<20))
+	}
+	if r.ServerCPUSeconds != nil {
+		fmt.Fprintf(&b, "server CPU: %.2f s for %d answered requests = %s µs per transaction\n", *r.ServerCPUSeconds, r.Answered, optf(r.CPUMicrosPerTx, "%.1f"))
+	}
+	fmt.Fprintf(&b, "load generator CPU: %.2f s (%.0f%% of one core)\n", r.LoadgenCPUSeconds, 100*r.LoadgenCPUSeconds/max(r.Seconds, 1e-9))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,159 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openaaa/openaaa/services/loadgen/internal/engine"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9*math.Max(1, math.Abs(b)) }
+
+// A known run: 10 s, 4 sessions of auth + start + 2 interims + stop, latencies chosen so that
+// every figure can be checked by hand.
+func knownRun() (*engine.Config, *engine.Result) {
+	cfg := &engine.Config{Mode: engine.ModeFlow, Auth: engine.PAP, Interims: 2, Concurrency: 4,
+		Targets: []engine.Target{{Name: "dc1"}, {Name: "dc2"}}}
+	res := &engine.Result{Elapsed: 10 * time.Second, Sent: 21, Answered: 20, Timeouts: 1, Accepts: 4,
+		AcctResponses: 16, Sessions: 4, SessionsDone: 4, PerTarget: []uint64{11, 10}}
+	for _, us := range []uint64{100, 200, 300, 400} { // auth: avg 0.25 ms
+		res.Latency[engine.KindAuth].RecordMicros(us)
+	}
+	for i := uint64(1); i <= 16; i++ { // acct: 10..160 µs, avg 0.085 ms
+		k := []engine.Kind{engine.KindStart, engine.KindInterim, engine.KindInterim, engine.KindStop}[i%4]
+		res.Latency[k].RecordMicros(10 * i)
+	}
+	return cfg, res
+}
+
+func TestReportArithmetic(t *testing.T) {
+	cfg, res := knownRun()
+	r := New(cfg, res)
+	if !near(r.IncomingTPS, 2) {
+		t.Errorf("incoming TPS %v, want 20 answered / 10 s = 2", r.IncomingTPS)
+	}
+	if !near(r.AvgAuthMs, 0.25) || !near(r.AvgAcctMs, 0.085) {
+		t.Errorf("avg auth %v acct %v, want 0.25 and 0.085", r.AvgAuthMs, r.AvgAcctMs)
+	}
+	all := r.Latency[KeyAll]
+	// 20 samples: 10,20,...,160 and 100,200,300,400 → sorted the 10th is 100 µs, the 20th 400 µs.
+	if all.Count != 20 || !near(all.P50, 0.1) || !near(all.P99, 0.4) || !near(all.Max, 0.4) {
+		t.Errorf("all: %+v", all)
+	}
+	if acct := r.Latency[KeyAcct]; acct.Count != 16 || !near(acct.P50, 0.08) {
+		t.Errorf("acct: %+v", acct)
+	}
+	if r.Latency["acct-interim"].Count != 8 {
+		t.Errorf("interim count %d", r.Latency["acct-interim"].Count)
+	}
+
+	r.SetServers([]Process{{PID: 1, CPUSeconds: 0.5, RSSBefore: 10 << 20, RSSAfter: 12 << 20}, {PID: 2, CPUSeconds: 0.3}})
+	if !near(*r.ServerCPUSeconds, 0.8) || !near(*r.CPUMicrosPerTx, 40000) {
+		t.Errorf("CPU %v s, %v µs/tx; want 0.8 and 0.8e6/20 = 40000", *r.ServerCPUSeconds, *r.CPUMicrosPerTx)
+	}
+	r.SetMetrics(40, []float64{1, 3, 2}, 64, map[string]float64{"overload": 5}, nil)
+	if !near(*r.OutgoingTPS, 4) || !near(*r.WorkersBusyAvg, 2) || *r.WorkersBusyMax != 3 {
+		t.Errorf("outgoing %v busy %v/%v", *r.OutgoingTPS, *r.WorkersBusyAvg, *r.WorkersBusyMax)
+	}
+
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"incoming TPS", "2.0", "4.0", "2.0 (max 3 of 64)", "0.250", "0.085", "40000.0", "overload=5", "messages per target [11 10]"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || !near(back.IncomingTPS, 2) || back.Latency[KeyAll].Count != 20 {
+		t.Errorf("JSON round trip: %v %+v", err, back.Latency[KeyAll])
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 999.94: "999.9", 1234.56: "1,234.6", 1234567: "1,234,567.0", -1500: "-1,500.0"} {
+		if got := thousands(v); got != want {
+			t.Errorf("thousands(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func mk(label string, tps, p50, p99, cpu float64) *Report {
+	return &Report{Label: label, Mode: "flow", AuthMethod: "pap", Interims: 5, Concurrency: 16, Seconds: 20,
+		Distribution: "round-robin", Targets: []string{"t1"}, IncomingTPS: tps, CPUMicrosPerTx: &cpu,
+		Latency: map[string]Latency{KeyAll: {P50: p50, P99: p99}}}
+}
+
+func TestCompare(t *testing.T) {
+	runs := []*Report{
+		mk("freeradius", 10000, 1, 4, 80), mk("policing", 30000, 0.5, 2, 20),
+		mk("freeradius", 12000, 1, 3, 70), mk("policing", 20000, 0.4, 3, 25),
+		mk("freeradius", 11000, 2, 5, 90), mk("policing", 25000, 0.6, 1, 30),
+	}
+	ceiling := mk("policing-noop", 50000, 0.2, 1, 10)
+	over := mk("policing-overload", 24000, 0.5, 2, 28)
+	over.Seconds, over.Offered, over.Unsent = 10, 500000, 100
+	over.Dropped = map[string]float64{"overload": 1000}
+	over.Servers = []Process{{RSSBefore: 100 << 20, RSSAfter: 105 << 20}}
+	c, err := Compare(runs, []*Report{ceiling}, []*Report{over})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Labels != [2]string{"freeradius", "policing"} {
+		t.Fatalf("labels %v", c.Labels)
+	}
+	if m := c.Median[0]; m.TPS != 11000 || m.P50 != 1 || m.P99 != 4 || *m.CPUPerTx != 80 {
+		t.Errorf("median A %+v", m)
+	}
+	if m := c.Median[1]; m.TPS != 25000 || m.P50 != 0.5 || m.P99 != 2 || *m.CPUPerTx != 25 {
+		t.Errorf("median B %+v", m)
+	}
+	if r := c.MedianRatio; !near(r.TPS, 25000.0/11000) || !near(r.P99, 0.5) || !near(r.CPUPerTx, 25.0/80) {
+		t.Errorf("median ratio %+v", r)
+	}
+	if r := c.Ratios[0]; !near(r.TPS, 3) || !near(r.P99, 0.5) || !near(r.CPUPerTx, 0.25) {
+		t.Errorf("run 1 ratio %+v", r)
+	}
+	o := c.Overload[0]
+	if !near(o.OfferedPerSec, 50000) || !near(o.GoodputPct, 96) || o.MaxTPS != 25000 {
+		t.Errorf("overload %+v", o)
+	}
+	met := map[string]bool{}
+	for _, tc := range c.Targets {
+		met[tc.Name] = tc.Met
+	}
+	want := map[string]bool{"TPS ≥ 1.5× baseline": true, "p99 ≤ baseline": true, "server CPU ≤ 30 µs/transaction": true,
+		"overload goodput ≥ 90% of max": true, "overload RSS flat": true}
+	for k, v := range want {
+		if met[k] != v {
+			t.Errorf("target %q met=%v, want %v", k, met[k], v)
+		}
+	}
+	var b bytes.Buffer
+	if err := c.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| **median** | 11,000.0 | 1.000 | 4.000 | 80.0 | 25,000.0 | 0.500 | 2.000 | 25.0 | 2.27× | 0.50× | 0.31× |", "policing-noop", "96.0%", "overload=1000"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("markdown lacks %q:\n%s", s, b.String())
+		}
+	}
+	if _, err := Compare(append(runs, mk("third", 1, 1, 1, 1)), nil, nil); err == nil {
+		t.Error("three labels accepted")
+	}
+}
+
+func TestMedian(t *testing.T) {
+	if Median([]float64{3, 1, 2}) != 2 || Median([]float64{4, 1, 3, 2}) != 2.5 || Median(nil) != 0 {
+		t.Fatal("median")
+	}
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/services/loadgen/internal/population"
+	"github.com/openaaa/openaaa/services/loadgen/internal/report"
+	"github.com/openaaa/openaaa/services/loadgen/internal/responder"
+)
+
+func TestParseTarget(t *testing.T) {
+	for in, want := range map[string][3]string{
+		"127.0.0.1:1812":          {"t1", "127.0.0.1:1812", "127.0.0.1:1813"},
+		"dc2=127.0.0.2:1812/1900": {"dc2", "127.0.0.2:1812", "127.0.0.2:1900"},
+		"[::1]:1812":              {"t1", "[::1]:1812", "[::1]:1813"},
+		"localhost:18120/18121":   {"t1", "localhost:18120", "localhost:18121"},
+	} {
+		tg, err := parseTarget(in, 0)
+		if err != nil || [3]string{tg.Name, tg.Auth, tg.Acct} != want {
+			t.Errorf("%s: %+v %v, want %v", in, tg, err, want)
+		}
+	}
+	for _, bad := range []string{"127.0.0.1", "h:x", "h:1812/x", "h:65535"} {
+		if _, err := parseTarget(bad, 0); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+func lg(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := realMain(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// The demo mode: a bounded number of sessions of the field flow, report as JSON.
+func TestRunJSONAgainstResponder(t *testing.T) {
+	pop, _ := population.Pattern(50, "user%05d", "pass%05d", "10.0.0.1")
+	srv := &responder.Responder{Secret: []byte("testing123"), Passwords: map[string]string{}}
+	for _, u := range pop.Users {
+		srv.Passwords[u.Name] = u.Password
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	jsonOut := filepath.Join(dir, "r.json")
+	out, stderr, code := lg(t, "run", "--target", srv.Target(), "--users", "50", "--sessions", "20", "--concurrency", "4",
+		"--json", "--json-out", jsonOut, "--label", "demo", "--require-reply-ma", "--server-pid", fmt.Sprint(os.Getpid()), "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Label != "demo" || r.Sessions != 20 || r.SessionsDone != 20 || r.Answered != 20*8 || r.Accepts != 20 || r.CPUMicrosPerTx == nil {
+		t.Errorf("report: %+v", r)
+	}
+	if _, err := report.ReadReport(jsonOut); err != nil {
+		t.Error(err)
+	}
+	// The table is the default.
+	out, stderr, code = lg(t, "run", "--target", srv.Target(), "--mode", "auth", "--auth", "chap", "--sessions", "5", "--quiet")
+	if code != 0 || !strings.Contains(out, "incoming TPS") || !strings.Contains(out, "5 accept") {
+		t.Errorf("exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"run"}, {"run", "--target", "127.0.0.1:1", "--mode", "x"}, {"run", "--target", "127.0.0.1:1", "--duration", "0s"}, {"nope"}, {}} {
+		if _, _, code := lg(t, args...); code == 0 {
+			t.Errorf("%v: exit 0", args)
+		}
+	}
+}
+
+func TestSubscribersAndCompareCommands(t *testing.T) {
+	dir := t.TempDir()
+	yml, users := filepath.Join(dir, "s.yaml"), filepath.Join(dir, "users")
+	if out, stderr, code := lg(t, "subscribers", "--users", "7", "--policing", yml, "--freeradius", users); code != 0 || !strings.Contains(out, "7 subscribers") {
+		t.Fatalf("%d %s %s", code, out, stderr)
+	}
+	p, err := population.Load(yml)
+	if err != nil || len(p.Users) != 7 {
+		t.Fatal(err)
+	}
+	var files []string
+	for i, l := range []string{"a", "b", "a", "b"} {
+		f := filepath.Join(dir, fmt.Sprintf("%d.json", i))
+		r := &report.Report{Label: l, IncomingTPS: float64(100 * (i + 1)), Latency: map[string]report.Latency{report.KeyAll: {P99: 1}}}
+		population.WriteFile(f, r.WriteJSON)
+		files = append(files, f)
+	}
+	out, stderr, code := lg(t, append([]string{"compare"}, files...)...)
+	if code != 0 || !strings.Contains(out, "| **median** | 200.0 |") {
+		t.Fatalf("%d\n%s\n%s", code, out, stderr)
+	}
+}
+
+func freePortPair(t *testing.T) int {
+	for p := 20000 + os.Getpid()%20000; p < 65000; p += 7 {
+		a, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p})
+		if err != nil {
+			continue
+		}
+		b, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p + 1})
+		a.Close()
+		if err != nil {
+			continue
+		}
+		b.Close()
+		return p
+	}
+	t.Fatal("no free port pair")
+	return 0
+}
+
+// TestFreeRADIUS drives a real FreeRADIUS, set up by hack/freeradius.sh, with the flow.
+func TestFreeRADIUS(t *testing.T) {
+	if testing.Short() && !testenv.Required() {
+		t.Skip("integration test")
+	}
+	_, err := exec.LookPath("freeradius")
+	if err != nil {
+		_, err = os.Stat("/usr/sbin/freeradius")
+	}
+	testenv.Need(t, err == nil, "freeradius (hack/freeradius.sh install)")
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "..", "hack", "freeradius.sh")
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users")
+	if _, stderr, code := lg(t, "subscribers", "--users", "100", "--freeradius", users); code != 0 {
+		t.Fatal(stderr)
+	}
+	port := freePortPair(t)
+	sh := func(args ...string) string {
+		cmd := exec.Command(script, args...)
+		cmd.Env = append(os.Environ(), "FREERADIUS_HOME="+filepath.Join(dir, "fr"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("freeradius.sh %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	sh("config", "lg", "--port", fmt.Sprint(port), "--users", users, "--threads", "2")
+	pid := sh("start", "lg")
+	defer sh("stop", "lg")
+	out, stderr, code := lg(t, "run", "--target", fmt.Sprintf("127.0.0.1:%d", port), "--users", "100", "--sessions", "30",
+		"--concurrency", "4", "--interims", "2", "--duration", "20s", "--json", "--quiet", "--server-pid", pid)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r report.Report
+	json.Unmarshal([]byte(out), &r)
+	if r.Accepts != 30 || r.AcctResponses != 30*4 || r.Errors+r.Timeouts != 0 || r.ServerCPUSeconds == nil {
+		t.Errorf("against FreeRADIUS: %s", out)
+	}
+	// Detail files were written by the default accounting.
+	matches, _ := filepath.Glob(filepath.Join(dir, "fr", "lg", "radacct", "127.0.0.1", "detail-*"))
+	if len(matches) == 0 {
+		t.Error("no detail file written")
+	}
+	// CHAP and a wrong password.
+	out, _, _ = lg(t, "run", "--target", fmt.Sprintf("127.0.0.1:%d", port), "--mode", "auth", "--auth", "chap", "--users", "100",
+		"--sessions", "5", "--json", "--quiet")
+	json.Unmarshal([]byte(out), &r)
+	if r.Accepts != 5 {
+		t.Errorf("CHAP against FreeRADIUS: %s", out)
+	}
+	out, _, _ = lg(t, "run", "--target", fmt.Sprintf("127.0.0.1:%d", port), "--mode", "auth", "--users", "100",
+		"--password-pattern", "wrong%d", "--sessions", "3", "--json", "--quiet")
+	json.Unmarshal([]byte(out), &r)
+	if r.Rejects != 3 {
+		t.Errorf("wrong password against FreeRADIUS: %s", out)
+	}
+}

@@ -1,0 +1,144 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/admin"
+	"github.com/openaaa/openaaa/services/policing/internal/ctl"
+)
+
+// coaNode starts a node whose only client (127.0.0.1) has its CoA port on the receiver.
+func coaNode(t *testing.T, receiver *freeRADIUS) *Node {
+	t.Helper()
+	return edgeNode(t, t.TempDir(), fmt.Sprintf(`
+log: {level: debug, format: text}
+radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
+admin: {address: "127.0.0.1:0"}
+clients:
+  - {name: nas1, address: 127.0.0.1, secretFile: {{dir}}/secret, coaPort: %d}
+subscribers: {source: file, file: {{dir}}/subs.yaml}
+coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
+`, receiver.port), edgeSubs)
+}
+
+func postCoA(t *testing.T, n *Node, path string) (int, admin.CoAReply) {
+	t.Helper()
+	resp, err := http.Post("http://"+n.AdminAddr.String()+path, "application/json", nil)
+	must(t, err)
+	defer resp.Body.Close()
+	var r admin.CoAReply
+	_ = json.NewDecoder(resp.Body).Decode(&r)
+	return resp.StatusCode, r
+}
+
+func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
+	// The NAS side knows sessions S-*; anything else is NAKed with Session-Context-Not-Found.
+	nas := newFreeRADIUS(t, "nas", "--role", "coa", "--secret", radclientSecret, "--coa-sessions", "^S-")
+	n := coaNode(t, nas)
+	acctAddr := n.AcctAddr.String()
+	for _, lines := range [][]string{
+		acctLinesFor("Start", "S-1", "alice", "Framed-IP-Address = 10.9.0.1"),
+		acctLinesFor("Start", "X-1", "bob"),
+		acctLinesFor("Start", "S-2", "carol", "Framed-IP-Address = 10.9.0.7"),
+	} {
+		if out := radclientSend(t, acctAddr, "acct", radclientSecret, 1, lines...); !strings.Contains(out, "Received Accounting-Response") {
+			t.Fatalf("no Accounting-Response:\n%s", out)
+		}
+	}
+
+	// By user: ACK.
+	code, r := postCoA(t, n, "/api/v1/disconnect?user=alice")
+	if code != 200 || len(r.Results) != 1 || r.Results[0].Result != "ack" || r.ACKed != 1 {
+		t.Fatalf("disconnect alice: %d %+v", code, r)
+	}
+	eventually(t, 10*time.Second, "Disconnect-Request in the receiver's detail", func() bool {
+		return strings.Contains(nas.detail(), `Acct-Session-Id = "S-1"`)
+	})
+	d := nas.detail()
+	for _, w := range []string{"Packet-Type = Disconnect-Request", `User-Name = "alice"`, "Framed-IP-Address = 10.9.0.1", "NAS-IP-Address = 127.0.0.1", "Message-Authenticator"} {
+		if !strings.Contains(d, w) {
+			t.Errorf("receiver's record lacks %q:\n%s", w, d)
+		}
+	}
+
+	// A session the NAS does not know: NAK with its Error-Cause, reported.
+	code, r = postCoA(t, n, "/api/v1/disconnect?user=bob")
+	if code != 200 || len(r.Results) != 1 || r.Results[0].Result != "nak" || r.Results[0].ErrorCause != 503 ||
+		r.Results[0].ErrorCauseName != "Session-Context-Not-Found" || r.NAKed != 1 {
+		t.Fatalf("disconnect bob: %d %+v", code, r)
+	}
+	// No such session in the store: 404, counted.
+	if code, _ := postCoA(t, n, "/api/v1/disconnect?user=nobody"); code != 404 {
+		t.Fatalf("disconnect of an unknown user: HTTP %d, want 404", code)
+	}
+
+	// The CLI, by framed IP and by session: exit 0 on ACK, 3 when nothing matches, 1 on NAK.
+	adminURL := "http://" + n.AdminAddr.String()
+	runCtl := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		rc := ctl.Main(context.Background(), append(args, "--admin", adminURL), &out, &errb)
+		return rc, out.String() + errb.String()
+	}
+	if rc, out := runCtl("disconnect", "--framed-ip", "10.9.0.7"); rc != 0 || !strings.Contains(out, `"ack"`) {
+		t.Fatalf("ctl disconnect --framed-ip: rc %d\n%s", rc, out)
+	}
+	if rc, out := runCtl("disconnect", "--session", "127.0.0.1/X-1"); rc != 1 || !strings.Contains(out, "Session-Context-Not-Found") {
+		t.Fatalf("ctl disconnect --session (NAK): rc %d\n%s", rc, out)
+	}
+	if rc, out := runCtl("disconnect", "--user", "nobody"); rc != 3 {
+		t.Fatalf("ctl disconnect --user nobody: rc %d\n%s", rc, out)
+	}
+	// CoA-Request with attributes.
+	if rc, out := runCtl("coa", "--user", "alice", "--attr", "Session-Timeout=600"); rc != 0 {
+		t.Fatalf("ctl coa: rc %d\n%s", rc, out)
+	}
+	eventually(t, 10*time.Second, "CoA-Request in the receiver's detail", func() bool {
+		return strings.Contains(nas.detail(), "Session-Timeout = 600")
+	})
+
+	for series, min := range map[string]float64{
+		`openaaa_coa_requests_total{kind="disconnect",result="ack",trigger="api"}`:                      2,
+		`openaaa_coa_requests_total{kind="disconnect",result="nak",trigger="api"}`:                      2,
+		`openaaa_coa_requests_total{kind="disconnect",result="no_session",trigger="api"}`:               2,
+		`openaaa_coa_requests_total{kind="coa",result="ack",trigger="api"}`:                             1,
+		`openaaa_coa_nak_error_causes_total{error_cause="Session-Context-Not-Found",kind="disconnect"}`: 2,
+		`openaaa_transactions_total{kind="coa"}`:                                                        5,
+	} {
+		if v := metricValue(t, n, series); v < min {
+			t.Errorf("%s = %v, want >= %v", series, v, min)
+		}
+	}
+}
+
+func TestPolicyDisconnectOnQuota(t *testing.T) {
+	nas := newFreeRADIUS(t, "nasq", "--role", "coa", "--secret", radclientSecret)
+	n := coaNode(t, nas)
+	acctAddr := n.AcctAddr.String()
+	radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Start", "Q-1", "quota")...)
+	// Under quota: nothing.
+	radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 100")...)
+	// Over quota (1000 octets): the policy marks the session and a Disconnect goes out.
+	out := radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 900", "Acct-Output-Octets = 300")...)
+	if !strings.Contains(out, "Received Accounting-Response") {
+		t.Fatalf("no Accounting-Response:\n%s", out)
+	}
+	eventually(t, 20*time.Second, "policy Disconnect-Request at the NAS", func() bool {
+		return strings.Contains(nas.detail(), `Acct-Session-Id = "Q-1"`)
+	})
+	// A second interim within resendAfter does not send again.
+	radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 1900")...)
+	eventually(t, 10*time.Second, "policy disconnect counted", func() bool {
+		return metricValue(t, n, `openaaa_coa_requests_total{kind="disconnect",result="ack",trigger="policy"}`) >= 1
+	})
+	time.Sleep(time.Second)
+	if c := strings.Count(nas.detail(), "Disconnect-Request"); c != 1 {
+		t.Errorf("%d Disconnect-Requests for one over-quota session, want 1:\n%s", c, nas.detail())
+	}
+}

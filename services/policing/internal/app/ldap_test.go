@@ -1,0 +1,183 @@
+package app_test
+
+// The policing node with LDAP subscriber profiles, against a real OpenLDAP slapd
+// (hack/slapd.sh: hand-written slapd.conf, back_mdb, subscribers loaded with ldapadd).
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2869"
+
+	"github.com/openaaa/openaaa/services/policing/internal/app"
+	"github.com/openaaa/openaaa/services/policing/internal/testslapd"
+)
+
+const ldapSecret = "ldap-test-secret"
+
+// ldapNode starts a node whose subscribers come from srv; extra is YAML under subscribers.ldap.
+func ldapNode(t *testing.T, srv *testslapd.Server, extra string) *app.Node {
+	t.Helper()
+	dir := t.TempDir()
+	check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(ldapSecret+"\n"), 0o600))
+	return startFromYAML(t, dir, `
+log: {level: debug, format: text}
+radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
+admin: {address: "127.0.0.1:0"}
+clients:
+  - {name: lo, address: 127.0.0.0/8, secretFile: "{{dir}}/secret"}
+subscribers:
+  source: ldap
+  ldap:
+    urls: ["`+srv.URL+`"]
+    bindDN: "`+srv.BindDN+`"
+    bindPasswordFile: "`+srv.BindPasswordFile+`"
+    baseDN: "`+srv.BaseDN+`"
+    filter: "(&(objectClass=openaaaSubscriber)(uid={username}))"
+`+extra)
+}
+
+func TestLDAPAuthWithProfiles(t *testing.T) {
+	srv := testslapd.Start(t, 3000) // "a few thousand subscribers loaded with ldapadd"
+	n := ldapNode(t, srv, "    poolSize: 4\n")
+
+	reply, err := send(n.AuthAddr, pap(ldapSecret, "user01234", "pw01234"), 2*time.Second)
+	check(t, err)
+	if reply.Code != radius.CodeAccessAccept {
+		t.Fatalf("user01234: %v, want Access-Accept", reply.Code)
+	}
+	if ip := rfc2865.FramedIPAddress_Get(reply); ip.String() != "10.64.4.210" {
+		t.Errorf("Framed-IP-Address = %v, want 10.64.4.210 (from LDAP)", ip)
+	}
+	if v := rfc2865.SessionTimeout_Get(reply); v != 3600 {
+		t.Errorf("Session-Timeout = %v", v)
+	}
+	if v := rfc2869.AcctInterimInterval_Get(reply); v != 300 {
+		t.Errorf("Acct-Interim-Interval = %v", v)
+	}
+	if v := string(rfc2865.Class_Get(reply)); v != "ldap-silver" {
+		t.Errorf("Class = %q", v)
+	}
+	if v := rfc2865.FramedMTU_Get(reply); v != 1492 {
+		t.Errorf("Framed-MTU = %v (openaaaReplyAttribute)", v)
+	}
+	if _, ok := reply.Lookup(26); !ok {
+		t.Error("no Vendor-Specific rate limit (openaaaRateLimit)")
+	}
+	for _, c := range []struct{ user, pass, why string }{
+		{"user01234", "wrong", "wrong password"},
+		{"user00100", "pw00100", "disabled in LDAP"},
+		{"user99999", "x", "not in LDAP"},
+		{"*", "pw00001", "filter wildcard"},
+	} {
+		reply, err := send(n.AuthAddr, pap(ldapSecret, c.user, c.pass), 2*time.Second)
+		check(t, err)
+		if reply.Code != radius.CodeAccessReject {
+			t.Errorf("%s (%s): %v, want Access-Reject", c.user, c.why, reply.Code)
+		}
+	}
+	// A real RADIUS client sees the LDAP profile too.
+	out := radclientAuth(t, n.AuthAddr, ldapSecret, "user00007", "pw00007", 2, 1)
+	if !strings.Contains(out, "Access-Accept") || !strings.Contains(out, "10.64.0.7") || !strings.Contains(out, "0x6c6461702d676f6c64") /* Class "ldap-gold" */ {
+		t.Errorf("radclient:\n%s", out)
+	}
+	// Accounting finds the profile in the cache (it never asks LDAP).
+	before := scrape(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`)
+	reply, err = send(n.AcctAddr, acctStart(ldapSecret, "ldap-s1", "user01234"), 2*time.Second)
+	check(t, err)
+	if reply.Code != radius.CodeAccountingResponse {
+		t.Fatalf("accounting: %v", reply.Code)
+	}
+	if d := scrape(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`) - before; d != 1 {
+		t.Errorf("accounting cache hits +%v, want +1", d)
+	}
+	if v := scrape(t, n, `openaaa_transactions_total{kind="ldap"}`); v < 5 {
+		t.Errorf("ldap transactions = %v", v)
+	}
+	if v := scrape(t, n, `openaaa_ldap_up`); v != 1 {
+		t.Errorf("openaaa_ldap_up = %v", v)
+	}
+}
+
+// slapd stopped: a node allowed to serve stale profiles accepts cached subscribers, one that
+// is not rejects them, both at once; accounting is answered without waiting; after slapd is
+// back, auth reads LDAP again.
+func TestLDAPOutageAuthAndRecovery(t *testing.T) {
+	srv := testslapd.Start(t, 50)
+	// Long LDAP timeouts: a request that waited for one would stand out against the bound below.
+	common := "    timeout: 3s\n    connectTimeout: 3s\n    retryInterval: 300ms\n"
+	stale := ldapNode(t, srv, common+"    cache: {ttl: 300ms, serveStale: true}\n")
+	strict := ldapNode(t, srv, common+"    cache: {ttl: 300ms, serveStale: false}\n")
+	for _, n := range []*app.Node{stale, strict} {
+		reply, err := send(n.AuthAddr, pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		check(t, err)
+		if reply.Code != radius.CodeAccessAccept {
+			t.Fatalf("before the outage: %v", reply.Code)
+		}
+	}
+	srv.Stop(t)
+	time.Sleep(400 * time.Millisecond) // past the cache TTL
+	staleBefore := scrape(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`)
+	unavailBefore := scrape(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`)
+	var worst time.Duration
+	for i := range 10 {
+		start := time.Now()
+		reply, err := send(stale.AuthAddr, pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		check(t, err)
+		if reply.Code != radius.CodeAccessAccept || rfc2865.FramedIPAddress_Get(reply).String() != "10.64.0.1" {
+			t.Fatalf("serveStale node, request %d: %v (profile %v)", i, reply.Code, rfc2865.FramedIPAddress_Get(reply))
+		}
+		reply, err = send(stale.AuthAddr, pap(ldapSecret, "user00001", "bad"), 2*time.Second)
+		check(t, err)
+		if reply.Code != radius.CodeAccessReject {
+			t.Fatalf("stale profile accepted a wrong password")
+		}
+		reply, err = send(strict.AuthAddr, pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		check(t, err)
+		if reply.Code != radius.CodeAccessReject {
+			t.Fatalf("strict node, request %d: %v, want Access-Reject", i, reply.Code)
+		}
+		reply, err = send(stale.AuthAddr, pap(ldapSecret, "user00002", "pw00002"), 2*time.Second)
+		check(t, err)
+		if reply.Code != radius.CodeAccessReject {
+			t.Fatalf("uncached subscriber during the outage: %v, want Access-Reject", reply.Code)
+		}
+		reply, err = send(strict.AcctAddr, acctStart(ldapSecret, "outage-"+string(rune('a'+i)), "user00001"), 2*time.Second)
+		check(t, err)
+		if reply.Code != radius.CodeAccountingResponse {
+			t.Fatalf("accounting during the outage: %v", reply.Code)
+		}
+		worst = max(worst, time.Since(start))
+	}
+	t.Logf("outage: 5 requests (stale accept, wrong password, strict reject, uncached reject, accounting) in at most %v", worst)
+	if worst > time.Second {
+		t.Errorf("requests during the LDAP outage took up to %v", worst)
+	}
+	if d := scrape(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`) - staleBefore; d < 10 {
+		t.Errorf("stale profiles served +%v, want >= 10", d)
+	}
+	if d := scrape(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`) - unavailBefore; d < 10 {
+		t.Errorf("unavailable lookups +%v, want >= 10", d)
+	}
+	if v := scrape(t, strict, `openaaa_ldap_up`); v != 0 {
+		t.Errorf("openaaa_ldap_up = %v during the outage", v)
+	}
+
+	srv.Start(t)
+	start := time.Now()
+	waitUntil(t, 10*time.Second, "auth from LDAP after slapd restart", func() bool {
+		reply, err := send(strict.AuthAddr, pap(ldapSecret, "user00002", "pw00002"), time.Second)
+		return err == nil && reply.Code == radius.CodeAccessAccept
+	})
+	t.Logf("recovered %v after slapd restart", time.Since(start).Round(time.Millisecond))
+	reply, err := send(stale.AuthAddr, pap(ldapSecret, "user00003", "pw00003"), 2*time.Second)
+	check(t, err)
+	if reply.Code != radius.CodeAccessAccept {
+		t.Errorf("serveStale node after restart: %v", reply.Code)
+	}
+}

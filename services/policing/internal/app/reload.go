@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/nas"
+	"github.com/openaaa/openaaa/services/policing/internal/reload"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+// buildClients builds the NAS table from the configuration's clients and clientsFile.
+func buildClients(cfg *config.Config) (*nas.Table, error) {
+	all, err := cfg.AllClients()
+	if err != nil {
+		return nil, err
+	}
+	return nas.Build(all)
+}
+
+// clientPaths lists the files the NAS table is built from: clientsFile and every secret
+// file named by the configuration or by the last clients file that parsed.
+type clientPaths struct {
+	cfg  *config.Config
+	mu   sync.Mutex
+	last []string
+}
+
+func (c *clientPaths) set(clients []config.Client) {
+	ps := make([]string, 0, len(clients)+1)
+	if c.cfg.ClientsFile != "" {
+		ps = append(ps, c.cfg.ClientsFile)
+	}
+	for _, cl := range clients {
+		ps = append(ps, cl.SecretFile)
+	}
+	c.mu.Lock()
+	c.last = ps
+	c.mu.Unlock()
+}
+
+func (c *clientPaths) get() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// startReload watches the mounted files this node reads (clients, secrets, the subscriber
+// file) and reloads them on change or SIGHUP. Other parts (RadSec certificates) add their
+// own files with n.Reloader.Watch.
+func (n *Node) startReload(src subscriber.Source) {
+	cfg := n.Config
+	w := reload.New(n.Log, cfg.Reload.Interval.D())
+	n.Reloader = w
+
+	cp := &clientPaths{cfg: cfg}
+	cp.set(cfg.Clients)
+	if all, err := cfg.AllClients(); err == nil {
+		cp.set(all)
+	}
+	w.WatchFunc("clients", cp.get, func() error {
+		all, err := cfg.AllClients()
+		if err != nil {
+			return err
+		}
+		cp.set(all) // a new client's secret file is watched even if it is not there yet
+		t, err := nas.Build(all)
+		if err != nil {
+			return fmt.Errorf("clients: %w", err)
+		}
+		n.Radius.SetClients(t)
+		n.Log.Info("clients reloaded", "clients", len(t.All()))
+		return nil
+	})
+	if f, ok := src.(*subscriber.File); ok {
+		w.Watch("subscribers", []string{f.Path()}, func() error {
+			if err := f.Reload(); err != nil {
+				return err
+			}
+			n.Log.Info("subscribers reloaded", "subscribers", f.Len())
+			return nil
+		})
+	}
+	w.Start()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.OnSignal(ctx, hup)
+	}()
+	n.reloadStop = func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
+		w.Stop()
+	}
+}
+
+func (n *Node) stopReload() {
+	if n.reloadStop != nil {
+		n.reloadStop()
+		n.reloadStop = nil
+	}
+}
+
+// closeSubscribers closes a subscriber source that holds connections (LDAP).
+func (n *Node) closeSubscribers() {
+	if c, ok := n.Subscribers.(io.Closer); ok {
+		_ = c.Close()
+	}
+}

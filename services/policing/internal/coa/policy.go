@@ -1,0 +1,100 @@
+package coa
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// PolicyStore wraps the session store: when an accounting update that the store accepted
+// carries a DisconnectReason set by the policy (e.g. quota exhausted), a Disconnect-Request
+// goes to the session's NAS in the background. The accounting reply never waits for it.
+// One session is not disconnected again within ResendAfter (the NAS may keep sending
+// interims until it acts, and each would otherwise trigger a new request).
+type PolicyStore struct {
+	session.Store
+	Sender      *Sender
+	ResendAfter time.Duration
+	Log         *slog.Logger
+
+	sem      chan struct{}
+	mu       sync.Mutex
+	lastSent map[session.Key]time.Time
+	wg       sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+// NewPolicyStore wraps st; concurrency bounds the disconnects in flight.
+func NewPolicyStore(st session.Store, s *Sender, resendAfter time.Duration, concurrency int, log *slog.Logger) *PolicyStore {
+	p := &PolicyStore{Store: st, Sender: s, ResendAfter: resendAfter, Log: log,
+		sem: make(chan struct{}, concurrency), lastSent: map[session.Key]time.Time{}}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p
+}
+
+// Apply implements session.Store.
+func (p *PolicyStore) Apply(ctx context.Context, u *session.Update) error {
+	if err := p.Store.Apply(ctx, u); err != nil {
+		return err
+	}
+	if u.Kind != session.KindStop && u.Session.DisconnectReason != "" {
+		p.trigger(u.Session.Key, u.Session.DisconnectReason)
+	}
+	return nil
+}
+
+func (p *PolicyStore) trigger(k session.Key, reason string) {
+	now := time.Now()
+	p.mu.Lock()
+	if last, ok := p.lastSent[k]; ok && now.Sub(last) < p.ResendAfter {
+		p.mu.Unlock()
+		return
+	}
+	for key, t := range p.lastSent { // keep the map bounded by what is recent
+		if len(p.lastSent) < 4096 {
+			break
+		}
+		if now.Sub(t) >= p.ResendAfter {
+			delete(p.lastSent, key)
+		}
+	}
+	select {
+	case p.sem <- struct{}{}:
+	default:
+		p.mu.Unlock()
+		policySkipped.Inc()
+		return
+	}
+	p.lastSent[k] = now
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer func() { <-p.sem; p.wg.Done() }()
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		defer cancel()
+		sess, err := p.Store.Get(ctx, k)
+		if err != nil {
+			p.Log.Warn("coa: policy disconnect: session not readable", "nas", k.NAS, "session", k.ID, "err", err)
+			return
+		}
+		p.Log.Info("coa: policy disconnect", "nas", k.NAS, "session", k.ID, "user", sess.UserName, "reason", reason)
+		p.Sender.Disconnect(ctx, sess, TriggerPolicy)
+	}()
+}
+
+// Close waits for the disconnects in flight (bounded by ctx), then closes the store.
+func (p *PolicyStore) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		p.cancel()
+	}
+	p.cancel()
+	return p.Store.Close(ctx)
+}

@@ -1,0 +1,65 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// RadSec configures RADIUS over TLS (RFC 6614, docs/radsec.md) on one TCP port that takes
+// both authentication and accounting.
+type RadSec struct {
+	// Address is host:port (the standard port is 2083); empty disables RadSec.
+	Address string `json:"address,omitempty"`
+	// CertFile, KeyFile and CAFile are PEM files (a mounted cert-manager Secret: tls.crt,
+	// tls.key, ca.crt). Client certificates must chain to CAFile. All three are reloaded
+	// when they change, without restart.
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+	CAFile   string `json:"caFile,omitempty"`
+	// Secret is the RADIUS shared secret over TLS: "radsec" (RFC 6614 §2.3).
+	Secret string `json:"secret"`
+	// ReloadInterval is how often the listener checks the files itself when no hot-reload
+	// watcher does (under `policing serve` the watcher checks them every reload.interval).
+	ReloadInterval Duration `json:"reloadInterval"`
+	// IdleTimeout closes a connection that carried nothing for this long.
+	IdleTimeout Duration `json:"idleTimeout"`
+	// MaxConnections bounds the TLS connections open at once.
+	MaxConnections int `json:"maxConnections"`
+}
+
+func defaultRadSec() RadSec {
+	return RadSec{Secret: "radsec", ReloadInterval: Duration(5 * time.Second),
+		IdleTimeout: Duration(10 * time.Minute), MaxConnections: 1024}
+}
+
+func (r RadSec) validate(key string) []error {
+	var errs []error
+	bad := func(k, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
+	}
+	if r.Address == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(r.Address); err != nil {
+		bad("address", "%q is not host:port", r.Address)
+	}
+	for _, kv := range [][2]string{{"certFile", r.CertFile}, {"keyFile", r.KeyFile}, {"caFile", r.CAFile}} {
+		if kv[1] == "" {
+			bad(kv[0], "required when radsec.address is set")
+		}
+	}
+	if r.Secret == "" {
+		bad("secret", "must not be empty (RFC 6614: \"radsec\")")
+	}
+	if r.ReloadInterval <= 0 {
+		bad("reloadInterval", "must be positive")
+	}
+	if r.IdleTimeout <= 0 {
+		bad("idleTimeout", "must be positive")
+	}
+	if r.MaxConnections < 1 {
+		bad("maxConnections", "must be at least 1")
+	}
+	return errs
+}

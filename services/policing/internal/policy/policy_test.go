@@ -1,0 +1,172 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2869"
+
+	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+func newPolicy() *Default {
+	return &Default{Dict: dict.Builtin, RateLimitAttribute: "Mikrotik-Rate-Limit", RejectMessage: "Authentication failed"}
+}
+
+func TestAuthorizeProfile(t *testing.T) {
+	d := newPolicy()
+	sub := &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{
+		FramedIPAddress: "10.1.0.1", FramedPool: "pool-a", SessionTimeout: 3600, IdleTimeout: 600, AcctInterimInterval: 300,
+		Class: "gold", FilterID: "std", RateLimit: "10M/10M",
+		ReplyAttributes: map[string]string{"Framed-MTU": "1492", "Service-Type": "Framed-User", "Cisco-AVPair": "ip:addr-pool=a"},
+	}}
+	dec := d.Authorize(context.Background(), radius.New(radius.CodeAccessRequest, []byte("s")), sub)
+	if !dec.Accept {
+		t.Fatalf("rejected: %s", dec.Reason)
+	}
+	p := &radius.Packet{Code: radius.CodeAccessAccept, Attributes: dec.Reply}
+	if ip := rfc2865.FramedIPAddress_Get(p); !ip.Equal(net.IPv4(10, 1, 0, 1)) {
+		t.Errorf("Framed-IP-Address %v", ip)
+	}
+	if rfc2869.FramedPool_GetString(p) != "pool-a" {
+		t.Error("Framed-Pool")
+	}
+	if rfc2865.SessionTimeout_Get(p) != 3600 || rfc2865.IdleTimeout_Get(p) != 600 || rfc2869.AcctInterimInterval_Get(p) != 300 {
+		t.Error("timeouts")
+	}
+	if string(rfc2865.Class_Get(p)) != "gold" || rfc2865.FilterID_GetString(p) != "std" {
+		t.Error("Class / Filter-Id")
+	}
+	if rfc2865.FramedMTU_Get(p) != 1492 || rfc2865.ServiceType_Get(p) != rfc2865.ServiceType_Value_FramedUser {
+		t.Error("replyAttributes")
+	}
+	var vsas [][]byte
+	for _, avp := range p.Attributes {
+		if avp.Type == 26 {
+			vsas = append(vsas, avp.Attribute)
+		}
+	}
+	if len(vsas) != 2 {
+		t.Fatalf("%d VSAs, want rate limit and Cisco-AVPair", len(vsas))
+	}
+	if !bytes.Contains(vsas[0], []byte("10M/10M")) {
+		t.Errorf("rate limit VSA first (before replyAttributes): % x", vsas[0])
+	}
+	// Replies are stable: the same profile gives the same bytes.
+	again := d.Authorize(context.Background(), nil, sub)
+	a, _ := (&radius.Packet{Code: 2, Attributes: dec.Reply}).MarshalBinary()
+	b, _ := (&radius.Packet{Code: 2, Attributes: again.Reply}).MarshalBinary()
+	if !bytes.Equal(a, b) {
+		t.Fatal("reply attributes not in a stable order")
+	}
+	if _, ok := p.Lookup(rfc2865.ReplyMessage_Type); ok {
+		t.Error("an accept carries no Reply-Message")
+	}
+}
+
+func TestAuthorizeEmptyProfile(t *testing.T) {
+	dec := newPolicy().Authorize(context.Background(), nil, &subscriber.Subscriber{Username: "x"})
+	if !dec.Accept || len(dec.Reply) != 0 {
+		t.Fatalf("empty profile: %+v", dec)
+	}
+}
+
+func TestRejects(t *testing.T) {
+	d := newPolicy()
+	dec := d.Authorize(context.Background(), nil, &subscriber.Subscriber{Username: "carol", Disabled: true,
+		Profile: subscriber.Profile{FramedIPAddress: "10.0.0.1"}})
+	if dec.Accept || dec.Reason != "subscriber disabled" {
+		t.Fatalf("disabled: %+v", dec)
+	}
+	p := &radius.Packet{Attributes: dec.Reply}
+	if rfc2865.ReplyMessage_GetString(p) != "Authentication failed" || len(dec.Reply) != 1 {
+		t.Fatalf("reject reply: %v", dec.Reply)
+	}
+	r := d.Reject("wrong password")
+	if r.Accept || r.Reason != "wrong password" {
+		t.Fatal(r)
+	}
+	if strings.Contains(rfc2865.ReplyMessage_GetString(&radius.Packet{Attributes: r.Reply}), "password") {
+		t.Fatal("the reason must not be sent")
+	}
+	silent := &Default{Dict: dict.Builtin}
+	if len(silent.Reject("x").Reply) != 0 {
+		t.Fatal("no RejectMessage: no Reply-Message")
+	}
+	// A profile that no longer encodes rejects rather than sending a broken accept.
+	bad := d.Authorize(context.Background(), nil, &subscriber.Subscriber{Profile: subscriber.Profile{ReplyAttributes: map[string]string{"No-Such": "1"}}})
+	if bad.Accept || !strings.Contains(bad.Reason, "No-Such") {
+		t.Fatalf("%+v", bad)
+	}
+}
+
+// CheckProfile refuses what Authorize could not encode, naming the field.
+func TestCheckProfile(t *testing.T) {
+	d := newPolicy()
+	cases := []struct {
+		p    subscriber.Profile
+		want string
+	}{
+		{subscriber.Profile{FramedIPAddress: "10.0.0"}, "framedIPAddress"},
+		{subscriber.Profile{FramedIPAddress: "2001:db8::1"}, "framedIPAddress"},
+		{subscriber.Profile{RateLimit: strings.Repeat("r", 300)}, "rateLimit"},
+		{subscriber.Profile{ReplyAttributes: map[string]string{"Framed-MTU": "big"}}, "replyAttributes.Framed-MTU"},
+		{subscriber.Profile{ReplyAttributes: map[string]string{"Framed-Mtu": "1"}}, "replyAttributes.Framed-Mtu"},
+	}
+	for _, c := range cases {
+		err := d.CheckProfile(&c.p)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error starting with %s", c.p, err, c.want)
+		}
+	}
+	if err := d.CheckProfile(&subscriber.Profile{FramedIPAddress: "192.0.2.1", RateLimit: "1M"}); err != nil {
+		t.Fatal(err)
+	}
+	noRate := &Default{Dict: dict.Builtin, RateLimitAttribute: "No-Such-Attr"}
+	if err := noRate.CheckProfile(&subscriber.Profile{RateLimit: "1M"}); err == nil || !strings.Contains(err.Error(), "No-Such-Attr") {
+		t.Fatalf("unknown rate limit attribute: %v", err)
+	}
+}
+
+func TestAccountingQuota(t *testing.T) {
+	d := newPolicy()
+	sub := &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: 1000}}
+	before := testutil.ToFloat64(metrics.PolicyDisconnects.WithLabelValues(QuotaReason))
+	cases := []struct {
+		kind    session.Kind
+		in, out uint64
+		sub     *subscriber.Subscriber
+		want    string
+	}{
+		{session.KindInterim, 400, 599, sub, ""},
+		{session.KindInterim, 400, 600, sub, QuotaReason},
+		{session.KindStart, 5000, 0, sub, QuotaReason},
+		{session.KindStop, 5000, 5000, sub, ""}, // already ending
+		{session.KindInterim, 5000, 5000, &subscriber.Subscriber{}, ""},
+		{session.KindInterim, 5000, 5000, nil, ""},
+		{session.KindInterim, 1 << 40, 1 << 40, sub, QuotaReason}, // beyond 32 bits (Gigawords)
+	}
+	marked := 0
+	for i, c := range cases {
+		u := &session.Update{Kind: c.kind, Session: session.Session{InputOctets: c.in, OutputOctets: c.out}}
+		d.Accounting(context.Background(), u, c.sub)
+		if u.Session.DisconnectReason != c.want {
+			t.Errorf("case %d: DisconnectReason %q, want %q", i, u.Session.DisconnectReason, c.want)
+		}
+		if c.want != "" {
+			marked++
+		}
+	}
+	if d := testutil.ToFloat64(metrics.PolicyDisconnects.WithLabelValues(QuotaReason)) - before; d != float64(marked) {
+		t.Fatalf("disconnects_marked delta %v, want %d", d, marked)
+	}
+}

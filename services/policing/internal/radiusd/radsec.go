@@ -1,0 +1,375 @@
+package radiusd
+
+// RADIUS over TLS (RFC 6614) on TCP: one port takes Access-Request, Accounting-Request and
+// Status-Server. TLS 1.2 or later, the client's certificate must chain to the CA file; the
+// RADIUS shared secret is "radsec" (configurable). Packets go through the same checks as
+// on UDP (verify: authenticators, Message-Authenticator rules per client) and the same
+// handlers; replies carry Message-Authenticator. There is no duplicate cache on TCP: the
+// transport is reliable and RFC 6613 §2.6 forbids retransmission on one connection.
+//
+// Certificate, key and CA are files (a mounted cert-manager Secret). They are read again
+// when they change: polled every ReloadInterval by content hash (Kubernetes swaps Secret
+// volumes through symlinks, so modification times are not enough), or on Reload (for a
+// file watcher). A bad new set is rejected with a logged reason; the old one stays.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"layeh.com/radius"
+
+	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/nas"
+)
+
+// RadSecOptions configure a RadSec listener.
+type RadSecOptions struct {
+	CertFile, KeyFile, CAFile string
+	Secret                    []byte
+	// ReloadInterval is the period of the listener's own polling of the files; negative
+	// disables it (a file watcher calls Reload instead).
+	ReloadInterval time.Duration
+	IdleTimeout    time.Duration
+	MaxConnections int
+	// PerConnection bounds the requests processed at once on one connection (default 64).
+	PerConnection int
+}
+
+// RadSec is a running RadSec listener.
+type RadSec struct {
+	s      *Server
+	opt    RadSecOptions
+	ln     net.Listener
+	auth   Handler
+	acct   Handler
+	tlsCfg atomic.Pointer[tls.Config]
+	sum    [32]byte
+	mu     sync.Mutex // reloads
+	conns  sync.Map   // net.Conn -> struct{}
+	slots  chan struct{}
+	wg     sync.WaitGroup // connections
+	reqs   sync.WaitGroup // requests in flight
+	done   chan struct{}
+	closed atomic.Bool
+}
+
+// ListenRadSec opens a TLS listener on addr. auth and acct handle the two request kinds.
+func (s *Server) ListenRadSec(addr string, opt RadSecOptions, auth, acct Handler) (*RadSec, error) {
+	if len(opt.Secret) == 0 {
+		opt.Secret = []byte("radsec")
+	}
+	if opt.ReloadInterval == 0 {
+		opt.ReloadInterval = 5 * time.Second
+	}
+	if opt.IdleTimeout <= 0 {
+		opt.IdleTimeout = 10 * time.Minute
+	}
+	if opt.MaxConnections <= 0 {
+		opt.MaxConnections = 1024
+	}
+	if opt.PerConnection <= 0 {
+		opt.PerConnection = 64
+	}
+	r := &RadSec{s: s, opt: opt, auth: auth, acct: acct, slots: make(chan struct{}, opt.MaxConnections), done: make(chan struct{})}
+	if _, err := r.Reload(); err != nil {
+		return nil, fmt.Errorf("radsec: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("radsec listener: %w", err)
+	}
+	r.ln = ln
+	r.wg.Add(1)
+	go r.accept()
+	if opt.ReloadInterval > 0 {
+		r.wg.Add(1)
+		go r.poll()
+	}
+	s.opt.Log.Info("radsec listener started", "address", ln.Addr().String(), "cert", opt.CertFile, "ca", opt.CAFile)
+	return r, nil
+}
+
+// Addr is the listening address.
+func (r *RadSec) Addr() net.Addr { return r.ln.Addr() }
+
+// Reload reads the certificate, key and CA files; when their content changed it puts the
+// new set in force for new connections (open ones keep theirs). It reports whether
+// anything changed. On error the set in force stays. The caller logs and counts errors
+// (poll, or the hot-reload watcher).
+func (r *RadSec) Reload() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var raw [3][]byte
+	for i, f := range []string{r.opt.CertFile, r.opt.KeyFile, r.opt.CAFile} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false, r.rejected(err)
+		}
+		raw[i] = b
+	}
+	sum := sha256.Sum256(bytes.Join(raw[:], []byte{0}))
+	if r.tlsCfg.Load() != nil && sum == r.sum {
+		return false, nil
+	}
+	cert, err := tls.X509KeyPair(raw[0], raw[1])
+	if err != nil {
+		return false, r.rejected(fmt.Errorf("certFile/keyFile: %w", err))
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return false, r.rejected(fmt.Errorf("certFile: %w", err))
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(raw[2]) {
+		return false, r.rejected(fmt.Errorf("caFile %s: no PEM certificate", r.opt.CAFile))
+	}
+	cfg := &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+	}
+	first := r.tlsCfg.Load() == nil
+	r.tlsCfg.Store(cfg)
+	r.sum = sum
+	r.s.opt.Log.Info("radsec certificates loaded", "subject", leaf.Subject.String(), "serial", leaf.SerialNumber.String(),
+		"notAfter", leaf.NotAfter.UTC().Format(time.RFC3339), "reload", !first)
+	return true, nil
+}
+
+func (r *RadSec) rejected(err error) error { return err }
+
+func (r *RadSec) poll() {
+	defer r.wg.Done()
+	t := time.NewTicker(r.opt.ReloadInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+			changed, err := r.Reload()
+			switch {
+			case err != nil:
+				metrics.ConfigReloads.WithLabelValues("certificates", "rejected").Inc()
+				r.s.opt.Log.Error("radsec certificates not reloaded; the previous ones stay in force", "err", err.Error())
+			case changed:
+				metrics.ConfigReloads.WithLabelValues("certificates", "ok").Inc()
+			}
+		}
+	}
+}
+
+func (r *RadSec) accept() {
+	defer r.wg.Done()
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			if r.closed.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			r.s.opt.Log.Warn("radsec accept failed", "err", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			r.s.drop(metrics.DropOverload, addrPortOf(c.RemoteAddr()), errors.New("radsec: too many connections"))
+			_ = c.Close()
+			continue
+		}
+		r.wg.Add(1)
+		go func() {
+			defer func() { <-r.slots; r.wg.Done() }()
+			r.serveConn(c)
+		}()
+	}
+}
+
+func addrPortOf(a net.Addr) netip.AddrPort {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.AddrPort()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+func (r *RadSec) serveConn(raw net.Conn) {
+	r.conns.Store(raw, struct{}{})
+	defer r.conns.Delete(raw)
+	defer raw.Close()
+	from := addrPortOf(raw.RemoteAddr())
+	cfg := r.tlsCfg.Load()
+	c := tls.Server(raw, cfg)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := c.Handshake(); err != nil {
+		r.s.drop("tls_handshake", from, err)
+		return
+	}
+	cn := ""
+	if st := c.ConnectionState(); len(st.PeerCertificates) > 0 {
+		cn = st.PeerCertificates[0].Subject.CommonName
+	}
+	_ = c.SetDeadline(time.Time{})
+	w := &streamConn{c: c}
+	sem := make(chan struct{}, r.opt.PerConnection)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	hdr := make([]byte, 4)
+	for {
+		if r.closed.Load() {
+			return
+		}
+		_ = c.SetReadDeadline(time.Now().Add(r.opt.IdleTimeout))
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint16(hdr[2:4]))
+		if n < radiusx.HeaderLen || n > radius.MaxPacketLength {
+			// The stream has lost its framing: nothing after this can be trusted.
+			r.s.drop(metrics.DropMalformed, from, fmt.Errorf("radsec: packet length %d", n))
+			return
+		}
+		pkt := make([]byte, n)
+		copy(pkt, hdr)
+		if _, err := io.ReadFull(c, pkt[4:]); err != nil {
+			return
+		}
+		at := time.Now()
+		sem <- struct{}{}
+		inflight.Add(1)
+		r.reqs.Add(1)
+		go func() {
+			defer func() { <-sem; inflight.Done(); r.reqs.Done() }()
+			metrics.WorkersBusy.Inc()
+			r.serve(w, pkt, from, cn, at)
+			metrics.WorkersBusy.Dec()
+		}()
+	}
+}
+
+// client is the NAS entry for a RadSec request: the configured client of the source
+// address (its name, NAS-Identifier and Message-Authenticator rule) with the RadSec secret;
+// a peer with a valid certificate but no entry is known by its certificate's name.
+func (r *RadSec) client(from netip.AddrPort, pkt []byte, cn string) *nas.Client {
+	c := &nas.Client{Name: "radsec:" + cn, RequireMA: true}
+	if base := r.s.clients.Load().Match(from.Addr(), pkt); base != nil {
+		cp := *base
+		c = &cp
+	}
+	c.Secret = r.opt.Secret
+	return c
+}
+
+func (r *RadSec) serve(sc *streamConn, pkt []byte, from netip.AddrPort, cn string, at time.Time) {
+	code := radius.Code(pkt[0])
+	var h Handler
+	kind := Auth
+	switch code {
+	case radius.CodeAccessRequest, radius.CodeStatusServer:
+		h = r.auth
+	case radius.CodeAccountingRequest:
+		h, kind = r.acct, Acct
+	}
+	if h == nil {
+		r.s.drop(metrics.DropUnsupported, from, fmt.Errorf("radsec: code %d", code))
+		return
+	}
+	client := r.client(from, pkt, cn)
+	if reason, err := verify(pkt, client); err != nil {
+		r.s.drop(reason, from, err)
+		return
+	}
+	p, err := radius.Parse(pkt, client.Secret)
+	if err != nil {
+		r.s.drop(metrics.DropMalformed, from, err)
+		return
+	}
+	w := &streamWriter{s: r.s, sc: sc, secret: client.Secret, reqCode: pkt[0]}
+	if code == radius.CodeStatusServer {
+		r.s.statusServer(w, p, kind)
+		return
+	}
+	h.ServeRADIUS(w, &Request{Packet: p, Client: client, RemoteAddr: from, Received: at, ctx: r.s.ctx})
+}
+
+type streamConn struct {
+	mu sync.Mutex
+	c  *tls.Conn
+}
+
+type streamWriter struct {
+	s       *Server
+	sc      *streamConn
+	secret  []byte
+	reqCode byte
+	wrote   bool
+}
+
+// Write signs the reply as on UDP (Message-Authenticator always) and writes it whole.
+func (w *streamWriter) Write(reply *radius.Packet) error {
+	if w.wrote {
+		return errors.New("radius: reply already written")
+	}
+	reply.Secret = w.secret
+	reply.Del(radiusx.TypeMessageAuthenticator)
+	b, err := reply.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	b, off := radiusx.AppendMessageAuthenticator(b)
+	radiusx.SignResponse(b, off, w.secret, w.reqCode)
+	w.wrote = true
+	w.sc.mu.Lock()
+	defer w.sc.mu.Unlock()
+	_ = w.sc.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := w.sc.c.Write(b); err != nil {
+		w.s.opt.Log.Warn("radsec reply not sent", "err", err)
+		return err
+	}
+	return nil
+}
+
+// Close stops accepting, lets the requests in flight finish (bounded by ctx), then closes
+// every connection.
+func (r *RadSec) Close(ctx context.Context) error {
+	if !r.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(r.done)
+	_ = r.ln.Close()
+	// Unblock readers waiting for the next packet; replies in flight can still be written.
+	r.conns.Range(func(k, _ any) bool {
+		_ = k.(net.Conn).SetReadDeadline(time.Now())
+		return true
+	})
+	done := make(chan struct{})
+	go func() { r.reqs.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("radsec drain: %w", ctx.Err())
+	}
+	r.conns.Range(func(k, _ any) bool {
+		_ = k.(net.Conn).Close()
+		return true
+	})
+	r.wg.Wait()
+	return err
+}

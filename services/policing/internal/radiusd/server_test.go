@@ -1,0 +1,643 @@
+package radiusd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2866"
+
+	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/nas"
+)
+
+const secret = "radiusd-test-secret"
+
+func dropped(reason string) float64 {
+	return testutil.ToFloat64(metrics.Dropped.WithLabelValues(reason))
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitDrop waits until the drop counter of reason reached before+delta.
+func waitDrop(t *testing.T, reason string, before, delta float64) {
+	t.Helper()
+	waitFor(t, reason+" drop", func() bool { return dropped(reason) >= before+delta })
+}
+
+func quietLog() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func clientTable(t *testing.T, cs ...config.Client) *nas.Table {
+	t.Helper()
+	dir := t.TempDir()
+	for i := range cs {
+		if cs[i].SecretFile == "" {
+			f := filepath.Join(dir, cs[i].Name)
+			if err := os.WriteFile(f, []byte(secret+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cs[i].SecretFile = f
+		}
+	}
+	tab, err := nas.Build(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+func loopbackClient() config.Client {
+	return config.Client{Name: "lo", Address: "127.0.0.1"}
+}
+
+type fixture struct {
+	s          *Server
+	auth, acct *net.UDPConn
+}
+
+func start(t *testing.T, opt Options, tab *nas.Table, authH, acctH Handler) *fixture {
+	t.Helper()
+	if opt.Log == nil {
+		opt.Log = quietLog()
+	}
+	if opt.Readers == 0 {
+		opt.Readers = 1
+	}
+	s := New(opt, tab)
+	f := &fixture{s: s}
+	var err error
+	if f.auth, err = s.Listen("127.0.0.1:0", Auth, authH); err != nil {
+		t.Fatal(err)
+	}
+	if f.acct, err = s.Listen("127.0.0.1:0", Acct, acctH); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	return f
+}
+
+// recorder is a handler that counts its calls, can be held, and answers with code.
+type recorder struct {
+	code      radius.Code
+	calls     atomic.Int32
+	writeErrs atomic.Int32
+	entered   chan *Request
+	release   chan struct{} // nil: do not wait
+	silent    bool          // write no reply
+	mu        sync.Mutex
+	last      *Request
+}
+
+func newRecorder(code radius.Code) *recorder {
+	return &recorder{code: code, entered: make(chan *Request, 64)}
+}
+
+func (h *recorder) ServeRADIUS(w ResponseWriter, r *Request) {
+	h.calls.Add(1)
+	h.mu.Lock()
+	h.last = r
+	h.mu.Unlock()
+	h.entered <- r
+	if h.release != nil {
+		<-h.release
+	}
+	if h.silent {
+		return
+	}
+	reply := r.Response(h.code)
+	rfc2865.ReplyMessage_SetString(reply, "ok")
+	if err := w.Write(reply); err != nil {
+		h.writeErrs.Add(1) // e.g. the socket closed by a hard shutdown
+		return
+	}
+	if err := w.Write(reply); err == nil {
+		panic("second Write succeeded")
+	}
+}
+
+type reqOpt struct {
+	code     radius.Code
+	secret   string
+	withMA   bool
+	nasID    string
+	mutateMA bool
+}
+
+// request encodes a signed request.
+func request(t *testing.T, o reqOpt) []byte {
+	t.Helper()
+	if o.secret == "" {
+		o.secret = secret
+	}
+	p := radius.New(o.code, []byte(o.secret))
+	rfc2865.UserName_SetString(p, "alice")
+	if o.nasID != "" {
+		rfc2865.NASIdentifier_SetString(p, o.nasID)
+	}
+	if o.code == radius.CodeAccountingRequest {
+		_ = rfc2866.AcctStatusType_Set(p, rfc2866.AcctStatusType_Value_Start)
+		_ = rfc2866.AcctSessionID_SetString(p, "s1")
+	}
+	b, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := -1
+	if o.withMA {
+		b, off = radiusx.AppendMessageAuthenticator(b)
+	}
+	radiusx.SignRequest(b, off, []byte(o.secret))
+	if o.mutateMA {
+		b[off] ^= 0xff
+	}
+	return b
+}
+
+func dial(t *testing.T, c *net.UDPConn) *net.UDPConn {
+	t.Helper()
+	conn, err := net.DialUDP("udp", nil, c.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+func readReply(conn *net.UDPConn, timeout time.Duration) ([]byte, error) {
+	buf := make([]byte, 4096)
+	_ = conn.SetReadDeadline(time.Now().Add(timeout))
+	n, err := conn.Read(buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// roundTrip sends b and returns the verified reply.
+func roundTrip(t *testing.T, conn *net.UDPConn, b []byte) *radius.Packet {
+	t.Helper()
+	if _, err := conn.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	r, err := readReply(conn, 3*time.Second)
+	if err != nil {
+		t.Fatalf("no reply: %v", err)
+	}
+	if err := radiusx.VerifyResponse(r, b[4:20], []byte(secret), true); err != nil {
+		t.Fatalf("reply does not verify (Message-Authenticator is mandatory on replies): %v", err)
+	}
+	if r[1] != b[1] {
+		t.Fatalf("reply identifier %d, request %d", r[1], b[1])
+	}
+	p, err := radius.Parse(r, []byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// expectNoReply checks nothing came back (call after the drop was counted).
+func expectNoReply(t *testing.T, conn *net.UDPConn) {
+	t.Helper()
+	if r, err := readReply(conn, 30*time.Millisecond); err == nil {
+		t.Fatalf("unexpected reply code %d", r[0])
+	}
+}
+
+func TestAnsweredRequestsCarryMessageAuthenticator(t *testing.T) {
+	auth, acct := newRecorder(radius.CodeAccessAccept), newRecorder(radius.CodeAccountingResponse)
+	f := start(t, Options{Workers: 2, DuplicateWindow: time.Second}, clientTable(t, loopbackClient()), auth, acct)
+	p := roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	if p.Code != radius.CodeAccessAccept || rfc2865.ReplyMessage_GetString(p) != "ok" {
+		t.Fatalf("reply %v %q", p.Code, rfc2865.ReplyMessage_GetString(p))
+	}
+	// Accounting without Message-Authenticator is fine (request authenticator protects it).
+	q := roundTrip(t, dial(t, f.acct), request(t, reqOpt{code: radius.CodeAccountingRequest}))
+	if q.Code != radius.CodeAccountingResponse {
+		t.Fatalf("reply %v", q.Code)
+	}
+	r := <-auth.entered
+	if r.Client == nil || r.Client.Name != "lo" || !r.RemoteAddr.Addr().IsLoopback() || r.Received.IsZero() {
+		t.Fatalf("request fields: %+v", r)
+	}
+	if r.Context() == nil || r.Context().Err() != nil {
+		t.Fatal("request context must be live while serving")
+	}
+	if auth.calls.Load() != 1 || acct.calls.Load() != 1 {
+		t.Fatalf("calls auth=%d acct=%d", auth.calls.Load(), acct.calls.Load())
+	}
+}
+
+func TestOptionalMessageAuthenticator(t *testing.T) {
+	no := false
+	c := loopbackClient()
+	c.RequireMessageAuthenticator = &no
+	auth := newRecorder(radius.CodeAccessReject)
+	f := start(t, Options{Workers: 1}, clientTable(t, c), auth, newRecorder(radius.CodeAccountingResponse))
+	p := roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest}))
+	if p.Code != radius.CodeAccessReject {
+		t.Fatalf("code %v", p.Code)
+	}
+	// Present but wrong still drops.
+	before := dropped(metrics.DropBadMA)
+	conn := dial(t, f.auth)
+	_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, mutateMA: true}))
+	waitDrop(t, metrics.DropBadMA, before, 1)
+	expectNoReply(t, conn)
+}
+
+// Each malformed, forged or unknown packet is dropped with its reason and never reaches
+// the handler.
+func TestDropReasons(t *testing.T) {
+	auth, acct := newRecorder(radius.CodeAccessAccept), newRecorder(radius.CodeAccountingResponse)
+	strict := config.Client{Name: "natted", Address: "127.0.0.2", NASIdentifier: "bng-7"}
+	f := start(t, Options{Workers: 2, DuplicateWindow: time.Second}, clientTable(t, loopbackClient(), strict), auth, acct)
+
+	badFraming := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+	badFraming = append(badFraming, 1, 9, 'x') // attribute overruns the packet
+	badFraming[3] += 3
+	cases := []struct {
+		name   string
+		port   *net.UDPConn
+		pkt    []byte
+		reason string
+	}{
+		{"short datagram", f.auth, []byte{1, 2, 0, 20, 0}, metrics.DropMalformed},
+		{"length beyond datagram", f.auth, func() []byte {
+			b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+			return b[:len(b)-1]
+		}(), metrics.DropMalformed},
+		{"attribute framing", f.auth, badFraming, metrics.DropMalformed},
+		{"accounting on auth port", f.auth, request(t, reqOpt{code: radius.CodeAccountingRequest}), metrics.DropUnsupported},
+		{"access on acct port", f.acct, request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}), metrics.DropUnsupported},
+		{"reply code", f.auth, request(t, reqOpt{code: radius.CodeAccessAccept}), metrics.DropUnsupported},
+		{"CoA on auth port", f.auth, request(t, reqOpt{code: radius.CodeCoARequest}), metrics.DropUnsupported},
+		{"missing MA", f.auth, request(t, reqOpt{code: radius.CodeAccessRequest}), metrics.DropMissingMA},
+		{"Status-Server without MA", f.acct, request(t, reqOpt{code: radius.CodeStatusServer}), metrics.DropMissingMA},
+		{"forged MA", f.auth, request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, mutateMA: true}), metrics.DropBadMA},
+		{"MA with wrong secret", f.auth, request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, secret: "guess"}), metrics.DropBadMA},
+		{"accounting MA with wrong secret", f.acct, request(t, reqOpt{code: radius.CodeAccountingRequest, withMA: true, secret: "guess"}), metrics.DropBadMA},
+		{"accounting authenticator wrong secret", f.acct, request(t, reqOpt{code: radius.CodeAccountingRequest, secret: "guess"}), metrics.DropBadAuthenticator},
+		{"two MA", f.auth, func() []byte {
+			b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+			b, _ = radiusx.AppendMessageAuthenticator(b)
+			return b
+		}(), metrics.DropBadMA},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := dropped(c.reason)
+			conn := dial(t, c.port)
+			if _, err := conn.Write(c.pkt); err != nil {
+				t.Fatal(err)
+			}
+			waitDrop(t, c.reason, before, 1)
+			expectNoReply(t, conn)
+		})
+	}
+	if n := auth.calls.Load() + acct.calls.Load(); n != 0 {
+		t.Fatalf("handlers called %d times for dropped packets", n)
+	}
+}
+
+func TestUnknownClient(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	other := config.Client{Name: "far", Address: "192.0.2.0/24"}
+	strict := config.Client{Name: "natted", Address: "127.0.0.1", NASIdentifier: "bng-7"}
+	f := start(t, Options{Workers: 1}, clientTable(t, other, strict), auth, newRecorder(radius.CodeAccountingResponse))
+	for _, nasID := range []string{"", "bng-8"} {
+		before := dropped(metrics.DropUnknownClient)
+		conn := dial(t, f.auth)
+		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, nasID: nasID}))
+		waitDrop(t, metrics.DropUnknownClient, before, 1)
+		expectNoReply(t, conn)
+	}
+	// The NAS-Identifier the client is configured with makes it known.
+	p := roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, nasID: "bng-7"}))
+	if p.Code != radius.CodeAccessAccept {
+		t.Fatalf("code %v", p.Code)
+	}
+	if r := <-auth.entered; r.Client.Name != "natted" {
+		t.Fatalf("client %q", r.Client.Name)
+	}
+	// Hot reload: a table without the client makes it unknown again.
+	f.s.SetClients(clientTable(t, other))
+	if f.s.Clients().Match(f.auth.LocalAddr().(*net.UDPAddr).AddrPort().Addr(), nil) != nil {
+		t.Fatal("new table not in force")
+	}
+	before := dropped(metrics.DropUnknownClient)
+	_, _ = dial(t, f.auth).Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, nasID: "bng-7"}))
+	waitDrop(t, metrics.DropUnknownClient, before, 1)
+}
+
+// RFC 5997: Status-Server is answered by the server itself on both ports, with
+// Message-Authenticator, without reaching the handlers.
+func TestStatusServer(t *testing.T) {
+	auth, acct := newRecorder(radius.CodeAccessReject), newRecorder(radius.CodeAccountingResponse)
+	f := start(t, Options{Workers: 1, DuplicateWindow: time.Second}, clientTable(t, loopbackClient()), auth, acct)
+	for _, c := range []struct {
+		port *net.UDPConn
+		want radius.Code
+	}{{f.auth, radius.CodeAccessAccept}, {f.acct, radius.CodeAccountingResponse}} {
+		p := roundTrip(t, dial(t, c.port), request(t, reqOpt{code: radius.CodeStatusServer, withMA: true}))
+		if p.Code != c.want {
+			t.Fatalf("Status-Server answered %v, want %v", p.Code, c.want)
+		}
+	}
+	if n := auth.calls.Load() + acct.calls.Load(); n != 0 {
+		t.Fatalf("handlers saw Status-Server %d times", n)
+	}
+}
+
+// RFC 5080: a copy that arrives while the original is in flight is dropped as duplicate; a
+// copy after the answer gets the cached reply, and the handler runs once.
+func TestDuplicates(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	auth.release = make(chan struct{})
+	f := start(t, Options{Workers: 4, DuplicateWindow: time.Minute}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	conn := dial(t, f.auth)
+	b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+	_, _ = conn.Write(b)
+	<-auth.entered // in flight
+	before := dropped(metrics.DropDuplicate)
+	_, _ = conn.Write(b)
+	waitDrop(t, metrics.DropDuplicate, before, 1)
+	close(auth.release)
+	first, err := readReply(conn, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := testutil.ToFloat64(metrics.DuplicatesAnswered)
+	_, _ = conn.Write(b)
+	again, err := readReply(conn, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(first) {
+		t.Fatal("retransmission got a different reply")
+	}
+	if d := testutil.ToFloat64(metrics.DuplicatesAnswered) - answered; d != 1 {
+		t.Fatalf("duplicates answered delta %v", d)
+	}
+	// A new request (new authenticator, same identifier) is processed.
+	b2 := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+	b2[1] = b[1]
+	radiusx.SignRequest(b2, len(b2)-16, []byte(secret))
+	roundTrip(t, conn, b2)
+	// Another source port with the same bytes is another request.
+	roundTrip(t, dial(t, f.auth), b)
+	if n := auth.calls.Load(); n != 3 {
+		t.Fatalf("handler ran %d times, want 3", n)
+	}
+}
+
+// A request the handler did not answer (e.g. the store failed) must be processed again
+// when the NAS retransmits it.
+func TestUnansweredRetransmissionIsProcessedAgain(t *testing.T) {
+	acct := newRecorder(radius.CodeAccountingResponse)
+	acct.silent = true
+	f := start(t, Options{Workers: 1, DuplicateWindow: time.Minute}, clientTable(t, loopbackClient()), newRecorder(radius.CodeAccessAccept), acct)
+	conn := dial(t, f.acct)
+	b := request(t, reqOpt{code: radius.CodeAccountingRequest})
+	for i := 1; i <= 3; i++ {
+		_, _ = conn.Write(b)
+		<-acct.entered
+		waitFor(t, "handler return", func() bool { return acct.calls.Load() == int32(i) })
+	}
+	expectNoReply(t, conn)
+}
+
+func TestDuplicateDetectionOff(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	f := start(t, Options{Workers: 1}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	conn := dial(t, f.auth)
+	b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+	roundTrip(t, conn, b)
+	roundTrip(t, conn, b)
+	if n := auth.calls.Load(); n != 2 {
+		t.Fatalf("without a duplicate window each copy is processed: %d", n)
+	}
+}
+
+// With one busy worker and a one-slot queue, a burst is dropped as overload, counted, and
+// the readers keep going: once the worker is free the server answers again.
+func TestOverloadQueueFull(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	auth.release = make(chan struct{})
+	f := start(t, Options{Workers: 1, QueueSize: 1, MaxQueueWait: time.Minute}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	conn := dial(t, f.auth)
+	_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	<-auth.entered // the only worker is busy
+	before := dropped(metrics.DropOverload)
+	const burst = 20
+	for i := 0; i < burst; i++ {
+		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	}
+	// One fits in the queue; the rest are dropped (the kernel may lose a few on loopback).
+	waitDrop(t, metrics.DropOverload, before, burst-5)
+	close(auth.release)
+	waitFor(t, "queued request served", func() bool { return auth.calls.Load() >= 2 })
+	p := roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	if p.Code != radius.CodeAccessAccept {
+		t.Fatal("not serving after overload")
+	}
+	if got := auth.calls.Load(); got > 3 {
+		t.Fatalf("handler ran %d times; dropped requests must not be served", got)
+	}
+}
+
+// A request that waited in the queue longer than MaxQueueWait is dropped as overload
+// instead of answered late.
+func TestOverloadQueueWait(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	auth.release = make(chan struct{})
+	const wait = 50 * time.Millisecond
+	f := start(t, Options{Workers: 1, QueueSize: 8, MaxQueueWait: wait}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	conn := dial(t, f.auth)
+	// Occupy the worker (on a loaded machine the first request may itself wait too long:
+	// send again until one is served).
+	for entered := false; !entered; {
+		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+		select {
+		case <-auth.entered:
+			entered = true
+		case <-time.After(time.Second):
+		}
+	}
+	depth := testutil.ToFloat64(metrics.QueueDepth)
+	late := dial(t, f.auth)
+	_, _ = late.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	waitFor(t, "request queued", func() bool { return testutil.ToFloat64(metrics.QueueDepth) >= depth+1 })
+	before := dropped(metrics.DropOverload)
+	time.Sleep(2 * wait)
+	close(auth.release)
+	waitDrop(t, metrics.DropOverload, before, 1)
+	expectNoReply(t, late)
+	if n := auth.calls.Load(); n != 1 {
+		t.Fatalf("stale request served (%d calls)", n)
+	}
+}
+
+// Shutdown stops reading but answers everything queued and in flight.
+func TestShutdownDrains(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	auth.release = make(chan struct{})
+	f := start(t, Options{Workers: 1, QueueSize: 16}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	var conns []*net.UDPConn
+	var reqs [][]byte
+	depth := testutil.ToFloat64(metrics.QueueDepth) // process-global: compare with the start
+	for i := 0; i < 3; i++ {
+		c := dial(t, f.auth)
+		b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+		_, _ = c.Write(b)
+		conns, reqs = append(conns, c), append(reqs, b)
+		if i == 0 {
+			<-auth.entered
+		}
+	}
+	waitFor(t, "two queued", func() bool { return testutil.ToFloat64(metrics.QueueDepth) >= depth+2 })
+	done := make(chan error, 1)
+	go func() { done <- f.s.Shutdown(context.Background()) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned before the in-flight request was answered: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(auth.release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown did not return")
+	}
+	for i, c := range conns {
+		r, err := readReply(c, time.Second)
+		if err != nil {
+			t.Fatalf("request %d not answered during drain: %v", i, err)
+		}
+		if err := radiusx.VerifyResponse(r, reqs[i][4:20], []byte(secret), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := auth.calls.Load(); n != 3 {
+		t.Fatalf("handler ran %d times", n)
+	}
+	// Shutdown is idempotent and the sockets are closed.
+	if err := f.s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.auth.WriteToUDPAddrPort([]byte{0}, conns[0].LocalAddr().(*net.UDPAddr).AddrPort()); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("socket still open after Shutdown: %v", err)
+	}
+}
+
+// When the drain deadline passes, Shutdown gives up, reports it and cancels the requests'
+// context so that handlers stop.
+func TestShutdownDeadline(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	auth.release = make(chan struct{})
+	f := start(t, Options{Workers: 1}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	_, _ = dial(t, f.auth).Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	r := <-auth.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	err := f.s.Shutdown(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want deadline exceeded", err)
+	}
+	if r.Context().Err() == nil {
+		t.Fatal("request context not cancelled after a hard shutdown")
+	}
+	close(auth.release)
+	waitFor(t, "handler to finish", func() bool { return auth.writeErrs.Load() == 1 })
+}
+
+func TestListenErrors(t *testing.T) {
+	s := New(Options{Workers: 1, Log: quietLog()}, clientTable(t, loopbackClient()))
+	defer s.Shutdown(context.Background())
+	if _, err := s.Listen("not an address", Auth, newRecorder(radius.CodeAccessAccept)); err == nil {
+		t.Fatal("bad address accepted")
+	}
+	c, err := s.Listen("127.0.0.1:0", Auth, newRecorder(radius.CodeAccessAccept))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Listen(c.LocalAddr().String(), Acct, newRecorder(radius.CodeAccessAccept)); err == nil {
+		t.Fatal("port in use accepted")
+	}
+	if Auth.String() != "auth" || Acct.String() != "acct" {
+		t.Fatal("kind names")
+	}
+}
+
+func TestAccepts(t *testing.T) {
+	cases := []struct {
+		k    Kind
+		c    radius.Code
+		want bool
+	}{
+		{Auth, radius.CodeAccessRequest, true},
+		{Auth, radius.CodeAccountingRequest, false},
+		{Auth, radius.CodeStatusServer, true},
+		{Acct, radius.CodeAccountingRequest, true},
+		{Acct, radius.CodeAccessRequest, false},
+		{Acct, radius.CodeStatusServer, true},
+		{Auth, radius.CodeAccessAccept, false},
+		{Acct, radius.CodeDisconnectRequest, false},
+		{Auth, radius.Code(0), false},
+	}
+	for _, c := range cases {
+		if got := accepts(c.k, c.c); got != c.want {
+			t.Errorf("accepts(%v, %v) = %v", c.k, c.c, got)
+		}
+	}
+}
+
+func TestRateLimiter(t *testing.T) {
+	var r rateLimiter
+	// Within one second only the first of a burst is allowed; the test retries if it
+	// straddled a second boundary.
+	for attempt := 0; attempt < 3; attempt++ {
+		sec := time.Now().Unix()
+		first, second := r.allow("x"), r.allow("x")
+		other := r.allow("y")
+		if time.Now().Unix() != sec {
+			continue
+		}
+		if !first && attempt == 0 || second || !other && attempt == 0 {
+			t.Fatalf("allow: first=%v second=%v other=%v", first, second, other)
+		}
+		return
+	}
+}

@@ -1,0 +1,221 @@
+// Package cassandratest starts real Cassandra nodes for tests through hack/cassandra.sh.
+//
+// Integration tests call Main from TestMain. Without Java 17 or the Cassandra jars (make
+// provision) the tests skip, unless OPENAAA_INTEGRATION=require, where they fail. A file
+// lock serialises the test packages that need Cassandra (2 cores: one cluster at a time).
+package cassandratest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Ports used by test clusters (not the defaults, so a dev node on 9042 does not clash).
+const (
+	CQLPort     = 19042
+	StoragePort = 17000
+	JMXPort     = 17199
+)
+
+// Cluster is a running test cluster: node i listens on 127.0.0.i, alone in DC dci.
+type Cluster struct {
+	Dir    string
+	Nodes  int
+	script string
+	lock   *os.File
+}
+
+// Required reports whether OPENAAA_INTEGRATION=require.
+func Required() bool { return os.Getenv("OPENAAA_INTEGRATION") == "require" }
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for range 20 {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", errors.New("cassandratest: no go.mod above the working directory")
+}
+
+// Script returns the path of hack/cassandra.sh.
+func Script() (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "hack", "cassandra.sh"), nil
+}
+
+// Available returns nil when Java 17+ and the jars are there.
+func Available() error {
+	s, err := Script()
+	if err != nil {
+		return err
+	}
+	if out, err := exec.Command(s, "check").CombinedOutput(); err != nil {
+		return fmt.Errorf("Cassandra is not provisioned (Java 17 and the jars: run `make provision` or `hack/cassandra.sh fetch`): %v %s", err, out)
+	}
+	return nil
+}
+
+func (c *Cluster) env() []string {
+	return append(os.Environ(),
+		"CASSANDRA_DIR="+c.Dir,
+		"CASSANDRA_CQL_PORT="+strconv.Itoa(CQLPort),
+		"CASSANDRA_STORAGE_PORT="+strconv.Itoa(StoragePort),
+		"CASSANDRA_JMX_PORT="+strconv.Itoa(JMXPort),
+		// Acknowledged means on disk: the fault tests SIGKILL nodes.
+		"CASSANDRA_COMMITLOG_SYNC=group",
+	)
+}
+
+func (c *Cluster) run(args ...string) error {
+	cmd := exec.Command(c.script, args...)
+	cmd.Env = c.env()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hack/cassandra.sh %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return nil
+}
+
+// Start takes the machine-wide test lock and starts n nodes, one after another.
+func Start(n int) (*Cluster, error) {
+	s, err := Script()
+	if err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "openaaa-cassandra-test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "openaaa-cassandra-")
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	c := &Cluster{Dir: dir, Nodes: n, script: s, lock: lock}
+	if err := c.run("start", strconv.Itoa(n)); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Grow starts nodes up to n (the new ones join as seeds in their own DCs).
+func (c *Cluster) Grow(n int) error {
+	if err := c.run("start", strconv.Itoa(n)); err != nil {
+		return err
+	}
+	c.Nodes = n
+	return nil
+}
+
+// Kill SIGKILLs node i.
+func (c *Cluster) Kill(i int) error { return c.run("kill", strconv.Itoa(i)) }
+
+// StopNode stops node i gracefully... by SIGKILL: tests want the abrupt case.
+func (c *Cluster) StopNode(i int) error { return c.Kill(i) }
+
+// Restart starts node i again and waits for its CQL port.
+func (c *Cluster) Restart(i int) error { return c.run("restart", strconv.Itoa(i)) }
+
+// Stop stops every node by PID, removes the data and releases the lock.
+func (c *Cluster) Stop() error {
+	err := c.run("stop")
+	if err == nil {
+		_ = os.RemoveAll(c.Dir)
+	}
+	if c.lock != nil {
+		_ = c.lock.Close()
+		c.lock = nil
+	}
+	return err
+}
+
+// Host returns node i's address.
+func (c *Cluster) Host(i int) string { return fmt.Sprintf("127.0.0.%d", i) }
+
+// ContactPoint returns node i's host:port.
+func (c *Cluster) ContactPoint(i int) string { return fmt.Sprintf("127.0.0.%d:%d", i, CQLPort) }
+
+// DC returns node i's datacenter.
+func (c *Cluster) DC(i int) string { return fmt.Sprintf("dc%d", i) }
+
+// Main runs the tests of a package against an n-node cluster it starts and stops.
+// cluster is set for the tests; it stays nil when the tests are skipped.
+func Main(m *testing.M, n int, cluster **Cluster) int {
+	if isChild() {
+		return m.Run()
+	}
+	short := false
+	for _, a := range os.Args {
+		if a == "-test.short=true" || a == "-test.short" {
+			short = true
+		}
+	}
+	if short && !Required() {
+		fmt.Println("cassandratest: -short: Cassandra integration tests skip")
+		return m.Run()
+	}
+	if err := Available(); err != nil {
+		if Required() {
+			fmt.Fprintf(os.Stderr, "FAIL: OPENAAA_INTEGRATION=require: %v\n", err)
+			return 1
+		}
+		fmt.Printf("cassandratest: %v: integration tests skip\n", err)
+		return m.Run()
+	}
+	start := time.Now()
+	c, err := Start(n)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: starting Cassandra: %v\n", err)
+		return 1
+	}
+	fmt.Printf("cassandratest: %d node(s) up in %s\n", n, time.Since(start).Round(100*time.Millisecond))
+	*cluster = c
+	code := m.Run()
+	if err := c.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "cassandratest: stopping: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// ChildEnv marks a re-executed test binary (e.g. a second migrate process).
+const ChildEnv = "OPENAAA_CASSANDRATEST_CHILD"
+
+func isChild() bool { return os.Getenv(ChildEnv) != "" }
+
+// Skip skips t when no cluster was started.
+func Skip(t testing.TB, c *Cluster) {
+	t.Helper()
+	if c == nil {
+		t.Skip("Cassandra not available (set OPENAAA_INTEGRATION=require to fail instead)")
+	}
+}

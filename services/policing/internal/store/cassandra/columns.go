@@ -1,0 +1,184 @@
+package cassandra
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// sessionCols are the columns of a session row after the key (nas, acct_session_id),
+// shared by sessions, acct_history and sessions_closed_by_user.
+var sessionCols = []string{
+	"user_name", "state", "client_name", "nas_ip_address", "nas_identifier", "nas_port",
+	"nas_port_id", "nas_port_type", "service_type", "framed_protocol", "framed_ip",
+	"framed_ipv6_prefix", "calling_station_id", "called_station_id", "acct_multi_session_id",
+	"class", "start_time", "last_seen", "stop_time", "session_time", "input_octets",
+	"output_octets", "input_packets", "output_packets", "terminate_cause", "interim_interval",
+	"updates", "disconnect_reason",
+}
+
+func colList(extra ...string) string {
+	return strings.Join(append(extra, sessionCols...), ", ")
+}
+
+func marks(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func ipOrNil(a netip.Addr) any {
+	if !a.IsValid() {
+		return nil
+	}
+	return net.IP(a.AsSlice())
+}
+
+func ipFrom(ip net.IP) netip.Addr {
+	if ip == nil {
+		return netip.Addr{}
+	}
+	if v4 := ip.To4(); v4 != nil {
+		a, _ := netip.AddrFromSlice(v4)
+		return a
+	}
+	a, _ := netip.AddrFromSlice(ip)
+	return a
+}
+
+// Zero values are bound as "unset": the column is left as it is (no null written, no
+// tombstone). Merge never clears a field, so this writes the same row as a full write —
+// and when another DC wrote the row a moment ago and this DC's read did not see it yet,
+// Cassandra's per-cell merge keeps what that write set.
+var unset any = gocql.UnsetValue
+
+func uStr(v string) any {
+	if v == "" {
+		return unset
+	}
+	return v
+}
+
+func uInt[T uint32 | uint64](v T) any {
+	if v == 0 {
+		return unset
+	}
+	return int64(v)
+}
+
+func uIP(a netip.Addr) any {
+	if !a.IsValid() {
+		return unset
+	}
+	return net.IP(a.AsSlice())
+}
+
+func uTime(t time.Time) any {
+	if t.IsZero() {
+		return unset
+	}
+	return t
+}
+
+func uBytes(b []byte) any {
+	if len(b) == 0 {
+		return unset
+	}
+	return b
+}
+
+// values returns the bind values of sessionCols for s.
+func values(s *session.Session) []any {
+	return []any{
+		uStr(s.UserName), uStr(string(s.State)), uStr(s.ClientName), uIP(s.NASIPAddress), uStr(s.NASIdentifier),
+		uInt(s.NASPort), uStr(s.NASPortID), uInt(s.NASPortType), uInt(s.ServiceType),
+		uInt(s.FramedProtocol), uIP(s.FramedIP), uStr(s.FramedIPv6Prefix), uStr(s.CallingStationID),
+		uStr(s.CalledStationID), uStr(s.AcctMultiSessionID), uBytes(s.Class), uTime(s.StartTime),
+		uTime(s.LastSeen), uTime(s.StopTime), uInt(s.SessionTime),
+		uInt(s.InputOctets), uInt(s.OutputOctets), uInt(s.InputPackets),
+		uInt(s.OutputPackets), uInt(s.TerminateCause), uInt(s.InterimInterval),
+		uInt(s.Updates), uStr(s.DisconnectReason),
+	}
+}
+
+// row receives a scanned session row.
+type row struct {
+	s                                                       session.Session
+	state                                                   string
+	nasIP, framedIP                                         net.IP
+	nasPort, nasPortType, serviceType, framedProto, sessTim int64
+	inOct, outOct, inPkt, outPkt, cause, interim, updates   int64
+}
+
+// dest returns the scan destinations of sessionCols.
+func (r *row) dest() []any {
+	s := &r.s
+	return []any{
+		&s.UserName, &r.state, &s.ClientName, &r.nasIP, &s.NASIdentifier, &r.nasPort,
+		&s.NASPortID, &r.nasPortType, &r.serviceType, &r.framedProto, &r.framedIP,
+		&s.FramedIPv6Prefix, &s.CallingStationID, &s.CalledStationID, &s.AcctMultiSessionID,
+		&s.Class, &s.StartTime, &s.LastSeen, &s.StopTime, &r.sessTim, &r.inOct, &r.outOct,
+		&r.inPkt, &r.outPkt, &r.cause, &r.interim, &r.updates, &s.DisconnectReason,
+	}
+}
+
+func (r *row) session() *session.Session {
+	s := r.s
+	s.State = session.State(r.state)
+	s.NASIPAddress = ipFrom(r.nasIP)
+	s.FramedIP = ipFrom(r.framedIP)
+	s.NASPort = uint32(r.nasPort)
+	s.NASPortType = uint32(r.nasPortType)
+	s.ServiceType = uint32(r.serviceType)
+	s.FramedProtocol = uint32(r.framedProto)
+	s.SessionTime = uint32(r.sessTim)
+	s.InputOctets = uint64(r.inOct)
+	s.OutputOctets = uint64(r.outOct)
+	s.InputPackets = uint64(r.inPkt)
+	s.OutputPackets = uint64(r.outPkt)
+	s.TerminateCause = uint32(r.cause)
+	s.InterimInterval = uint32(r.interim)
+	s.Updates = uint32(r.updates)
+	s.StartTime = utc(s.StartTime)
+	s.LastSeen = utc(s.LastSeen)
+	s.StopTime = utc(s.StopTime)
+	if len(s.Class) == 0 {
+		s.Class = nil
+	}
+	return &s
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// sameRow reports whether two rows hold the same values (times at Cassandra's millisecond
+// precision), i.e. whether writing b over a would change nothing.
+func sameRow(a, b *session.Session) bool {
+	ms := func(t time.Time) int64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.UnixMilli()
+	}
+	return a.Key == b.Key && a.UserName == b.UserName && a.State == b.State &&
+		a.ClientName == b.ClientName && a.NASIPAddress == b.NASIPAddress &&
+		a.NASIdentifier == b.NASIdentifier && a.NASPort == b.NASPort &&
+		a.NASPortID == b.NASPortID && a.NASPortType == b.NASPortType &&
+		a.ServiceType == b.ServiceType && a.FramedProtocol == b.FramedProtocol &&
+		a.FramedIP == b.FramedIP && a.FramedIPv6Prefix == b.FramedIPv6Prefix &&
+		a.CallingStationID == b.CallingStationID && a.CalledStationID == b.CalledStationID &&
+		a.AcctMultiSessionID == b.AcctMultiSessionID && string(a.Class) == string(b.Class) &&
+		ms(a.StartTime) == ms(b.StartTime) && ms(a.LastSeen) == ms(b.LastSeen) &&
+		ms(a.StopTime) == ms(b.StopTime) && a.SessionTime == b.SessionTime &&
+		a.InputOctets == b.InputOctets && a.OutputOctets == b.OutputOctets &&
+		a.InputPackets == b.InputPackets && a.OutputPackets == b.OutputPackets &&
+		a.TerminateCause == b.TerminateCause && a.InterimInterval == b.InterimInterval &&
+		a.DisconnectReason == b.DisconnectReason
+}

@@ -1,0 +1,226 @@
+package cassandra
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// Hybrid is a bounded local cache in front of the Cassandra store (write-through).
+//
+// Reads (Get, ByUser, ByFramedIP, ByNAS: the auth path) are answered from a cache entry
+// that is fresh — written or read by this node less than TTL ago; a miss or a stale entry
+// goes to Cassandra. When Cassandra cannot answer, a stale entry is served rather than
+// nothing (auth keeps working from what it can read).
+//
+// Accounting always merges onto the row read from Cassandra, never onto the cache: the next
+// message of a session may have been handled by another DC a few milliseconds ago, and the
+// cache of this DC cannot know. So a session moving between DCs stays exact; what the
+// cache saves is the auth path's reads. The lookups (user, framed IP, NAS) always come from
+// Cassandra too (they change in other DCs); only the session rows they point to are cached.
+type Hybrid struct {
+	*Store
+	ttl  time.Duration
+	size int
+
+	mu sync.Mutex
+	ll *list.List // front: most recently used
+	m  map[session.Key]*list.Element
+}
+
+type cacheEntry struct {
+	s  *session.Session
+	at time.Time
+}
+
+// NewHybrid puts a cache of size sessions, fresh for ttl, in front of st. Closing the hybrid
+// closes st.
+func NewHybrid(st *Store, size int, ttl time.Duration) *Hybrid {
+	if size < 1 {
+		size = 1
+	}
+	return &Hybrid{Store: st, ttl: ttl, size: size, ll: list.New(), m: map[session.Key]*list.Element{}}
+}
+
+func clone(s *session.Session) *session.Session {
+	c := *s
+	c.Class = append([]byte(nil), s.Class...)
+	if len(c.Class) == 0 {
+		c.Class = nil
+	}
+	return &c
+}
+
+func (h *Hybrid) put(s *session.Session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	if e, ok := h.m[s.Key]; ok {
+		e.Value = &cacheEntry{s: clone(s), at: now}
+		h.ll.MoveToFront(e)
+		return
+	}
+	h.m[s.Key] = h.ll.PushFront(&cacheEntry{s: clone(s), at: now})
+	for h.ll.Len() > h.size {
+		last := h.ll.Back()
+		delete(h.m, last.Value.(*cacheEntry).s.Key)
+		h.ll.Remove(last)
+	}
+	cacheEntries.Set(float64(h.ll.Len()))
+}
+
+func (h *Hybrid) remove(k session.Key) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, ok := h.m[k]; ok {
+		h.ll.Remove(e)
+		delete(h.m, k)
+	}
+	cacheEntries.Set(float64(h.ll.Len()))
+}
+
+// lookup returns a copy of the entry and whether it is fresh.
+func (h *Hybrid) lookup(k session.Key) (*session.Session, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.m[k]
+	if !ok {
+		return nil, false
+	}
+	ce := e.Value.(*cacheEntry)
+	h.ll.MoveToFront(e)
+	return clone(ce.s), time.Since(ce.at) < h.ttl
+}
+
+// Len returns the number of cached sessions.
+func (h *Hybrid) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ll.Len()
+}
+
+// Apply writes through to Cassandra (merging onto the row read there) and caches the result.
+func (h *Hybrid) Apply(ctx context.Context, u *session.Update) error {
+	merged, err := h.Store.apply(ctx, u)
+	switch {
+	case err != nil || merged == nil: // failed or spooled: the row is not known here
+		h.remove(u.Session.Key)
+	case merged.State != session.Active:
+		h.remove(merged.Key)
+	default:
+		h.put(merged)
+	}
+	return err
+}
+
+// Get answers from a fresh entry, else from Cassandra (a stale entry when Cassandra fails).
+func (h *Hybrid) Get(ctx context.Context, k session.Key) (*session.Session, error) {
+	cached, fresh := h.lookup(k)
+	if fresh {
+		cacheRequests.WithLabelValues("hit").Inc()
+		return cached, nil
+	}
+	if cached == nil {
+		cacheRequests.WithLabelValues("miss").Inc()
+	} else {
+		cacheRequests.WithLabelValues("stale").Inc()
+	}
+	s, err := h.Store.Get(ctx, k)
+	switch {
+	case err == nil:
+		h.put(s)
+		return s, nil
+	case errors.Is(err, session.ErrNotFound):
+		h.remove(k)
+		return nil, err
+	case cached != nil:
+		cacheRequests.WithLabelValues("stale_served").Inc()
+		return cached, nil
+	}
+	return nil, err
+}
+
+// ByUser reads the user's lookup from Cassandra and the sessions through the cache.
+func (h *Hybrid) ByUser(ctx context.Context, user string) ([]*session.Session, error) {
+	keys, err := h.userKeys(ctx, user)
+	if err != nil {
+		if out := h.scan(func(s *session.Session) bool { return s.UserName == user }); len(out) > 0 {
+			return out, nil
+		}
+		return nil, err
+	}
+	return h.getMany(ctx, keys, h.Get)
+}
+
+// ByFramedIP reads the lookup from Cassandra and the session through the cache.
+func (h *Hybrid) ByFramedIP(ctx context.Context, ip netip.Addr) (*session.Session, error) {
+	if !ip.IsValid() {
+		return nil, session.ErrNotFound
+	}
+	k, err := h.framedIPKey(ctx, ip)
+	if err != nil {
+		if !errors.Is(err, session.ErrNotFound) {
+			if out := h.scan(func(s *session.Session) bool { return s.FramedIP == ip }); len(out) == 1 {
+				return out[0], nil
+			}
+		}
+		return nil, err
+	}
+	s, err := h.Get(ctx, k)
+	if err == nil && s.FramedIP != ip {
+		return nil, session.ErrNotFound
+	}
+	return s, err
+}
+
+// ByNAS reads the NAS lookup from Cassandra and the sessions through the cache.
+func (h *Hybrid) ByNAS(ctx context.Context, nas string) ([]*session.Session, error) {
+	ids, err := h.nasIDs(ctx, nas)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]session.Key, len(ids))
+	for i, id := range ids {
+		keys[i] = session.Key{NAS: nas, ID: id}
+	}
+	return h.getMany(ctx, keys, h.Get)
+}
+
+// CloseNAS closes the NAS's sessions in Cassandra and drops them from the cache.
+func (h *Hybrid) CloseNAS(ctx context.Context, nas string, at time.Time, cause uint32) (int, error) {
+	n, err := h.Store.CloseNAS(ctx, nas, at, cause)
+	h.mu.Lock()
+	for k, e := range h.m {
+		if k.NAS == nas {
+			h.ll.Remove(e)
+			delete(h.m, k)
+		}
+	}
+	cacheEntries.Set(float64(h.ll.Len()))
+	h.mu.Unlock()
+	return n, err
+}
+
+// scan returns copies of the cached active sessions matching f (fallback when Cassandra
+// cannot answer a lookup).
+func (h *Hybrid) scan(f func(*session.Session) bool) []*session.Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*session.Session
+	for _, e := range h.m {
+		if s := e.Value.(*cacheEntry).s; s.State == session.Active && f(s) {
+			out = append(out, clone(s))
+		}
+	}
+	if len(out) > 0 {
+		cacheRequests.WithLabelValues("stale_served").Inc()
+	}
+	return out
+}
+
+var _ session.Store = (*Hybrid)(nil)

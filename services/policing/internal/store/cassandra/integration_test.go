@@ -1,0 +1,644 @@
+package cassandra_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/openaaa/openaaa/services/policing/internal/migrate"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/spool"
+	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
+	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra/cassandratest"
+)
+
+var cluster *cassandratest.Cluster
+
+func TestMain(m *testing.M) {
+	if os.Getenv(cassandratest.ChildEnv) == "migrate" {
+		// A second process for the concurrent-migration test.
+		args := strings.Fields(os.Getenv("MIGRATE_ARGS"))
+		os.Exit(migrate.Main(context.Background(), args, os.Stdout, os.Stderr))
+	}
+	os.Exit(cassandratest.Main(m, 1, &cluster))
+}
+
+var ksSeq atomic.Int64
+
+// keyspace returns a fresh keyspace name for one test.
+func keyspace(t *testing.T) string {
+	return fmt.Sprintf("t%d_%d", time.Now().Unix()%100000, ksSeq.Add(1))
+}
+
+func conn(ks string, node int) cassandra.ConnOptions {
+	return cassandra.ConnOptions{
+		ContactPoints: []string{cluster.ContactPoint(node)}, LocalDC: cluster.DC(node), Keyspace: ks,
+		Timeout: 3 * time.Second, ConnectTimeout: 5 * time.Second, NumConns: 1,
+	}
+}
+
+func migrateKS(t *testing.T, ks string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := migrate.Run(ctx, migrate.Options{Conn: conn(ks, 1)}); err != nil {
+		t.Fatalf("migrate %s: %v", ks, err)
+	}
+}
+
+func openStore(t *testing.T, ks string, o cassandra.Options) *cassandra.Store {
+	t.Helper()
+	if o.Conn.Keyspace == "" {
+		o.Conn = conn(ks, 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := cassandra.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func start(nas, id, user, ip string, at time.Time) *session.Update {
+	return &session.Update{Kind: session.KindStart, Session: session.Session{
+		Key: session.Key{NAS: nas, ID: id}, UserName: user, FramedIP: netip.MustParseAddr(ip),
+		NASIPAddress: netip.MustParseAddr("192.0.2.1"), Class: []byte("cls"), StartTime: at, LastSeen: at,
+		CallingStationID: "aa-bb", InterimInterval: 600,
+	}}
+}
+
+func interim(nas, id string, n int, at time.Time) *session.Update {
+	return &session.Update{Kind: session.KindInterim, Session: session.Session{
+		Key: session.Key{NAS: nas, ID: id}, LastSeen: at, SessionTime: uint32(60 * n),
+		InputOctets: uint64(1000 * n), OutputOctets: uint64(2000 * n),
+	}}
+}
+
+func stop(nas, id string, n int, at time.Time) *session.Update {
+	u := interim(nas, id, n, at)
+	u.Kind = session.KindStop
+	u.Session.TerminateCause = 1
+	return u
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestSessionFlowAndLookups(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	st := openStore(t, ks, cassandra.Options{})
+	defer st.Close(context.Background())
+	c := ctx(t)
+
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.Apply(c, start("nas1", "s1", "alice", "10.0.0.1", t0)))
+	must(st.Apply(c, start("nas1", "s2", "alice", "10.0.0.2", t0)))
+	must(st.Apply(c, start("nas2", "s3", "bob", "10.0.0.3", t0)))
+	for i := 1; i <= 5; i++ {
+		must(st.Apply(c, interim("nas1", "s1", i, t0.Add(time.Duration(i)*time.Minute))))
+	}
+	s, err := st.Get(c, session.Key{NAS: "nas1", ID: "s1"})
+	must(err)
+	if s.Updates != 6 || s.SessionTime != 300 || s.InputOctets != 5000 || s.UserName != "alice" ||
+		string(s.Class) != "cls" || s.State != session.Active || !s.StartTime.Equal(t0) ||
+		s.FramedIP != netip.MustParseAddr("10.0.0.1") || s.InterimInterval != 600 {
+		t.Fatalf("after start + 5 interims: %+v", s)
+	}
+	if got, err := st.ByUser(c, "alice"); err != nil || len(got) != 2 {
+		t.Fatalf("ByUser(alice) = %d sessions, %v", len(got), err)
+	}
+	if got, err := st.ByFramedIP(c, netip.MustParseAddr("10.0.0.3")); err != nil || got.ID != "s3" {
+		t.Fatalf("ByFramedIP = %v, %v", got, err)
+	}
+	if got, err := st.ByNAS(c, "nas1"); err != nil || len(got) != 2 {
+		t.Fatalf("ByNAS(nas1) = %d, %v", len(got), err)
+	}
+
+	must(st.Apply(c, stop("nas1", "s1", 6, t0.Add(6*time.Minute))))
+	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "s1"}); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("Get after Stop: %v", err)
+	}
+	if _, err := st.ByFramedIP(c, netip.MustParseAddr("10.0.0.1")); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("framed IP not freed: %v", err)
+	}
+	if got, _ := st.ByUser(c, "alice"); len(got) != 1 || got[0].ID != "s2" {
+		t.Fatalf("ByUser after stop: %v", got)
+	}
+	if got, _ := st.ByNAS(c, "nas1"); len(got) != 1 {
+		t.Fatalf("ByNAS after stop: %d", len(got))
+	}
+	// A late interim does not bring the stopped session back.
+	must(st.Apply(c, interim("nas1", "s1", 4, t0.Add(4*time.Minute))))
+	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "s1"}); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("late interim revived the session: %v", err)
+	}
+	h, err := st.History(c, "alice", 10)
+	must(err)
+	if len(h) != 1 || h[0].ID != "s1" || h[0].State != session.Stopped || h[0].TerminateCause != 1 ||
+		h[0].SessionTime != 360 || !h[0].StopTime.Equal(t0.Add(6*time.Minute)) {
+		t.Fatalf("History = %+v", h)
+	}
+	recs, err := st.SessionHistory(c, session.Key{NAS: "nas1", ID: "s1"})
+	must(err)
+	var kinds []string
+	for _, r := range recs {
+		kinds = append(kinds, r.Kind)
+	}
+	if got := strings.Join(kinds, ","); got != "start,interim,interim,interim,interim,interim,stop,interim" {
+		t.Fatalf("history kinds = %s", got)
+	}
+	// The support engineer's lookups.
+	var n int
+	must(st.Session().Query("SELECT count(*) FROM acct_history_by_user WHERE user_name = ? AND day = ?", "alice", t0).Scan(&n))
+	if n != 9 { // s1: 8 records, s2: its start
+		t.Fatalf("acct_history_by_user(alice) = %d rows, want 9", n)
+	}
+	must(st.Session().Query("SELECT count(*) FROM acct_history_by_framed_ip WHERE framed_ip = ? AND day = ?", "10.0.0.1", t0).Scan(&n))
+	if n != 8 {
+		t.Fatalf("acct_history_by_framed_ip(10.0.0.1) = %d rows, want 8", n)
+	}
+}
+
+func TestHistoryTTLAndAuthLog(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	st := openStore(t, ks, cassandra.Options{Expiry: func(*session.Session) time.Duration { return 25 * time.Minute }})
+	defer st.Close(context.Background())
+	c := ctx(t)
+	now := time.Now().UTC()
+	if err := st.Apply(c, start("nas1", "s1", "carol", "10.0.1.1", now)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.LogAuth(c, cassandra.AuthRecord{UserName: "carol", NAS: "nas1", Result: "accept", At: now}); err != nil {
+		t.Fatal(err)
+	}
+	week := 7 * 24 * 3600
+	check := func(q string, lo, hi int, args ...any) {
+		t.Helper()
+		var ttl int
+		if err := st.Session().Query(q, args...).Scan(&ttl); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if ttl < lo || ttl > hi {
+			t.Fatalf("%s: TTL %d not in [%d, %d]", q, ttl, lo, hi)
+		}
+	}
+	check("SELECT TTL(kind) FROM acct_history WHERE nas = 'nas1' AND acct_session_id = 's1'", week-120, week)
+	check("SELECT TTL(kind) FROM acct_history_by_user WHERE user_name = 'carol' AND day = ?", week-120, week, now)
+	check("SELECT TTL(result) FROM auth_log WHERE user_name = 'carol' AND day = ?", week-120, week, now)
+	// The active row lives for the expiry; the lookups with it.
+	check("SELECT TTL(state) FROM sessions WHERE nas = 'nas1' AND acct_session_id = 's1'", 25*60-120, 25*60)
+	check("SELECT TTL(user_name) FROM sessions_by_framed_ip WHERE framed_ip = '10.0.1.1'", 25*60-120, 25*60)
+	// The table options: TWCS and a 7-day default TTL on every history table.
+	for _, tbl := range []string{"acct_history", "acct_history_by_user", "acct_history_by_framed_ip", "acct_history_by_time", "sessions_closed_by_user", "auth_log"} {
+		var ttl int
+		var comp map[string]string
+		if err := st.Session().Query("SELECT default_time_to_live, compaction FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?", ks, tbl).Scan(&ttl, &comp); err != nil {
+			t.Fatal(err)
+		}
+		if ttl != week || !strings.HasSuffix(comp["class"], "TimeWindowCompactionStrategy") {
+			t.Fatalf("%s: ttl %d, compaction %v", tbl, ttl, comp["class"])
+		}
+	}
+	// No materialized views, no secondary indexes.
+	var n int
+	if err := st.Session().Query("SELECT count(*) FROM system_schema.views WHERE keyspace_name = ?", ks).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("views: %d %v", n, err)
+	}
+	if err := st.Session().Query("SELECT count(*) FROM system_schema.indexes WHERE keyspace_name = ?", ks).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("indexes: %d %v", n, err)
+	}
+}
+
+func TestAccountingOnClosesNAS(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	st := openStore(t, ks, cassandra.Options{})
+	defer st.Close(context.Background())
+	c := ctx(t)
+	for i := range 5 {
+		if err := st.Apply(c, start("nasA", fmt.Sprintf("a%d", i), fmt.Sprintf("u%d", i), fmt.Sprintf("10.1.0.%d", i+1), t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Apply(c, start("nasB", "b0", "u0", "10.2.0.1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.CloseNAS(c, "nasA", t0.Add(time.Hour), 11)
+	if err != nil || n != 5 {
+		t.Fatalf("CloseNAS = %d, %v", n, err)
+	}
+	if got, _ := st.ByNAS(c, "nasA"); len(got) != 0 {
+		t.Fatalf("nasA still has %d sessions", len(got))
+	}
+	if got, _ := st.ByUser(c, "u0"); len(got) != 1 || got[0].NAS != "nasB" {
+		t.Fatalf("u0 sessions = %v", got)
+	}
+	h, _ := st.History(c, "u3", 0)
+	if len(h) != 1 || h[0].TerminateCause != 11 || !h[0].StopTime.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("history of u3 = %+v", h)
+	}
+}
+
+func counterValue(t *testing.T, name string) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += metricValue(m)
+		}
+	}
+	return sum
+}
+
+func metricValue(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	}
+	return 0
+}
+
+func TestNoOpWriteSkipped(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	st := openStore(t, ks, cassandra.Options{})
+	defer st.Close(context.Background())
+	c := ctx(t)
+	if err := st.Apply(c, start("nas1", "s1", "dave", "10.3.0.1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(c, interim("nas1", "s1", 1, t0.Add(time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	var wt1, wt2 int64
+	q := "SELECT WRITETIME(state) FROM sessions WHERE nas = 'nas1' AND acct_session_id = 's1'"
+	if err := st.Session().Query(q).Scan(&wt1); err != nil {
+		t.Fatal(err)
+	}
+	skipped := counterValue(t, "openaaa_store_writes_skipped_total")
+	// The same interim again (a retransmission the RADIUS layer did not catch): no write.
+	if err := st.Apply(c, interim("nas1", "s1", 1, t0.Add(time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterValue(t, "openaaa_store_writes_skipped_total"); got != skipped+1 {
+		t.Fatalf("writes skipped %v -> %v", skipped, got)
+	}
+	if err := st.Session().Query(q).Scan(&wt2); err != nil {
+		t.Fatal(err)
+	}
+	if wt1 != wt2 {
+		t.Fatalf("the row was written again: writetime %d -> %d", wt1, wt2)
+	}
+	recs, _ := st.SessionHistory(c, session.Key{NAS: "nas1", ID: "s1"})
+	if len(recs) != 2 {
+		t.Fatalf("history has %d records, want 2", len(recs))
+	}
+}
+
+// Two stores on the same keyspace play two policing nodes (DCs): a hybrid cache in one must
+// not make the next message of a session wrong when it lands on the other.
+func TestHybridAcrossNodes(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	a := cassandra.NewHybrid(openStore(t, ks, cassandra.Options{}), 100, time.Minute)
+	b := cassandra.NewHybrid(openStore(t, ks, cassandra.Options{}), 100, time.Minute)
+	defer a.Close(context.Background())
+	defer b.Close(context.Background())
+	c := ctx(t)
+	k := session.Key{NAS: "nas1", ID: "h1"}
+	steps := []struct {
+		h *cassandra.Hybrid
+		u *session.Update
+	}{
+		{a, start("nas1", "h1", "erin", "10.4.0.1", t0)},
+		{b, interim("nas1", "h1", 1, t0.Add(time.Minute))},
+		{a, interim("nas1", "h1", 2, t0.Add(2*time.Minute))},
+		{b, interim("nas1", "h1", 3, t0.Add(3*time.Minute))},
+		{a, interim("nas1", "h1", 4, t0.Add(4*time.Minute))},
+	}
+	for i, s := range steps {
+		if err := s.h.Apply(c, s.u); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	hits := counterValue(t, "openaaa_cache_requests_total")
+	got, err := a.Get(c, k) // fresh in a's cache: no Cassandra read
+	if err != nil || got.Updates != 5 || got.SessionTime != 240 || string(got.Class) != "cls" {
+		t.Fatalf("a.Get = %+v, %v", got, err)
+	}
+	if counterValue(t, "openaaa_cache_requests_total") != hits+1 {
+		t.Fatal("cache look-up not counted")
+	}
+	// Stop through b: a's cached entry is now stale; its next read is cut short by the TTL in
+	// production; here the stop on b is seen by a's accounting path at once.
+	if err := b.Apply(c, stop("nas1", "h1", 5, t0.Add(5*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(c, interim("nas1", "h1", 4, t0.Add(4*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Get(c, k); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("a still sees the stopped session: %v", err)
+	}
+	direct, _ := b.Store.SessionHistory(c, k)
+	if len(direct) != 7 {
+		t.Fatalf("history has %d records, want 7", len(direct))
+	}
+}
+
+// The cluster's node is stopped: accounting goes to the spool and is acknowledged; policing
+// restarts (the store is closed and opened again); Cassandra comes back; the spool replays
+// in order and nothing is lost.
+func TestSpoolFillAndReplayAcrossRestart(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	dir := t.TempDir()
+	open := func() *cassandra.Store {
+		sp, err := spool.Open(spool.Options{Dir: dir, MaxBytes: 64 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return openStore(t, ks, cassandra.Options{Spool: sp, ReplayInterval: 200 * time.Millisecond})
+	}
+	st := open()
+	c := ctx(t)
+	const sessions = 20
+	for i := range sessions {
+		if err := st.Apply(c, start("nas1", fmt.Sprint(i), fmt.Sprintf("user%d", i), fmt.Sprintf("10.5.0.%d", i+1), t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+	t.Log("stopping Cassandra")
+	if err := cluster.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = cluster.Restart(1)
+		}
+	}()
+	// Accounting keeps being acknowledged: 2 interims and a stop per session.
+	for i := range sessions {
+		for n := 1; n <= 2; n++ {
+			if err := st.Apply(c, interim("nas1", fmt.Sprint(i), n, t0.Add(time.Duration(n)*time.Minute))); err != nil {
+				t.Fatalf("interim while Cassandra is down: %v", err)
+			}
+		}
+		if err := st.Apply(c, stop("nas1", fmt.Sprint(i), 3, t0.Add(3*time.Minute))); err != nil {
+			t.Fatalf("stop while Cassandra is down: %v", err)
+		}
+	}
+	t.Logf("%d records spooled in %s", 3*sessions, time.Since(began))
+	if got := counterValue(t, "openaaa_spool_records"); got != 3*sessions {
+		t.Fatalf("spool depth metric = %v, want %d", got, 3*sessions)
+	}
+	if err := st.Ready(c); err != nil {
+		t.Fatalf("not ready while the spool has room: %v", err)
+	}
+	// policing restarts while Cassandra is still down.
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_ = st.Close(closeCtx)
+	cancel()
+	t.Log("restarting Cassandra")
+	if err := cluster.Restart(1); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	t.Logf("Cassandra back after %s", time.Since(began))
+	st = open()
+	defer st.Close(context.Background())
+	deadline := time.Now().Add(60 * time.Second)
+	for counterValue(t, "openaaa_spool_records") > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := counterValue(t, "openaaa_spool_records"); got != 0 {
+		t.Fatalf("spool not drained: %v records left", got)
+	}
+	t.Logf("spool replayed after %s", time.Since(began))
+	for i := range sessions {
+		k := session.Key{NAS: "nas1", ID: fmt.Sprint(i)}
+		if _, err := st.Get(c, k); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("session %d still active after its spooled stop: %v", i, err)
+		}
+		recs, err := st.SessionHistory(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, r := range recs {
+			kinds = append(kinds, r.Kind)
+		}
+		if got := strings.Join(kinds, ","); got != "start,interim,interim,stop" {
+			t.Fatalf("session %d history = %s", i, got)
+		}
+		h, _ := st.History(c, fmt.Sprintf("user%d", i), 1)
+		if len(h) != 1 || h[0].Updates != 4 || h[0].SessionTime != 180 {
+			t.Fatalf("session %d closed = %+v", i, h)
+		}
+	}
+}
+
+func runMigrate(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	code := migrate.Main(c, append([]string{"--contact-points", cluster.ContactPoint(1), "--local-dc", "dc1"}, args...), &out, &out)
+	return out.String(), code
+}
+
+func TestMigrations(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	sess, err := cassandra.Connect(ctx(t), conn("", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+
+	out, code := runMigrate(t, "--keyspace", ks, "--dry-run")
+	if code != 0 || !strings.Contains(out, "create with replication dc1:1") || !strings.Contains(out, "0002_history: apply") {
+		t.Fatalf("dry run (%d):\n%s", code, out)
+	}
+	var n int
+	if err := sess.Query("SELECT count(*) FROM system_schema.keyspaces WHERE keyspace_name = ?", ks).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("dry run created the keyspace (%d, %v)", n, err)
+	}
+
+	out, code = runMigrate(t, "--keyspace", ks)
+	if code != 0 || !strings.Contains(out, "applied 2 migration(s)") {
+		t.Fatalf("first run (%d):\n%s", code, out)
+	}
+	type rec struct {
+		status, checksum string
+		at               time.Time
+	}
+	read := func() map[int]rec {
+		m := map[int]rec{}
+		it := sess.Query(fmt.Sprintf("SELECT version, status, checksum, applied_at FROM %s.schema_migrations", ks)).Iter()
+		var v int
+		var r rec
+		for it.Scan(&v, &r.status, &r.checksum, &r.at) {
+			m[v] = r
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := read()
+	if len(before) != 2 || before[1].status != "applied" || before[2].status != "applied" {
+		t.Fatalf("schema_migrations = %+v", before)
+	}
+	out, code = runMigrate(t, "--keyspace", ks)
+	if code != 0 || !strings.Contains(out, "nothing applied") {
+		t.Fatalf("second run (%d):\n%s", code, out)
+	}
+	if after := read(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("second run changed schema_migrations:\n%v\n%v", before, after)
+	}
+	out, code = runMigrate(t, "--keyspace", ks, "--replication", "dc1:3")
+	if code == 0 || !strings.Contains(out, "more than the 1 node(s) of dc1") {
+		t.Fatalf("RF above the nodes accepted (%d):\n%s", code, out)
+	}
+	out, code = runMigrate(t, "--keyspace", ks, "--replication", "dc9:1")
+	if code == 0 || !strings.Contains(out, "dc9 has no node") {
+		t.Fatalf("unknown DC accepted (%d):\n%s", code, out)
+	}
+}
+
+func TestFailedMigrationLeavesARecord(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	fsys := fstest.MapFS{
+		"migrations/0001_ok.cql":  {Data: []byte("CREATE TABLE IF NOT EXISTS a (k text PRIMARY KEY);")},
+		"migrations/0002_bad.cql": {Data: []byte("CREATE TABLE IF NOT EXISTS b (k text PRIMARY KEY);\nCREATE TABLE c (k nosuchtype PRIMARY KEY);")},
+	}
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	_, err := migrate.Run(c, migrate.Options{Conn: conn(ks, 1), FS: fsys, Out: &out})
+	if err == nil || !strings.Contains(err.Error(), "migration 0002_bad failed: statement 2 of 2") {
+		t.Fatalf("err = %v\n%s", err, out.String())
+	}
+	sess, err := cassandra.Connect(c, conn(ks, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var status, errText string
+	if err := sess.Query("SELECT status, error FROM schema_migrations WHERE version = 2").Scan(&status, &errText); err != nil {
+		t.Fatal(err)
+	}
+	if status != "failed" || !strings.Contains(errText, "nosuchtype") {
+		t.Fatalf("record: %s %q", status, errText)
+	}
+	if err := sess.Query("SELECT status FROM schema_migrations WHERE version = 1").Scan(&status); err != nil || status != "applied" {
+		t.Fatalf("version 1: %s %v", status, err)
+	}
+	// The lease was released: a fixed migration set goes through at once.
+	fsys["migrations/0002_bad.cql"] = &fstest.MapFile{Data: []byte("CREATE TABLE IF NOT EXISTS b (k text PRIMARY KEY);")}
+	out.Reset()
+	if _, err := migrate.Run(c, migrate.Options{Conn: conn(ks, 1), FS: fsys, Out: &out, LeaseWait: 5 * time.Second}); err != nil {
+		t.Fatalf("retry: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "0002_bad: retry (failed before)") {
+		t.Fatalf("retry output:\n%s", out.String())
+	}
+}
+
+// Two processes (the Jobs of two DCs starting at once): one applies, the other waits for the
+// lease and finds nothing to do.
+func TestConcurrentMigrationsOneApplies(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := fmt.Sprintf("--contact-points %s --local-dc dc1 --keyspace %s", cluster.ContactPoint(1), ks)
+	var wg sync.WaitGroup
+	outs := make([]string, 2)
+	codes := make([]int, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(exe, "-test.run=^$")
+			cmd.Env = append(os.Environ(), cassandratest.ChildEnv+"=migrate", "MIGRATE_ARGS="+args)
+			out, err := cmd.CombinedOutput()
+			outs[i] = string(out)
+			if err != nil {
+				codes[i] = 1
+			}
+		}()
+	}
+	wg.Wait()
+	applied := 0
+	for i := range 2 {
+		if codes[i] != 0 {
+			t.Fatalf("process %d failed:\n%s", i, outs[i])
+		}
+		if strings.Contains(outs[i], "applied 2 migration(s)") {
+			applied++
+		} else if !strings.Contains(outs[i], "nothing applied") {
+			t.Fatalf("process %d:\n%s", i, outs[i])
+		}
+	}
+	if applied != 1 {
+		t.Fatalf("%d processes applied the migrations:\n%s\n---\n%s", applied, outs[0], outs[1])
+	}
+	// And the schema is whole.
+	sess, err := cassandra.Connect(ctx(t), conn(ks, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var n int
+	if err := sess.Query("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = ?", ks).Scan(&n); err != nil || n != 12 {
+		t.Fatalf("tables in %s: %d (%v)", ks, n, err)
+	}
+}

@@ -1,0 +1,78 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+)
+
+var (
+	stmtDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: metrics.Namespace, Subsystem: "store", Name: "statement_duration_seconds",
+		Help:    "Cassandra statement latency by kind (read_session, write_session, stop_session, write_history, lookup_user, lookup_framed_ip, lookup_nas, read_history, write_auth_log).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"kind"})
+
+	stmtErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "store", Name: "errors_total",
+		Help: "Cassandra statement errors by kind and error (timeout, unavailable, overloaded, no_connection, canceled, other).",
+	}, []string{"kind", "error"})
+
+	writesSkipped = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "store", Name: "writes_skipped_total",
+		Help: "Accounting updates that changed nothing in the session row (no write sent).",
+	})
+
+	spoolUndecodable = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "spool", Name: "undecodable_total",
+		Help: "Spooled records that could not be decoded and were skipped (a bug: they are logged in full).",
+	})
+
+	cacheRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "cache", Name: "requests_total",
+		Help: "Hybrid store cache look-ups by result (hit, miss, stale, stale_served). Hit ratio: hit / sum.",
+	}, []string{"result"})
+
+	cacheEntries = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: "cache", Name: "entries",
+		Help: "Sessions in the hybrid store's local cache.",
+	})
+)
+
+func observe(kind string, start time.Time, err error) {
+	stmtDuration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		stmtErrors.WithLabelValues(kind, errorClass(err)).Inc()
+	}
+}
+
+func errorClass(err error) string {
+	var re gocql.RequestError
+	if errors.As(err, &re) {
+		switch re.Code() {
+		case gocql.ErrCodeWriteTimeout, gocql.ErrCodeReadTimeout:
+			return "timeout"
+		case gocql.ErrCodeUnavailable:
+			return "unavailable"
+		case gocql.ErrCodeOverloaded:
+			return "overloaded"
+		}
+		return "other"
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, gocql.ErrTimeoutNoResponse):
+		return "timeout"
+	case errors.Is(err, gocql.ErrNoConnections), errors.Is(err, gocql.ErrConnectionClosed),
+		errors.Is(err, gocql.ErrSessionClosed):
+		return "no_connection"
+	}
+	return "other"
+}
