@@ -347,6 +347,31 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 	var mu sync.Mutex
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	// RSS of the servers every 500 ms: "flat" is judged on the second half of the run, after
+	// caches (duplicate detection, the store) have filled.
+	rss := make([][]int64, len(pids))
+	if len(pids) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(500 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-sampleCtx.Done():
+					return
+				case <-t.C:
+					mu.Lock()
+					for i, p := range pids {
+						if s, err := procstat.Read(p); err == nil {
+							rss[i] = append(rss[i], s.RSSBytes)
+						}
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
 	if len(metricsURLs) > 0 {
 		wg.Add(1)
 		go func() {
@@ -389,7 +414,14 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 			fmt.Fprintf(stderr, "aaa-loadgen: server pid %d after the run: %v\n", p, err)
 			continue
 		}
-		procs = append(procs, report.Process{PID: p, CPUSeconds: after.CPUSeconds - procBefore[i].CPUSeconds, RSSBefore: procBefore[i].RSSBytes, RSSAfter: after.RSSBytes})
+		pr := report.Process{PID: p, CPUSeconds: after.CPUSeconds - procBefore[i].CPUSeconds, RSSBefore: procBefore[i].RSSBytes, RSSAfter: after.RSSBytes}
+		if n := len(rss[i]); n > 0 {
+			pr.RSSMid = rss[i][n/2]
+			for _, v := range rss[i] {
+				pr.RSSMax = max(pr.RSSMax, v)
+			}
+		}
+		procs = append(procs, pr)
 	}
 	rep.SetServers(procs)
 	if len(metricsURLs) > 0 {
@@ -398,10 +430,13 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 			fmt.Fprintf(stderr, "aaa-loadgen: metrics after the run: %v\n", err)
 		} else {
 			var tx, workers float64
+			var sessions [2]float64
 			dropped, requests := map[string]float64{}, map[string]float64{}
 			for i := range after {
 				tx += after[i].Transactions - before[i].Transactions
 				workers += after[i].Workers
+				sessions[0] += before[i].Sessions
+				sessions[1] += after[i].Sessions
 				for k, v := range scrape.Delta(before[i].Dropped, after[i].Dropped) {
 					dropped[k] += v
 				}
@@ -410,6 +445,7 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 				}
 			}
 			rep.SetMetrics(tx, busy, workers, dropped, requests)
+			rep.SessionsActive = &sessions
 		}
 	}
 	return rep, nil

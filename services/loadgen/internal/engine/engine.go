@@ -176,7 +176,10 @@ type Result struct {
 	Latency         [NumKinds]hist.H
 	// SendLag (open loop) is how late the generator sent each message after its scheduled
 	// time: when it grows, the generator (not the server) is short of CPU.
-	SendLag      hist.H
+	SendLag hist.H
+	// Service (open loop) is the latency of all answered messages from their actual send
+	// time: the server's part of Latency once the generator's send lag is taken out.
+	Service      hist.H
 	ErrorSamples map[string]uint64
 }
 

@@ -37,8 +37,9 @@ type olSock struct {
 	head  int
 	nfree int
 	// Owned by the socket's receiver.
-	lat  [NumKinds]hist.H
-	errs map[string]uint64
+	lat     [NumKinds]hist.H
+	service hist.H
+	errs    map[string]uint64
 }
 
 func (s *olSock) take() (byte, bool) {
@@ -178,6 +179,7 @@ loop:
 		for k := range s.lat {
 			res.Latency[k].Merge(&s.lat[k])
 		}
+		res.Service.Merge(&s.service)
 		for e, n := range s.errs {
 			res.ErrorSamples[e] += n
 		}
@@ -358,6 +360,7 @@ func (o *openRun) receive(sock *olSock) {
 		o.pending.Add(-1)
 		o.c.answered.Add(1)
 		sock.lat[p.kind].Record(now.Sub(p.sched))
+		sock.service.Record(now.Sub(p.sent))
 		switch reply.Code {
 		case packet.CodeAccessAccept:
 			o.c.accepts.Add(1)

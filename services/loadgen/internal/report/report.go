@@ -37,6 +37,9 @@ type Process struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 	RSSBefore  int64   `json:"rssBytesBefore"`
 	RSSAfter   int64   `json:"rssBytesAfter"`
+	// RSSMid is sampled halfway through the run, RSSMax the largest sample (every 500 ms).
+	RSSMid int64 `json:"rssBytesMid,omitempty"`
+	RSSMax int64 `json:"rssBytesMax,omitempty"`
 }
 
 // Report is one run.
@@ -59,6 +62,7 @@ type Report struct {
 	WorkersBusyMax *float64           `json:"workersBusyMax,omitempty"`
 	Workers        *float64           `json:"workers,omitempty"`
 	Dropped        map[string]float64 `json:"droppedByReason,omitempty"`
+	SessionsActive *[2]float64        `json:"serverSessionsActive,omitempty"` // before, after
 	ServerRequests map[string]float64 `json:"serverRequests,omitempty"`
 
 	AvgAuthMs float64            `json:"avgAuthMs"`
@@ -78,6 +82,7 @@ type Report struct {
 	Late            uint64            `json:"late"`
 	Offered         uint64            `json:"offered,omitempty"`
 	SendLag         *Latency          `json:"sendLag,omitempty"`
+	Service         *Latency          `json:"serviceLatency,omitempty"`
 	Unsent          uint64            `json:"unsent,omitempty"`
 	Sessions        uint64            `json:"sessions"`
 	SessionsDone    uint64            `json:"sessionsCompleted"`
@@ -131,6 +136,10 @@ func New(cfg *engine.Config, res *engine.Result) *Report {
 	if res.SendLag.Count() > 0 {
 		l := Summarize(&res.SendLag)
 		r.SendLag = &l
+	}
+	if res.Service.Count() > 0 {
+		l := Summarize(&res.Service)
+		r.Service = &l
 	}
 	for _, t := range cfg.Targets {
 		r.Targets = append(r.Targets, t.Name)
@@ -301,6 +310,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.SendLag != nil {
 			fmt.Fprintf(&b, "generator send lag behind schedule: p50 %.3f ms, p99 %.3f ms, max %.3f ms (large: the generator is short of CPU)\n", r.SendLag.P50, r.SendLag.P99, r.SendLag.Max)
 		}
+		if r.Service != nil {
+			fmt.Fprintf(&b, "latency from the actual send (the server's part): p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms\n", r.Service.P50, r.Service.P99, r.Service.P999)
+		}
 	}
 	for k, n := range r.ErrorSamples {
 		fmt.Fprintf(&b, "error: %s (%d)\n", k, n)
@@ -312,8 +324,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	if r.SessionsActive != nil {
+		fmt.Fprintf(&b, "server active sessions: %.0f → %.0f\n", r.SessionsActive[0], r.SessionsActive[1])
+	}
 	for _, p := range r.Servers {
-		fmt.Fprintf(&b, "server pid %d: %.2f CPU s, RSS %.1f → %.1f MiB\n", p.PID, p.CPUSeconds, float64(p.RSSBefore)/(1<<20), float64(p.RSSAfter)/(1<<20))
+		fmt.Fprintf(&b, "server pid %d: %.2f CPU s, RSS %.1f → %.1f (halfway) → %.1f MiB (max %.1f)\n", p.PID, p.CPUSeconds, mib(p.RSSBefore), mib(p.RSSMid), mib(p.RSSAfter), mib(p.RSSMax))
 	}
 	if r.ServerCPUSeconds != nil {
 		fmt.Fprintf(&b, "server CPU: %.2f s for %d answered requests = %s µs per transaction\n", *r.ServerCPUSeconds, r.Answered, optf(r.CPUMicrosPerTx, "%.1f"))

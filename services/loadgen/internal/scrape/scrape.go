@@ -23,6 +23,7 @@ const (
 	Workers      = "openaaa_radius_workers"
 	Requests     = "openaaa_radius_requests_total"
 	Dropped      = "openaaa_radius_requests_dropped_total"
+	Sessions     = "openaaa_sessions_active"
 )
 
 // Snapshot is one scrape.
@@ -31,6 +32,7 @@ type Snapshot struct {
 	Transactions float64            // sum over kinds
 	WorkersBusy  float64            // gauge
 	Workers      float64            // gauge
+	Sessions     float64            // gauge: active sessions in the store
 	Requests     map[string]float64 // "kind/result" -> count
 	Dropped      map[string]float64 // reason -> count
 }
@@ -69,6 +71,9 @@ func Parse(r io.Reader) (*Snapshot, error) {
 	}
 	for _, m := range fams[Workers].GetMetric() {
 		s.Workers += value(m)
+	}
+	for _, m := range fams[Sessions].GetMetric() {
+		s.Sessions += value(m)
 	}
 	for _, m := range fams[Requests].GetMetric() {
 		s.Requests[label(m, "kind")+"/"+label(m, "result")] += value(m)

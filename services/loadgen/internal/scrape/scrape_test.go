@@ -23,6 +23,8 @@ openaaa_radius_requests_total{kind="auth",result="reject"} 10
 # TYPE openaaa_radius_requests_dropped_total counter
 openaaa_radius_requests_dropped_total{reason="overload"} 42
 openaaa_radius_requests_dropped_total{reason="duplicate"} 1
+# TYPE openaaa_sessions_active gauge
+openaaa_sessions_active 77
 # TYPE go_goroutines gauge
 go_goroutines 12
 `
@@ -32,7 +34,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Transactions != 1500 || s.WorkersBusy != 3 || s.Workers != 64 {
+	if s.Transactions != 1500 || s.WorkersBusy != 3 || s.Workers != 64 || s.Sessions != 77 {
 		t.Errorf("%+v", s)
 	}
 	if s.Requests["auth/accept"] != 90 || s.Dropped["overload"] != 42 {

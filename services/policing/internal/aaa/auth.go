@@ -17,6 +17,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -27,6 +28,9 @@ type Auth struct {
 	Log         *slog.Logger
 	// LookupTimeout bounds the subscriber lookup so auth never hangs on a slow source.
 	LookupTimeout time.Duration
+	// AuthLog, when set, receives every decision after the reply was sent (asynchronous,
+	// bounded: it never delays a reply).
+	AuthLog *AuthLog
 }
 
 // Reject reasons (logged and counted, never sent).
@@ -52,9 +56,23 @@ func (h *Auth) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 	if err := w.Write(reply); err != nil {
 		result = "error"
 	}
+	if h.AuthLog != nil {
+		h.logAuth(r, d, result)
+	}
 	metrics.Requests.WithLabelValues("auth", result).Inc()
 	metrics.Transactions.WithLabelValues("radius_auth").Inc()
 	metrics.Duration.WithLabelValues("auth").Observe(time.Since(r.Received).Seconds())
+}
+
+func (h *Auth) logAuth(r *radiusd.Request, d policy.AuthDecision, result string) {
+	user := rfc2865.UserName_GetString(r.Packet)
+	if user == "" {
+		return // the auth log is partitioned by user
+	}
+	h.AuthLog.Log(session.AuthRecord{
+		UserName: user, NAS: NASKey(r), CallingStationID: rfc2865.CallingStationID_GetString(r.Packet),
+		Result: result, Reason: d.Reason, At: r.Received,
+	})
 }
 
 func (h *Auth) decide(r *radiusd.Request) policy.AuthDecision {

@@ -44,6 +44,7 @@ type Node struct {
 	RadSecAddr  net.Addr
 	Reloader    *reload.Watcher // hot reload of mounted files (app/reload.go)
 	reloadStop  func()
+	authLog     *aaa.AuthLog // the store's auth log writer; nil when the store keeps none
 	draining    atomic.Bool
 }
 
@@ -74,6 +75,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	n.startReload(src)
 	st = n.startCoA(st)
 	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log, LookupTimeout: 2 * time.Second}
+	if al, ok := n.Store.(session.AuthLogger); ok {
+		n.authLog = aaa.NewAuthLog(al, aaa.AuthLogOptions{})
+		auth.AuthLog = n.authLog
+	}
 	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: 3 * time.Second}
 	if err := n.startProxy(acct); err != nil {
 		n.abort()
@@ -149,6 +154,7 @@ func (n *Node) abort() {
 	_ = n.stopRadSec(context.Background())
 	_ = n.Radius.Shutdown(context.Background())
 	_ = n.stopProxy()
+	n.closeAuthLog(context.Background())
 	_ = n.Store.Close(context.Background())
 }
 
@@ -158,13 +164,24 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.draining.Store(true)
 	n.Log.Info("draining")
 	n.stopReload()
-	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx), n.stopProxy(), n.Store.Close(ctx)}
+	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx), n.stopProxy(), n.closeAuthLog(ctx), n.Store.Close(ctx)}
 	if n.admin != nil {
 		errs = append(errs, n.admin.Shutdown(ctx))
 	}
 	n.closeSubscribers()
 	n.Log.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// closeAuthLog writes the queued auth log records (bounded by ctx) before the store closes.
+func (n *Node) closeAuthLog(ctx context.Context) error {
+	if n.authLog == nil {
+		return nil
+	}
+	if err := n.authLog.Close(ctx); err != nil {
+		n.Log.Warn("auth log: records left unwritten at shutdown", "err", err)
+	}
+	return nil
 }
 
 func addrString(a net.Addr) string {

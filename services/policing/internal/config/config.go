@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 
@@ -174,6 +175,9 @@ func Load(path string, sets []string, environ []string) (*Config, error) {
 			return nil, err
 		}
 	}
+	if err := unknownKeys(doc, reflect.TypeOf(Config{}), ""); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	cfg := Default()
 	js, _ := json.Marshal(doc)
 	dec := json.NewDecoder(strings.NewReader(string(js)))
@@ -204,6 +208,66 @@ func describeJSONError(err error) string {
 }
 
 func jsonFieldPath(f string) string { return f }
+
+// unknownKeys walks the document against the configuration type and names the first key
+// the type does not have by its full path (clients[0].adress), since a bare name such as
+// "timeout" exists in several sections.
+func unknownKeys(node any, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch n := node.(type) {
+	case map[string]any:
+		if t.Kind() == reflect.Map {
+			for k, v := range n {
+				if err := unknownKeys(v, t.Elem(), joinKey(path, k)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if t.Kind() != reflect.Struct || t == reflect.TypeOf(Duration(0)) {
+			return nil // a type mismatch, reported by the decoder with its key
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			if name != "" && name != "-" {
+				fields[name] = t.Field(i).Type
+			}
+		}
+		keys := make([]string, 0, len(n))
+		for k := range n {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ft, ok := fields[k]
+			if !ok {
+				return fmt.Errorf("unknown key %q", joinKey(path, k))
+			}
+			if err := unknownKeys(n[k], ft, joinKey(path, k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice {
+			for i, v := range n {
+				if err := unknownKeys(v, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func joinKey(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
 
 // setPath sets a dotted path (radius.authAddress, clients.0.name) in a YAML document,
 // parsing the value as YAML so numbers and booleans keep their type.

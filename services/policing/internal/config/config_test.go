@@ -144,14 +144,15 @@ func TestBothListenersEmpty(t *testing.T) {
 }
 
 func TestUnknownKeyRejected(t *testing.T) {
-	for _, text := range []string{
-		minimal + "radius: {authAdress: ':1812'}\n",
-		minimal + "bogus: 1\n",
-		"clients:\n  - {name: a, address: 192.0.2.1, secretFile: /s, sekret: x}\nsubscribers: {file: /f}\n",
+	for text, path := range map[string]string{
+		minimal + "radius: {authAdress: ':1812'}\n": `"radius.authAdress"`,
+		minimal + "bogus: 1\n":                      `"bogus"`,
+		"clients:\n  - {name: a, address: 192.0.2.1, secretFile: /s, sekret: x}\nsubscribers: {file: /f}\n": `"clients[0].sekret"`,
+		minimal + "session: {cassandra: {spool: {dirr: /x}}}\n":                                             `"session.cassandra.spool.dirr"`,
 	} {
 		_, err := load(t, text, nil, nil)
-		if err == nil || !strings.Contains(err.Error(), "unknown key") {
-			t.Fatalf("unknown key accepted or unnamed: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "unknown key "+path) {
+			t.Fatalf("unknown key %s accepted or not named by its full path: %v", path, err)
 		}
 	}
 	if _, err := load(t, minimal, []string{"radius.authAdress=:1"}, nil); err == nil || !strings.Contains(err.Error(), "authAdress") {

@@ -192,3 +192,19 @@ func setU32(dst *uint32, v uint32) {
 		*dst = v
 	}
 }
+
+// AuthRecord is one Access-Request's outcome, for the auth log.
+type AuthRecord struct {
+	UserName         string
+	NAS              string // the NAS key (as in session keys)
+	CallingStationID string
+	Result           string // accept, reject
+	Reason           string // why a reject (empty for an accept)
+	At               time.Time
+}
+
+// AuthLogger is implemented by the stores that keep an auth log (Cassandra, hybrid). It is
+// optional: the auth handler writes to it asynchronously when the store has it.
+type AuthLogger interface {
+	LogAuth(ctx context.Context, r AuthRecord) error
+}

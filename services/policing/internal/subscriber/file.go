@@ -94,6 +94,11 @@ func ParseFile(raw []byte, check func(*Profile) error) (map[string]*Subscriber, 
 				continue
 			}
 		}
+		if s.Password == "" && !s.Disabled {
+			// An empty password would accept an empty PAP or CHAP password.
+			errs = append(errs, fmt.Errorf("%s.password: required (or set disabled: true)", key))
+			continue
+		}
 		db[s.Username] = &s
 	}
 	return db, errors.Join(errs...)

@@ -77,9 +77,10 @@ func TestParseFileErrors(t *testing.T) {
 	}{
 		{"duplicate username", "subscribers:\n- {username: a, password: x}\n- {username: b}\n- {username: a, password: yy}\n",
 			[]string{"subscribers[2].username", `"a" appears twice`}},
-		{"unknown profile", "profiles: {gold: {}}\nsubscribers:\n- {username: a, profileName: silver}\n",
+		{"unknown profile", "profiles: {gold: {}}\nsubscribers:\n- {username: a, password: p, profileName: silver}\n",
 			[]string{"subscribers[0].profileName", `no profile "silver"`}},
 		{"missing username", "subscribers:\n- {password: x}\n", []string{"subscribers[0].username: required"}},
+		{"missing password", "subscribers:\n- {username: a}\n", []string{"subscribers[0].password: required"}},
 		{"unknown key", "subscribers:\n- {username: a, pasword: x}\n", []string{"pasword"}},
 		{"unknown profile key", "profiles: {gold: {sessionTimout: 5}}\n", []string{"sessionTimout"}},
 		{"unknown top-level key", "users: []\n", []string{"users"}},
@@ -108,8 +109,8 @@ func TestParseFileErrors(t *testing.T) {
 
 // Every bad subscriber is reported at once.
 func TestParseFileReportsAll(t *testing.T) {
-	_, err := ParseFile([]byte("subscribers:\n- {username: a, profileName: x}\n- {username: b}\n- {username: b}\n- {password: p}\n"), nil)
-	for _, w := range []string{"subscribers[0].profileName", "subscribers[2].username", "subscribers[3].username"} {
+	_, err := ParseFile([]byte("subscribers:\n- {username: a, password: p, profileName: x}\n- {username: b, password: p}\n- {username: b, password: p}\n- {password: p}\n- {username: e}\n"), nil)
+	for _, w := range []string{"subscribers[0].profileName", "subscribers[2].username", "subscribers[3].username", "subscribers[4].password"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("%s missing from %v", w, err)
 		}
@@ -128,8 +129,8 @@ func TestParseFileCheckHook(t *testing.T) {
 	db, err := ParseFile([]byte(`
 profiles: {gold: {class: gold}}
 subscribers:
-  - {username: ok, profileName: gold}
-  - {username: broken, profileName: gold, profile: {framedIPAddress: bad}}
+  - {username: ok, password: p, profileName: gold}
+  - {username: broken, password: p, profileName: gold, profile: {framedIPAddress: bad}}
 `), check)
 	if err == nil || !strings.Contains(err.Error(), "subscribers[1] (broken): framedIPAddress") {
 		t.Fatalf("check error must name the subscriber and the field: %v", err)

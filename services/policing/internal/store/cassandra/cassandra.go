@@ -652,15 +652,9 @@ func (st *Store) SessionHistory(ctx context.Context, k session.Key) ([]HistoryRe
 	return out, it.Close()
 }
 
-// AuthRecord is one row of the auth log.
-type AuthRecord struct {
-	UserName         string
-	NAS              string
-	CallingStationID string
-	Result           string // accept, reject
-	Reason           string
-	At               time.Time
-}
+// AuthRecord is one row of the auth log (the session package's type: the store is a
+// session.AuthLogger).
+type AuthRecord = session.AuthRecord
 
 // LogAuth appends to the auth log (LOCAL_ONE, 7-day TTL). Handlers that have a
 // *cassandra.Store (or *Hybrid) may call it; it is not part of session.Store.
@@ -782,4 +776,7 @@ func (r *rateLimiter) ok() bool {
 	return true
 }
 
-var _ session.Store = (*Store)(nil)
+var (
+	_ session.Store      = (*Store)(nil)
+	_ session.AuthLogger = (*Store)(nil)
+)
