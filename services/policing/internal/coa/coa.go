@@ -25,6 +25,7 @@ import (
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
+	"github.com/openaaa/openaaa/services/policing/internal/radclient"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -261,7 +262,7 @@ func (s *Sender) send(ctx context.Context, code radius.Code, sess *session.Sessi
 var errTimeout = errors.New("the NAS did not answer")
 
 // exchange sends p (signed with Message-Authenticator) and waits for a verified ACK/NAK,
-// retransmitting the same datagram with a doubling timer.
+// retransmitting the same datagram with a doubling timer (radclient.Exchange).
 func (s *Sender) exchange(ctx context.Context, p *radius.Packet, to netip.AddrPort) (*radius.Packet, error) {
 	var id [1]byte
 	_, _ = rand.Read(id[:])
@@ -283,56 +284,34 @@ func (s *Sender) exchange(ctx context.Context, p *radius.Packet, to netip.AddrPo
 	if p.Code == radius.CodeCoARequest {
 		ack, nak = radius.CodeCoAACK, radius.CodeCoANAK
 	}
-	timer := s.Timeout
-	if timer <= 0 {
-		timer = time.Second
+	var reply *radius.Packet
+	_, err = radclient.Exchange(ctx, conn, wire, radclient.Options{Timeout: s.Timeout, Retries: s.Retries,
+		OnRetransmit: retransmissions.Inc}, func(b []byte) bool {
+		l, err := radiusx.PacketLen(b)
+		if err != nil || b[1] != wire[1] {
+			return false
+		}
+		b = b[:l]
+		if c := radius.Code(b[0]); c != ack && c != nak {
+			return false
+		}
+		if radiusx.VerifyResponse(b, reqAuth, p.Secret, false) != nil {
+			return false
+		}
+		r, err := radius.Parse(b, p.Secret)
+		if err != nil {
+			return false
+		}
+		reply = r
+		return true
+	})
+	if errors.Is(err, radclient.ErrTimeout) {
+		return nil, errTimeout
 	}
-	buf := make([]byte, radius.MaxPacketLength)
-	for try := 0; try <= s.Retries; try++ {
-		if try > 0 {
-			retransmissions.Inc()
-		}
-		if _, err := conn.Write(wire); err != nil {
-			return nil, err
-		}
-		deadline := time.Now().Add(timer)
-		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-			deadline = dl
-		}
-		_ = conn.SetReadDeadline(deadline)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				var ne net.Error
-				if !(errors.As(err, &ne) && ne.Timeout()) && time.Now().Before(deadline) {
-					time.Sleep(time.Until(deadline)) // ICMP unreachable: wait the timer out
-				}
-				break
-			}
-			b := buf[:n]
-			if l, err := radiusx.PacketLen(b); err != nil || b[1] != wire[1] {
-				continue
-			} else {
-				b = b[:l]
-			}
-			if c := radius.Code(b[0]); c != ack && c != nak {
-				continue
-			}
-			if radiusx.VerifyResponse(b, reqAuth, p.Secret, false) != nil {
-				continue
-			}
-			reply, err := radius.Parse(b, p.Secret)
-			if err != nil {
-				continue
-			}
-			return reply, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		timer *= 2
+	if err != nil {
+		return nil, err
 	}
-	return nil, errTimeout
+	return reply, nil
 }
 
 func (s *Sender) log() *slog.Logger {

@@ -12,6 +12,7 @@ import (
 	"layeh.com/radius"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/radclient"
 )
 
 // upstream is one server of the pool and its liveness.
@@ -40,10 +41,11 @@ type exchangeOpts struct {
 }
 
 // exchange sends one request (attrs, without Message-Authenticator and Proxy-State) and
-// waits for its reply, retransmitting the same datagram with exponential backoff. A reply
-// counts only if its identifier matches, its authenticator verifies with our request
-// authenticator and secret, its Message-Authenticator verifies (when present, or when
-// required), and it echoes our Proxy-State exactly once within the Proxy-State limit.
+// waits for its reply, retransmitting the same datagram with exponential backoff
+// (radclient.Exchange). A reply counts only if its identifier matches, its authenticator
+// verifies with our request authenticator and secret, its Message-Authenticator verifies
+// (when present, or when required), and it echoes our Proxy-State exactly once within the
+// Proxy-State limit.
 func (u *upstream) exchange(ctx context.Context, code radius.Code, attrs radius.Attributes, o exchangeOpts) (*radius.Packet, error) {
 	var rnd [25]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
@@ -79,47 +81,26 @@ func (u *upstream) exchange(ctx context.Context, code radius.Code, attrs radius.
 	}
 	defer conn.Close()
 	start := time.Now()
-	timer := o.timeout
-	buf := make([]byte, radius.MaxPacketLength)
-	for try := 0; try <= o.retries; try++ {
-		if try > 0 {
-			retransmissions.WithLabelValues(u.name).Inc()
+	var reply *radius.Packet
+	ro := radclient.Options{Timeout: o.timeout, MaxTimeout: o.maxTimeout, Retries: o.retries,
+		OnRetransmit: func() { retransmissions.WithLabelValues(u.name).Inc() }}
+	_, err = radclient.Exchange(ctx, conn, wire, ro, func(b []byte) bool {
+		r, reason := u.check(b, wire[1], code, reqAuth, state, o.maxProxyState)
+		if reason != "" {
+			repliesDropped.WithLabelValues(reason).Inc()
+			return false
 		}
-		if _, err := conn.Write(wire); err != nil {
-			return nil, err
-		}
-		deadline := time.Now().Add(timer)
-		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-			deadline = dl
-		}
-		_ = conn.SetReadDeadline(deadline)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					break
-				}
-				// ICMP port unreachable and the like: wait out the timer (bounded), then retry.
-				if time.Now().Before(deadline) {
-					time.Sleep(time.Until(deadline))
-				}
-				break
-			}
-			reply, reason := u.check(buf[:n], wire[1], code, reqAuth, state, o.maxProxyState)
-			if reason != "" {
-				repliesDropped.WithLabelValues(reason).Inc()
-				continue
-			}
-			duration.Observe(time.Since(start).Seconds())
-			return reply, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		timer = min(2*timer, o.maxTimeout)
+		reply = r
+		return true
+	})
+	if errors.Is(err, radclient.ErrTimeout) {
+		return nil, fmt.Errorf("upstream %s (%s): %w after %d tries", u.name, u.addr, errTimeout, o.retries+1)
 	}
-	return nil, fmt.Errorf("upstream %s (%s): %w after %d tries", u.name, u.addr, errTimeout, o.retries+1)
+	if err != nil {
+		return nil, err
+	}
+	duration.Observe(time.Since(start).Seconds())
+	return reply, nil
 }
 
 // check validates a reply and returns it, or the reason to ignore it.

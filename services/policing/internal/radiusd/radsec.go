@@ -326,14 +326,10 @@ func (w *streamWriter) Write(reply *radius.Packet) error {
 	if w.wrote {
 		return errors.New("radius: reply already written")
 	}
-	reply.Secret = w.secret
-	reply.Del(radiusx.TypeMessageAuthenticator)
-	b, err := reply.MarshalBinary()
+	b, err := encodeReply(reply, w.secret, w.reqCode)
 	if err != nil {
 		return err
 	}
-	b, off := radiusx.AppendMessageAuthenticator(b)
-	radiusx.SignResponse(b, off, w.secret, w.reqCode)
 	w.wrote = true
 	w.sc.mu.Lock()
 	defer w.sc.mu.Unlock()

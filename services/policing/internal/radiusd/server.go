@@ -330,14 +330,10 @@ func (w *responseWriter) Write(reply *radius.Packet) error {
 	if w.wrote {
 		return errors.New("radius: reply already written")
 	}
-	reply.Secret = w.secret
-	reply.Del(radiusx.TypeMessageAuthenticator)
-	reply.Add(radiusx.TypeMessageAuthenticator, make(radius.Attribute, 16)) // last: its offset is known
-	b, err := reply.MarshalBinary()
+	b, err := encodeReply(reply, w.secret, w.reqCode)
 	if err != nil {
 		return err
 	}
-	radiusx.SignResponse(b, len(b)-16, w.secret, w.reqCode)
 	w.wrote = true
 	w.s.dups.finish(w.key, b)
 	if _, err := w.conn.WriteToUDPAddrPort(b, w.to); err != nil {
@@ -345,6 +341,20 @@ func (w *responseWriter) Write(reply *radius.Packet) error {
 		return err
 	}
 	return nil
+}
+
+// encodeReply encodes a reply on any transport: always with a Message-Authenticator
+// (BlastRADIUS), then the response authenticator. reqCode is the code of the request.
+func encodeReply(reply *radius.Packet, secret []byte, reqCode byte) ([]byte, error) {
+	reply.Secret = secret
+	reply.Del(radiusx.TypeMessageAuthenticator)
+	reply.Add(radiusx.TypeMessageAuthenticator, make(radius.Attribute, 16)) // last: its offset is known
+	b, err := reply.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	radiusx.SignResponse(b, len(b)-16, secret, reqCode)
+	return b, nil
 }
 
 // drop counts a request dropped without reply and logs it at debug level, at most once a
