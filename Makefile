@@ -23,7 +23,6 @@ STATICCHECK_VERSION := v0.8.2
 
 # Areas append to these.
 PROVISION :=
-BINARIES  := policing aaa-loadgen
 # Go test flags: integration tests fail (instead of skipping) when a component is missing.
 TEST_ENV  := OPENAAA_INTEGRATION=require
 TEST_TIMEOUT ?= 60m
@@ -37,10 +36,11 @@ help: ## Show this help.
 
 ##@ Build
 .PHONY: build
-build: ## Build every binary into bin/.
+build: ## Build every binary into bin/ (policing, aaa-loadgen, openaaa-operator).
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/policing ./services/policing
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/aaa-loadgen ./services/loadgen
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/openaaa-operator .
 
 ##@ Quality
 .PHONY: lint

@@ -17,6 +17,8 @@
 #   BENCH_OVERLOAD=2       overload factor × the median policing TPS (0: skip the run)
 #   BENCH_OVERLOAD_DURATION=$BENCH_DURATION
 #   BENCH_CEILING=1        0: skip the no-op store run
+#   BENCH_PIN=overload     overload | all | none: pin the server to CPU 1 and the generator to CPU 0
+#                          (taskset) for the overload phase, for every run, or never. See below.
 #   BENCH_PROFILE=0        1: CPU profile of policing during its last closed-loop run ($BENCH_OUT/policing.cpu.pprof)
 #   BENCH_OUT=$CACHE/bench/<timestamp>
 #   BENCH_BASE_PORT=28120  FreeRADIUS auth/acct on BASE, BASE+1; policing on BASE+10, +11; admin BASE+20
@@ -37,6 +39,7 @@ OVERLOAD=${BENCH_OVERLOAD:-2}
 OVERLOAD_DURATION=${BENCH_OVERLOAD_DURATION:-$DURATION}
 CEILING=${BENCH_CEILING:-1}
 PROFILE=${BENCH_PROFILE:-0}
+PIN=${BENCH_PIN:-overload}
 OUT=${BENCH_OUT:-$CACHE/bench/$(date +%Y%m%d-%H%M%S)}
 BASE=${BENCH_BASE_PORT:-28120}
 FR_PORT=$BASE
@@ -84,18 +87,35 @@ EOF
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
 	echo "freeradius: $(/usr/sbin/freeradius -v 2>/dev/null | sed -n '1s/.*Version \([0-9.]*\).*/\1/p'), $FR_THREADS threads, files + detail; policing: $("$POLICING" version 2>/dev/null | head -1)"
-	echo "load: aaa-loadgen $MODE, $INTERIMS interims, concurrency $CONC, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $USERS users"
+	echo "load: aaa-loadgen $MODE, $INTERIMS interims, concurrency $CONC, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $USERS users; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 machine | tee "$OUT/machine.txt"
 
 start_fr() {
 	"$FR" config bench --port "$FR_PORT" --users "$OUT/users" --secret "$SECRET" --threads "$FR_THREADS" >/dev/null
-	FR_PID=$("$FR" start bench)
+	FR_PID=$("${SERVER_PIN[@]}" "$FR" start bench)
 }
 stop_fr() { "$FR" stop bench; }
 
+# Pinning. On 2 cores the generator (~10 µs of CPU per message) and the server share the
+# CPUs; at 2× the maximum the generator's own work would take the CPU the server needs to
+# shed load, and the overload run would measure the generator. Pinned, the server has one
+# core to itself and the maximum and the overload are measured in that same setup.
+SERVER_PIN=()
+GEN_PIN=()
+pin() { # on|off
+	if [[ $1 == on && $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
+		SERVER_PIN=(taskset -c 1)
+		GEN_PIN=(taskset -c 0)
+	else
+		SERVER_PIN=()
+		GEN_PIN=()
+	fi
+}
+[[ $PIN == all ]] && pin on
+
 start_policing() { # extra --set flags
-	"$POLICING" serve --config "$OUT/policing.yaml" "$@" >>"$OUT/policing.log" 2>&1 &
+	"${SERVER_PIN[@]}" "$POLICING" serve --config "$OUT/policing.yaml" "$@" >>"$OUT/policing.log" 2>&1 &
 	POL_PID=$!
 	local i
 	for i in $(seq 1 100); do
@@ -118,9 +138,9 @@ stop_policing() {
 run() {
 	local label=$1 file=$2 target=$3 pid=$4
 	shift 4
-	"$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
+	"${GEN_PIN[@]}" "$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
 		--users "$USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
-	"$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
+	"${GEN_PIN[@]}" "$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
 		--users "$USERS" --concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet \
 		--server-pid "$pid" --json-out "$OUT/$file.json" --text-out "$OUT/$file.txt" "$@" >/dev/null
 	echo "bench: $("$LOADGEN" summary "$OUT/$file.json")"
@@ -154,15 +174,24 @@ if [[ $CEILING == 1 ]]; then
 fi
 
 if [[ $OVERLOAD != 0 ]]; then
-	max=$("$LOADGEN" summary --median-tps "$OUT"/policing-[0-9]*.json)
-	rate=$(awk -v m="$max" -v f="$OVERLOAD" 'BEGIN{printf "%d", m*f}')
+	[[ $PIN == overload ]] && pin on
 	start_policing
-	# Open loop (asynchronous, no retransmission): up to 16384 sessions in flight and a short
-	# timeout, so that what is counted is the server's own shedding, not the generator's limits.
-	"$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-		--users "$USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
-	"$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-		--users "$USERS" --rate "$rate" --concurrency 16384 --timeout 500ms --duration "$OVERLOAD_DURATION" \
+	if [[ $PIN == overload && ${#SERVER_PIN[@]} -gt 0 ]]; then
+		# The maximum in the pinned setup: a closed-loop run like the A/B ones.
+		run policing-pinned "policing-pinned" "127.0.0.1:$POL_PORT" "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma
+		max=$("$LOADGEN" summary --median-tps "$OUT/policing-pinned.json")
+		COMPARE+=(--overload-max "$OUT/policing-pinned.json")
+	else
+		max=$("$LOADGEN" summary --median-tps "$OUT"/policing-[0-9]*.json)
+		"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
+			--users "$USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
+	fi
+	rate=$(awk -v m="$max" -v f="$OVERLOAD" 'BEGIN{printf "%d", m*f}')
+	# Open loop (asynchronous, no retransmission): up to 32768 sessions in progress and a short
+	# timeout, so that sessions whose requests the server dropped are soon free to send again
+	# and the offered rate really reaches the server.
+	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
+		--users "$USERS" --rate "$rate" --concurrency 32768 --timeout 300ms --duration "$OVERLOAD_DURATION" \
 		--label "policing-overload-${OVERLOAD}x" --quiet --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma \
 		--json-out "$OUT/policing-overload.json" --text-out "$OUT/policing-overload.txt" >/dev/null
 	echo "bench: $("$LOADGEN" summary "$OUT/policing-overload.json") (offered ${OVERLOAD}× $max/s)"

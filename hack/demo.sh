@@ -3,6 +3,8 @@
 # subscribers, drive a few hundred sessions of the field's flow through it with aaa-loadgen
 # (Access-Request → Start → 5 × Interim-Update → Stop), print the report and one
 # subscriber's session lookups, then stop everything this script started.
+# STORE=cassandra: the same on one local Cassandra 5.0 node (hack/cassandra.sh, stopped by PID
+# at the end) with the Cassandra session store instead of the embedded one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-$PWD/bin}
@@ -10,6 +12,7 @@ SESSIONS=${SESSIONS:-300}
 AUTH_PORT=${AUTH_PORT:-21812}
 ACCT_PORT=${ACCT_PORT:-21813}
 ADMIN_PORT=${ADMIN_PORT:-29812}
+STORE=${STORE:-embedded}
 
 work=$(mktemp -d)
 pid=""
@@ -18,6 +21,7 @@ cleanup() {
 		kill -TERM "$pid"
 		wait "$pid" 2>/dev/null || true
 	fi
+	if [[ $STORE == cassandra ]]; then hack/cassandra.sh stop || true; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -25,7 +29,22 @@ trap cleanup EXIT
 umask 077
 echo "demo-secret-$RANDOM$RANDOM" >"$work/nas-secret"
 
-echo "==> starting policing (embedded store) on 127.0.0.1:$AUTH_PORT/$ACCT_PORT, admin :$ADMIN_PORT"
+store_flags=(--set session.embedded.snapshotFile="$work/sessions.jsonl")
+if [[ $STORE == cassandra ]]; then
+	export CASSANDRA_DIR="$work/cassandra" CASSANDRA_CQL_PORT=${CASSANDRA_CQL_PORT:-39042} \
+		CASSANDRA_STORAGE_PORT=${CASSANDRA_STORAGE_PORT:-37000} CASSANDRA_JMX_PORT=${CASSANDRA_JMX_PORT:-37199}
+	echo "==> starting one Cassandra node on 127.0.0.1:$CASSANDRA_CQL_PORT (dc1; 20-60 s) and migrating keyspace openaaa_demo"
+	hack/cassandra.sh start 1
+	"$BIN/policing" migrate --contact-points "127.0.0.1:$CASSANDRA_CQL_PORT" --local-dc dc1 --keyspace openaaa_demo --replication dc1:1
+	store_flags=(--set session.store=cassandra --set "session.cassandra.contactPoints=[127.0.0.1:$CASSANDRA_CQL_PORT]"
+		--set session.cassandra.localDC=dc1 --set session.cassandra.keyspace=openaaa_demo
+		--set session.cassandra.spool.dir="$work/spool")
+elif [[ $STORE != embedded ]]; then
+	echo "demo: STORE=$STORE: want embedded or cassandra" >&2
+	exit 2
+fi
+
+echo "==> starting policing ($STORE store) on 127.0.0.1:$AUTH_PORT/$ACCT_PORT, admin :$ADMIN_PORT"
 "$BIN/policing" serve --config config/samples/policing/policing.yaml \
 	--set log.format=text --set log.level=warn \
 	--set radius.authAddress=127.0.0.1:$AUTH_PORT --set radius.acctAddress=127.0.0.1:$ACCT_PORT \
@@ -33,7 +52,7 @@ echo "==> starting policing (embedded store) on 127.0.0.1:$AUTH_PORT/$ACCT_PORT,
 	--set clients.0.address=127.0.0.0/8 --set clients.0.secretFile="$work/nas-secret" \
 	--set clients.1.secretFile="$work/nas-secret" \
 	--set subscribers.file=config/samples/policing/subscribers.yaml \
-	--set session.embedded.snapshotFile="$work/sessions.jsonl" \
+	"${store_flags[@]}" \
 	2>"$work/policing.log" &
 pid=$!
 

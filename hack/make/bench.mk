@@ -7,7 +7,7 @@ BENCH_DURATION ?= 20s
 BENCH_ROUNDS   ?= 3
 
 .PHONY: bench
-bench: build freeradius ## FreeRADIUS vs policing A/B (BENCH_ROUNDS × BENCH_DURATION), ceiling, 2× overload; ~4 min.
+bench: build freeradius ## FreeRADIUS vs policing A/B (BENCH_ROUNDS × BENCH_DURATION), ceiling, 2× overload (pinned); ~5 min.
 	BENCH_DURATION=$(BENCH_DURATION) BENCH_ROUNDS=$(BENCH_ROUNDS) hack/bench.sh
 
 .PHONY: bench-quick

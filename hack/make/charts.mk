@@ -35,7 +35,7 @@ define apt_install
 endef
 
 .PHONY: promtool
-promtool: ## Install promtool (Debian's prometheus package; its service is not started).
+promtool: ## Install promtool (Debian's prometheus package) for the alert tests.
 	$(call apt_install,promtool,prometheus)
 
 .PHONY: umoci
@@ -47,7 +47,7 @@ umoci: ## Install umoci (Debian) and the CA certificates the images ship.
 images: ## Build the OCI images of the operator and policing into bin/images (no Docker engine).
 	@mkdir -p $(IMAGE_DIR)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_DIR)/policing.bin ./services/policing
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_DIR)/openaaa-operator.bin ./cmd/operator
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_DIR)/openaaa-operator.bin .
 	$(GO) run ./internal/tools/ocibuild -name policing -binary $(IMAGE_DIR)/policing.bin -tag $(IMAGE_TAG) -out $(IMAGE_DIR) -args serve
 	$(GO) run ./internal/tools/ocibuild -name openaaa-operator -binary $(IMAGE_DIR)/openaaa-operator.bin -tag $(IMAGE_TAG) -out $(IMAGE_DIR)
 	@rm -f $(IMAGE_DIR)/*.bin

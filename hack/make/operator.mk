@@ -37,17 +37,17 @@ generate: $(CONTROLLER_GEN) ## Generate the deepcopy functions of the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: build-operator
-build-operator: ## Build the operator into bin/operator.
+build-operator: ## Build the operator into bin/openaaa-operator.
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/operator ./cmd/operator
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/openaaa-operator .
 
 .PHONY: test-operator
 test-operator: envtest-assets ## API and controller tests on a real kube-apiserver and etcd (envtest).
-	OPENAAA_INTEGRATION=require $(GO) test -count=1 -timeout 15m ./api/... ./controllers/... ./cmd/operator/...
+	OPENAAA_INTEGRATION=require $(GO) test -count=1 -timeout 15m ./api/... ./controllers/... 
 
 .PHONY: run-operator
 run-operator: ## Run the operator against the current kubeconfig (no leader election).
-	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/operator --leader-elect=false --metrics-bind-address=:8080 --health-probe-bind-address=:8081
+	$(GO) run -ldflags '$(LDFLAGS)' . --leader-elect=false --metrics-bind-address=:8080 --health-probe-bind-address=:8081
 
 .PHONY: run
 run: run-operator ## Same as run-operator.

@@ -496,6 +496,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	var ceiling, overload listFlag
 	var asJSON bool
+	overloadMax := fs.String("overload-max", "", "JSON report of the closed-loop run that gives the maximum for the overload runs (default: the candidate's median)")
 	fs.Var(&ceiling, "ceiling", "JSON report of a ceiling run (e.g. policing with the no-op store); repeatable")
 	fs.Var(&overload, "overload", "JSON report of an open-loop overload run; repeatable")
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as JSON")
@@ -528,6 +529,13 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	c, err := report.Compare(runs, ce, ov)
 	if err != nil {
 		return err
+	}
+	if *overloadMax != "" {
+		m, err := report.ReadReport(*overloadMax)
+		if err != nil {
+			return err
+		}
+		c.SetOverloadMax(m)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)

@@ -269,14 +269,15 @@ func TestRetransmissionAndTimeout(t *testing.T) {
 	// Drop the first transmission of every request: each is answered after one retransmission.
 	srv.Configure(func(r *responder.Responder) { r.Drop = func(r responder.Request, n int) bool { return n == 1 } })
 	cfg := baseConfig(p, target(srv, "dc1"))
-	cfg.Mode, cfg.Timeout, cfg.Retries = ModeAuth, 50*time.Millisecond, 3
+	// The timeout only has to outlast one loopback round trip, even on a loaded machine.
+	cfg.Mode, cfg.Timeout, cfg.Retries = ModeAuth, 500*time.Millisecond, 3
 	res := runOnce(t, cfg)
 	if res.Answered != 3 || res.Retransmissions != 3 || res.Timeouts != 0 {
 		t.Fatalf("answered %d retransmissions %d timeouts %d; want 3, 3, 0", res.Answered, res.Retransmissions, res.Timeouts)
 	}
 	// Never answer: every request times out after its retries.
 	srv.Configure(func(r *responder.Responder) { r.Drop = func(responder.Request, int) bool { return true } })
-	cfg.Retries = 1
+	cfg.Timeout, cfg.Retries = 20*time.Millisecond, 1
 	res = runOnce(t, cfg)
 	if res.Answered != 0 || res.Timeouts != 3 || res.Retransmissions != 3 {
 		t.Fatalf("answered %d timeouts %d retransmissions %d; want 0, 3, 3", res.Answered, res.Timeouts, res.Retransmissions)
@@ -332,6 +333,23 @@ func TestSlotTime(t *testing.T) {
 	}
 }
 
+func TestSlotsDue(t *testing.T) {
+	for _, tc := range []struct {
+		i    uint64
+		rate float64
+		ramp time.Duration
+	}{{100, 100, 0}, {25, 100, 2 * time.Second}, {100, 100, 2 * time.Second}, {1000, 333, time.Second}} {
+		at := slotTime(tc.i, tc.rate, tc.ramp)
+		// Slots 0..i are due at slotTime(i): i+1 of them (floating point may round one down).
+		if got := slotsDue(at+time.Microsecond, tc.rate, tc.ramp, 1<<40); got != tc.i+1 {
+			t.Errorf("slotsDue(slotTime(%d)) = %d", tc.i, got)
+		}
+	}
+	if got := slotsDue(time.Hour, 100, 0, 50); got != 50 {
+		t.Errorf("limit: %d", got)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	p := pop(t, 1)
 	for name, mut := range map[string]func(*Config){
@@ -356,7 +374,7 @@ func TestOpenLoopTimeouts(t *testing.T) {
 		r.Drop = func(r responder.Request, n int) bool { return r.StatusType == packet.AcctInterim }
 	})
 	cfg := baseConfig(p, target(srv, "dc1"))
-	cfg.Rate, cfg.MaxMessages, cfg.MaxSessions, cfg.Concurrency, cfg.Timeout = 5000, 1000, 4, 4, 30*time.Millisecond
+	cfg.Rate, cfg.MaxMessages, cfg.MaxSessions, cfg.Concurrency, cfg.Timeout = 5000, 1<<40, 4, 4, 30*time.Millisecond
 	res := runOnce(t, cfg)
 	// 4 sessions × (auth, start, 2 interims, stop).
 	if res.Sent != 20 || res.Answered != 12 || res.Timeouts != 8 || res.SessionsDone != 4 || res.Retransmissions != 0 {

@@ -70,13 +70,14 @@ type openRun struct {
 	lag     hist.H
 	offered uint64
 	unsent  uint64
+	bounded bool // the sender stopped at a count or session bound, not at the end of the run
 }
 
 func (r *run) open(ctx context.Context) (*Result, error) {
 	cfg := &r.cfg
 	o := &openRun{run: r, ready: make(chan *session, cfg.Concurrency), perT: make([]uint64, len(cfg.Targets))}
 	o.sender = &worker{e: r, rnd: newRand(cfg.Seed, 0)}
-	nsock := min(max((cfg.Concurrency+127)/128, 1), 128)
+	nsock := min(max((cfg.Concurrency+127)/128, 1), 256)
 	var all []*olSock
 	defer func() {
 		for _, s := range all {
@@ -167,6 +168,13 @@ loop:
 	}
 	wg.Wait()
 
+	if !o.bounded {
+		// Messages due by the end that a CPU-starved sender never reached were offered too.
+		if due := slotsDue(endAt.Sub(r.start), cfg.Rate, cfg.Ramp, cfg.MaxMessages); due > o.offered {
+			o.unsent += due - o.offered
+			o.offered = due
+		}
+	}
 	res := &Result{Started: r.start, Elapsed: endAt.Sub(r.start), PerTarget: o.perT, ErrorSamples: map[string]uint64{},
 		Offered: o.offered, Unsent: o.unsent}
 	c := &o.c
@@ -206,6 +214,7 @@ func (o *openRun) send(ctx context.Context) {
 			}
 		}
 		if i >= cfg.MaxMessages || (!sessionsLeft && o.alive.Load() == 0) {
+			o.bounded = true
 			return
 		}
 		wait := slotTime(i, cfg.Rate, cfg.Ramp) - time.Since(o.start)
@@ -408,4 +417,19 @@ func (o *openRun) sweep(ctx context.Context, all []*olSock) {
 			exp = exp[:0]
 		}
 	}
+}
+
+// slotsDue is how many messages are scheduled at or before t (the inverse of slotTime).
+func slotsDue(t time.Duration, rate float64, ramp time.Duration, limit uint64) uint64 {
+	x, R := t.Seconds(), ramp.Seconds()
+	var n float64
+	if R > 0 && x < R {
+		n = rate * x * x / (2 * R)
+	} else {
+		n = rate * (x - R/2)
+	}
+	if n < 0 {
+		return 0
+	}
+	return min(uint64(n)+1, limit)
 }

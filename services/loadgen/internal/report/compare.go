@@ -79,8 +79,10 @@ func medianRow(rows []Row) Row {
 type Overload struct {
 	Label          string             `json:"label"`
 	OfferedPerSec  float64            `json:"offeredPerSecond"`
+	SentPerSec     float64            `json:"sentPerSecond"`
 	AnsweredPerSec float64            `json:"answeredPerSecond"`
 	MaxTPS         float64            `json:"maxTPS"`
+	MaxLabel       string             `json:"maxLabel,omitempty"`
 	GoodputPct     float64            `json:"goodputPercentOfMax"`
 	P99            float64            `json:"p99MsOfAnswered"`
 	Timeouts       uint64             `json:"timeouts"`
@@ -104,6 +106,7 @@ type Comparison struct {
 	MedianRatio Ratio          `json:"medianRatio"`
 	Ceiling     map[string]Row `json:"ceiling,omitempty"`
 	Overload    []Overload     `json:"overload,omitempty"`
+	OverloadMax *Row           `json:"overloadMax,omitempty"`
 	Targets     []TargetCheck  `json:"targets"`
 	Setup       string         `json:"setup"`
 }
@@ -150,10 +153,11 @@ func Compare(runs, ceiling, overload []*Report) (*Comparison, error) {
 		c.Ceiling[r.Label] = rowOf(r)
 	}
 	for _, r := range overload {
-		o := Overload{Label: r.Label, AnsweredPerSec: r.IncomingTPS, MaxTPS: c.Median[1].TPS, P99: r.Latency[KeyAll].P99,
+		o := Overload{Label: r.Label, MaxLabel: c.Labels[1] + " median", AnsweredPerSec: r.IncomingTPS, MaxTPS: c.Median[1].TPS, P99: r.Latency[KeyAll].P99,
 			Timeouts: r.Timeouts, Unsent: r.Unsent, Dropped: r.Dropped, CPUPerTx: r.CPUMicrosPerTx}
 		if r.Seconds > 0 {
 			o.OfferedPerSec = float64(r.Offered) / r.Seconds
+			o.SentPerSec = float64(r.Sent) / r.Seconds
 		}
 		if o.MaxTPS > 0 {
 			o.GoodputPct = 100 * o.AnsweredPerSec / o.MaxTPS
@@ -185,6 +189,22 @@ func setupOf(r *Report) string {
 		s += fmt.Sprintf(", %d interims", r.Interims)
 	}
 	return fmt.Sprintf("%s, closed loop, concurrency %d, %.0f s per run, %d target(s) %s", s, r.Concurrency, r.Seconds, len(r.Targets), r.Distribution)
+}
+
+// SetOverloadMax measures the overload runs against max (a closed-loop run in the same
+// setup, e.g. with the server pinned to one core) instead of the candidate's median.
+func (c *Comparison) SetOverloadMax(max *Report) {
+	m := rowOf(max)
+	c.OverloadMax = &m
+	for i := range c.Overload {
+		o := &c.Overload[i]
+		o.MaxTPS = max.IncomingTPS
+		o.MaxLabel = max.Label
+		if o.MaxTPS > 0 {
+			o.GoodputPct = 100 * o.AnsweredPerSec / o.MaxTPS
+		}
+	}
+	c.Targets = c.checks()
 }
 
 // checks evaluates the issue's targets on B (the candidate).
@@ -255,8 +275,8 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	for _, o := range c.Overload {
-		fmt.Fprintf(&b, "\nOverload (%s, open loop): offered %s/s, answered %s/s = %.1f%% of the measured maximum %s/s; p99 of answered %.3f ms from the schedule, %.3f ms from the actual send; %d timeouts; %d never sent by the generator (its send lag p99 %.3f ms); RSS %.1f → %.1f (halfway) → %.1f MiB",
-			o.Label, thousands(o.OfferedPerSec), thousands(o.AnsweredPerSec), o.GoodputPct, thousands(o.MaxTPS), o.P99, o.ServiceP99, o.Timeouts, o.Unsent, o.SendLagP99, mib(o.RSSBefore), mib(o.RSSMid), mib(o.RSSAfter))
+		fmt.Fprintf(&b, "\nOverload (%s, open loop): offered %s/s (sent %s/s), answered %s/s = %.1f%% of the measured maximum %s/s (%s); p99 of answered %.3f ms from the schedule, %.3f ms from the actual send; %d timeouts; %d never sent by the generator (its send lag p99 %.3f ms); RSS %.1f → %.1f (halfway) → %.1f MiB",
+			o.Label, thousands(o.OfferedPerSec), thousands(o.SentPerSec), thousands(o.AnsweredPerSec), o.GoodputPct, thousands(o.MaxTPS), o.MaxLabel, o.P99, o.ServiceP99, o.Timeouts, o.Unsent, o.SendLagP99, mib(o.RSSBefore), mib(o.RSSMid), mib(o.RSSAfter))
 		if o.Sessions != nil {
 			fmt.Fprintf(&b, " with %.0f → %.0f active sessions in the store", o.Sessions[0], o.Sessions[1])
 		}

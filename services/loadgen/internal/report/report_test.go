@@ -157,3 +157,48 @@ func TestMedian(t *testing.T) {
 		t.Fatal("median")
 	}
 }
+
+func TestOverloadRSSFlatUsesSecondHalf(t *testing.T) {
+	runs := []*Report{mk("a", 100, 1, 1, 1), mk("b", 200, 1, 1, 1)}
+	grow := mk("b-overload", 180, 1, 1, 1)
+	grow.Servers = []Process{{RSSBefore: 50 << 20, RSSMid: 100 << 20, RSSAfter: 200 << 20}}
+	settled := mk("b-overload", 180, 1, 1, 1)
+	settled.Servers = []Process{{RSSBefore: 50 << 20, RSSMid: 150 << 20, RSSAfter: 155 << 20}}
+	for _, tc := range []struct {
+		r    *Report
+		flat bool
+	}{{grow, false}, {settled, true}} {
+		c, err := Compare(runs, nil, []*Report{tc.r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, chk := range c.Targets {
+			if strings.HasPrefix(chk.Name, "overload RSS flat") && chk.Met != tc.flat {
+				t.Errorf("%s: met=%v, want %v", chk.Value, chk.Met, tc.flat)
+			}
+		}
+		if g := c.Overload[0].GoodputPct; !near(g, 90) {
+			t.Errorf("goodput %v, want 90", g)
+		}
+	}
+}
+
+func TestSetOverloadMax(t *testing.T) {
+	over := mk("overload", 9000, 1, 1, 1)
+	c, err := Compare([]*Report{mk("a", 100, 1, 1, 1), mk("b", 20000, 1, 1, 1)}, nil, []*Report{over})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := c.Overload[0].GoodputPct; !near(g, 45) {
+		t.Fatalf("goodput vs the median %v, want 45", g)
+	}
+	c.SetOverloadMax(mk("pinned", 10000, 1, 1, 1))
+	if o := c.Overload[0]; !near(o.GoodputPct, 90) || o.MaxLabel != "pinned" {
+		t.Fatalf("goodput vs the pinned maximum: %+v", o)
+	}
+	for _, chk := range c.Targets {
+		if strings.HasPrefix(chk.Name, "overload goodput") && !chk.Met {
+			t.Errorf("90%% not met: %+v", chk)
+		}
+	}
+}

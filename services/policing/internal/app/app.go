@@ -73,10 +73,11 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	n.Radius = radiusd.New(radiusd.Options{Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
 	n.startReload(src)
+	authLogger, _ := st.(session.AuthLogger) // the store itself: startCoA wraps it
 	st = n.startCoA(st)
 	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log, LookupTimeout: 2 * time.Second}
-	if al, ok := n.Store.(session.AuthLogger); ok {
-		n.authLog = aaa.NewAuthLog(al, aaa.AuthLogOptions{})
+	if authLogger != nil {
+		n.authLog = aaa.NewAuthLog(authLogger, aaa.AuthLogOptions{})
 		auth.AuthLog = n.authLog
 	}
 	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: 3 * time.Second}

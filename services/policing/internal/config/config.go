@@ -51,7 +51,9 @@ type Radius struct {
 	DuplicateWindow Duration `json:"duplicateWindow"`
 	DrainTimeout    Duration `json:"drainTimeout"`
 	SocketBuffer    int      `json:"socketBuffer"`
-	RadSec          RadSec   `json:"radsec"`
+	// RequireMessageAuthenticator is the default of every client's own key (BlastRADIUS).
+	RequireMessageAuthenticator bool   `json:"requireMessageAuthenticator"`
+	RadSec                      RadSec `json:"radsec"`
 }
 
 // Client is one NAS (or a range of NAS) allowed to talk to us.
@@ -65,7 +67,7 @@ type Client struct {
 	// SecretFile holds the shared secret (a mounted Secret); trailing newlines are ignored.
 	SecretFile string `json:"secretFile"`
 	// RequireMessageAuthenticator drops Access-Requests without a valid Message-Authenticator
-	// (BlastRADIUS, CVE-2024-3596). Default true.
+	// (BlastRADIUS, CVE-2024-3596). Default: radius.requireMessageAuthenticator (true).
 	RequireMessageAuthenticator *bool `json:"requireMessageAuthenticator,omitempty"`
 	// CoAPort is where the NAS listens for CoA and Disconnect requests (RFC 5176).
 	CoAPort int `json:"coaPort,omitempty"`
@@ -120,15 +122,16 @@ func Default() Config {
 	return Config{
 		Log: Log{Level: "info", Format: "json"},
 		Radius: Radius{
-			AuthAddress:     ":1812",
-			AcctAddress:     ":1813",
-			Workers:         64,
-			QueueSize:       2048,
-			MaxQueueWait:    Duration(time.Second),
-			DuplicateWindow: Duration(5 * time.Second),
-			DrainTimeout:    Duration(10 * time.Second),
-			SocketBuffer:    4 << 20,
-			RadSec:          defaultRadSec(),
+			AuthAddress:                 ":1812",
+			AcctAddress:                 ":1813",
+			Workers:                     64,
+			QueueSize:                   2048,
+			MaxQueueWait:                Duration(time.Second),
+			DuplicateWindow:             Duration(5 * time.Second),
+			DrainTimeout:                Duration(10 * time.Second),
+			SocketBuffer:                4 << 20,
+			RequireMessageAuthenticator: true,
+			RadSec:                      defaultRadSec(),
 		},
 		Subscribers: Subscribers{Source: "file", LDAP: defaultLDAP()},
 		Session: SessionStore{
@@ -499,7 +502,8 @@ func ParseClientAddress(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// RequiresMessageAuthenticator applies the default (true).
+// RequiresMessageAuthenticator is the client's setting; unset means true (AllClients fills
+// in radius.requireMessageAuthenticator first).
 func (cl Client) RequiresMessageAuthenticator() bool {
 	return cl.RequireMessageAuthenticator == nil || *cl.RequireMessageAuthenticator
 }

@@ -336,3 +336,20 @@ func TestParseClientAddress(t *testing.T) {
 		}
 	}
 }
+
+// The node-wide default applies to clients that do not set their own.
+func TestNodeWideMessageAuthenticatorDefault(t *testing.T) {
+	text := "radius: {requireMessageAuthenticator: false}\nclients:\n  - {name: a, address: 192.0.2.1, secretFile: /s}\n  - {name: b, address: 192.0.2.2, secretFile: /s, requireMessageAuthenticator: true}\nsubscribers: {file: /f}\n"
+	c, err := load(t, text, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := c.AllClients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all[0].RequiresMessageAuthenticator() || !all[1].RequiresMessageAuthenticator() {
+		t.Fatalf("a follows the node default (false), b keeps its own (true): %v %v",
+			all[0].RequiresMessageAuthenticator(), all[1].RequiresMessageAuthenticator())
+	}
+}

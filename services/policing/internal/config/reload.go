@@ -67,12 +67,20 @@ func LoadClientsFile(path string) ([]Client, error) {
 // AllClients returns the configuration's clients followed by those of clientsFile (if set).
 func (c *Config) AllClients() ([]Client, error) {
 	out := append([]Client(nil), c.Clients...)
-	if c.ClientsFile == "" {
-		return out, nil
+	if c.ClientsFile != "" {
+		more, err := LoadClientsFile(c.ClientsFile)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
 	}
-	more, err := LoadClientsFile(c.ClientsFile)
-	if err != nil {
-		return nil, err
+	// A client that does not say whether it must send Message-Authenticator follows the
+	// node-wide radius.requireMessageAuthenticator.
+	for i := range out {
+		if out[i].RequireMessageAuthenticator == nil {
+			v := c.Radius.RequireMessageAuthenticator
+			out[i].RequireMessageAuthenticator = &v
+		}
 	}
-	return append(out, more...), nil
+	return out, nil
 }

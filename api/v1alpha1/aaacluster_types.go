@@ -1,0 +1,575 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types reported in status.conditions.
+const (
+	// ConditionReady is True when Cassandra, the schema and policing in every data center are ready.
+	ConditionReady = "Ready"
+	// ConditionCassandraReady is True when the Cassandra cluster is initialized and every data
+	// center of spec.datacenters runs in it (managed), or when the credentials of the external
+	// cluster are found (external).
+	ConditionCassandraReady = "CassandraReady"
+	// ConditionSchemaReady is True when the migration Job for the current schema version and
+	// replication map has succeeded.
+	ConditionSchemaReady = "SchemaReady"
+	// ConditionPolicingReady is True when the policing Deployment of every data center is available.
+	ConditionPolicingReady = "PolicingReady"
+	// ConditionDegraded is True when the cluster serves but not fully: a data center is down, a
+	// migration failed, or RadSec certificates cannot be issued.
+	ConditionDegraded = "Degraded"
+	// ConditionMonitoringReady is True when every monitoring object asked for in spec.monitoring
+	// exists; False (reason CRDNotInstalled) when its CRD is missing from the cluster.
+	ConditionMonitoringReady = "MonitoringReady"
+)
+
+// AAAClusterSpec describes one geo-redundant AAA deployment: policing (the RADIUS server) in
+// every data center, sharing sessions through a multi-DC Cassandra cluster.
+type AAAClusterSpec struct {
+	// Datacenters lists the data centers, each running policing and (when Cassandra is managed)
+	// one Cassandra datacenter of the same name. Names are unique and can never be renamed
+	// (Cassandra cannot rename a datacenter): add a data center and remove another in two
+	// separate updates.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="oldSelf.all(o, self.exists(d, d.name == o.name)) || self.all(d, oldSelf.exists(o, o.name == d.name))",message="spec.datacenters: a datacenter cannot be renamed; add the new datacenter and remove the old one in two separate updates"
+	Datacenters []Datacenter `json:"datacenters"`
+
+	// Cassandra selects and configures the session store's Cassandra cluster.
+	// +kubebuilder:default={}
+	// +optional
+	Cassandra CassandraSpec `json:"cassandra,omitempty"`
+
+	// Radius configures the RADIUS listeners, the NAS clients and RadSec.
+	Radius RadiusSpec `json:"radius"`
+
+	// SessionStore selects how policing keeps sessions: "hybrid" (a local cache in front of
+	// Cassandra, the fastest) or "cassandra" (every read goes to Cassandra).
+	// +kubebuilder:validation:Enum=hybrid;cassandra
+	// +kubebuilder:default=hybrid
+	// +optional
+	SessionStore string `json:"sessionStore,omitempty"`
+
+	// Subscribers selects where subscribers are looked up: LDAP or a file.
+	// +optional
+	Subscribers *SubscribersSpec `json:"subscribers,omitempty"`
+
+	// AccountingProxy forwards accounting requests to other RADIUS servers (e.g. billing).
+	// +optional
+	AccountingProxy *AccountingProxySpec `json:"accountingProxy,omitempty"`
+
+	// Policy tunes the built-in policy.
+	// +optional
+	Policy *PolicySpec `json:"policy,omitempty"`
+
+	// Monitoring creates ServiceMonitor, PrometheusRule and Grafana dashboard objects.
+	// +optional
+	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
+
+	// Image of policing (it also runs the schema migrations).
+	// +optional
+	Image ImageSpec `json:"image,omitempty"`
+
+	// LogLevel of policing: debug, info, warn or error.
+	// +kubebuilder:validation:Enum=debug;info;warn;error
+	// +kubebuilder:default=info
+	// +optional
+	LogLevel string `json:"logLevel,omitempty"`
+}
+
+// Datacenter is one data center: policing pods, their Services and autoscaler, and the
+// Cassandra datacenter of the same name.
+// +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && has(self.autoscaling))",message="replicas and autoscaling are mutually exclusive: set one of them",fieldPath=".replicas"
+type Datacenter struct {
+	// Name of the data center, also the Cassandra datacenter name. Lower-case letters, digits
+	// and '-', at most 20 characters.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Replicas of policing when autoscaling is not set. Default 2.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Autoscaling scales policing with a HorizontalPodAutoscaler.
+	// +optional
+	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
+
+	// Resources of the policing container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Scheduling of the policing pods.
+	// +optional
+	Scheduling SchedulingSpec `json:"scheduling,omitempty"`
+
+	// Service settings of the RADIUS Services of this data center.
+	// +optional
+	Service ServiceSpec `json:"service,omitempty"`
+
+	// Cassandra settings of this data center (nodes, storage, replication factor).
+	// +optional
+	Cassandra DatacenterCassandraSpec `json:"cassandra,omitempty"`
+}
+
+// AutoscalingSpec configures the HorizontalPodAutoscaler (autoscaling/v2) of one data center.
+// +kubebuilder:validation:XValidation:rule="self.minReplicas <= self.maxReplicas",message="maxReplicas must be greater than or equal to minReplicas",fieldPath=".maxReplicas"
+type AutoscalingSpec struct {
+	// MinReplicas of policing.
+	// +kubebuilder:validation:Minimum=1
+	MinReplicas int32 `json:"minReplicas"`
+	// MaxReplicas of policing.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxReplicas int32 `json:"maxReplicas"`
+	// TargetCPUUtilizationPercentage of the CPU request. Default 70.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	TargetCPUUtilizationPercentage *int32 `json:"targetCPUUtilizationPercentage,omitempty"`
+	// TargetRequestsPerSecond per pod, through the custom pods metric RequestsMetricName
+	// (served by a metrics adapter such as prometheus-adapter). Unset: CPU only.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	TargetRequestsPerSecond *int32 `json:"targetRequestsPerSecond,omitempty"`
+	// RequestsMetricName is the custom metric with RADIUS requests per second per pod.
+	// Default openaaa_radius_requests_per_second.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	RequestsMetricName string `json:"requestsMetricName,omitempty"`
+}
+
+// SchedulingSpec places the policing pods.
+type SchedulingSpec struct {
+	// NodeSelector of the policing pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of the policing pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity of the policing pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// TopologySpreadConstraints of the policing pods. Default: spread over nodes
+	// (kubernetes.io/hostname, ScheduleAnyway). Their label selectors may use the label
+	// app.kubernetes.io/instance=<name>-<datacenter>.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// PriorityClassName of the policing pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// ServiceSpec configures the RADIUS Services (UDP auth and accounting; TCP RadSec) of one data
+// center.
+// +kubebuilder:validation:XValidation:rule="!has(self.externalTrafficPolicy) || !has(self.type) || self.type != 'ClusterIP'",message="externalTrafficPolicy applies only to the LoadBalancer and NodePort types",fieldPath=".externalTrafficPolicy"
+// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerIP) || !has(self.type) || self.type == 'LoadBalancer'",message="loadBalancerIP applies only to the LoadBalancer type",fieldPath=".loadBalancerIP"
+type ServiceSpec struct {
+	// Type of the Services. Default LoadBalancer.
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +optional
+	Type corev1.ServiceType `json:"type,omitempty"`
+	// Annotations added to the Services (e.g. the cloud's load balancer settings).
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// LoadBalancerIP asks the cloud for this address (when it supports it).
+	// +optional
+	LoadBalancerIP string `json:"loadBalancerIP,omitempty"`
+	// LoadBalancerSourceRanges restricts the clients of a LoadBalancer Service.
+	// +optional
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+	// ExternalTrafficPolicy of LoadBalancer and NodePort Services. Default Local: NAS are
+	// identified by their source address, which Cluster would replace with a node's address.
+	// +kubebuilder:validation:Enum=Local;Cluster
+	// +optional
+	ExternalTrafficPolicy corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
+}
+
+// DatacenterCassandraSpec configures the Cassandra datacenter of one data center.
+// +kubebuilder:validation:XValidation:rule="!has(self.replicationFactor) || self.replicationFactor <= (has(self.size) ? self.size : 3)",message="replicationFactor must not exceed size, the number of Cassandra nodes of this datacenter (default 3)",fieldPath=".replicationFactor"
+type DatacenterCassandraSpec struct {
+	// Size is the number of Cassandra nodes (managed Cassandra only). Default 3.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Size *int32 `json:"size,omitempty"`
+	// ReplicationFactor of the keyspace in this datacenter. Default: 3, or size when smaller.
+	// Never above size.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ReplicationFactor *int32 `json:"replicationFactor,omitempty"`
+	// Storage of each Cassandra node (managed Cassandra only).
+	// +optional
+	Storage CassandraStorage `json:"storage,omitempty"`
+	// Resources of each Cassandra node (managed Cassandra only).
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// CassandraStorage is the persistent volume of each Cassandra node.
+type CassandraStorage struct {
+	// StorageClassName of the volume claims. Default: the cluster's default class.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// Size of each node's volume. Default 10Gi.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+}
+
+// CassandraSpec selects the Cassandra cluster: managed through k8ssandra-operator (the
+// default) or an existing one.
+// +kubebuilder:validation:XValidation:rule="!(has(self.managed) && has(self.external))",message="spec.cassandra: managed and external are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="has(self.external) == has(oldSelf.external)",message="spec.cassandra: cannot switch between managed and external Cassandra"
+type CassandraSpec struct {
+	// Keyspace of the sessions. Immutable.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,47}$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.cassandra.keyspace is immutable"
+	// +kubebuilder:default=openaaa
+	// +optional
+	Keyspace string `json:"keyspace,omitempty"`
+	// Managed Cassandra: a K8ssandraCluster (k8ssandra.io/v1alpha1) named like the AAACluster,
+	// with one datacenter per data center. The default when external is not set.
+	// +optional
+	Managed *ManagedCassandra `json:"managed,omitempty"`
+	// External Cassandra: an existing cluster whose datacenters carry the names of
+	// spec.datacenters.
+	// +optional
+	External *ExternalCassandra `json:"external,omitempty"`
+}
+
+// ManagedCassandra configures the K8ssandraCluster.
+type ManagedCassandra struct {
+	// ServerVersion of Cassandra. Default 4.1.8.
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+\.[0-9]+$`
+	// +optional
+	ServerVersion string `json:"serverVersion,omitempty"`
+}
+
+// ExternalCassandra is an existing Cassandra cluster.
+type ExternalCassandra struct {
+	// ContactPoints: host or host:port of some nodes of every datacenter.
+	// +kubebuilder:validation:MinItems=1
+	// +listType=atomic
+	ContactPoints []string `json:"contactPoints"`
+	// CredentialsSecret holds the keys username and password.
+	CredentialsSecret corev1.LocalObjectReference `json:"credentialsSecret"`
+}
+
+// RadiusSpec configures the RADIUS side of policing.
+type RadiusSpec struct {
+	// AuthPort for Access-Requests (UDP). Default 1812.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=1812
+	// +optional
+	AuthPort int32 `json:"authPort,omitempty"`
+	// AcctPort for Accounting-Requests (UDP). Default 1813.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=1813
+	// +optional
+	AcctPort int32 `json:"acctPort,omitempty"`
+	// ClientsSecret holds the NAS clients and their shared secrets in the key clients.yaml,
+	// mounted at /etc/openaaa/clients/clients.yaml and reloaded without a restart.
+	ClientsSecret corev1.LocalObjectReference `json:"clientsSecret"`
+	// RequireMessageAuthenticator: Access-Requests without a valid Message-Authenticator are
+	// dropped (BlastRADIUS, CVE-2024-3596). Default true. It is the default of every NAS client
+	// of clients.yaml (policing's radius.requireMessageAuthenticator); a client may still set
+	// its own requireMessageAuthenticator.
+	// +kubebuilder:default=true
+	// +optional
+	RequireMessageAuthenticator *bool `json:"requireMessageAuthenticator,omitempty"`
+	// RadSec (RADIUS over TLS, RFC 6614) on TCP.
+	// +optional
+	RadSec *RadSecSpec `json:"radsec,omitempty"`
+}
+
+// RadSecSpec configures RADIUS over TLS.
+// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.issuerRef) || has(self.secretName)",message="spec.radius.radsec: issuerRef or secretName is required when enabled"
+// +kubebuilder:validation:XValidation:rule="!(has(self.issuerRef) && has(self.secretName))",message="spec.radius.radsec: issuerRef and secretName are mutually exclusive"
+type RadSecSpec struct {
+	// Enabled opens the RadSec port.
+	Enabled bool `json:"enabled"`
+	// Port (TCP). Default 2083.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=2083
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// IssuerRef of a cert-manager Issuer or ClusterIssuer: the operator requests a Certificate
+	// named <name>-radsec for the Services of every data center.
+	// +optional
+	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
+	// SecretName of an existing kubernetes.io/tls Secret to use instead of cert-manager.
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+	// DNSNames added to the certificate, e.g. the public names of the load balancers.
+	// +optional
+	DNSNames []string `json:"dnsNames,omitempty"`
+}
+
+// IssuerReference names a cert-manager issuer.
+type IssuerReference struct {
+	// Name of the issuer.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Kind: Issuer (default) or ClusterIssuer.
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +kubebuilder:default=Issuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Group of the issuer. Default cert-manager.io.
+	// +kubebuilder:default=cert-manager.io
+	// +optional
+	Group string `json:"group,omitempty"`
+}
+
+// SubscribersSpec selects the subscriber source.
+// +kubebuilder:validation:XValidation:rule="has(self.ldap) != has(self.file)",message="spec.subscribers: set exactly one of ldap or file"
+type SubscribersSpec struct {
+	// LDAP looks subscribers up in a directory.
+	// +optional
+	LDAP *LDAPSpec `json:"ldap,omitempty"`
+	// File reads subscribers from a file in a ConfigMap or Secret.
+	// +optional
+	File *SubscriberFileSpec `json:"file,omitempty"`
+}
+
+// LDAPSpec configures the LDAP subscriber source.
+type LDAPSpec struct {
+	// URL of the directory, ldap:// or ldaps://.
+	// +kubebuilder:validation:Pattern=`^ldaps?://`
+	URL string `json:"url"`
+	// BaseDN of the searches.
+	// +kubebuilder:validation:MinLength=1
+	BaseDN string `json:"baseDN"`
+	// Filter of the searches; {username} is replaced by the escaped User-Name. Default: policing's,
+	// (uid={username}).
+	// +optional
+	Filter string `json:"filter,omitempty"`
+	// BindDN of the service account.
+	// +optional
+	BindDN string `json:"bindDN,omitempty"`
+	// BindSecret holds the bind password (key password unless BindSecret.key says otherwise).
+	// +optional
+	BindSecret *SecretKeyRef `json:"bindSecret,omitempty"`
+}
+
+// SubscriberFileSpec is a subscriber file in a ConfigMap or a Secret.
+// +kubebuilder:validation:XValidation:rule="has(self.configMap) != has(self.secret)",message="spec.subscribers.file: set exactly one of configMap or secret"
+type SubscriberFileSpec struct {
+	// ConfigMap holding the file.
+	// +optional
+	ConfigMap *ConfigMapKeyRef `json:"configMap,omitempty"`
+	// Secret holding the file.
+	// +optional
+	Secret *SecretKeyRef `json:"secret,omitempty"`
+}
+
+// SecretKeyRef is a key of a Secret in the namespace of the AAACluster.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key in the Secret.
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// ConfigMapKeyRef is a key of a ConfigMap in the namespace of the AAACluster.
+type ConfigMapKeyRef struct {
+	// Name of the ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key in the ConfigMap.
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// AccountingProxySpec forwards accounting to other RADIUS servers.
+type AccountingProxySpec struct {
+	// Servers receiving a copy of every accounting request.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=map
+	// +listMapKey=name
+	Servers []AccountingServer `json:"servers"`
+}
+
+// AccountingServer is one upstream accounting server.
+type AccountingServer struct {
+	// Name of the server (used in metrics).
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=40
+	Name string `json:"name"`
+	// Address host:port (UDP).
+	// +kubebuilder:validation:MinLength=1
+	Address string `json:"address"`
+	// Secret holds the shared secret (key secret unless Secret.key says otherwise).
+	Secret SecretKeyRef `json:"secret"`
+}
+
+// PolicySpec tunes the built-in policy.
+type PolicySpec struct {
+	// RateLimitAttribute carries a subscriber's rate limit in the Access-Accept.
+	// +optional
+	RateLimitAttribute string `json:"rateLimitAttribute,omitempty"`
+	// RejectMessage is the Reply-Message of Access-Rejects.
+	// +optional
+	RejectMessage string `json:"rejectMessage,omitempty"`
+}
+
+// MonitoringSpec asks for prometheus-operator and Grafana objects. Missing CRDs are reported in
+// the MonitoringReady condition, never an error.
+type MonitoringSpec struct {
+	// ServiceMonitor scraping the admin port (/metrics) of every policing pod.
+	// +optional
+	ServiceMonitor *ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
+	// PrometheusRule with the alerts of OpenAAA.
+	// +optional
+	PrometheusRule *PrometheusRuleSpec `json:"prometheusRule,omitempty"`
+	// GrafanaDashboards as ConfigMaps for the Grafana sidecar.
+	// +optional
+	GrafanaDashboards *GrafanaDashboardsSpec `json:"grafanaDashboards,omitempty"`
+}
+
+// ServiceMonitorSpec configures the ServiceMonitor.
+type ServiceMonitorSpec struct {
+	// Enabled creates the ServiceMonitor.
+	Enabled bool `json:"enabled"`
+	// Interval of the scrapes. Default 30s.
+	// +kubebuilder:validation:Pattern=`^[0-9]+(ms|s|m|h)$`
+	// +optional
+	Interval string `json:"interval,omitempty"`
+	// Labels added to the ServiceMonitor (to match the Prometheus serviceMonitorSelector).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// PrometheusRuleSpec configures the PrometheusRule.
+type PrometheusRuleSpec struct {
+	// Enabled creates the PrometheusRule.
+	Enabled bool `json:"enabled"`
+	// Labels added to the PrometheusRule (to match the Prometheus ruleSelector).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// GrafanaDashboardsSpec configures the dashboard ConfigMaps.
+type GrafanaDashboardsSpec struct {
+	// Enabled creates the dashboard ConfigMaps.
+	Enabled bool `json:"enabled"`
+	// Labels of the ConfigMaps. Default grafana_dashboard: "1" (the Grafana sidecar's default).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// ImageSpec selects the policing image.
+type ImageSpec struct {
+	// Repository of the image. Default: the operator's --policing-image.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+	// Tag of the image. Default: the operator's version. Also the schema version: the
+	// migrations ship in the image and re-run when it changes.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// PullPolicy of the image.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +optional
+	PullPolicy corev1.PullPolicy `json:"pullPolicy,omitempty"`
+	// PullSecrets for private registries.
+	// +optional
+	PullSecrets []corev1.LocalObjectReference `json:"pullSecrets,omitempty"`
+}
+
+// AAAClusterStatus is the observed state, written by the operator only.
+type AAAClusterStatus struct {
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, CassandraReady, SchemaReady, PolicingReady, Degraded, MonitoringReady.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Datacenters reports each data center.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Datacenters []DatacenterStatus `json:"datacenters,omitempty"`
+	// ReadyDatacenters is "ready/total", e.g. 3/3.
+	// +optional
+	ReadyDatacenters string `json:"readyDatacenters,omitempty"`
+	// Schema is the applied schema.
+	// +optional
+	Schema *SchemaStatus `json:"schema,omitempty"`
+}
+
+// DatacenterStatus reports one data center.
+type DatacenterStatus struct {
+	// Name of the data center.
+	Name string `json:"name"`
+	// DesiredReplicas of policing.
+	DesiredReplicas int32 `json:"desiredReplicas"`
+	// ReadyReplicas of policing.
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// CassandraReady tells whether the Cassandra datacenter is ready.
+	CassandraReady bool `json:"cassandraReady"`
+	// Ready tells whether policing is available in this data center.
+	Ready bool `json:"ready"`
+	// Endpoint of the RADIUS Service: the load balancer's address, else the cluster IP.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// SchemaStatus reports the applied schema.
+type SchemaStatus struct {
+	// Version applied: the policing image tag that ran the migrations.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Replication map applied, e.g. dc1:3,dc2:3.
+	// +optional
+	Replication string `json:"replication,omitempty"`
+	// Job that applied it.
+	// +optional
+	Job string `json:"job,omitempty"`
+}
+
+// AAACluster is a geo-redundant AAA (RADIUS) deployment across data centers.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=aaa,categories=openaaa
+// +kubebuilder:printcolumn:name="DCs",type=string,JSONPath=`.status.readyDatacenters`,description="ready/total data centers"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Schema",type=string,JSONPath=`.status.schema.version`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 30",message="metadata.name must be at most 30 characters: the names of the per-datacenter objects derive from it"
+type AAACluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   AAAClusterSpec   `json:"spec"`
+	Status AAAClusterStatus `json:"status,omitempty"`
+}
+
+// AAAClusterList is a list of AAAClusters.
+// +kubebuilder:object:root=true
+type AAAClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []AAACluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&AAACluster{}, &AAAClusterList{})
+}

@@ -1,0 +1,380 @@
+package controllers
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/golden")
+
+// golden compares got with testdata/golden/name (rewritten with -update).
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./controllers -run Golden -update)", err)
+	}
+	if string(want) != string(got) {
+		t.Errorf("%s differs from the golden file (go test ./controllers -run Golden -update to accept):\n--- got\n%s", name, got)
+	}
+}
+
+func toYAML(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sampleForBuilders is the 3-DC sample in namespace prod, with every default applied.
+func sampleForBuilders(t *testing.T) (*aaav1.AAACluster, aaav1.AAAClusterSpec) {
+	c := loadSample(t)
+	c.Namespace = "prod"
+	c.UID = "00000000-0000-0000-0000-000000000001"
+	return c, withDefaults(c.Spec, Options{Version: "v1.2.3"})
+}
+
+func TestGoldenBuilders(t *testing.T) {
+	c, spec := sampleForBuilders(t)
+	dc1, dc2 := spec.Datacenters[0], spec.Datacenters[1]
+	golden(t, "policing-dc1.yaml", []byte(renderPolicingConfig(c, spec, "dc1")))
+	golden(t, "deployment-dc1.yaml", toYAML(t, buildDeployment(c, spec, dc1, "0123456789abcdef")))
+	golden(t, "deployment-dc2.yaml", toYAML(t, buildDeployment(c, spec, dc2, "0123456789abcdef")))
+	golden(t, "services-dc1.yaml", toYAML(t, buildServices(c, spec, dc1)))
+	golden(t, "pdb-dc1.yaml", toYAML(t, buildPDB(c, dc1)))
+	golden(t, "hpa-dc1.yaml", toYAML(t, buildHPA(c, dc1)))
+	golden(t, "k8ssandracluster.yaml", toYAML(t, buildK8ssandraCluster(c, spec, nil).Object))
+	golden(t, "migration-job.yaml", toYAML(t, buildMigrationJob(c, spec, "dc1:3,dc2:3,dc3:3")))
+	golden(t, "certificate.yaml", toYAML(t, buildCertificate(c, spec).Object))
+	golden(t, "servicemonitor.yaml", toYAML(t, buildServiceMonitor(c, spec).Object))
+	golden(t, "prometheusrule.yaml", toYAML(t, buildPrometheusRule(c, spec).Object))
+	golden(t, "dashboard.json", []byte(renderDashboard(c)))
+}
+
+// TestGoldenExternalConfig: the configuration with an external Cassandra, file subscribers, an
+// accounting proxy and a policy.
+func TestGoldenExternalConfig(t *testing.T) {
+	c := minimalCluster("prod", "edge")
+	c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"10.1.0.1:9042", "10.2.0.1"}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass"}}
+	c.Spec.Subscribers = &aaav1.SubscribersSpec{File: &aaav1.SubscriberFileSpec{Secret: &aaav1.SecretKeyRef{Name: "subs"}}}
+	c.Spec.AccountingProxy = &aaav1.AccountingProxySpec{Servers: []aaav1.AccountingServer{{Name: "billing", Address: "billing.example.net:1813", Secret: aaav1.SecretKeyRef{Name: "billing"}}}}
+	c.Spec.Policy = &aaav1.PolicySpec{RejectMessage: "No"}
+	c.Spec.Radius.RequireMessageAuthenticator = ptr.To(false)
+	spec := withDefaults(c.Spec, Options{PolicingImage: "registry.example.net:5000/aaa/policing:v2"})
+	rendered := renderPolicingConfig(c, spec, "dc2")
+	golden(t, "policing-external.yaml", []byte(rendered))
+	if !strings.Contains(rendered, "requireMessageAuthenticator: false") {
+		t.Errorf("spec.radius.requireMessageAuthenticator=false not rendered:\n%s", rendered)
+	}
+	if got := imageRef(spec); got != "registry.example.net:5000/aaa/policing:v2" {
+		t.Errorf("image %s", got)
+	}
+	d := buildDeployment(c, spec, spec.Datacenters[0], "h")
+	var names []string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		names = append(names, v.Name)
+	}
+	if got := strings.Join(names, ","); got != "config,clients,cassandra-credentials,tmp,state,subscribers,accounting-proxy" {
+		t.Errorf("volumes %s", got)
+	}
+	if got := rollingSecrets(c, spec); strings.Join(got, ",") != "billing,cass,subs" {
+		t.Errorf("rolling secrets %v", got)
+	}
+}
+
+func TestWithDefaults(t *testing.T) {
+	spec := withDefaults(aaav1.AAAClusterSpec{Datacenters: []aaav1.Datacenter{
+		{Name: "small", Cassandra: aaav1.DatacenterCassandraSpec{Size: ptr.To[int32](1)}},
+		{Name: "big", Cassandra: aaav1.DatacenterCassandraSpec{Size: ptr.To[int32](5)}},
+		{Name: "auto", Autoscaling: &aaav1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 4}, Service: aaav1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}},
+	}}, Options{Version: "dev"})
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"rf capped by size", *spec.Datacenters[0].Cassandra.ReplicationFactor, int32(1)},
+		{"rf 3 on bigger DCs", *spec.Datacenters[1].Cassandra.ReplicationFactor, int32(3)},
+		{"size 3", *spec.Datacenters[2].Cassandra.Size, int32(3)},
+		{"replicas 2", *spec.Datacenters[0].Replicas, int32(2)},
+		{"no replicas with autoscaling", spec.Datacenters[2].Replicas == nil, true},
+		{"target CPU", *spec.Datacenters[2].Autoscaling.TargetCPUUtilizationPercentage, int32(70)},
+		{"LoadBalancer", spec.Datacenters[0].Service.Type, corev1.ServiceTypeLoadBalancer},
+		{"Local", spec.Datacenters[0].Service.ExternalTrafficPolicy, corev1.ServiceExternalTrafficPolicyLocal},
+		{"no policy on ClusterIP", spec.Datacenters[2].Service.ExternalTrafficPolicy, corev1.ServiceExternalTrafficPolicy("")},
+		{"managed", managed(spec), true},
+		{"server version", spec.Cassandra.Managed.ServerVersion, DefaultServerVersion},
+		{"dev tag", spec.Image.Tag, "latest"},
+		{"storage", spec.Datacenters[0].Cassandra.Storage.Size.String(), "10Gi"},
+		{"message authenticator", *spec.Radius.RequireMessageAuthenticator, true},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestSplitImage(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"":                            {"", ""},
+		"policing":                    {"policing", ""},
+		"ghcr.io/openaaa/policing:v1": {"ghcr.io/openaaa/policing", "v1"},
+		"host:5000/policing":          {"host:5000/policing", ""},
+		"host:5000/policing:v2":       {"host:5000/policing", "v2"},
+	} {
+		repo, tag := splitImage(in)
+		if repo != want[0] || tag != want[1] {
+			t.Errorf("splitImage(%q) = %q, %q", in, repo, tag)
+		}
+	}
+}
+
+func TestDesiredReplication(t *testing.T) {
+	spec := withDefaults(aaav1.AAAClusterSpec{Datacenters: []aaav1.Datacenter{
+		{Name: "dc1"}, {Name: "dc2", Cassandra: aaav1.DatacenterCassandraSpec{Size: ptr.To[int32](2)}}, {Name: "dc3"},
+	}}, Options{})
+	tests := []struct {
+		name           string
+		ready, applied map[string]bool
+		want           string
+	}{
+		{"all ready", map[string]bool{"dc1": true, "dc2": true, "dc3": true}, nil, "dc1:3,dc2:2,dc3:3"},
+		{"a new DC waits until ready", map[string]bool{"dc1": true, "dc2": true}, map[string]bool{"dc1": true, "dc2": true}, "dc1:3,dc2:2"},
+		{"a replicated DC that is down stays", map[string]bool{"dc1": true}, map[string]bool{"dc1": true, "dc2": true, "dc3": true}, "dc1:3,dc2:2,dc3:3"},
+		{"a DC that left the spec leaves the map", map[string]bool{"dc1": true, "dc2": true, "dc3": true}, map[string]bool{"dc0": true}, "dc1:3,dc2:2,dc3:3"},
+		{"nothing ready", nil, nil, ""},
+	}
+	for _, tc := range tests {
+		if got := desiredReplication(spec, tc.ready, tc.applied); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := replicationDCs("dc1:3,dc2:2"); len(got) != 2 || !got["dc1"] || !got["dc2"] {
+		t.Errorf("replicationDCs %v", got)
+	}
+	if got := replicationDCs(""); len(got) != 0 {
+		t.Errorf("replicationDCs of empty %v", got)
+	}
+}
+
+func TestRetainedDatacenters(t *testing.T) {
+	existing := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"cassandra": map[string]any{
+		"datacenters": []any{
+			map[string]any{"metadata": map[string]any{"name": "dc1"}, "size": int64(3)},
+			map[string]any{"metadata": map[string]any{"name": "gone"}, "size": int64(3)},
+			map[string]any{"metadata": map[string]any{"name": "old"}, "size": int64(3)},
+		},
+	}}}}
+	spec := aaav1.AAAClusterSpec{Datacenters: []aaav1.Datacenter{{Name: "dc1"}}}
+	got := retainedDatacenters(existing, spec, map[string]bool{"dc1": true, "old": true})
+	if len(got) != 1 || got[0].(map[string]any)["metadata"].(map[string]any)["name"] != "old" {
+		t.Errorf("retained %v, want only old", got)
+	}
+	if retainedDatacenters(nil, spec, nil) != nil {
+		t.Error("nothing to retain without a K8ssandraCluster")
+	}
+}
+
+func TestK8ssandraStatus(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
+		"conditions": []any{map[string]any{"type": "CassandraInitialized", "status": "True"}},
+		"datacenters": map[string]any{
+			"dc1": map[string]any{"cassandra": map[string]any{"cassandraOperatorProgress": "Ready"}},
+			"dc2": map[string]any{"cassandra": map[string]any{"cassandraOperatorProgress": "Ready",
+				"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}}},
+			"dc3": map[string]any{"cassandra": map[string]any{"cassandraOperatorProgress": "Updating"}},
+		},
+	}}}
+	init, ready := k8ssandraStatus(u, []aaav1.Datacenter{{Name: "dc1"}, {Name: "dc2"}, {Name: "dc3"}, {Name: "dc4"}})
+	if !init || !ready["dc1"] || ready["dc2"] || ready["dc3"] || ready["dc4"] {
+		t.Errorf("initialized %v, ready %v", init, ready)
+	}
+	if init, _ := k8ssandraStatus(&unstructured.Unstructured{Object: map[string]any{}}, nil); init {
+		t.Error("initialized without status")
+	}
+}
+
+func TestJobOutcome(t *testing.T) {
+	cond := func(typ batchv1.JobConditionType, reason string) *batchv1.Job {
+		return &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: typ, Status: corev1.ConditionTrue, Reason: reason, Message: "m"}}}}
+	}
+	if done, failed, _, _ := jobOutcome(&batchv1.Job{}); done || failed {
+		t.Error("running job done")
+	}
+	if done, failed, _, _ := jobOutcome(cond(batchv1.JobComplete, "")); !done || failed {
+		t.Error("complete job not done")
+	}
+	if done, failed, reason, msg := jobOutcome(cond(batchv1.JobFailed, "DeadlineExceeded")); !done || !failed || reason != "DeadlineExceeded" || msg != "m" {
+		t.Error("failed job")
+	}
+}
+
+func TestDeploymentReady(t *testing.T) {
+	base := func() *appsv1.Deployment {
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Generation: 2},
+			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, UpdatedReplicas: 2, AvailableReplicas: 2,
+				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}},
+		}
+	}
+	tests := []struct {
+		name   string
+		mutate func(*appsv1.Deployment)
+		want   bool
+	}{
+		{"available", func(*appsv1.Deployment) {}, true},
+		{"old generation", func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 1 }, false},
+		{"rolling", func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, false},
+		{"unavailable", func(d *appsv1.Deployment) { d.Status.Conditions[0].Status = corev1.ConditionFalse }, false},
+		{"too few", func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 1 }, false},
+	}
+	for _, tc := range tests {
+		d := base()
+		tc.mutate(d)
+		if got := deploymentReady(d); got != tc.want {
+			t.Errorf("%s: %v", tc.name, got)
+		}
+	}
+	if deploymentReady(nil) {
+		t.Error("nil ready")
+	}
+}
+
+func TestServiceEndpoint(t *testing.T) {
+	lb := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.0.0.1"}}
+	if got := serviceEndpoint(lb); got != "" {
+		t.Errorf("pending load balancer: %q", got)
+	}
+	lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "aaa.example.net"}}
+	if got := serviceEndpoint(lb); got != "aaa.example.net" {
+		t.Errorf("hostname: %q", got)
+	}
+	if got := serviceEndpoint(&corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.0.0.2"}}); got != "10.0.0.2" {
+		t.Errorf("cluster IP: %q", got)
+	}
+}
+
+// TestPodSecurity: the policing and migration pods run non-root, read-only, with no
+// capabilities and the RuntimeDefault seccomp profile, and mount no service account token.
+func TestPodSecurity(t *testing.T) {
+	c, spec := sampleForBuilders(t)
+	for _, pod := range []corev1.PodSpec{
+		buildDeployment(c, spec, spec.Datacenters[0], "h").Spec.Template.Spec,
+		buildMigrationJob(c, spec, "dc1:3").Spec.Template.Spec,
+	} {
+		if !*pod.SecurityContext.RunAsNonRoot || pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || *pod.AutomountServiceAccountToken {
+			t.Errorf("pod security context %+v", pod.SecurityContext)
+		}
+		for _, ct := range pod.Containers {
+			sc := ct.SecurityContext
+			if !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 0 {
+				t.Errorf("container %s security context %+v", ct.Name, sc)
+			}
+			for _, e := range ct.Env {
+				if e.Value != "" && strings.Contains(strings.ToLower(e.Name), "pass") {
+					t.Errorf("secret in env %s", e.Name)
+				}
+			}
+		}
+	}
+}
+
+func TestConfigHash(t *testing.T) {
+	c, spec := sampleForBuilders(t)
+	cm := buildConfigMap(c, spec, "dc1")
+	a := configHash(cm, map[string]map[string][]byte{"aaa-superuser": {"password": []byte("1")}}, nil)
+	b := configHash(cm, map[string]map[string][]byte{"aaa-superuser": {"password": []byte("2")}}, nil)
+	absent := configHash(cm, map[string]map[string][]byte{"aaa-superuser": nil}, nil)
+	if a == b || a == absent {
+		t.Error("a Secret change does not change the hash")
+	}
+	if a != configHash(buildConfigMap(c, spec, "dc1"), map[string]map[string][]byte{"aaa-superuser": {"password": []byte("1")}}, nil) {
+		t.Error("hash not stable")
+	}
+	if got := rollingSecrets(c, spec); strings.Join(got, ",") != "aaa-ldap-bind,aaa-superuser" {
+		t.Errorf("rolling secrets %v (the clients Secret is reloaded, not rolled)", got)
+	}
+	if got := referencedObjects(c); strings.Join(got, ",") != "Secret/aaa-ldap-bind,Secret/aaa-radius-clients,Secret/aaa-superuser" {
+		t.Errorf("referenced %v", got)
+	}
+}
+
+// TestComputeStatus: conditions from observations; lastTransitionTime kept when nothing
+// changes; Ready follows the three readiness conditions.
+func TestComputeStatus(t *testing.T) {
+	c, spec := sampleForBuilders(t)
+	c.Generation = 4
+	avail := func() *appsv1.Deployment {
+		return &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}, Status: appsv1.DeploymentStatus{
+			UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}}
+	}
+	st := &state{cluster: c, spec: spec,
+		cassandra: cassandraState{initialized: true, ready: true, reason: ReasonReady, dcReady: map[string]bool{"dc1": true, "dc2": true, "dc3": true}},
+		schema:    schemaState{ready: true, reason: ReasonReady},
+		dcs: map[string]*dcObserved{
+			"dc1": {deployed: true, deployment: avail()},
+			"dc2": {deployed: true, deployment: avail()},
+			"dc3": {deployed: true, deployment: &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}}},
+		},
+	}
+	s := computeStatus(st, nil)
+	check := func(s aaav1.AAAClusterStatus, typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+		t.Helper()
+		cond := meta.FindStatusCondition(s.Conditions, typ)
+		if cond == nil || cond.Status != status || cond.Reason != reason || cond.ObservedGeneration != 4 {
+			t.Fatalf("%s: %+v, want %s/%s", typ, cond, status, reason)
+		}
+		return cond
+	}
+	check(s, aaav1.ConditionPolicingReady, metav1.ConditionFalse, ReasonPartiallyAvailable)
+	check(s, aaav1.ConditionDegraded, metav1.ConditionTrue, ReasonPartiallyAvailable)
+	check(s, aaav1.ConditionReady, metav1.ConditionFalse, ReasonPartiallyAvailable)
+	if s.ReadyDatacenters != "2/3" || s.ObservedGeneration != 4 {
+		t.Errorf("readyDatacenters %s observedGeneration %d", s.ReadyDatacenters, s.ObservedGeneration)
+	}
+	// dc3 becomes available: Ready; then the same observation again keeps the times.
+	st.dcs["dc3"].deployment = avail()
+	st.status = s
+	s2 := computeStatus(st, nil)
+	ready := check(s2, aaav1.ConditionReady, metav1.ConditionTrue, ReasonReady)
+	check(s2, aaav1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected)
+	st.status = s2
+	time.Sleep(1100 * time.Millisecond)
+	s3 := computeStatus(st, nil)
+	if again := check(s3, aaav1.ConditionReady, metav1.ConditionTrue, ReasonReady); !again.LastTransitionTime.Equal(&ready.LastTransitionTime) {
+		t.Error("lastTransitionTime moved without a change")
+	}
+	// The monitoring condition goes away when nothing is asked for.
+	if meta.FindStatusCondition(s3.Conditions, aaav1.ConditionMonitoringReady) != nil {
+		t.Error("MonitoringReady without monitoring")
+	}
+}

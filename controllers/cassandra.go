@@ -1,0 +1,205 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+)
+
+// cassandraState is what the Cassandra step observed.
+type cassandraState struct {
+	// initialized: the cluster has been ready once (K8ssandraCluster CassandraInitialized, or
+	// the external cluster's credentials exist).
+	initialized bool
+	// dcReady per data center of the spec.
+	dcReady map[string]bool
+	// ready: initialized and every data center of the spec ready.
+	ready           bool
+	reason, message string
+}
+
+// buildK8ssandraCluster is the K8ssandraCluster (k8ssandra.io/v1alpha1) with one datacenter per
+// data center of the spec, named like it. retained are datacenter entries to keep although
+// they left the spec: the keyspace still replicates to them until the next migration, and a
+// datacenter must leave the replication before Cassandra decommissions it. Pure.
+func buildK8ssandraCluster(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, retained []any) *unstructured.Unstructured {
+	dcs := make([]any, 0, len(spec.Datacenters)+len(retained))
+	for _, dc := range spec.Datacenters {
+		claim := map[string]any{
+			"accessModes": []any{"ReadWriteOnce"},
+			"resources": map[string]any{
+				"requests": map[string]any{"storage": dc.Cassandra.Storage.Size.String()},
+			},
+		}
+		if sc := dc.Cassandra.Storage.StorageClassName; sc != nil {
+			claim["storageClassName"] = *sc
+		}
+		entry := map[string]any{
+			"metadata":      map[string]any{"name": dc.Name},
+			"size":          int64(*dc.Cassandra.Size),
+			"storageConfig": map[string]any{"cassandraDataVolumeClaimSpec": claim},
+		}
+		if res := toUnstructured(&dc.Cassandra.Resources); len(res) > 0 {
+			entry["resources"] = res
+		}
+		dcs = append(dcs, entry)
+	}
+	dcs = append(dcs, retained...)
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": K8ssandraClusterGVK.GroupVersion().String(),
+		"kind":       K8ssandraClusterGVK.Kind,
+		"metadata": map[string]any{
+			"name":      k8ssandraName(c),
+			"namespace": c.Namespace,
+		},
+		"spec": map[string]any{
+			"cassandra": map[string]any{
+				"serverVersion": spec.Cassandra.Managed.ServerVersion,
+				"datacenters":   dcs,
+			},
+		},
+	}}
+	u.SetLabels(clusterLabels(c, "cassandra"))
+	return u
+}
+
+// retainedDatacenters returns the datacenter entries of the existing K8ssandraCluster that left
+// the spec but that the applied schema still replicates to. Pure.
+func retainedDatacenters(existing *unstructured.Unstructured, spec aaav1.AAAClusterSpec, applied map[string]bool) []any {
+	if existing == nil {
+		return nil
+	}
+	inSpec := map[string]bool{}
+	for _, dc := range spec.Datacenters {
+		inSpec[dc.Name] = true
+	}
+	list, _, _ := unstructured.NestedSlice(existing.Object, "spec", "cassandra", "datacenters")
+	var out []any
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		name, _, _ := unstructured.NestedString(m, "metadata", "name")
+		if name != "" && !inSpec[name] && applied[name] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// k8ssandraStatus reads initialization and per-datacenter readiness. Pure.
+func k8ssandraStatus(u *unstructured.Unstructured, dcs []aaav1.Datacenter) (initialized bool, ready map[string]bool) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "CassandraInitialized" && m["status"] == string(corev1.ConditionTrue) {
+			initialized = true
+		}
+	}
+	ready = map[string]bool{}
+	for _, dc := range dcs {
+		cass, _, _ := unstructured.NestedMap(u.Object, "status", "datacenters", dc.Name, "cassandra")
+		if cass == nil {
+			continue
+		}
+		if cass["cassandraOperatorProgress"] == "Ready" {
+			ready[dc.Name] = true
+		}
+		dcConds, _, _ := unstructured.NestedSlice(cass, "conditions")
+		for _, c := range dcConds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Ready" {
+				ready[dc.Name] = m["status"] == string(corev1.ConditionTrue)
+			}
+		}
+	}
+	return initialized, ready
+}
+
+func toUnstructured(obj any) map[string]any {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// reconcileCassandra applies the K8ssandraCluster (managed) or checks the credentials
+// (external). It stops the chain until Cassandra has been initialized.
+func (r *AAAClusterReconciler) reconcileCassandra(ctx context.Context, st *state) (result, error) {
+	c, spec := st.cluster, st.spec
+	cs := &st.cassandra
+	cs.dcReady = map[string]bool{}
+
+	if !managed(spec) {
+		secret := &corev1.Secret{}
+		name := spec.Cassandra.External.CredentialsSecret.Name
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret)
+		if apierrors.IsNotFound(err) || (err == nil && (len(secret.Data["username"]) == 0 || len(secret.Data["password"]) == 0)) {
+			cs.reason = ReasonCredentialsMissing
+			cs.message = fmt.Sprintf("Secret %s with the keys username and password not found", name)
+			return result{stop: true}, nil
+		}
+		if err != nil {
+			return result{}, fmt.Errorf("get Secret %s: %w", name, err)
+		}
+		cs.initialized, cs.ready = true, true
+		for _, dc := range spec.Datacenters {
+			cs.dcReady[dc.Name] = true
+		}
+		cs.reason, cs.message = ReasonExternalCassandra, "external Cassandra cluster; credentials found"
+		return result{}, nil
+	}
+
+	ok, err := r.hasKind(K8ssandraClusterGVK)
+	if err != nil {
+		return result{}, err
+	}
+	if !ok {
+		cs.reason = ReasonK8ssandraMissing
+		cs.message = "the K8ssandraCluster CRD (k8ssandra.io/v1alpha1) is not installed: install k8ssandra-operator or use spec.cassandra.external"
+		return result{stop: true, requeueAfter: requeueOptional}, nil
+	}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(K8ssandraClusterGVK)
+	err = r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: k8ssandraName(c)}, existing)
+	if apierrors.IsNotFound(err) {
+		existing = nil
+	} else if err != nil {
+		return result{}, fmt.Errorf("get K8ssandraCluster: %w", err)
+	}
+	retained := retainedDatacenters(existing, spec, st.appliedDCs())
+	live, err := r.apply(ctx, c, buildK8ssandraCluster(c, spec, retained))
+	if err != nil {
+		return result{}, err
+	}
+	cs.initialized, cs.dcReady = k8ssandraStatus(live.(*unstructured.Unstructured), spec.Datacenters)
+	if !cs.initialized {
+		cs.reason = ReasonCassandraInit
+		cs.message = fmt.Sprintf("waiting for K8ssandraCluster %s to be initialized (condition CassandraInitialized)", k8ssandraName(c))
+		return result{stop: true}, nil
+	}
+	var notReady []string
+	for _, dc := range spec.Datacenters {
+		if !cs.dcReady[dc.Name] {
+			notReady = append(notReady, dc.Name)
+		}
+	}
+	if len(notReady) > 0 {
+		cs.reason = ReasonDatacenterNotReady
+		cs.message = "Cassandra datacenters not ready: " + strings.Join(notReady, ", ")
+		return result{}, nil
+	}
+	cs.ready = true
+	cs.reason, cs.message = ReasonReady, fmt.Sprintf("K8ssandraCluster %s is ready in every datacenter", k8ssandraName(c))
+	return result{}, nil
+}

@@ -1,0 +1,298 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+)
+
+// policingConfig is the part of policing's configuration file the operator writes. The keys
+// follow services/policing/internal/config; adjust renderPolicingConfig when they change.
+type policingConfig struct {
+	Log         pcLog          `json:"log"`
+	Radius      pcRadius       `json:"radius"`
+	ClientsFile string         `json:"clientsFile"`
+	Subscribers *pcSubscribers `json:"subscribers,omitempty"`
+	Session     pcSession      `json:"session"`
+	Proxy       *pcProxy       `json:"proxy,omitempty"`
+	Policy      *pcPolicy      `json:"policy,omitempty"`
+	Admin       pcAdmin        `json:"admin"`
+}
+
+type pcLog struct {
+	Level  string `json:"level"`
+	Format string `json:"format"`
+}
+
+type pcRadius struct {
+	AuthAddress                 string    `json:"authAddress"`
+	AcctAddress                 string    `json:"acctAddress"`
+	RequireMessageAuthenticator bool      `json:"requireMessageAuthenticator"`
+	RadSec                      *pcRadSec `json:"radsec,omitempty"`
+}
+
+type pcRadSec struct {
+	Address  string `json:"address"`
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+	CAFile   string `json:"caFile"`
+}
+
+type pcSubscribers struct {
+	Source string  `json:"source"`
+	File   string  `json:"file,omitempty"`
+	LDAP   *pcLDAP `json:"ldap,omitempty"`
+}
+
+type pcLDAP struct {
+	URLs             []string `json:"urls"`
+	BaseDN           string   `json:"baseDN"`
+	Filter           string   `json:"filter,omitempty"`
+	BindDN           string   `json:"bindDN,omitempty"`
+	BindPasswordFile string   `json:"bindPasswordFile,omitempty"`
+}
+
+type pcSession struct {
+	Store     string      `json:"store"`
+	Cassandra pcCassandra `json:"cassandra"`
+}
+
+type pcCassandra struct {
+	ContactPoints []string `json:"contactPoints"`
+	LocalDC       string   `json:"localDC"`
+	Keyspace      string   `json:"keyspace"`
+	UsernameFile  string   `json:"usernameFile"`
+	PasswordFile  string   `json:"passwordFile"`
+}
+
+type pcProxy struct {
+	Upstreams []pcUpstream `json:"upstreams"`
+}
+
+type pcUpstream struct {
+	Name       string `json:"name"`
+	Address    string `json:"address"`
+	SecretFile string `json:"secretFile"`
+}
+
+type pcPolicy struct {
+	RateLimitAttribute string `json:"rateLimitAttribute,omitempty"`
+	RejectMessage      string `json:"rejectMessage,omitempty"`
+}
+
+type pcAdmin struct {
+	Address string `json:"address"`
+}
+
+// renderPolicingConfig renders policing.yaml for one data center. Pure; it names files, never
+// secrets: credentials stay in mounted Secrets.
+func renderPolicingConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) string {
+	cfg := policingConfig{
+		Log: pcLog{Level: spec.LogLevel, Format: "json"},
+		Radius: pcRadius{
+			AuthAddress: fmt.Sprintf(":%d", spec.Radius.AuthPort),
+			AcctAddress: fmt.Sprintf(":%d", spec.Radius.AcctPort),
+			// Defaulted to true by the schema and by defaults.go; nil never reaches here.
+			RequireMessageAuthenticator: spec.Radius.RequireMessageAuthenticator == nil || *spec.Radius.RequireMessageAuthenticator,
+		},
+		ClientsFile: path.Join(clientsDir, clientsKey),
+		Session: pcSession{
+			Store: spec.SessionStore,
+			Cassandra: pcCassandra{
+				ContactPoints: contactPoints(c, spec, dc),
+				LocalDC:       dc,
+				Keyspace:      spec.Cassandra.Keyspace,
+				UsernameFile:  path.Join(cassandraCredsDir, "username"),
+				PasswordFile:  path.Join(cassandraCredsDir, "password"),
+			},
+		},
+		Admin: pcAdmin{Address: fmt.Sprintf(":%d", AdminPort)},
+	}
+	if radsecEnabled(spec) {
+		cfg.Radius.RadSec = &pcRadSec{
+			Address:  fmt.Sprintf(":%d", spec.Radius.RadSec.Port),
+			CertFile: path.Join(tlsDir, "tls.crt"),
+			KeyFile:  path.Join(tlsDir, "tls.key"),
+			CAFile:   path.Join(tlsDir, "ca.crt"),
+		}
+	}
+	if sub := spec.Subscribers; sub != nil {
+		switch {
+		case sub.LDAP != nil:
+			l := &pcLDAP{URLs: []string{sub.LDAP.URL}, BaseDN: sub.LDAP.BaseDN, Filter: sub.LDAP.Filter, BindDN: sub.LDAP.BindDN}
+			if sub.LDAP.BindSecret != nil {
+				l.BindPasswordFile = path.Join(ldapDir, sub.LDAP.BindSecret.Key)
+			}
+			cfg.Subscribers = &pcSubscribers{Source: "ldap", LDAP: l}
+		case sub.File != nil:
+			key := ""
+			if sub.File.ConfigMap != nil {
+				key = sub.File.ConfigMap.Key
+			} else if sub.File.Secret != nil {
+				key = sub.File.Secret.Key
+			}
+			cfg.Subscribers = &pcSubscribers{Source: "file", File: path.Join(subscribersDir, key)}
+		}
+	}
+	if ap := spec.AccountingProxy; ap != nil {
+		p := &pcProxy{}
+		for _, s := range ap.Servers {
+			p.Upstreams = append(p.Upstreams, pcUpstream{
+				Name: s.Name, Address: s.Address,
+				SecretFile: path.Join(accountingProxyDir, s.Name, s.Secret.Key),
+			})
+		}
+		cfg.Proxy = p
+	}
+	if pol := spec.Policy; pol != nil && (pol.RateLimitAttribute != "" || pol.RejectMessage != "") {
+		cfg.Policy = &pcPolicy{RateLimitAttribute: pol.RateLimitAttribute, RejectMessage: pol.RejectMessage}
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		panic(err) // plain structs of strings
+	}
+	return fmt.Sprintf("# policing configuration for data center %s of AAACluster %s/%s.\n"+
+		"# Written by the OpenAAA operator from the AAACluster: edits here are overwritten.\n%s",
+		dc, c.Namespace, c.Name, out)
+}
+
+// contactPoints are the Cassandra contact points of a data center: its own datacenter's
+// Service (managed; the driver discovers the other datacenters from there, and adding a data
+// center does not roll the pods of the others), or the configured ones (external).
+func contactPoints(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) []string {
+	if !managed(spec) {
+		return append([]string(nil), spec.Cassandra.External.ContactPoints...)
+	}
+	return []string{fmt.Sprintf("%s.%s.svc", cassandraServiceName(c, dc), c.Namespace)}
+}
+
+// buildConfigMap is the ConfigMap holding policing.yaml of one data center.
+func buildConfigMap(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      configMapName(c, dc),
+			Namespace: c.Namespace,
+			Labels:    dcLabels(c, dc, componentConfig),
+		},
+		Data: map[string]string{configKey: renderPolicingConfig(c, spec, dc)},
+	}
+}
+
+// credentialsSecret is the Secret with the Cassandra username and password.
+func credentialsSecret(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) string {
+	if managed(spec) {
+		return superuserSecretName(c)
+	}
+	return spec.Cassandra.External.CredentialsSecret.Name
+}
+
+// rollingSecrets are the Secrets whose change rolls the policing pods. The NAS clients Secret
+// is not one of them: policing reloads clients.yaml from the mounted file, without a restart.
+func rollingSecrets(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) []string {
+	names := []string{credentialsSecret(c, spec)}
+	if sub := spec.Subscribers; sub != nil {
+		if sub.LDAP != nil && sub.LDAP.BindSecret != nil {
+			names = append(names, sub.LDAP.BindSecret.Name)
+		}
+		if sub.File != nil && sub.File.Secret != nil {
+			names = append(names, sub.File.Secret.Name)
+		}
+	}
+	if ap := spec.AccountingProxy; ap != nil {
+		for _, s := range ap.Servers {
+			names = append(names, s.Secret.Name)
+		}
+	}
+	return uniqueSorted(names)
+}
+
+// referencedObjects lists "Secret/<name>" and "ConfigMap/<name>" the AAACluster uses (index for
+// the watches: a change there reconciles the cluster).
+func referencedObjects(c *aaav1.AAACluster) []string {
+	spec := withDefaults(c.Spec, Options{})
+	var out []string
+	for _, s := range rollingSecrets(c, spec) {
+		out = append(out, "Secret/"+s)
+	}
+	out = append(out, "Secret/"+spec.Radius.ClientsSecret.Name)
+	if rs := spec.Radius.RadSec; rs != nil && rs.SecretName != "" {
+		out = append(out, "Secret/"+rs.SecretName)
+	}
+	if sub := spec.Subscribers; sub != nil && sub.File != nil && sub.File.ConfigMap != nil {
+		out = append(out, "ConfigMap/"+sub.File.ConfigMap.Name)
+	}
+	return uniqueSorted(out)
+}
+
+func uniqueSorted(in []string) []string {
+	seen := map[string]bool{}
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// configHash hashes a data center's configuration and the content of the Secrets and
+// ConfigMaps that roll its pods (absent ones count as absent).
+func configHash(cm *corev1.ConfigMap, secrets map[string]map[string][]byte, configMaps map[string]map[string]string) string {
+	return hashOf(struct {
+		Config     map[string]string
+		Secrets    map[string]map[string][]byte
+		ConfigMaps map[string]map[string]string
+	}{cm.Data, secrets, configMaps})
+}
+
+// reconcileConfig applies the per-DC ConfigMaps and computes the hashes that roll the pods.
+func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (result, error) {
+	c, spec := st.cluster, st.spec
+	secrets := map[string]map[string][]byte{}
+	for _, name := range rollingSecrets(c, spec) {
+		s := &corev1.Secret{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, s)
+		switch {
+		case apierrors.IsNotFound(err):
+			secrets[name] = nil
+		case err != nil:
+			return result{}, fmt.Errorf("get Secret %s: %w", name, err)
+		default:
+			secrets[name] = s.Data
+		}
+	}
+	configMaps := map[string]map[string]string{}
+	if sub := spec.Subscribers; sub != nil && sub.File != nil && sub.File.ConfigMap != nil {
+		name := sub.File.ConfigMap.Name
+		cm := &corev1.ConfigMap{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, cm)
+		switch {
+		case apierrors.IsNotFound(err):
+			configMaps[name] = nil
+		case err != nil:
+			return result{}, fmt.Errorf("get ConfigMap %s: %w", name, err)
+		default:
+			configMaps[name] = cm.Data
+		}
+	}
+	for _, dc := range spec.Datacenters {
+		cm := buildConfigMap(c, spec, dc.Name)
+		if _, err := r.apply(ctx, c, cm); err != nil {
+			return result{}, err
+		}
+		st.configHash[dc.Name] = configHash(cm, secrets, configMaps)
+	}
+	// ConfigMaps of removed data centers go with their Deployments (datacenters.go).
+	return result{}, nil
+}

@@ -1,0 +1,192 @@
+package controllers
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+)
+
+// Defaults that live in code rather than in the CRD schema: fields inside spec.datacenters[]
+// (defaults inside list items show up as GitOps drift) and values that depend on the operator
+// (the image). Documented in docs/operator.md.
+const (
+	DefaultReplicas               int32 = 2
+	DefaultCassandraSize          int32 = 3
+	DefaultReplicationFactor      int32 = 3
+	DefaultCassandraStorage             = "10Gi"
+	DefaultServerVersion                = "4.1.8"
+	DefaultKeyspace                     = "openaaa"
+	DefaultTargetCPU              int32 = 70
+	DefaultRequestsMetricName           = "openaaa_radius_requests_per_second"
+	DefaultAuthPort               int32 = 1812
+	DefaultAcctPort               int32 = 1813
+	DefaultRadSecPort             int32 = 2083
+	AdminPort                     int32 = 9812
+	DefaultScrapeInterval               = "30s"
+	DefaultPolicingImage                = "ghcr.io/openaaa/policing"
+	defaultSubscriberFileKey            = "subscribers.yaml"
+	defaultLDAPPasswordKey              = "password"
+	defaultAccountingSecretKey          = "secret"
+	defaultSessionStore                 = "hybrid"
+	defaultLogLevel                     = "info"
+	defaultDashboardLabel               = "grafana_dashboard"
+	defaultImageTagWhenDevVersion       = "latest"
+)
+
+// Options are the operator-wide settings (flags of main.go).
+type Options struct {
+	// PolicingImage is repository[:tag] used when spec.image leaves them out.
+	PolicingImage string
+	// Version of the operator; the default image tag.
+	Version string
+}
+
+// withDefaults returns a copy of spec with every default applied. Pure.
+func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
+	s := *in.DeepCopy()
+	if s.Cassandra.Keyspace == "" {
+		s.Cassandra.Keyspace = DefaultKeyspace
+	}
+	if s.Cassandra.External == nil && s.Cassandra.Managed == nil {
+		s.Cassandra.Managed = &aaav1.ManagedCassandra{}
+	}
+	if s.Cassandra.Managed != nil && s.Cassandra.Managed.ServerVersion == "" {
+		s.Cassandra.Managed.ServerVersion = DefaultServerVersion
+	}
+	if s.SessionStore == "" {
+		s.SessionStore = defaultSessionStore
+	}
+	if s.LogLevel == "" {
+		s.LogLevel = defaultLogLevel
+	}
+	if s.Radius.AuthPort == 0 {
+		s.Radius.AuthPort = DefaultAuthPort
+	}
+	if s.Radius.AcctPort == 0 {
+		s.Radius.AcctPort = DefaultAcctPort
+	}
+	if s.Radius.RequireMessageAuthenticator == nil {
+		s.Radius.RequireMessageAuthenticator = ptr.To(true)
+	}
+	if rs := s.Radius.RadSec; rs != nil {
+		if rs.Port == 0 {
+			rs.Port = DefaultRadSecPort
+		}
+		if rs.IssuerRef != nil {
+			if rs.IssuerRef.Kind == "" {
+				rs.IssuerRef.Kind = "Issuer"
+			}
+			if rs.IssuerRef.Group == "" {
+				rs.IssuerRef.Group = "cert-manager.io"
+			}
+		}
+	}
+	if sub := s.Subscribers; sub != nil {
+		if sub.LDAP != nil {
+			if sub.LDAP.BindSecret != nil && sub.LDAP.BindSecret.Key == "" {
+				sub.LDAP.BindSecret.Key = defaultLDAPPasswordKey
+			}
+		}
+		if f := sub.File; f != nil {
+			if f.ConfigMap != nil && f.ConfigMap.Key == "" {
+				f.ConfigMap.Key = defaultSubscriberFileKey
+			}
+			if f.Secret != nil && f.Secret.Key == "" {
+				f.Secret.Key = defaultSubscriberFileKey
+			}
+		}
+	}
+	if ap := s.AccountingProxy; ap != nil {
+		for i := range ap.Servers {
+			if ap.Servers[i].Secret.Key == "" {
+				ap.Servers[i].Secret.Key = defaultAccountingSecretKey
+			}
+		}
+	}
+	if sm := s.Monitoring.ServiceMonitor; sm != nil && sm.Interval == "" {
+		sm.Interval = DefaultScrapeInterval
+	}
+	if gd := s.Monitoring.GrafanaDashboards; gd != nil && len(gd.Labels) == 0 {
+		gd.Labels = map[string]string{defaultDashboardLabel: "1"}
+	}
+	repo, tag := splitImage(opts.PolicingImage)
+	if repo == "" {
+		repo = DefaultPolicingImage
+	}
+	if tag == "" {
+		tag = opts.Version
+	}
+	if tag == "" || tag == "dev" {
+		tag = defaultImageTagWhenDevVersion
+	}
+	if s.Image.Repository == "" {
+		s.Image.Repository = repo
+	}
+	if s.Image.Tag == "" {
+		s.Image.Tag = tag
+	}
+	if s.Image.PullPolicy == "" {
+		s.Image.PullPolicy = corev1.PullIfNotPresent
+	}
+	for i := range s.Datacenters {
+		dc := &s.Datacenters[i]
+		if dc.Replicas == nil && dc.Autoscaling == nil {
+			dc.Replicas = ptr.To(DefaultReplicas)
+		}
+		if as := dc.Autoscaling; as != nil {
+			if as.TargetCPUUtilizationPercentage == nil {
+				as.TargetCPUUtilizationPercentage = ptr.To(DefaultTargetCPU)
+			}
+			if as.RequestsMetricName == "" {
+				as.RequestsMetricName = DefaultRequestsMetricName
+			}
+		}
+		if dc.Service.Type == "" {
+			dc.Service.Type = corev1.ServiceTypeLoadBalancer
+		}
+		if dc.Service.ExternalTrafficPolicy == "" && dc.Service.Type != corev1.ServiceTypeClusterIP {
+			dc.Service.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}
+		if dc.Cassandra.Size == nil {
+			dc.Cassandra.Size = ptr.To(DefaultCassandraSize)
+		}
+		if dc.Cassandra.ReplicationFactor == nil {
+			dc.Cassandra.ReplicationFactor = ptr.To(min(DefaultReplicationFactor, *dc.Cassandra.Size))
+		}
+		if dc.Cassandra.Storage.Size == nil {
+			q := resource.MustParse(DefaultCassandraStorage)
+			dc.Cassandra.Storage.Size = &q
+		}
+	}
+	return s
+}
+
+// splitImage splits repository[:tag] (a registry host may carry a port: host:5000/repo:tag).
+func splitImage(image string) (repo, tag string) {
+	if image == "" {
+		return "", ""
+	}
+	slash := strings.LastIndex(image, "/")
+	colon := strings.LastIndex(image, ":")
+	if colon > slash {
+		return image[:colon], image[colon+1:]
+	}
+	return image, ""
+}
+
+// imageRef is the full image reference of policing.
+func imageRef(s aaav1.AAAClusterSpec) string {
+	return s.Image.Repository + ":" + s.Image.Tag
+}
+
+// managed tells whether Cassandra is managed through k8ssandra-operator.
+func managed(s aaav1.AAAClusterSpec) bool { return s.Cassandra.External == nil }
+
+// radsecEnabled tells whether RadSec is on.
+func radsecEnabled(s aaav1.AAAClusterSpec) bool {
+	return s.Radius.RadSec != nil && s.Radius.RadSec.Enabled
+}

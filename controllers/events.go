@@ -1,0 +1,51 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Event and condition reasons. Constants only: dashboards and alerts match on them.
+const (
+	ReasonCreated = "Created"
+	ReasonUpdated = "Updated"
+	ReasonDeleted = "Deleted"
+
+	ReasonReady              = "Ready"
+	ReasonAsExpected         = "AsExpected"
+	ReasonReconcileError     = "ReconcileError"
+	ReasonK8ssandraMissing   = "K8ssandraNotInstalled"
+	ReasonCRDNotInstalled    = "CRDNotInstalled"
+	ReasonCassandraInit      = "CassandraInitializing"
+	ReasonDatacenterNotReady = "CassandraDatacenterNotReady"
+	ReasonCredentialsMissing = "CredentialsNotFound"
+	ReasonExternalCassandra  = "ExternalCassandra"
+	ReasonWaitingCassandra   = "WaitingForCassandra"
+	ReasonMigrating          = "Migrating"
+	ReasonMigrationStarted   = "MigrationStarted"
+	ReasonMigrationSucceeded = "MigrationSucceeded"
+	ReasonMigrationFailed    = "MigrationFailed"
+	ReasonWaitingForSchema   = "WaitingForSchema"
+	ReasonUnavailable        = "DeploymentsUnavailable"
+	ReasonPartiallyAvailable = "PartiallyAvailable"
+	ReasonCertManagerMissing = "CertManagerNotInstalled"
+	ReasonNotRequested       = "NotRequested"
+)
+
+// event records an event on obj and logs it: every event is also in the log.
+func (r *AAAClusterReconciler) event(ctx context.Context, obj runtime.Object, eventType, reason, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	log := logf.FromContext(ctx).WithValues("reason", reason)
+	if eventType == corev1.EventTypeWarning {
+		log.Info("warning: "+msg, "eventType", eventType)
+	} else {
+		log.Info(msg, "eventType", eventType)
+	}
+	if r.Recorder != nil {
+		r.Recorder.Event(obj, eventType, reason, msg)
+	}
+}

@@ -1,0 +1,247 @@
+package controllers
+
+import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+)
+
+func minimalCluster(ns, name string) *aaav1.AAACluster {
+	return &aaav1.AAACluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: aaav1.AAAClusterSpec{
+			Datacenters: []aaav1.Datacenter{{Name: "dc1"}, {Name: "dc2"}},
+			Radius:      aaav1.RadiusSpec{ClientsSecret: corev1.LocalObjectReference{Name: "clients"}},
+		},
+	}
+}
+
+// TestValidation: the API server rejects invalid AAAClusters with messages naming the field.
+func TestValidation(t *testing.T) {
+	te := sharedEnv(t)
+	ns := te.newNamespace(t, "validation")
+
+	create := []struct {
+		name   string
+		mutate func(*aaav1.AAACluster)
+		want   []string // all in the error
+	}{
+		{"no datacenter", func(c *aaav1.AAACluster) { c.Spec.Datacenters = nil }, []string{"spec.datacenters"}},
+		{"duplicate datacenter names", func(c *aaav1.AAACluster) { c.Spec.Datacenters[1].Name = "dc1" },
+			[]string{"spec.datacenters[1]", "Duplicate value"}},
+		{"invalid datacenter name", func(c *aaav1.AAACluster) { c.Spec.Datacenters[0].Name = "DC_1" },
+			[]string{"spec.datacenters[0].name"}},
+		{"replication factor above size", func(c *aaav1.AAACluster) {
+			c.Spec.Datacenters[1].Cassandra = aaav1.DatacenterCassandraSpec{Size: ptr.To[int32](2), ReplicationFactor: ptr.To[int32](3)}
+		}, []string{"spec.datacenters[1].cassandra.replicationFactor", "must not exceed size"}},
+		{"replication factor above the default size", func(c *aaav1.AAACluster) {
+			c.Spec.Datacenters[0].Cassandra = aaav1.DatacenterCassandraSpec{ReplicationFactor: ptr.To[int32](4)}
+		}, []string{"spec.datacenters[0].cassandra.replicationFactor"}},
+		{"autoscaling min above max", func(c *aaav1.AAACluster) {
+			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 5, MaxReplicas: 3}
+		}, []string{"spec.datacenters[0].autoscaling.maxReplicas", "greater than or equal to minReplicas"}},
+		{"replicas and autoscaling", func(c *aaav1.AAACluster) {
+			c.Spec.Datacenters[0].Replicas = ptr.To[int32](2)
+			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 3}
+		}, []string{"spec.datacenters[0].replicas", "mutually exclusive"}},
+		{"externalTrafficPolicy on ClusterIP", func(c *aaav1.AAACluster) {
+			c.Spec.Datacenters[0].Service = aaav1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal}
+		}, []string{"spec.datacenters[0].service.externalTrafficPolicy"}},
+		{"managed and external Cassandra", func(c *aaav1.AAACluster) {
+			c.Spec.Cassandra.Managed = &aaav1.ManagedCassandra{}
+			c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"c"}, CredentialsSecret: corev1.LocalObjectReference{Name: "s"}}
+		}, []string{"spec.cassandra", "mutually exclusive"}},
+		{"RadSec without a certificate", func(c *aaav1.AAACluster) {
+			c.Spec.Radius.RadSec = &aaav1.RadSecSpec{Enabled: true}
+		}, []string{"spec.radius.radsec", "issuerRef or secretName"}},
+		{"two subscriber sources", func(c *aaav1.AAACluster) {
+			c.Spec.Subscribers = &aaav1.SubscribersSpec{
+				LDAP: &aaav1.LDAPSpec{URL: "ldap://x", BaseDN: "dc=x"},
+				File: &aaav1.SubscriberFileSpec{ConfigMap: &aaav1.ConfigMapKeyRef{Name: "x"}},
+			}
+		}, []string{"spec.subscribers", "exactly one of ldap or file"}},
+		{"bad port", func(c *aaav1.AAACluster) { c.Spec.Radius.AuthPort = 70000 }, []string{"spec.radius.authPort"}},
+		{"name too long", func(c *aaav1.AAACluster) { c.Name = strings.Repeat("a", 31) }, []string{"metadata.name", "at most 30"}},
+	}
+	for i, tc := range create {
+		t.Run(tc.name, func(t *testing.T) {
+			c := minimalCluster(ns, "invalid-"+string(rune('a'+i)))
+			tc.mutate(c)
+			err := te.c.Create(bg, c)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not name %q: %v", w, err)
+				}
+			}
+		})
+	}
+
+	// Defaults in the schema.
+	c := minimalCluster(ns, "valid")
+	if err := te.c.Create(bg, c); err != nil {
+		t.Fatalf("a minimal AAACluster is rejected: %v", err)
+	}
+	if c.Spec.Cassandra.Keyspace != "openaaa" || c.Spec.Radius.AuthPort != 1812 || c.Spec.Radius.AcctPort != 1813 ||
+		c.Spec.Radius.RequireMessageAuthenticator == nil || !*c.Spec.Radius.RequireMessageAuthenticator || c.Spec.SessionStore != "hybrid" {
+		t.Errorf("schema defaults not applied: %+v", c.Spec)
+	}
+
+	update := []struct {
+		name   string
+		mutate func(*aaav1.AAACluster)
+		want   []string
+	}{
+		{"rename a datacenter", func(c *aaav1.AAACluster) { c.Spec.Datacenters[1].Name = "dc9" },
+			[]string{"spec.datacenters", "cannot be renamed"}},
+		{"change the keyspace", func(c *aaav1.AAACluster) { c.Spec.Cassandra.Keyspace = "other" },
+			[]string{"spec.cassandra.keyspace", "immutable"}},
+		{"switch to external Cassandra", func(c *aaav1.AAACluster) {
+			c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"c"}, CredentialsSecret: corev1.LocalObjectReference{Name: "s"}}
+		}, []string{"spec.cassandra", "cannot switch"}},
+	}
+	for _, tc := range update {
+		t.Run(tc.name, func(t *testing.T) {
+			// The controller writes status meanwhile: retry the read-modify-write on a
+			// conflict so that what comes back is the validation's verdict.
+			var err error
+			for try := 0; try < 10; try++ {
+				c := te.getCluster(t, ns, "valid")
+				tc.mutate(c)
+				if err = te.c.Update(bg, c); !apierrors.IsConflict(err) {
+					break
+				}
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not name %q: %v", w, err)
+				}
+			}
+		})
+	}
+	// Adding and removing in separate updates is fine.
+	te.updateCluster(t, ns, "valid", func(c *aaav1.AAACluster) {
+		c.Spec.Datacenters = append(c.Spec.Datacenters, aaav1.Datacenter{Name: "dc9"})
+	})
+	te.updateCluster(t, ns, "valid", func(c *aaav1.AAACluster) {
+		c.Spec.Datacenters = []aaav1.Datacenter{c.Spec.Datacenters[0], c.Spec.Datacenters[2]}
+	})
+}
+
+// TestMigrationFailure: a failed Job makes SchemaReady False with the Job's reason, Degraded
+// True, a Warning event, and no policing.
+func TestMigrationFailure(t *testing.T) {
+	te := sharedEnv(t)
+	ns := te.newNamespace(t, "migfail")
+	c := minimalCluster(ns, "aaa")
+	c.Spec.Datacenters = c.Spec.Datacenters[:1]
+	if err := te.c.Create(bg, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "K8ssandraCluster", func() error { _, err := te.k8ssandra(ns, "aaa"); return err })
+	te.markCassandra(t, ns, "aaa", "dc1")
+	job := te.waitMigrationJob(t, ns, "aaa", "dc1:3")
+	te.finishJob(t, job, false)
+	got := te.waitCondition(t, ns, "aaa", aaav1.ConditionSchemaReady, metav1.ConditionFalse, "BackoffLimitExceeded")
+	te.waitCondition(t, ns, "aaa", aaav1.ConditionDegraded, metav1.ConditionTrue, ReasonMigrationFailed)
+	te.waitCondition(t, ns, "aaa", aaav1.ConditionReady, metav1.ConditionFalse, "BackoffLimitExceeded")
+	if got.Status.Schema != nil {
+		t.Errorf("a failed migration recorded as applied: %+v", got.Status.Schema)
+	}
+	eventually(t, wait, "Warning event", func() error {
+		if !te.recorder.has(ns, "Warning BackoffLimitExceeded") {
+			return joinErr(te.recorder.events(ns))
+		}
+		return nil
+	})
+	if ok, _ := te.exists(&batchv1.Job{ObjectMeta: objKey(ns, job.Name)}); !ok {
+		t.Error("the failed Job was deleted: its logs are the diagnosis")
+	}
+}
+
+// TestOptionalCRDsMissing: on an API server without k8ssandra-operator, cert-manager and
+// prometheus-operator, the operator starts, says what is missing in conditions and events,
+// and still runs what does not need them (external Cassandra).
+func TestOptionalCRDsMissing(t *testing.T) {
+	assets, _ := requireEnvtest(t, false)
+	te, err := startEnv(assets, []string{filepath.Join("..", "config", "crd", "bases")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := te.newNamespace(t, "bare")
+	te.createSecret(t, ns, "cass-creds", map[string]string{"username": "u", "password": "p"})
+
+	ext := minimalCluster(ns, "ext")
+	ext.Spec.Datacenters = ext.Spec.Datacenters[:1]
+	ext.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"cassandra.example.net"}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass-creds"}}
+	ext.Spec.Radius.RadSec = &aaav1.RadSecSpec{Enabled: true, IssuerRef: &aaav1.IssuerReference{Name: "ca"}}
+	ext.Spec.Monitoring = aaav1.MonitoringSpec{
+		ServiceMonitor:    &aaav1.ServiceMonitorSpec{Enabled: true},
+		PrometheusRule:    &aaav1.PrometheusRuleSpec{Enabled: true},
+		GrafanaDashboards: &aaav1.GrafanaDashboardsSpec{Enabled: true},
+	}
+	if err := te.c.Create(bg, ext); err != nil {
+		t.Fatal(err)
+	}
+	c := te.waitCondition(t, ns, "ext", aaav1.ConditionMonitoringReady, metav1.ConditionFalse, ReasonCRDNotInstalled)
+	if m := findCondition(c, aaav1.ConditionMonitoringReady).Message; !strings.Contains(m, "ServiceMonitor") || !strings.Contains(m, "PrometheusRule") {
+		t.Errorf("MonitoringReady message: %s", m)
+	}
+	te.waitCondition(t, ns, "ext", aaav1.ConditionDegraded, metav1.ConditionTrue, ReasonCertManagerMissing)
+	te.waitCondition(t, ns, "ext", aaav1.ConditionCassandraReady, metav1.ConditionTrue, ReasonExternalCassandra)
+	// The dashboard needs no CRD; the migration runs against the external cluster.
+	if ok, err := te.exists(&corev1.ConfigMap{ObjectMeta: objKey(ns, "ext-dashboard")}); !ok {
+		t.Errorf("dashboard ConfigMap missing (%v)", err)
+	}
+	job := te.waitMigrationJob(t, ns, "ext", "dc1:3")
+	if args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--contact-points cassandra.example.net") {
+		t.Errorf("external contact points not used: %s", args)
+	}
+	if vol := job.Spec.Template.Spec.Volumes[0]; vol.Secret == nil || vol.Secret.SecretName != "cass-creds" {
+		t.Errorf("credentials volume: %+v", vol)
+	}
+	te.finishJob(t, job, true)
+	te.waitCondition(t, ns, "ext", aaav1.ConditionSchemaReady, metav1.ConditionTrue, ReasonReady)
+	te.markDeploymentsAvailable(t, ns, "ext-dc1")
+	te.waitCondition(t, ns, "ext", aaav1.ConditionPolicingReady, metav1.ConditionTrue, ReasonReady)
+	eventually(t, wait, "Warning events for the missing CRDs", func() error {
+		if !te.recorder.has(ns, "Warning "+ReasonCRDNotInstalled) || !te.recorder.has(ns, "Warning "+ReasonCertManagerMissing) {
+			return joinErr(te.recorder.events(ns))
+		}
+		return nil
+	})
+
+	managedCluster := minimalCluster(ns, "managed")
+	if err := te.c.Create(bg, managedCluster); err != nil {
+		t.Fatal(err)
+	}
+	te.waitCondition(t, ns, "managed", aaav1.ConditionCassandraReady, metav1.ConditionFalse, ReasonK8ssandraMissing)
+	te.waitCondition(t, ns, "managed", aaav1.ConditionReady, metav1.ConditionFalse, ReasonK8ssandraMissing)
+
+	// No K8ssandraCluster kind at all on this server.
+	if _, err := te.r.RESTMapper().RESTMapping(K8ssandraClusterGVK.GroupKind()); err == nil {
+		t.Error("this API server should not serve K8ssandraCluster")
+	}
+}
+
+func findCondition(c *aaav1.AAACluster, typ string) metav1.Condition {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == typ {
+			return cond
+		}
+	}
+	return metav1.Condition{}
+}

@@ -1,0 +1,111 @@
+// Command operator is the OpenAAA operator: it reconciles AAACluster objects
+// (aaa.openaaa.io/v1alpha1) into per-DC policing Deployments, Services, autoscalers, a
+// K8ssandraCluster and the schema migration Job. Leader election, health probes and metrics
+// are on by default.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	"github.com/openaaa/openaaa/controllers"
+	"github.com/openaaa/openaaa/internal/version"
+)
+
+func main() {
+	var (
+		metricsAddr   string
+		probeAddr     string
+		secureMetrics bool
+		leaderElect   bool
+		leaderNS      string
+		policingImage string
+		namespace     string
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint (0 disables it).")
+	flag.BoolVar(&secureMetrics, "metrics-secure", false, "Serve metrics over HTTPS with authentication and authorization by the API server.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles.")
+	flag.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the operator's namespace).")
+	flag.StringVar(&policingImage, "policing-image", controllers.DefaultPolicingImage+":"+version.Version,
+		"Default policing image (repository[:tag]) for AAAClusters whose spec.image leaves it out.")
+	flag.StringVar(&namespace, "namespace", "", "Watch only this namespace (default: all).")
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	if *showVersion {
+		fmt.Println("openaaa-operator", version.Version)
+		return
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(aaav1.AddToScheme(scheme))
+
+	mgrOpts := ctrl.Options{
+		Scheme: scheme,
+		Metrics: metricsserver.Options{
+			BindAddress:   metricsAddr,
+			SecureServing: secureMetrics,
+			TLSOpts:       []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+		},
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              "aaacluster.aaa.openaaa.io",
+		LeaderElectionNamespace:       leaderNS,
+		LeaderElectionReleaseOnCancel: true,
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	}
+	if secureMetrics {
+		// Only callers allowed to get /metrics (TokenReview + SubjectAccessReview).
+		mgrOpts.Metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if namespace != "" {
+		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOpts)
+	if err != nil {
+		log.Error(err, "unable to create the manager")
+		os.Exit(1)
+	}
+	if err := (&controllers.AAAClusterReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorderFor("openaaa-operator"),
+		Options:  controllers.Options{PolicingImage: policingImage, Version: version.Version},
+	}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "unable to set up the AAACluster controller")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "unable to set up the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "unable to set up the ready check")
+		os.Exit(1)
+	}
+	log.Info("starting the operator", "version", version.Version, "policingImage", policingImage)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "the manager stopped")
+		os.Exit(1)
+	}
+}

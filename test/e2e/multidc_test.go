@@ -1,0 +1,421 @@
+// Package e2e holds end-to-end tests of built binaries against real components.
+//
+// TestMultiDC (issue 4): three Cassandra nodes in dc1, dc2, dc3 on loopback, `policing
+// migrate --replication dc1:1,dc2:1,dc3:1`, one policing process per DC with the Cassandra
+// store, and the field flow from aaa-loadgen with every message of a session sent
+// round-robin to another DC. Then one DC (its Cassandra node and its policing) is lost in
+// the middle of a run and comes back. It runs under `make test-e2e` (OPENAAA_E2E=1) and
+// inside `make test` (OPENAAA_INTEGRATION=require); a plain `go test ./...` skips it.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/openaaa/openaaa/internal/testenv"
+)
+
+// enabled: OPENAAA_E2E=1 (make test-e2e), or OPENAAA_INTEGRATION=require (make test) unless
+// OPENAAA_E2E=0.
+func enabled() bool {
+	switch os.Getenv("OPENAAA_E2E") {
+	case "1", "true", "yes":
+		return true
+	case "0", "false", "no":
+		return false
+	}
+	return testenv.Required()
+}
+
+const (
+	dcs      = 3
+	users    = 3000
+	interims = 5
+	// Phase 1: every session must complete.
+	phase1Sessions = 300
+	// Phase 2: open loop at this many messages per second while a DC is lost.
+	phase2Rate = 250
+)
+
+func TestMultiDC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	if !enabled() {
+		t.Skip("end-to-end test: `make test-e2e` (OPENAAA_E2E=1) or OPENAAA_INTEGRATION=require runs it")
+	}
+	began := time.Now()
+	root := repoRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	policingBin, loadgenBin := buildBinaries(t, root)
+	t.Logf("binaries built in %s", time.Since(began).Round(100*time.Millisecond))
+	cl := startCluster(t, root, dcs)
+
+	// Schema: one replica per DC (RF cannot exceed the nodes of a DC: one node per DC here).
+	ks := fmt.Sprintf("e2e_%d", time.Now().Unix()%1000000)
+	mstart := time.Now()
+	out, err := exec.CommandContext(ctx, policingBin, "migrate", "--contact-points", contactPoint(1), "--local-dc", "dc1",
+		"--keyspace", ks, "--replication", "dc1:1,dc2:1,dc3:1", "--timeout", "3m").CombinedOutput()
+	if err != nil {
+		t.Fatalf("policing migrate: %v\n%s", err, out)
+	}
+	t.Logf("migrate in %s:\n%s", time.Since(mstart).Round(100*time.Millisecond), strings.TrimSpace(string(out)))
+
+	work := t.TempDir()
+	secret := filepath.Join(work, "secret")
+	must(t, os.WriteFile(secret, []byte("e2e-secret\n"), 0o600))
+	subs := filepath.Join(work, "subscribers.yaml")
+	if out, err := exec.Command(loadgenBin, "subscribers", "--users", fmt.Sprint(users), "--policing", subs).CombinedOutput(); err != nil {
+		t.Fatalf("aaa-loadgen subscribers: %v\n%s", err, out)
+	}
+
+	ports := freePorts(t, 3*dcs)
+	pol := make([]*policing, dcs)
+	for i := range dcs {
+		dc := i + 1
+		p := &policing{
+			t: t, bin: policingBin, name: fmt.Sprintf("dc%d", dc),
+			config:  filepath.Join(work, fmt.Sprintf("policing-dc%d.yaml", dc)),
+			logFile: filepath.Join(work, fmt.Sprintf("policing-dc%d.log", dc)),
+			auth:    ports[3*i], acct: ports[3*i+1], admin: ports[3*i+2],
+		}
+		cfg := fmt.Sprintf(`log: {level: info, format: json}
+radius:
+  authAddress: 127.0.0.1:%d
+  acctAddress: 127.0.0.1:%d
+  workers: 64
+clients:
+  - {name: loadgen, address: 127.0.0.0/8, secretFile: %s, requireMessageAuthenticator: true}
+subscribers: {source: file, file: %s}
+session:
+  store: cassandra
+  cassandra:
+    contactPoints: ["%s"]
+    localDC: dc%d
+    keyspace: %s
+    timeout: 2s
+    spool: {dir: %s, replayInterval: 1s}
+admin: {address: "127.0.0.1:%d"}
+`, p.auth, p.acct, secret, subs, contactPoint(dc), dc, ks, filepath.Join(work, fmt.Sprintf("spool-dc%d", dc)), p.admin)
+		must(t, os.WriteFile(p.config, []byte(cfg), 0o600))
+		pol[i] = p
+	}
+	defer func() {
+		for _, p := range pol {
+			p.stop()
+		}
+		if t.Failed() {
+			for _, p := range pol {
+				t.Logf("---- %s log tail ----\n%s", p.name, p.logTail())
+			}
+		}
+	}()
+	for _, p := range pol {
+		p.start()
+	}
+	var targets []string
+	for _, p := range pol {
+		targets = append(targets, "--target", p.target())
+	}
+	common := append([]string{"--secret-file", secret, "--mode", "flow", "--interims", fmt.Sprint(interims),
+		"--distribution", "round-robin", "--users", fmt.Sprint(users), "--nas-id", "", "--require-reply-ma", "--quiet"}, targets...)
+
+	db := connect(t, 1, "dc1", ks)
+	defer db.Close()
+
+	// ---- Phase 1: every message of a session to another DC; every session completes. ----
+	p1start := time.Now()
+	r1 := startLoadgen(t, loadgenBin, append(common, "--sessions", fmt.Sprint(phase1Sessions), "--concurrency", "8",
+		"--duration", "120s", "--timeout", "2s")...).wait(t, false, 3*time.Minute)
+	t.Logf("phase 1: %d sessions, %d answered in %.1f s (%.0f/s), avg auth %.2f ms, avg acct %.2f ms, timeouts %d, errors %d",
+		r1.Sessions, r1.Answered, r1.Seconds, r1.IncomingTPS, r1.AvgAuthMs, r1.AvgAcctMs, r1.Timeouts, r1.Errors)
+	if r1.SessionsDone != phase1Sessions || r1.Accepts != phase1Sessions || r1.Timeouts != 0 || r1.Errors != 0 {
+		t.Fatalf("phase 1: %d/%d sessions completed, %d accepts, %d timeouts, %d errors %v",
+			r1.SessionsDone, phase1Sessions, r1.Accepts, r1.Timeouts, r1.Errors, r1.ErrorSamples)
+	}
+	if want := uint64(phase1Sessions * (interims + 2)); r1.AcctResponses != want {
+		t.Fatalf("phase 1: %d Accounting-Responses, want %d", r1.AcctResponses, want)
+	}
+	for i, n := range r1.PerTarget {
+		if n == 0 {
+			t.Fatalf("phase 1: no message to dc%d: %v", i+1, r1.PerTarget)
+		}
+	}
+	// Every session that started is stopped, its history complete (read at ALL: every DC).
+	h1 := readHistory(t, db, gocql.All)
+	if len(h1.sessions) != phase1Sessions {
+		t.Fatalf("phase 1: %d sessions in acct_history, want %d", len(h1.sessions), phase1Sessions)
+	}
+	var prefix1 string
+	for k, s := range h1.sessions {
+		if s.starts != 1 || s.interims != interims || s.stops != 1 {
+			t.Fatalf("phase 1: session %v history: %d start, %d interim, %d stop", k, s.starts, s.interims, s.stops)
+		}
+		prefix1 = k.id[:8] // the run's nonce
+	}
+	rows := readSessions(t, db, gocql.All)
+	for k, st := range rows {
+		if st != "stopped" {
+			t.Fatalf("phase 1: session %v is %q after its Stop", k, st)
+		}
+	}
+	if len(rows) != phase1Sessions {
+		t.Fatalf("phase 1: %d rows in sessions, want %d", len(rows), phase1Sessions)
+	}
+	if n := countQuery(t, db, gocql.All, "SELECT count(*) FROM sessions_by_nas WHERE nas = '127.0.0.1'"); n != 0 {
+		t.Fatalf("phase 1: %d sessions still active for the NAS", n)
+	}
+	// The admin API of another DC sees a closed session.
+	checkHistoryAPI(t, pol[1], "user00002")
+	// The auth log (written asynchronously after each reply) has every Access-Request.
+	if err := eventually(ctx, 15*time.Second, 500*time.Millisecond, func() error {
+		if n := countQuery(t, db, gocql.All, "SELECT count(*) FROM auth_log"); n != phase1Sessions {
+			return fmt.Errorf("auth_log has %d rows, want %d", n, phase1Sessions)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal("phase 1:", err)
+	}
+	t.Logf("phase 1 checked in %s: %d sessions, each start + %d interims + stop, all stopped, auth log complete",
+		time.Since(p1start).Round(100*time.Millisecond), phase1Sessions, interims)
+
+	// ---- Phase 2: dc3 (its Cassandra node and its policing) is lost mid-run, then back. ----
+	p2start := time.Now()
+	lost := pol[2]
+	lg := startLoadgen(t, loadgenBin, append(common, "--rate", fmt.Sprint(phase2Rate), "--concurrency", "1024",
+		"--timeout", "1s", "--duration", "6m", "--sessions", "200000")...)
+	sleep(ctx, 8*time.Second)
+	before := []float64{pol[0].mustMetric("openaaa_radius_requests_total"), pol[1].mustMetric("openaaa_radius_requests_total")}
+	must(t, cl.run("kill", "3"))
+	killed := time.Now()
+	t.Logf("phase 2: Cassandra dc3 killed (SIGKILL) at +%.1f s", killed.Sub(p2start).Seconds())
+	sleep(ctx, 6*time.Second)
+	spooled, _ := lost.metric("openaaa_spool_appended_total")
+	lost.kill()
+	t.Logf("phase 2: policing dc3 killed (SIGKILL) at +%.1f s; it had spooled %.0f records while its Cassandra was down",
+		time.Since(p2start).Seconds(), spooled)
+	sleep(ctx, 8*time.Second)
+	for i := range 2 {
+		after := pol[i].mustMetric("openaaa_radius_requests_total")
+		t.Logf("phase 2: %s answered %.0f requests during the outage (%.0f s)", pol[i].name, after-before[i], time.Since(killed).Seconds())
+		if after-before[i] < 100 {
+			t.Fatalf("phase 2: %s answered only %.0f requests while dc3 was lost", pol[i].name, after-before[i])
+		}
+	}
+	rstart := time.Now()
+	must(t, cl.run("restart", "3"))
+	t.Logf("phase 2: Cassandra dc3 back in %s", time.Since(rstart).Round(100*time.Millisecond))
+	lost.start()
+	back := time.Now()
+	t.Logf("phase 2: policing dc3 back at +%.1f s (outage %.1f s)", back.Sub(p2start).Seconds(), back.Sub(killed).Seconds())
+	sleep(ctx, 8*time.Second)
+	if n := lost.mustMetric("openaaa_radius_requests_total"); n < 100 {
+		t.Fatalf("phase 2: the restarted dc3 answered only %.0f requests", n)
+	}
+	r2 := lg.wait(t, true, time.Minute)
+	t.Logf("phase 2: %d sessions, %d answered in %.1f s (%.0f/s), %d Accounting-Responses, %d timeouts, %d errors, %d aborted, per target %v",
+		r2.Sessions, r2.Answered, r2.Seconds, r2.IncomingTPS, r2.AcctResponses, r2.Timeouts, r2.Errors, r2.Aborted, r2.PerTarget)
+	// The restarted policing replays its spool (records acknowledged before it was killed).
+	if err := eventually(ctx, 60*time.Second, 500*time.Millisecond, func() error {
+		for _, p := range pol {
+			if n, err := p.metric("openaaa_spool_records"); err != nil || n != 0 {
+				return fmt.Errorf("%s spool holds %.0f records (%v)", p.name, n, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal("phase 2:", err)
+	}
+	replayed := lost.mustMetric("openaaa_spool_replayed_total")
+	t.Logf("phase 2: spools empty; the restarted dc3 replayed %.0f spooled records", replayed)
+
+	// The killed DC catches up (hints from the other DCs, its own spool; else a repair): its
+	// node alone holds what dc1 holds.
+	db3 := connect(t, 3, "dc3", ks)
+	defer db3.Close()
+	catch := time.Now()
+	caughtUp := func() error {
+		n1 := countQuery(t, db, gocql.LocalOne, "SELECT count(*) FROM acct_history")
+		n3 := countQuery(t, db3, gocql.LocalOne, "SELECT count(*) FROM acct_history")
+		s1 := countQuery(t, db, gocql.LocalOne, "SELECT count(*) FROM sessions")
+		s3 := countQuery(t, db3, gocql.LocalOne, "SELECT count(*) FROM sessions")
+		if n1 != n3 || s1 != s3 {
+			return fmt.Errorf("acct_history: dc1 %d, dc3 %d rows; sessions: dc1 %d, dc3 %d", n1, n3, s1, s3)
+		}
+		return nil
+	}
+	how := "hints and spool replay"
+	if err := eventually(ctx, 60*time.Second, 2*time.Second, caughtUp); err != nil {
+		t.Logf("phase 2: dc3 not caught up by hints after 60 s (%v): nodetool repair", err)
+		how = "nodetool repair"
+		must(t, cl.run("nodetool", "3", "repair", "-full", ks))
+		if err := eventually(ctx, 30*time.Second, 2*time.Second, caughtUp); err != nil {
+			t.Fatal("phase 2: dc3 still behind after a repair:", err)
+		}
+	}
+	t.Logf("phase 2: dc3 caught up in %s (%s)", time.Since(catch).Round(100*time.Millisecond), how)
+
+	// Zero accounting records lost: every Accounting-Response the loadgen got is in the
+	// history. A message may also be stored without its response reaching the loadgen (the
+	// reply was lost with the process, or came after the timeout): at most the unanswered ones.
+	h := readHistory(t, db, gocql.All)
+	var stored2 uint64
+	for k, s := range h.sessions {
+		if strings.HasPrefix(k.id, prefix1) {
+			continue
+		}
+		stored2 += uint64(s.starts + s.interims + s.stops)
+	}
+	unanswered := r2.Timeouts + r2.Errors + r2.Aborted
+	t.Logf("phase 2: %d accounting records acknowledged, %d stored, %d unanswered requests",
+		r2.AcctResponses, stored2, unanswered)
+	if stored2 < r2.AcctResponses {
+		t.Fatalf("phase 2: ACCOUNTING LOST: %d acknowledged, only %d stored", r2.AcctResponses, stored2)
+	}
+	if stored2 > r2.AcctResponses+unanswered {
+		t.Fatalf("phase 2: %d stored > %d acknowledged + %d unanswered: records stored twice?", stored2, r2.AcctResponses, unanswered)
+	}
+	// A session whose Stop is in the history is stopped in the sessions table.
+	rows = readSessions(t, db, gocql.All)
+	stopped := 0
+	for k, s := range h.sessions {
+		if s.stops > 0 {
+			stopped++
+			if st := rows[k]; st != "stopped" {
+				t.Fatalf("phase 2: session %v has a Stop in its history but is %q", k, st)
+			}
+		}
+	}
+	t.Logf("phase 2 checked in %s; %d sessions stopped in all. Whole test: %s",
+		time.Since(p2start).Round(100*time.Millisecond), stopped, time.Since(began).Round(time.Second))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// connect opens a driver session to node i only (its DC's view of the data).
+func connect(t *testing.T, node int, dc, ks string) *gocql.Session {
+	t.Helper()
+	c := gocql.NewCluster(contactPoint(node))
+	c.Keyspace = ks
+	c.Timeout = 20 * time.Second
+	c.ConnectTimeout = 10 * time.Second
+	c.PoolConfig.HostSelectionPolicy = gocql.DCAwareRoundRobinPolicy(dc)
+	c.HostFilter = gocql.WhiteListHostFilter(contactPoint(node))
+	s, err := c.CreateSession()
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", contactPoint(node), err)
+	}
+	return s
+}
+
+func countQuery(t *testing.T, s *gocql.Session, cons gocql.Consistency, q string) int64 {
+	t.Helper()
+	var n int64
+	if err := s.Query(q).Consistency(cons).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+type sessKey struct{ nas, id string }
+
+func (k sessKey) String() string { return k.nas + "/" + k.id }
+
+type sessHistory struct{ starts, interims, stops int }
+
+type history struct {
+	rows     int
+	sessions map[sessKey]*sessHistory
+}
+
+// readHistory reads acct_history: its rows per session and kind. A record has one row
+// whatever happens: it gets its id when policing receives it, and a spool replay writes the
+// same id again; only a request processed twice would add a row.
+func readHistory(t *testing.T, s *gocql.Session, cons gocql.Consistency) *history {
+	t.Helper()
+	it := s.Query("SELECT nas, acct_session_id, kind FROM acct_history").Consistency(cons).PageSize(5000).Iter()
+	h := &history{sessions: map[sessKey]*sessHistory{}}
+	var k sessKey
+	var kind string
+	for it.Scan(&k.nas, &k.id, &kind) {
+		h.rows++
+		sh := h.sessions[k]
+		if sh == nil {
+			sh = &sessHistory{}
+			h.sessions[k] = sh
+		}
+		switch kind {
+		case "start":
+			sh.starts++
+		case "interim":
+			sh.interims++
+		case "stop":
+			sh.stops++
+		}
+	}
+	if err := it.Close(); err != nil {
+		t.Fatalf("reading acct_history: %v", err)
+	}
+	return h
+}
+
+func readSessions(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[sessKey]string {
+	t.Helper()
+	it := s.Query("SELECT nas, acct_session_id, state FROM sessions").Consistency(cons).PageSize(5000).Iter()
+	out := map[sessKey]string{}
+	var k sessKey
+	var st string
+	for it.Scan(&k.nas, &k.id, &st) {
+		out[k] = st
+	}
+	if err := it.Close(); err != nil {
+		t.Fatalf("reading sessions: %v", err)
+	}
+	return out
+}
+
+func checkHistoryAPI(t *testing.T, p *policing, user string) {
+	t.Helper()
+	resp, err := http.Get(p.adminURL("/api/v1/history?user=" + user))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Sessions []struct {
+			UserName string `json:"userName"`
+			State    string `json:"state"`
+			Updates  int    `json:"updates"`
+		} `json:"sessions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s /api/v1/history: %d %v", p.name, resp.StatusCode, err)
+	}
+	if len(body.Sessions) != 1 || body.Sessions[0].State != "stopped" || body.Sessions[0].UserName != user {
+		t.Fatalf("%s /api/v1/history?user=%s: %+v", p.name, user, body.Sessions)
+	}
+}
