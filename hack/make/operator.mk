@@ -31,6 +31,7 @@ $(CONTROLLER_GEN):
 manifests: $(CONTROLLER_GEN) ## Generate the AAACluster CRD and the operator's RBAC into config/.
 	$(CONTROLLER_GEN) rbac:roleName=openaaa-operator crd paths=./api/... paths=./controllers/... \
 	  output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@$(MAKE) --no-print-directory chart-sync # the operator chart ships copies of both
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the deepcopy functions of the API types.

@@ -306,6 +306,7 @@ type loadReport struct {
 	Rejects       uint64            `json:"rejects"`
 	AcctResponses uint64            `json:"acctResponses"`
 	Timeouts      uint64            `json:"timeouts"`
+	Retransmits   uint64            `json:"retransmissions"`
 	Errors        uint64            `json:"errors"`
 	Aborted       uint64            `json:"aborted"`
 	Sessions      uint64            `json:"sessions"`

@@ -56,12 +56,11 @@ func TestMultiDC(t *testing.T) {
 	}
 	began := time.Now()
 	root := repoRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-
 	policingBin, loadgenBin := buildBinaries(t, root)
 	t.Logf("binaries built in %s", time.Since(began).Round(100*time.Millisecond))
-	cl := startCluster(t, root, dcs)
+	cl := startCluster(t, root, dcs) // waits for the machine-wide Cassandra test lock
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
 
 	// Schema: one replica per DC (RF cannot exceed the nodes of a DC: one node per DC here).
 	ks := fmt.Sprintf("e2e_%d", time.Now().Unix()%1000000)
@@ -137,8 +136,8 @@ admin: {address: "127.0.0.1:%d"}
 
 	// ---- Phase 1: every message of a session to another DC; every session completes. ----
 	p1start := time.Now()
-	r1 := startLoadgen(t, loadgenBin, append(common, "--sessions", fmt.Sprint(phase1Sessions), "--concurrency", "8",
-		"--duration", "120s", "--timeout", "2s")...).wait(t, false, 3*time.Minute)
+	r1 := startLoadgen(t, loadgenBin, append(common, "--sessions", fmt.Sprint(phase1Sessions), "--concurrency", "24",
+		"--duration", "120s", "--timeout", "5s")...).wait(t, false, 3*time.Minute)
 	t.Logf("phase 1: %d sessions, %d answered in %.1f s (%.0f/s), avg auth %.2f ms, avg acct %.2f ms, timeouts %d, errors %d",
 		r1.Sessions, r1.Answered, r1.Seconds, r1.IncomingTPS, r1.AvgAuthMs, r1.AvgAcctMs, r1.Timeouts, r1.Errors)
 	if r1.SessionsDone != phase1Sessions || r1.Accepts != phase1Sessions || r1.Timeouts != 0 || r1.Errors != 0 {
@@ -164,6 +163,11 @@ admin: {address: "127.0.0.1:%d"}
 			t.Fatalf("phase 1: session %v history: %d start, %d interim, %d stop", k, s.starts, s.interims, s.stops)
 		}
 		prefix1 = k.id[:8] // the run's nonce
+	}
+	if dup := h1.rows - phase1Sessions*(interims+2); dup > int(r1.Retransmits) {
+		t.Fatalf("phase 1: %d history rows too many for %d retransmissions", dup, r1.Retransmits)
+	} else if dup > 0 {
+		t.Logf("phase 1: %d records stored twice (retransmitted after a failed attempt; %d retransmissions)", dup, r1.Retransmits)
 	}
 	rows := readSessions(t, db, gocql.All)
 	for k, st := range rows {
@@ -228,7 +232,7 @@ admin: {address: "127.0.0.1:%d"}
 	t.Logf("phase 2: %d sessions, %d answered in %.1f s (%.0f/s), %d Accounting-Responses, %d timeouts, %d errors, %d aborted, per target %v",
 		r2.Sessions, r2.Answered, r2.Seconds, r2.IncomingTPS, r2.AcctResponses, r2.Timeouts, r2.Errors, r2.Aborted, r2.PerTarget)
 	// The restarted policing replays its spool (records acknowledged before it was killed).
-	if err := eventually(ctx, 60*time.Second, 500*time.Millisecond, func() error {
+	if err := eventually(ctx, 120*time.Second, 500*time.Millisecond, func() error {
 		for _, p := range pol {
 			if n, err := p.metric("openaaa_spool_records"); err != nil || n != 0 {
 				return fmt.Errorf("%s spool holds %.0f records (%v)", p.name, n, err)
@@ -276,7 +280,7 @@ admin: {address: "127.0.0.1:%d"}
 		if strings.HasPrefix(k.id, prefix1) {
 			continue
 		}
-		stored2 += uint64(s.starts + s.interims + s.stops)
+		stored2 += uint64(s.rows) // the open loop does not retransmit: no row is a retry
 	}
 	unanswered := r2.Timeouts + r2.Errors + r2.Aborted
 	t.Logf("phase 2: %d accounting records acknowledged, %d stored, %d unanswered requests",
@@ -345,30 +349,42 @@ type sessKey struct{ nas, id string }
 
 func (k sessKey) String() string { return k.nas + "/" + k.id }
 
-type sessHistory struct{ starts, interims, stops int }
+type sessHistory struct{ rows, starts, interims, stops int }
 
 type history struct {
 	rows     int
 	sessions map[sessKey]*sessHistory
 }
 
-// readHistory reads acct_history: its rows per session and kind. A record has one row
-// whatever happens: it gets its id when policing receives it, and a spool replay writes the
-// same id again; only a request processed twice would add a row.
+// readHistory reads acct_history: per session its rows, and its distinct records by kind
+// (kind and Acct-Session-Time: in the loadgen's sessions the time grows with every interim).
+// A record has one row whatever happens to it inside policing (its id is fixed when policing
+// receives it; a spool replay writes the same id again). A NAS retransmission that policing
+// processes again after a failed attempt (no Accounting-Response sent) adds a row.
 func readHistory(t *testing.T, s *gocql.Session, cons gocql.Consistency) *history {
 	t.Helper()
-	it := s.Query("SELECT nas, acct_session_id, kind FROM acct_history").Consistency(cons).PageSize(5000).Iter()
+	it := s.Query("SELECT nas, acct_session_id, kind, session_time FROM acct_history").Consistency(cons).PageSize(5000).Iter()
 	h := &history{sessions: map[sessKey]*sessHistory{}}
-	var k sessKey
-	var kind string
-	for it.Scan(&k.nas, &k.id, &kind) {
+	type rec struct {
+		k    sessKey
+		kind string
+		st   int64
+	}
+	seen := map[rec]bool{}
+	var r rec
+	for it.Scan(&r.k.nas, &r.k.id, &r.kind, &r.st) {
 		h.rows++
-		sh := h.sessions[k]
+		sh := h.sessions[r.k]
 		if sh == nil {
 			sh = &sessHistory{}
-			h.sessions[k] = sh
+			h.sessions[r.k] = sh
 		}
-		switch kind {
+		sh.rows++
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		switch r.kind {
 		case "start":
 			sh.starts++
 		case "interim":

@@ -99,7 +99,7 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 	}
 	if h.Forward != nil {
 		if err := h.Forward(r.Context(), r); err != nil {
-			h.fail(r, "proxy_error", err)
+			h.fail(r, metrics.DropProxyError, err)
 			return
 		}
 	}

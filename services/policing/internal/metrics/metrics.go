@@ -20,8 +20,10 @@ const (
 	DropMalformed        = "malformed"
 	DropDuplicate        = "duplicate"
 	DropOverload         = "overload"
+	DropSocketBuffer     = "socket_buffer_full"
 	DropUnsupported      = "unsupported_code"
 	DropStoreError       = "store_error"
+	DropProxyError       = "proxy_error"
 )
 
 var (

@@ -82,8 +82,10 @@ type Server struct {
 	mu      sync.Mutex
 	conns   []*net.UDPConn
 	closing atomic.Bool
-	dropLog rateLimiter
-	bufs    sync.Pool
+	// stopReading is closed by Shutdown: readers waiting for room in the queue give up.
+	stopReading chan struct{}
+	dropLog     rateLimiter
+	bufs        sync.Pool
 }
 
 // Listener kinds: which codes a port takes.
@@ -128,7 +130,8 @@ func New(opt Options, clients *nas.Table) *Server {
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
-	s := &Server{opt: opt, queue: make(chan *job, opt.QueueSize), dups: newDupCache(opt.DuplicateWindow)}
+	s := &Server{opt: opt, queue: make(chan *job, opt.QueueSize), dups: newDupCache(opt.DuplicateWindow),
+		stopReading: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.bufs.New = func() any { return new([radius.MaxPacketLength]byte) }
 	s.clients.Store(clients)
@@ -163,20 +166,23 @@ func (s *Server) Listen(addr string, kind Kind, h Handler) (*net.UDPConn, error)
 	s.mu.Lock()
 	s.conns = append(s.conns, conn)
 	s.mu.Unlock()
+	enableRxMeta(conn)
+	bufDrops := new(atomic.Uint32)
 	for i := 0; i < s.opt.Readers; i++ {
 		s.readers.Add(1)
-		go s.read(conn, kind, h)
+		go s.read(conn, kind, h, bufDrops)
 	}
 	s.opt.Log.Info("radius listener started", "kind", kind.String(), "address", conn.LocalAddr().String(),
 		"workers", s.opt.Workers, "queue", s.opt.QueueSize)
 	return conn, nil
 }
 
-func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler) {
+func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, bufDrops *atomic.Uint32) {
 	defer s.readers.Done()
+	oob := make([]byte, oobSize)
 	for {
 		buf := s.bufs.Get().(*[radius.MaxPacketLength]byte)
-		n, from, err := conn.ReadFromUDPAddrPort(buf[:])
+		n, oobn, _, from, err := conn.ReadMsgUDPAddrPort(buf[:], oob)
 		if err != nil {
 			s.bufs.Put(buf)
 			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
@@ -186,13 +192,50 @@ func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler) {
 			time.Sleep(10 * time.Millisecond) // avoid a hot loop on a persistent socket error
 			continue
 		}
-		j := &job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: time.Now()}
+		now := time.Now()
+		at, drops, ok := parseRxMeta(oob[:oobn])
+		if ok {
+			countBufferDrops(bufDrops, drops)
+		}
+		if at.IsZero() || at.After(now) {
+			at = now
+		}
+		if now.Sub(at) > s.opt.MaxQueueWait {
+			// It waited in the socket buffer for so long that the NAS has retransmitted or
+			// given up: dropping it here costs less than answering it late.
+			s.bufs.Put(buf)
+			s.drop(metrics.DropOverload, from, errors.New("waited too long in the socket buffer"))
+			continue
+		}
+		j := &job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: at}
+		// When every worker is busy and the queue is full, wait for a worker instead of
+		// reading on: what we cannot take stays in the kernel's buffer, and beyond it the
+		// kernel drops it (counted as socket_buffer_full) without costing us any CPU, so
+		// the CPU goes to requests that will be answered.
 		select {
 		case s.queue <- j:
 			metrics.QueueDepth.Inc()
-		default:
+		case <-s.stopReading:
+			// Shutting down with every worker busy: not taken, not answered; the NAS
+			// retransmits to another node.
 			s.bufs.Put(buf)
-			s.drop(metrics.DropOverload, from, errors.New("queue full"))
+			return
+		}
+	}
+}
+
+// countBufferDrops adds the growth of a socket's drop counter (shared by its readers, which
+// may see the values out of order) to the drop metric.
+func countBufferDrops(last *atomic.Uint32, drops uint32) {
+	for {
+		prev := last.Load()
+		d := drops - prev
+		if d == 0 || d >= 1<<31 {
+			return
+		}
+		if last.CompareAndSwap(prev, drops) {
+			metrics.Dropped.WithLabelValues(metrics.DropSocketBuffer).Add(float64(d))
+			return
 		}
 	}
 }
@@ -203,7 +246,7 @@ func (s *Server) work() {
 		metrics.QueueDepth.Dec()
 		if time.Since(j.at) > s.opt.MaxQueueWait {
 			// The NAS has likely retransmitted or given up already: answering late only adds load.
-			s.drop(metrics.DropOverload, j.from, errors.New("waited too long in queue"))
+			s.drop(metrics.DropOverload, j.from, errors.New("waited too long for a worker"))
 		} else {
 			metrics.WorkersBusy.Inc()
 			s.serve(j)
@@ -382,6 +425,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		_ = c.SetReadDeadline(time.Now()) // unblocks readers; the socket stays open for replies
 	}
+	close(s.stopReading)
 	s.readers.Wait()
 	close(s.queue)
 	done := make(chan struct{})

@@ -448,30 +448,89 @@ func TestDuplicateDetectionOff(t *testing.T) {
 	}
 }
 
-// With one busy worker and a one-slot queue, a burst is dropped as overload, counted, and
-// the readers keep going: once the worker is free the server answers again.
+// Overload: a burst that finds the worker busy and the queue full goes stale and is dropped
+// as overload, counted, never served late; once the worker is free the server answers again.
 func TestOverloadQueueFull(t *testing.T) {
+	// The reader waits for room in the queue, so the burst stays in the socket buffer;
+	// older than MaxQueueWait (by its kernel arrival time) when read, it is dropped.
 	auth := newRecorder(radius.CodeAccessAccept)
 	auth.release = make(chan struct{})
-	f := start(t, Options{Workers: 1, QueueSize: 1, MaxQueueWait: time.Minute}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	const wait = 100 * time.Millisecond
+	f := start(t, Options{Workers: 1, QueueSize: 1, MaxQueueWait: wait}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
 	conn := dial(t, f.auth)
-	_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-	<-auth.entered // the only worker is busy
+	for entered := false; !entered; { // on a loaded machine the first may itself go stale
+		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+		select {
+		case <-auth.entered:
+			entered = true
+		case <-time.After(time.Second):
+		}
+	}
 	before := dropped(metrics.DropOverload)
 	const burst = 20
 	for i := 0; i < burst; i++ {
 		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
 	}
-	// One fits in the queue; the rest are dropped (the kernel may lose a few on loopback).
-	waitDrop(t, metrics.DropOverload, before, burst-5)
+	time.Sleep(3 * wait)
 	close(auth.release)
-	waitFor(t, "queued request served", func() bool { return auth.calls.Load() >= 2 })
+	// One may have fitted in the queue and one in the reader's hands; the rest went stale.
+	waitDrop(t, metrics.DropOverload, before, burst-3)
 	p := roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
 	if p.Code != radius.CodeAccessAccept {
 		t.Fatal("not serving after overload")
 	}
-	if got := auth.calls.Load(); got > 3 {
-		t.Fatalf("handler ran %d times; dropped requests must not be served", got)
+	if got := auth.calls.Load(); got > 4 {
+		t.Fatalf("handler ran %d times; stale requests must not be served", got)
+	}
+}
+
+// What the kernel drops because the socket buffer is full (we stopped reading while every
+// worker was busy) is counted from SO_RXQ_OVFL as socket_buffer_full.
+func TestSocketBufferDropsCounted(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	auth.release = make(chan struct{})
+	// The kernel rounds a tiny buffer up to a few datagrams' worth.
+	f := start(t, Options{Workers: 1, QueueSize: 1, MaxQueueWait: time.Minute, SocketBuffer: 1}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	conn := dial(t, f.auth)
+	_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	<-auth.entered
+	before := dropped(metrics.DropSocketBuffer)
+	for i := 0; i < 200; i++ {
+		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	}
+	close(auth.release)
+	// The count arrives with the next datagram read after the drops.
+	waitFor(t, "socket buffer drops counted", func() bool {
+		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+		return dropped(metrics.DropSocketBuffer) >= before+100
+	})
+}
+
+// Shutdown must keep its deadline even when a reader is waiting for a worker that hangs.
+func TestShutdownWithReaderWaitingForAWorker(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	auth.release = make(chan struct{})
+	defer close(auth.release)
+	f := start(t, Options{Workers: 1, QueueSize: 1, MaxQueueWait: time.Minute}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	conn := dial(t, f.auth)
+	_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	<-auth.entered
+	depth := testutil.ToFloat64(metrics.QueueDepth)
+	for i := 0; i < 3; i++ { // one queued, one held by the reader, one in the socket
+		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+	}
+	waitFor(t, "queue full", func() bool { return testutil.ToFloat64(metrics.QueueDepth) >= depth+1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f.s.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v, want deadline exceeded (the worker hangs)", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown hung on a reader waiting for a worker")
 	}
 }
 

@@ -336,6 +336,15 @@ func (s *Spool) Pending() bool { return s.Records() > 0 }
 // Replay calls apply for each waiting record, oldest first, until the spool is empty or
 // apply fails (that record stays first in line). It returns how many records were applied.
 func (s *Spool) Replay(apply func(rec []byte) error) (int, error) {
+	return s.ReplayBatch(1, func(recs [][]byte) error { return apply(recs[0]) })
+}
+
+// ReplayBatch is Replay in batches of up to n records (a batch never spans two segment
+// files): apply gets them oldest first and may apply them concurrently, e.g. the records of
+// different sessions in parallel. The cursor moves past a batch only when apply returns nil,
+// so a batch that failed is replayed whole the next time (at least once).
+func (s *Spool) ReplayBatch(n int, apply func(recs [][]byte) error) (int, error) {
+	n = max(n, 1)
 	s.replayMu.Lock()
 	defer s.replayMu.Unlock()
 	done := 0
@@ -381,23 +390,29 @@ func (s *Spool) Replay(apply func(rec []byte) error) (int, error) {
 		r := bufio.NewReaderSize(f, 1<<16)
 		segEnd := min(seg.base+seg.size, limit)
 		for from < segEnd {
-			rec, err := readRecord(r)
-			if err != nil {
-				f.Close()
-				return done, fmt.Errorf("spool: reading at %d: %w", from, err)
+			var batch [][]byte
+			end := from
+			for end < segEnd && len(batch) < n {
+				rec, err := readRecord(r)
+				if err != nil {
+					f.Close()
+					return done, fmt.Errorf("spool: reading at %d: %w", end, err)
+				}
+				batch = append(batch, rec)
+				end += headerSize + int64(len(rec))
 			}
-			if err := apply(rec); err != nil {
+			if err := apply(batch); err != nil {
 				f.Close()
 				return done, err
 			}
-			from += headerSize + int64(len(rec))
+			from = end
 			s.mu.Lock()
 			s.cursor = from
-			s.records--
+			s.records -= len(batch)
 			s.mu.Unlock()
-			done++
-			sinceSave++
-			spoolReplayed.Inc()
+			done += len(batch)
+			sinceSave += len(batch)
+			spoolReplayed.Add(float64(len(batch)))
 			if sinceSave >= saveEvery {
 				if err := s.saveCursor(); err != nil {
 					f.Close()

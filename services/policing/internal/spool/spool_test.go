@@ -178,3 +178,56 @@ func TestConcurrentAppendGroupCommit(t *testing.T) {
 		t.Fatalf("replayed %d records, want 800", len(seen))
 	}
 }
+
+func TestReplayBatchMovesPastWholeBatchesOnly(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 1<<20, 256)
+	for i := range 50 {
+		if err := s.Append(fmt.Appendf(nil, "rec-%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	calls := 0
+	_, err := s.ReplayBatch(8, func(recs [][]byte) error {
+		calls++
+		if len(recs) == 0 || len(recs) > 8 {
+			t.Fatalf("batch of %d", len(recs))
+		}
+		if calls == 3 {
+			return errors.New("cassandra down") // the third batch is replayed again
+		}
+		for _, r := range recs {
+			got = append(got, string(r))
+		}
+		return nil
+	})
+	if err == nil {
+		t.Fatal("the failure was not returned")
+	}
+	left := s.Records()
+	if left != 50-len(got) {
+		t.Fatalf("%d records left after %d replayed", left, len(got))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, 1<<20, 256)
+	defer s.Close()
+	if _, err := s.ReplayBatch(8, func(recs [][]byte) error {
+		for _, r := range recs {
+			got = append(got, string(r))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 50 || s.Records() != 0 {
+		t.Fatalf("%d replayed, %d left", len(got), s.Records())
+	}
+	for i, r := range got {
+		if want := fmt.Sprintf("rec-%03d", i); r != want {
+			t.Fatalf("record %d = %q, want %q (order or loss)", i, r, want)
+		}
+	}
+}

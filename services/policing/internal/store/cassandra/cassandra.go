@@ -11,7 +11,9 @@
 //
 // Accounting is never lost: when Cassandra is unreachable or times out, the record goes to
 // the local spool (fsync'd) and Apply succeeds; the spool replays in order when Cassandra is
-// back. While the spool holds records, new records queue behind them to keep the order.
+// back, in parallel batches (each session's records in order). A record of a session that has
+// records in the spool queues behind them, and so does every record while Cassandra is
+// failing (pendingSessions); other records go straight to Cassandra while the spool drains.
 package cassandra
 
 import (
@@ -62,6 +64,57 @@ type Store struct {
 	closeMu  sync.Once
 	replayMu sync.Mutex
 	errLog   rateLimiter
+	pending  pendingSessions
+}
+
+// pendingSessions are the sessions with records in the spool. A new record of such a session
+// goes to the spool behind them (its records stay in order). The records of other sessions go
+// to the spool too while Cassandra is failing (down: from a failed write until a replayed
+// batch succeeds), and straight to Cassandra otherwise: a few timeouts under load do not send
+// all accounting to the spool for as long as it takes to drain. After a restart the spooled
+// sessions are not known: every record queues until the spool was empty once.
+type pendingSessions struct {
+	mu   sync.Mutex
+	all  bool
+	down bool
+	n    map[session.Key]int
+}
+
+// enqueue reports whether a record of k must go to the spool, and counts it there if so.
+func (p *pendingSessions) enqueue(k session.Key) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.all && !p.down && p.n[k] == 0 {
+		return false
+	}
+	p.n[k]++
+	return true
+}
+
+// add counts a record of k that went to the spool; done uncounts one that left it.
+func (p *pendingSessions) add(k session.Key, d int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v := p.n[k] + d; v > 0 {
+		p.n[k] = v
+	} else {
+		delete(p.n, k)
+	}
+}
+
+// setDown records whether Cassandra is failing.
+func (p *pendingSessions) setDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+}
+
+// drained: the spool was empty once, so the sessions of a previous run's records are all
+// replayed. (The counts stay: a record may be on its way into the spool right now.)
+func (p *pendingSessions) drained() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.all, p.down = false, false
 }
 
 // Open connects, checks that the schema is there and starts the spool replayer.
@@ -94,6 +147,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		q: newQueries(), stop: make(chan struct{}), stopped: make(chan struct{}),
 		errLog: rateLimiter{every: 10 * time.Second},
 	}
+	st.pending.n = map[session.Key]int{}
+	st.pending.all = o.Spool != nil && o.Spool.Pending() // left by the previous run
 	if err := st.checkSchema(ctx); err != nil {
 		sess.Close()
 		return nil, err
@@ -178,12 +233,27 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 	if rec.Session.LastSeen.IsZero() {
 		rec.Session.LastSeen = now // what Merge would use: fixed now so a replay merges the same
 	}
-	if st.o.Spool != nil && st.o.Spool.Pending() {
-		return nil, st.toSpool(rec, nil)
+	if st.o.Spool != nil && st.pending.enqueue(rec.Session.Key) {
+		err := st.toSpool(rec, nil)
+		if err != nil {
+			st.pending.add(rec.Session.Key, -1)
+		}
+		return nil, err
 	}
 	merged, err := st.applyRecord(ctx, rec)
 	if err != nil && st.o.Spool != nil && spoolable(err) && ctx.Err() == nil {
-		return nil, st.toSpool(rec, err)
+		// From now on this session's records queue behind this one.
+		d := 0
+		if !rec.HistoryOnly {
+			d = 1
+		}
+		st.pending.add(rec.Session.Key, d)
+		st.pending.setDown(true)
+		if err := st.toSpool(rec, err); err != nil {
+			st.pending.add(rec.Session.Key, -d)
+			return nil, err
+		}
+		return nil, nil
 	}
 	return merged, err
 }
@@ -261,9 +331,14 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 	}
 	u := &session.Update{Kind: rec.Kind, Session: rec.Session}
 	var merged *session.Session
-	late := old != nil && old.State == session.Stopped && rec.Kind != session.KindStart
+	// A Start on a stopped row is a new session when the NAS reused the Acct-Session-Id (its
+	// Start is later than the Stop); a Start no later than the Stop is that session's own,
+	// replayed from a spool or delayed, and must not revive it.
+	reused := old != nil && old.State == session.Stopped && rec.Kind == session.KindStart &&
+		rec.Session.LastSeen.After(old.StopTime)
+	late := old != nil && old.State == session.Stopped && !reused
 	switch {
-	case old == nil || (old.State == session.Stopped && rec.Kind == session.KindStart):
+	case old == nil || reused:
 		merged = &session.Session{}
 		session.Merge(merged, u, rec.Received)
 		if old != nil && old.State == session.Stopped {
@@ -694,18 +769,71 @@ func (st *Store) ReplayNow(ctx context.Context) (int, error) {
 	}
 	st.replayMu.Lock()
 	defer st.replayMu.Unlock()
-	return st.o.Spool.Replay(func(b []byte) error {
-		var rec record
-		if err := json.Unmarshal(b, &rec); err != nil {
+	n, err := st.o.Spool.ReplayBatch(replayBatch, func(recs [][]byte) error { return st.replayBatch(ctx, recs) })
+	if st.o.Spool.Records() == 0 {
+		st.pending.drained()
+	}
+	return n, err
+}
+
+// Replay in batches of up to replayBatch records, the sessions of a batch in parallel (at
+// most replayConcurrency at once), each session's records in order.
+const (
+	replayBatch       = 256
+	replayConcurrency = 16
+)
+
+func (st *Store) replayBatch(ctx context.Context, recs [][]byte) error {
+	var order []session.Key
+	groups := map[session.Key][]*record{}
+	counted := map[session.Key]int{} // records that hold their session back (see apply)
+	for _, b := range recs {
+		rec := &record{}
+		if err := json.Unmarshal(b, rec); err != nil {
 			st.log.Error("spool: undecodable record skipped", "err", err, "record", string(b))
 			spoolUndecodable.Inc()
-			return nil
+			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, st.o.Conn.Timeout+time.Second)
-		defer cancel()
-		_, err := st.applyRecord(rctx, &rec)
+		k := rec.Session.Key
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], rec)
+		if !rec.HistoryOnly {
+			counted[k]++
+		}
+	}
+	errs := make([]error, len(order))
+	sem := make(chan struct{}, replayConcurrency)
+	var wg sync.WaitGroup
+	for i, k := range order {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for _, rec := range groups[k] {
+				rctx, cancel := context.WithTimeout(ctx, st.o.Conn.Timeout+time.Second)
+				_, err := st.applyRecord(rctx, rec)
+				cancel()
+				if err != nil {
+					errs[i] = err
+					return // the batch is replayed again: nothing of it is uncounted
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return err
-	})
+	}
+	// The whole batch is in Cassandra: Cassandra works, and the batch's sessions no longer
+	// wait for these records.
+	st.pending.setDown(false)
+	for k, n := range counted {
+		st.pending.add(k, -n)
+	}
+	return nil
 }
 
 func (st *Store) replayer() {

@@ -1,0 +1,95 @@
+package images
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/openaaa/openaaa/internal/testenv"
+)
+
+// TestOperatorAcceptsChartArgs runs the operator binary of the image with the arguments the
+// openaaa-operator chart gives it (default and full values) followed by --help: the flag
+// parser stops at the first flag it does not know (exit 2), so exit 0 proves that the chart
+// and the operator agree on every flag.
+func TestOperatorAcceptsChartArgs(t *testing.T) {
+	dir := imageDir(t)
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	helmPath := filepath.Join(root, "bin", "helm")
+	if b := os.Getenv("BIN"); b != "" {
+		helmPath = filepath.Join(b, "helm")
+	}
+	if _, err := os.Stat(helmPath); err != nil {
+		helmPath = testenv.LookPath(t, "helm", "`make helm`")
+	}
+
+	// the operator binary, from the image's layers
+	layout := filepath.Join(dir, "openaaa-operator")
+	var index struct {
+		Manifests []descriptor `json:"manifests"`
+	}
+	raw, _ := os.ReadFile(filepath.Join(layout, "index.json"))
+	if err := json.Unmarshal(raw, &index); err != nil || len(index.Manifests) == 0 {
+		t.Fatalf("index.json: %v", err)
+	}
+	var manifest struct {
+		Config descriptor   `json:"config"`
+		Layers []descriptor `json:"layers"`
+	}
+	if err := json.Unmarshal(blob(t, layout, index.Manifests[0]), &manifest); err != nil {
+		t.Fatal(err)
+	}
+	var cfg imageConfig
+	if err := json.Unmarshal(blob(t, layout, manifest.Config), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	fs := files(t, layout, manifest.Layers, cfg.RootFS.DiffIDs)
+	exe := filepath.Join(t.TempDir(), "openaaa-operator")
+	if err := os.WriteFile(exe, []byte(fs["/usr/local/bin/openaaa-operator"].PAXRecords["content"]), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, values := range [][]string{nil, {"-f", "charts/openaaa-operator/ci/full-values.yaml"}} {
+		cmd := exec.Command(helmPath, append([]string{"template", "openaaa-operator", "charts/openaaa-operator", "--show-only", "templates/deployment.yaml"}, values...)...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("helm template: %v", err)
+		}
+		var dep struct {
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Args []string `json:"args"`
+						} `json:"containers"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(out, &dep); err != nil || len(dep.Spec.Template.Spec.Containers) != 1 {
+			t.Fatalf("rendered Deployment: %v", err)
+		}
+		args := dep.Spec.Template.Spec.Containers[0].Args
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		run := exec.CommandContext(ctx, exe, append(append([]string{}, args...), "--help")...)
+		var combined bytes.Buffer
+		run.Stdout, run.Stderr = &combined, &combined
+		err = run.Run()
+		cancel()
+		if err != nil {
+			first, _, _ := strings.Cut(combined.String(), "\n")
+			t.Errorf("operator rejects the chart's arguments %v: %v: %s", args, err, first)
+		}
+	}
+}
