@@ -153,7 +153,8 @@ func (r *AAAClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	if err := r.writeStatus(ctx, st, stepErr); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil
+			// Someone wrote the object meanwhile: reconcile again on the fresh copy soon.
+			return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil
 		}
 		return ctrl.Result{}, errors.Join(stepErr, err)
 	}

@@ -365,15 +365,6 @@ func consistently(t *testing.T, d time.Duration, what string, cond func() error)
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func joinErr(parts []string) error {
 	if len(parts) == 0 {
 		return nil

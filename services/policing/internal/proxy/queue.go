@@ -162,7 +162,7 @@ func (q *queue) deliverBatch(batch [][]byte, lastInSpool bool) error {
 	}
 	// Stopping: the last record stays first in the spool (apply fails); the others were
 	// consumed already and are appended again so that nothing is lost.
-	if lastInSpool && done[len(done)-1] == false {
+	if lastInSpool && !done[len(done)-1] {
 		undelivered = undelivered[:len(undelivered)-1]
 	}
 	for _, rec := range undelivered {

@@ -397,7 +397,7 @@ func ttlSeconds(d time.Duration) int {
 }
 
 func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts int64) error {
-	b := st.s.Batch(gocql.LoggedBatch).Consistency(st.cons).WithTimestamp(ts).WithContext(ctx)
+	b := st.s.Batch(gocql.LoggedBatch).Consistency(st.cons).WithTimestamp(ts)
 	k := s.Key
 	base := append([]any{k.NAS, k.ID}, values(s)...)
 	kind := "write_session"

@@ -71,7 +71,7 @@ func Available() error {
 		return err
 	}
 	if out, err := exec.Command(s, "check").CombinedOutput(); err != nil {
-		return fmt.Errorf("Cassandra is not provisioned (Java 17 and the jars: run `make provision` or `hack/cassandra.sh fetch`): %v %s", err, out)
+		return fmt.Errorf("cassandra is not provisioned (Java 17 and the jars: run `make provision` or `hack/cassandra.sh fetch`): %v %s", err, out)
 	}
 	return nil
 }
