@@ -302,7 +302,7 @@ func session(ctx context.Context, s *gocql.Session, st *stats, lat *[nKinds][]ti
 			return err
 		}
 		ts := max(now.UnixMicro(), wt+1)
-		b := s.Batch(gocql.LoggedBatch).Consistency(gocql.LocalQuorum).WithTimestamp(ts).WithContext(ctx)
+		b := s.Batch(gocql.LoggedBatch).Consistency(gocql.LocalQuorum).WithTimestamp(ts)
 		base := append([]any{nas, id}, vals...)
 		if kind == kStop {
 			var n2, id2 string
