@@ -328,7 +328,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "server active sessions: %.0f → %.0f\n", r.SessionsActive[0], r.SessionsActive[1])
 	}
 	for _, p := range r.Servers {
-		fmt.Fprintf(&b, "server pid %d: %.2f CPU s, RSS %.1f → %.1f (halfway) → %.1f MiB (max %.1f)\n", p.PID, p.CPUSeconds, mib(p.RSSBefore), mib(p.RSSMid), mib(p.RSSAfter), mib(p.RSSMax))
+		if p.RSSMid == 0 { // a run shorter than the sampling interval has no samples
+			fmt.Fprintf(&b, "server pid %d: %.2f CPU s, RSS %.1f → %.1f MiB\n", p.PID, p.CPUSeconds, mib(p.RSSBefore), mib(p.RSSAfter))
+		} else {
+			fmt.Fprintf(&b, "server pid %d: %.2f CPU s, RSS %.1f → %.1f (halfway) → %.1f MiB (max %.1f)\n", p.PID, p.CPUSeconds, mib(p.RSSBefore), mib(p.RSSMid), mib(p.RSSAfter), mib(p.RSSMax))
+		}
 	}
 	if r.ServerCPUSeconds != nil {
 		fmt.Fprintf(&b, "server CPU: %.2f s for %d answered requests = %s µs per transaction\n", *r.ServerCPUSeconds, r.Answered, optf(r.CPUMicrosPerTx, "%.1f"))
