@@ -55,6 +55,8 @@ FREERADIUS_HOME=${FREERADIUS_HOME:-$CACHE/freeradius}
 FREERADIUS_BIN=${FREERADIUS_BIN:-/usr/sbin/freeradius}
 
 die() { echo "freeradius.sh: $*" >&2; exit 1; }
+# shellcheck source=lib/proc.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 
 instance_dir() {
@@ -421,13 +423,7 @@ EOF
 	echo "$dir"
 }
 
-pid_of() {
-	local dir=$1
-	[[ -f $dir/run/radiusd.pid ]] || return 1
-	local pid; pid=$(cat "$dir/run/radiusd.pid")
-	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
-	echo "$pid"
-}
+pid_of() { proc_pid "$1/run/radiusd.pid"; }
 
 cmd_start() {
 	local dir; dir=$(instance_dir "${1:-}")
@@ -442,40 +438,13 @@ cmd_start() {
 	"$FREERADIUS_BIN" -f -d "$dir" -n radiusd -l "$dir/log/radius.log" </dev/null >>"$dir/log/stdout.log" 2>&1 &
 	local pid=$!
 	echo "$pid" >"$dir/run/radiusd.pid"
-	local i
-	for i in $(seq 1 100); do
-		if grep -q 'Ready to process requests' "$dir/log/radius.log" 2>/dev/null; then
-			echo "$pid"
-			return 0
-		fi
-		if ! kill -0 "$pid" 2>/dev/null; then
-			rm -f "$dir/run/radiusd.pid"
-			cat "$dir/log/radius.log" "$dir/log/stdout.log" >&2 2>/dev/null || true
-			die "start: freeradius exited during start-up (log above)"
-		fi
-		sleep 0.1
-	done
-	kill "$pid" 2>/dev/null || true
-	die "start: freeradius not ready after 10 s (see $dir/log/radius.log)"
+	proc_wait_ready "$pid" "$dir/run/radiusd.pid" freeradius "$dir/log/radius.log" "$dir/log/stdout.log" -- \
+		grep -q 'Ready to process requests' "$dir/log/radius.log"
 }
 
 cmd_stop() {
 	local dir; dir=$(instance_dir "${1:-}")
-	local pid
-	if ! pid=$(pid_of "$dir"); then
-		rm -f "$dir/run/radiusd.pid"
-		return 0
-	fi
-	kill "$pid" 2>/dev/null || true
-	local i
-	for i in $(seq 1 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	rm -f "$dir/run/radiusd.pid"
+	proc_stop "$dir/run/radiusd.pid"
 }
 
 cmd=${1:-help}

@@ -36,6 +36,8 @@ SLAPD_BIN=${SLAPD_BIN:-/usr/sbin/slapd}
 SUFFIX="dc=openaaa,dc=test"
 
 die() { echo "slapd.sh: $*" >&2; exit 1; }
+# shellcheck source=lib/proc.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 
 instance_dir() {
@@ -44,13 +46,7 @@ instance_dir() {
 	echo "$SLAPD_HOME/$1"
 }
 
-pid_of() {
-	local dir=$1 pid
-	[[ -f $dir/run/slapd.pid ]] || return 1
-	pid=$(cat "$dir/run/slapd.pid")
-	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
-	echo "$pid"
-}
+pid_of() { proc_pid "$1/run/slapd.pid"; }
 
 cmd_install() {
 	if [[ -x $SLAPD_BIN ]] && command -v ldapadd >/dev/null && command -v ldapsearch >/dev/null; then
@@ -217,41 +213,13 @@ cmd_start() {
 	"$SLAPD_BIN" -d 0 -f "$dir/slapd.conf" -h "$URLS" </dev/null >>"$dir/log/slapd.log" 2>&1 &
 	local pid=$!
 	echo "$pid" >"$dir/run/slapd.pid"
-	local i
-	for i in $(seq 1 100); do
-		if ldapsearch -x -LLL -o nettimeout=1 -H "ldap://127.0.0.1:$PORT" -b "" -s base namingContexts >/dev/null 2>&1; then
-			echo "$pid"
-			return 0
-		fi
-		if ! kill -0 "$pid" 2>/dev/null; then
-			rm -f "$dir/run/slapd.pid"
-			cat "$dir/log/slapd.log" >&2 || true
-			die "start: slapd exited during start-up (log above)"
-		fi
-		sleep 0.1
-	done
-	kill "$pid" 2>/dev/null || true
-	die "start: slapd not answering after 10 s (see $dir/log/slapd.log)"
+	proc_wait_ready "$pid" "$dir/run/slapd.pid" slapd "$dir/log/slapd.log" -- \
+		ldapsearch -x -LLL -o nettimeout=1 -H "ldap://127.0.0.1:$PORT" -b "" -s base namingContexts
 }
 
 cmd_stop() {
 	local dir; dir=$(instance_dir "${1:-}")
-	local pid
-	if ! pid=$(pid_of "$dir"); then
-		rm -f "$dir/run/slapd.pid"
-		return 0
-	fi
-	kill "$pid" 2>/dev/null || true
-	kill -CONT "$pid" 2>/dev/null || true # a paused (SIGSTOP) slapd must see the SIGTERM
-	local i
-	for i in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	rm -f "$dir/run/slapd.pid"
+	proc_stop "$dir/run/slapd.pid" 100
 }
 
 # gen_ldif FROM TO: subscribers userFROM..userTO (5 digits).
