@@ -259,20 +259,7 @@ func lookup(t *testing.T, n *node, path string) sessionsReply {
 
 func metric(t *testing.T, n *node, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + n.adm + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			var f float64
-			fmt.Sscan(v, &f)
-			return f
-		}
-	}
-	return 0
+	return testenv.Metric(t, n.adm, series)
 }
 
 func acctLines(status, id string, extra ...string) []string {

@@ -5,7 +5,6 @@ package app
 // started from a YAML text.
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -18,7 +17,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,19 +212,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // metricValue reads one series from the node's /metrics.
 func metricValue(t *testing.T, n *Node, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + n.AdminAddr.String() + "/metrics")
-	must(t, err)
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			var f float64
-			fmt.Sscan(v, &f)
-			return f
-		}
-	}
-	return 0
+	return testenv.Metric(t, n.AdminAddr.String(), series)
 }
 
 // testPKI is a CA that issues certificates for the RadSec tests.

@@ -4,13 +4,11 @@ package app_test
 // never collide with the helpers of package app's own tests).
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,19 +132,7 @@ func radclientAuth(t *testing.T, addr net.Addr, secret, user, pass string, timeo
 // scrape reads one series (exact name with labels) from the node's /metrics; 0 if absent.
 func scrape(t *testing.T, n *app.Node, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + n.AdminAddr.String() + "/metrics")
-	check(t, err)
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			var f float64
-			_, _ = fmt.Sscan(v, &f)
-			return f
-		}
-	}
-	return 0
+	return testenv.Metric(t, n.AdminAddr.String(), series)
 }
 
 // waitUntil polls cond every 20 ms until it holds or within passes.
