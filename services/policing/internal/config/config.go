@@ -199,9 +199,9 @@ func describeJSONError(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Type == reflect.TypeFor[Duration]() {
-			return fmt.Sprintf("%s: %s is not a duration (\"5s\", \"10m\" or seconds)", jsonFieldPath(te.Field), te.Value)
+			return fmt.Sprintf("%s: %s is not a duration (\"5s\", \"10m\" or seconds)", te.Field, te.Value)
 		}
-		return fmt.Sprintf("%s: cannot use %s as %s", jsonFieldPath(te.Field), te.Value, te.Type)
+		return fmt.Sprintf("%s: cannot use %s as %s", te.Field, te.Value, te.Type)
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
@@ -209,8 +209,6 @@ func describeJSONError(err error) string {
 	}
 	return msg
 }
-
-func jsonFieldPath(f string) string { return f }
 
 // unknownKeys walks the document against the configuration type and names the first key
 // the type does not have by its full path (clients[0].adress), since a bare name such as
