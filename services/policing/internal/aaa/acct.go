@@ -29,7 +29,7 @@ type Acct struct {
 	Subscribers subscriber.Source
 	Policy      policy.Policy
 	Log         *slog.Logger
-	// StoreTimeout bounds one store write.
+	// StoreTimeout bounds one store write; 0: none (a store in the process never waits).
 	StoreTimeout time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
@@ -66,7 +66,7 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 		h.fail(r, metrics.DropMalformed, errors.New("no Acct-Status-Type"))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.StoreTimeout)
+	ctx, cancel := withTimeout(r.Context(), h.StoreTimeout)
 	defer cancel()
 	nasKey := NASKey(r)
 	switch uint32(status) {

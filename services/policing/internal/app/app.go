@@ -70,17 +70,23 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	}
 	n.Store = st
 	r := cfg.Radius
-	n.Radius = radiusd.New(radiusd.Options{Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
+	n.Radius = radiusd.New(radiusd.Options{Inline: cfg.InlineDispatch(), Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
 	n.startReload(src)
 	authLogger, _ := st.(session.AuthLogger) // the store itself: startCoA wraps it
 	st = n.startCoA(st)
-	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log, LookupTimeout: 2 * time.Second}
+	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log}
+	if cfg.Subscribers.Source != "file" {
+		auth.LookupTimeout = 2 * time.Second
+	}
 	if authLogger != nil {
 		n.authLog = aaa.NewAuthLog(authLogger, aaa.AuthLogOptions{})
 		auth.AuthLog = n.authLog
 	}
-	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: 3 * time.Second}
+	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log}
+	if !cfg.Session.InProcess() {
+		acct.StoreTimeout = 3 * time.Second
+	}
 	if err := n.startProxy(acct); err != nil {
 		n.abort()
 		return nil, err

@@ -42,8 +42,10 @@ type Log struct {
 
 // Radius configures the RADIUS listeners and the worker pool.
 type Radius struct {
-	AuthAddress     string   `json:"authAddress"`
-	AcctAddress     string   `json:"acctAddress"`
+	AuthAddress string `json:"authAddress"`
+	AcctAddress string `json:"acctAddress"`
+	// Dispatch is auto, inline or workers: see InlineDispatch.
+	Dispatch        string   `json:"dispatch"`
 	Workers         int      `json:"workers"`
 	QueueSize       int      `json:"queueSize"`
 	MaxQueueWait    Duration `json:"maxQueueWait"`
@@ -124,6 +126,7 @@ func Default() Config {
 		Radius: Radius{
 			AuthAddress:                 ":1812",
 			AcctAddress:                 ":1813",
+			Dispatch:                    "auto",
 			Workers:                     64,
 			QueueSize:                   256,
 			MaxQueueWait:                Duration(time.Second),
@@ -398,6 +401,11 @@ func (c *Config) Validate() error {
 	if c.Radius.AuthAddress == "" && c.Radius.AcctAddress == "" {
 		bad("radius", "authAddress and acctAddress are both empty: nothing to serve")
 	}
+	switch c.Radius.Dispatch {
+	case "auto", "inline", "workers":
+	default:
+		bad("radius.dispatch", "must be auto, inline or workers, got %q", c.Radius.Dispatch)
+	}
 	if c.Radius.Workers < 1 {
 		bad("radius.workers", "must be at least 1, got %d", c.Radius.Workers)
 	}
@@ -533,3 +541,22 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// InlineDispatch tells whether the RADIUS readers serve requests themselves rather than
+// hand them to the worker pool (radius.dispatch). auto picks inline when nothing on the
+// request path waits for I/O: the embedded or no-op store, subscribers from a file, no
+// accounting proxy (its queue fsyncs, its sync mode waits for the upstream). A remote store
+// or LDAP needs the pool, so that requests waiting on them do not hold up the others.
+func (c *Config) InlineDispatch() bool {
+	switch c.Radius.Dispatch {
+	case "inline":
+		return true
+	case "workers":
+		return false
+	}
+	return c.Session.InProcess() && c.Subscribers.Source == "file" && len(c.Proxy.Upstreams) == 0
+}
+
+// InProcess tells whether the store lives in the process (embedded, none): its writes
+// never wait for I/O, so they need no timeout and no worker to wait in.
+func (s SessionStore) InProcess() bool { return s.Store == "embedded" || s.Store == "none" }

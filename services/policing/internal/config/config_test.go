@@ -79,6 +79,7 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{"log.format=xml", "log.format"},
 		{"radius.authAddress=1812", "radius.authAddress"},
 		{"radius.acctAddress=localhost", "radius.acctAddress"},
+		{"radius.dispatch=threads", "radius.dispatch"},
 		{"radius.workers=0", "radius.workers"},
 		{"radius.queueSize=-1", "radius.queueSize"},
 		{"radius.readers=-1", "radius.readers"},
@@ -351,5 +352,32 @@ func TestNodeWideMessageAuthenticatorDefault(t *testing.T) {
 	if all[0].RequiresMessageAuthenticator() || !all[1].RequiresMessageAuthenticator() {
 		t.Fatalf("a follows the node default (false), b keeps its own (true): %v %v",
 			all[0].RequiresMessageAuthenticator(), all[1].RequiresMessageAuthenticator())
+	}
+}
+
+// auto serves inline only when nothing on the request path waits for I/O.
+func TestInlineDispatch(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(c *Config)
+		want bool
+	}{
+		{"defaults", func(*Config) {}, true}, // embedded store, file subscribers, no proxy
+		{"no-op store", func(c *Config) { c.Session.Store = "none" }, true},
+		{"cassandra", func(c *Config) { c.Session.Store = "cassandra" }, false},
+		{"hybrid", func(c *Config) { c.Session.Store = "hybrid" }, false},
+		{"ldap", func(c *Config) { c.Subscribers.Source = "ldap" }, false},
+		{"proxy", func(c *Config) { c.Proxy.Upstreams = []Upstream{{Address: "127.0.0.1:1813"}} }, false},
+		{"forced workers", func(c *Config) { c.Radius.Dispatch = "workers" }, false},
+		{"forced inline", func(c *Config) { c.Radius.Dispatch = "inline"; c.Session.Store = "cassandra" }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Default()
+			c.edit(&cfg)
+			if got := cfg.InlineDispatch(); got != c.want {
+				t.Fatalf("InlineDispatch() = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

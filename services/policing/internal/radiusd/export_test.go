@@ -14,6 +14,6 @@ import (
 func (s *Server) ServePacket(b []byte, from netip.AddrPort, conn *net.UDPConn, kind Kind, h Handler) {
 	buf := s.bufs.Get().(*[radius.MaxPacketLength]byte)
 	n := copy(buf[:], b)
-	s.serve(&job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: time.Now()})
+	s.serve(&job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: time.Now()}, new(arena))
 	s.bufs.Put(buf)
 }

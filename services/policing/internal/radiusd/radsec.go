@@ -300,7 +300,7 @@ func (r *RadSec) serve(sc *streamConn, pkt []byte, from netip.AddrPort, cn strin
 		r.s.drop(metrics.DropMalformed, from, err)
 		return
 	}
-	w := &streamWriter{s: r.s, sc: sc, secret: client.Secret, reqCode: pkt[0]}
+	w := &streamWriter{s: r.s, sc: sc, secret: client.Secret, req: p}
 	if code == radius.CodeStatusServer {
 		r.s.statusServer(w, p, kind)
 		return
@@ -314,11 +314,11 @@ type streamConn struct {
 }
 
 type streamWriter struct {
-	s       *Server
-	sc      *streamConn
-	secret  []byte
-	reqCode byte
-	wrote   bool
+	s      *Server
+	sc     *streamConn
+	secret []byte
+	req    *radius.Packet
+	wrote  bool
 }
 
 // Write signs the reply as on UDP (Message-Authenticator always) and writes it whole.
@@ -326,7 +326,7 @@ func (w *streamWriter) Write(reply *radius.Packet) error {
 	if w.wrote {
 		return errors.New("radius: reply already written")
 	}
-	b, err := encodeReply(reply, w.secret, w.reqCode)
+	b, err := encodeReply(reply, w.req, w.secret)
 	if err != nil {
 		return err
 	}

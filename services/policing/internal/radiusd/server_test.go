@@ -8,7 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,6 +71,17 @@ func clientTable(t *testing.T, cs ...config.Client) *nas.Table {
 	return tab
 }
 
+// bothDispatches runs a test with the worker pool and with inline readers.
+func bothDispatches(t *testing.T, test func(t *testing.T, inline bool)) {
+	for _, inline := range []bool{false, true} {
+		name := "workers"
+		if inline {
+			name = "inline"
+		}
+		t.Run(name, func(t *testing.T) { test(t, inline) })
+	}
+}
+
 func loopbackClient() config.Client {
 	return config.Client{Name: "lo", Address: "127.0.0.1"}
 }
@@ -113,8 +124,6 @@ type recorder struct {
 	entered   chan *Request
 	release   chan struct{} // nil: do not wait
 	silent    bool          // write no reply
-	mu        sync.Mutex
-	last      *Request
 }
 
 func newRecorder(code radius.Code) *recorder {
@@ -123,9 +132,6 @@ func newRecorder(code radius.Code) *recorder {
 
 func (h *recorder) ServeRADIUS(w ResponseWriter, r *Request) {
 	h.calls.Add(1)
-	h.mu.Lock()
-	h.last = r
-	h.mu.Unlock()
 	h.entered <- r
 	if h.release != nil {
 		<-h.release
@@ -145,11 +151,12 @@ func (h *recorder) ServeRADIUS(w ResponseWriter, r *Request) {
 }
 
 type reqOpt struct {
-	code     radius.Code
-	secret   string
-	withMA   bool
-	nasID    string
-	mutateMA bool
+	code        radius.Code
+	secret      string
+	withMA      bool
+	nasID       string
+	mutateMA    bool
+	proxyStates []string
 }
 
 // request encodes a signed request.
@@ -166,6 +173,9 @@ func request(t *testing.T, o reqOpt) []byte {
 	if o.code == radius.CodeAccountingRequest {
 		_ = rfc2866.AcctStatusType_Set(p, rfc2866.AcctStatusType_Value_Start)
 		_ = rfc2866.AcctSessionID_SetString(p, "s1")
+	}
+	for _, ps := range o.proxyStates {
+		p.Add(radiusx.TypeProxyState, radius.Attribute(ps))
 	}
 	b, err := p.MarshalBinary()
 	if err != nil {
@@ -234,27 +244,29 @@ func expectNoReply(t *testing.T, conn *net.UDPConn) {
 }
 
 func TestAnsweredRequestsCarryMessageAuthenticator(t *testing.T) {
-	auth, acct := newRecorder(radius.CodeAccessAccept), newRecorder(radius.CodeAccountingResponse)
-	f := start(t, Options{Workers: 2, DuplicateWindow: time.Second}, clientTable(t, loopbackClient()), auth, acct)
-	p := roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-	if p.Code != radius.CodeAccessAccept || rfc2865.ReplyMessage_GetString(p) != "ok" {
-		t.Fatalf("reply %v %q", p.Code, rfc2865.ReplyMessage_GetString(p))
-	}
-	// Accounting without Message-Authenticator is fine (request authenticator protects it).
-	q := roundTrip(t, dial(t, f.acct), request(t, reqOpt{code: radius.CodeAccountingRequest}))
-	if q.Code != radius.CodeAccountingResponse {
-		t.Fatalf("reply %v", q.Code)
-	}
-	r := <-auth.entered
-	if r.Client == nil || r.Client.Name != "lo" || !r.RemoteAddr.Addr().IsLoopback() || r.Received.IsZero() {
-		t.Fatalf("request fields: %+v", r)
-	}
-	if r.Context() == nil || r.Context().Err() != nil {
-		t.Fatal("request context must be live while serving")
-	}
-	if auth.calls.Load() != 1 || acct.calls.Load() != 1 {
-		t.Fatalf("calls auth=%d acct=%d", auth.calls.Load(), acct.calls.Load())
-	}
+	bothDispatches(t, func(t *testing.T, inline bool) {
+		auth, acct := newRecorder(radius.CodeAccessAccept), newRecorder(radius.CodeAccountingResponse)
+		f := start(t, Options{Inline: inline, Workers: 2, DuplicateWindow: time.Second}, clientTable(t, loopbackClient()), auth, acct)
+		p := roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+		if p.Code != radius.CodeAccessAccept || rfc2865.ReplyMessage_GetString(p) != "ok" {
+			t.Fatalf("reply %v %q", p.Code, rfc2865.ReplyMessage_GetString(p))
+		}
+		// Accounting without Message-Authenticator is fine (request authenticator protects it).
+		q := roundTrip(t, dial(t, f.acct), request(t, reqOpt{code: radius.CodeAccountingRequest}))
+		if q.Code != radius.CodeAccountingResponse {
+			t.Fatalf("reply %v", q.Code)
+		}
+		r := <-auth.entered
+		if r.Client == nil || r.Client.Name != "lo" || !r.RemoteAddr.Addr().IsLoopback() || r.Received.IsZero() {
+			t.Fatalf("request fields: %+v", r)
+		}
+		if r.Context() == nil || r.Context().Err() != nil {
+			t.Fatal("request context must be live while serving")
+		}
+		if auth.calls.Load() != 1 || acct.calls.Load() != 1 {
+			t.Fatalf("calls auth=%d acct=%d", auth.calls.Load(), acct.calls.Load())
+		}
+	})
 }
 
 func TestOptionalMessageAuthenticator(t *testing.T) {
@@ -278,55 +290,57 @@ func TestOptionalMessageAuthenticator(t *testing.T) {
 // Each malformed, forged or unknown packet is dropped with its reason and never reaches
 // the handler.
 func TestDropReasons(t *testing.T) {
-	auth, acct := newRecorder(radius.CodeAccessAccept), newRecorder(radius.CodeAccountingResponse)
-	strict := config.Client{Name: "natted", Address: "127.0.0.2", NASIdentifier: "bng-7"}
-	f := start(t, Options{Workers: 2, DuplicateWindow: time.Second}, clientTable(t, loopbackClient(), strict), auth, acct)
+	bothDispatches(t, func(t *testing.T, inline bool) {
+		auth, acct := newRecorder(radius.CodeAccessAccept), newRecorder(radius.CodeAccountingResponse)
+		strict := config.Client{Name: "natted", Address: "127.0.0.2", NASIdentifier: "bng-7"}
+		f := start(t, Options{Inline: inline, Workers: 2, DuplicateWindow: time.Second}, clientTable(t, loopbackClient(), strict), auth, acct)
 
-	badFraming := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
-	badFraming = append(badFraming, 1, 9, 'x') // attribute overruns the packet
-	badFraming[3] += 3
-	cases := []struct {
-		name   string
-		port   *net.UDPConn
-		pkt    []byte
-		reason string
-	}{
-		{"short datagram", f.auth, []byte{1, 2, 0, 20, 0}, metrics.DropMalformed},
-		{"length beyond datagram", f.auth, func() []byte {
-			b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
-			return b[:len(b)-1]
-		}(), metrics.DropMalformed},
-		{"attribute framing", f.auth, badFraming, metrics.DropMalformed},
-		{"accounting on auth port", f.auth, request(t, reqOpt{code: radius.CodeAccountingRequest}), metrics.DropUnsupported},
-		{"access on acct port", f.acct, request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}), metrics.DropUnsupported},
-		{"reply code", f.auth, request(t, reqOpt{code: radius.CodeAccessAccept}), metrics.DropUnsupported},
-		{"CoA on auth port", f.auth, request(t, reqOpt{code: radius.CodeCoARequest}), metrics.DropUnsupported},
-		{"missing MA", f.auth, request(t, reqOpt{code: radius.CodeAccessRequest}), metrics.DropMissingMA},
-		{"Status-Server without MA", f.acct, request(t, reqOpt{code: radius.CodeStatusServer}), metrics.DropMissingMA},
-		{"forged MA", f.auth, request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, mutateMA: true}), metrics.DropBadMA},
-		{"MA with wrong secret", f.auth, request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, secret: "guess"}), metrics.DropBadMA},
-		{"accounting MA with wrong secret", f.acct, request(t, reqOpt{code: radius.CodeAccountingRequest, withMA: true, secret: "guess"}), metrics.DropBadMA},
-		{"accounting authenticator wrong secret", f.acct, request(t, reqOpt{code: radius.CodeAccountingRequest, secret: "guess"}), metrics.DropBadAuthenticator},
-		{"two MA", f.auth, func() []byte {
-			b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
-			b, _ = radiusx.AppendMessageAuthenticator(b)
-			return b
-		}(), metrics.DropBadMA},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			before := dropped(c.reason)
-			conn := dial(t, c.port)
-			if _, err := conn.Write(c.pkt); err != nil {
-				t.Fatal(err)
-			}
-			waitDrop(t, c.reason, before, 1)
-			expectNoReply(t, conn)
-		})
-	}
-	if n := auth.calls.Load() + acct.calls.Load(); n != 0 {
-		t.Fatalf("handlers called %d times for dropped packets", n)
-	}
+		badFraming := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+		badFraming = append(badFraming, 1, 9, 'x') // attribute overruns the packet
+		badFraming[3] += 3
+		cases := []struct {
+			name   string
+			port   *net.UDPConn
+			pkt    []byte
+			reason string
+		}{
+			{"short datagram", f.auth, []byte{1, 2, 0, 20, 0}, metrics.DropMalformed},
+			{"length beyond datagram", f.auth, func() []byte {
+				b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+				return b[:len(b)-1]
+			}(), metrics.DropMalformed},
+			{"attribute framing", f.auth, badFraming, metrics.DropMalformed},
+			{"accounting on auth port", f.auth, request(t, reqOpt{code: radius.CodeAccountingRequest}), metrics.DropUnsupported},
+			{"access on acct port", f.acct, request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}), metrics.DropUnsupported},
+			{"reply code", f.auth, request(t, reqOpt{code: radius.CodeAccessAccept}), metrics.DropUnsupported},
+			{"CoA on auth port", f.auth, request(t, reqOpt{code: radius.CodeCoARequest}), metrics.DropUnsupported},
+			{"missing MA", f.auth, request(t, reqOpt{code: radius.CodeAccessRequest}), metrics.DropMissingMA},
+			{"Status-Server without MA", f.acct, request(t, reqOpt{code: radius.CodeStatusServer}), metrics.DropMissingMA},
+			{"forged MA", f.auth, request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, mutateMA: true}), metrics.DropBadMA},
+			{"MA with wrong secret", f.auth, request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, secret: "guess"}), metrics.DropBadMA},
+			{"accounting MA with wrong secret", f.acct, request(t, reqOpt{code: radius.CodeAccountingRequest, withMA: true, secret: "guess"}), metrics.DropBadMA},
+			{"accounting authenticator wrong secret", f.acct, request(t, reqOpt{code: radius.CodeAccountingRequest, secret: "guess"}), metrics.DropBadAuthenticator},
+			{"two MA", f.auth, func() []byte {
+				b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+				b, _ = radiusx.AppendMessageAuthenticator(b)
+				return b
+			}(), metrics.DropBadMA},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				before := dropped(c.reason)
+				conn := dial(t, c.port)
+				if _, err := conn.Write(c.pkt); err != nil {
+					t.Fatal(err)
+				}
+				waitDrop(t, c.reason, before, 1)
+				expectNoReply(t, conn)
+			})
+		}
+		if n := auth.calls.Load() + acct.calls.Load(); n != 0 {
+			t.Fatalf("handlers called %d times for dropped packets", n)
+		}
+	})
 }
 
 func TestUnknownClient(t *testing.T) {
@@ -381,43 +395,45 @@ func TestStatusServer(t *testing.T) {
 // RFC 5080: a copy that arrives while the original is in flight is dropped as duplicate; a
 // copy after the answer gets the cached reply, and the handler runs once.
 func TestDuplicates(t *testing.T) {
-	auth := newRecorder(radius.CodeAccessAccept)
-	auth.release = make(chan struct{})
-	f := start(t, Options{Workers: 4, DuplicateWindow: time.Minute}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
-	conn := dial(t, f.auth)
-	b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
-	_, _ = conn.Write(b)
-	<-auth.entered // in flight
-	before := dropped(metrics.DropDuplicate)
-	_, _ = conn.Write(b)
-	waitDrop(t, metrics.DropDuplicate, before, 1)
-	close(auth.release)
-	first, err := readReply(conn, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answered := testutil.ToFloat64(metrics.DuplicatesAnswered)
-	_, _ = conn.Write(b)
-	again, err := readReply(conn, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(again) != string(first) {
-		t.Fatal("retransmission got a different reply")
-	}
-	if d := testutil.ToFloat64(metrics.DuplicatesAnswered) - answered; d != 1 {
-		t.Fatalf("duplicates answered delta %v", d)
-	}
-	// A new request (new authenticator, same identifier) is processed.
-	b2 := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
-	b2[1] = b[1]
-	radiusx.SignRequest(b2, len(b2)-16, []byte(secret))
-	roundTrip(t, conn, b2)
-	// Another source port with the same bytes is another request.
-	roundTrip(t, dial(t, f.auth), b)
-	if n := auth.calls.Load(); n != 3 {
-		t.Fatalf("handler ran %d times, want 3", n)
-	}
+	bothDispatches(t, func(t *testing.T, inline bool) {
+		auth := newRecorder(radius.CodeAccessAccept)
+		auth.release = make(chan struct{})
+		f := start(t, Options{Inline: inline, Readers: 2, Workers: 4, DuplicateWindow: time.Minute}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+		conn := dial(t, f.auth)
+		b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+		_, _ = conn.Write(b)
+		<-auth.entered // in flight
+		before := dropped(metrics.DropDuplicate)
+		_, _ = conn.Write(b)
+		waitDrop(t, metrics.DropDuplicate, before, 1)
+		close(auth.release)
+		first, err := readReply(conn, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered := testutil.ToFloat64(metrics.DuplicatesAnswered)
+		_, _ = conn.Write(b)
+		again, err := readReply(conn, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(again) != string(first) {
+			t.Fatal("retransmission got a different reply")
+		}
+		if d := testutil.ToFloat64(metrics.DuplicatesAnswered) - answered; d != 1 {
+			t.Fatalf("duplicates answered delta %v", d)
+		}
+		// A new request (new authenticator, same identifier) is processed.
+		b2 := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+		b2[1] = b[1]
+		radiusx.SignRequest(b2, len(b2)-16, []byte(secret))
+		roundTrip(t, conn, b2)
+		// Another source port with the same bytes is another request.
+		roundTrip(t, dial(t, f.auth), b)
+		if n := auth.calls.Load(); n != 3 {
+			t.Fatalf("handler ran %d times, want 3", n)
+		}
+	})
 }
 
 // A request the handler did not answer (e.g. the store failed) must be processed again
@@ -451,58 +467,62 @@ func TestDuplicateDetectionOff(t *testing.T) {
 // Overload: a burst that finds the worker busy and the queue full goes stale and is dropped
 // as overload, counted, never served late; once the worker is free the server answers again.
 func TestOverloadQueueFull(t *testing.T) {
-	// The reader waits for room in the queue, so the burst stays in the socket buffer;
-	// older than MaxQueueWait (by its kernel arrival time) when read, it is dropped.
-	auth := newRecorder(radius.CodeAccessAccept)
-	auth.release = make(chan struct{})
-	const wait = 100 * time.Millisecond
-	f := start(t, Options{Workers: 1, QueueSize: 1, MaxQueueWait: wait}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
-	conn := dial(t, f.auth)
-	for entered := false; !entered; { // on a loaded machine the first may itself go stale
-		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-		select {
-		case <-auth.entered:
-			entered = true
-		case <-time.After(time.Second):
+	bothDispatches(t, func(t *testing.T, inline bool) {
+		// The reader waits for room in the queue, so the burst stays in the socket buffer;
+		// older than MaxQueueWait (by its kernel arrival time) when read, it is dropped.
+		auth := newRecorder(radius.CodeAccessAccept)
+		auth.release = make(chan struct{})
+		const wait = 100 * time.Millisecond
+		f := start(t, Options{Inline: inline, Workers: 1, QueueSize: 1, MaxQueueWait: wait}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+		conn := dial(t, f.auth)
+		for entered := false; !entered; { // on a loaded machine the first may itself go stale
+			_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+			select {
+			case <-auth.entered:
+				entered = true
+			case <-time.After(time.Second):
+			}
 		}
-	}
-	before := dropped(metrics.DropOverload)
-	const burst = 20
-	for i := 0; i < burst; i++ {
-		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-	}
-	time.Sleep(3 * wait)
-	close(auth.release)
-	// One may have fitted in the queue and one in the reader's hands; the rest went stale.
-	waitDrop(t, metrics.DropOverload, before, burst-3)
-	p := roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-	if p.Code != radius.CodeAccessAccept {
-		t.Fatal("not serving after overload")
-	}
-	if got := auth.calls.Load(); got > 4 {
-		t.Fatalf("handler ran %d times; stale requests must not be served", got)
-	}
+		before := dropped(metrics.DropOverload)
+		const burst = 20
+		for i := 0; i < burst; i++ {
+			_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+		}
+		time.Sleep(3 * wait)
+		close(auth.release)
+		// One may have fitted in the queue and one in the reader's hands; the rest went stale.
+		waitDrop(t, metrics.DropOverload, before, burst-3)
+		p := roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+		if p.Code != radius.CodeAccessAccept {
+			t.Fatal("not serving after overload")
+		}
+		if got := auth.calls.Load(); got > 4 {
+			t.Fatalf("handler ran %d times; stale requests must not be served", got)
+		}
+	})
 }
 
 // What the kernel drops because the socket buffer is full (we stopped reading while every
 // worker was busy) is counted from SO_RXQ_OVFL as socket_buffer_full.
 func TestSocketBufferDropsCounted(t *testing.T) {
-	auth := newRecorder(radius.CodeAccessAccept)
-	auth.release = make(chan struct{})
-	// The kernel rounds a tiny buffer up to a few datagrams' worth.
-	f := start(t, Options{Workers: 1, QueueSize: 1, MaxQueueWait: time.Minute, SocketBuffer: 1}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
-	conn := dial(t, f.auth)
-	_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-	<-auth.entered
-	before := dropped(metrics.DropSocketBuffer)
-	for i := 0; i < 200; i++ {
+	bothDispatches(t, func(t *testing.T, inline bool) {
+		auth := newRecorder(radius.CodeAccessAccept)
+		auth.release = make(chan struct{})
+		// The kernel rounds a tiny buffer up to a few datagrams' worth.
+		f := start(t, Options{Inline: inline, Workers: 1, QueueSize: 1, MaxQueueWait: time.Minute, SocketBuffer: 1}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+		conn := dial(t, f.auth)
 		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-	}
-	close(auth.release)
-	// The count arrives with the next datagram read after the drops.
-	waitFor(t, "socket buffer drops counted", func() bool {
-		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-		return dropped(metrics.DropSocketBuffer) >= before+100
+		<-auth.entered
+		before := dropped(metrics.DropSocketBuffer)
+		for i := 0; i < 200; i++ {
+			_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+		}
+		close(auth.release)
+		// The count arrives with the next datagram read after the drops.
+		waitFor(t, "socket buffer drops counted", func() bool {
+			_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+			return dropped(metrics.DropSocketBuffer) >= before+100
+		})
 	})
 }
 
@@ -584,22 +604,7 @@ func TestShutdownDrains(t *testing.T) {
 		}
 	}
 	waitFor(t, "two queued", func() bool { return testutil.ToFloat64(metrics.QueueDepth) >= depth+2 })
-	done := make(chan error, 1)
-	go func() { done <- f.s.Shutdown(context.Background()) }()
-	select {
-	case err := <-done:
-		t.Fatalf("Shutdown returned before the in-flight request was answered: %v", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(auth.release)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Shutdown did not return")
-	}
+	drainWhileServing(t, f.s, auth)
 	for i, c := range conns {
 		r, err := readReply(c, time.Second)
 		if err != nil {
@@ -624,22 +629,24 @@ func TestShutdownDrains(t *testing.T) {
 // When the drain deadline passes, Shutdown gives up, reports it and cancels the requests'
 // context so that handlers stop.
 func TestShutdownDeadline(t *testing.T) {
-	auth := newRecorder(radius.CodeAccessAccept)
-	auth.release = make(chan struct{})
-	f := start(t, Options{Workers: 1}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
-	_, _ = dial(t, f.auth).Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-	r := <-auth.entered
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	err := f.s.Shutdown(ctx)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Shutdown = %v, want deadline exceeded", err)
-	}
-	if r.Context().Err() == nil {
-		t.Fatal("request context not cancelled after a hard shutdown")
-	}
-	close(auth.release)
-	waitFor(t, "handler to finish", func() bool { return auth.writeErrs.Load() == 1 })
+	bothDispatches(t, func(t *testing.T, inline bool) {
+		auth := newRecorder(radius.CodeAccessAccept)
+		auth.release = make(chan struct{})
+		f := start(t, Options{Inline: inline, Workers: 1}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+		_, _ = dial(t, f.auth).Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
+		r := <-auth.entered
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		err := f.s.Shutdown(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v, want deadline exceeded", err)
+		}
+		if r.Context().Err() == nil {
+			t.Fatal("request context not cancelled after a hard shutdown")
+		}
+		close(auth.release)
+		waitFor(t, "handler to finish", func() bool { return auth.writeErrs.Load() == 1 })
+	})
 }
 
 func TestListenErrors(t *testing.T) {
@@ -698,5 +705,78 @@ func TestRateLimiter(t *testing.T) {
 			t.Fatalf("allow: first=%v second=%v other=%v", first, second, other)
 		}
 		return
+	}
+}
+
+// Inline readers serve what they read: the worker gauge counts them, and Shutdown answers
+// the request being served before it returns.
+func TestInlineShutdownFinishesInFlight(t *testing.T) {
+	auth := newRecorder(radius.CodeAccessAccept)
+	auth.release = make(chan struct{})
+	f := start(t, Options{Inline: true, Readers: 2}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
+	if got := testutil.ToFloat64(metrics.Workers); got != 4 {
+		t.Fatalf("openaaa_radius_workers = %v, want 4 (2 readers × 2 listeners)", got)
+	}
+	c := dial(t, f.auth)
+	b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
+	_, _ = c.Write(b)
+	<-auth.entered
+	if got := testutil.ToFloat64(metrics.WorkersBusy); got < 1 {
+		t.Fatalf("openaaa_radius_workers_busy = %v while a reader serves", got)
+	}
+	drainWhileServing(t, f.s, auth)
+	r, err := readReply(c, time.Second)
+	if err != nil {
+		t.Fatalf("request not answered during drain: %v", err)
+	}
+	if err := radiusx.VerifyResponse(r, b[4:20], []byte(secret), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A server behind a proxy copies the request's Proxy-State attributes into its reply,
+// unmodified and in order (RFC 2865 §5.33): the proxy finds its request by them.
+func TestProxyStateEchoed(t *testing.T) {
+	bothDispatches(t, func(t *testing.T, inline bool) {
+		f := start(t, Options{Inline: inline, Workers: 2}, clientTable(t, loopbackClient()),
+			newRecorder(radius.CodeAccessAccept), newRecorder(radius.CodeAccountingResponse))
+		for _, c := range []struct {
+			code radius.Code
+			conn *net.UDPConn
+		}{{radius.CodeAccessRequest, f.auth}, {radius.CodeAccountingRequest, f.acct}} {
+			b := request(t, reqOpt{code: c.code, withMA: true, proxyStates: []string{"hop-1", "hop-2"}})
+			raw := roundTrip(t, dial(t, c.conn), b)
+			var got []string
+			for _, a := range raw.Attributes {
+				if a.Type == radiusx.TypeProxyState {
+					got = append(got, string(a.Attribute))
+				}
+			}
+			if strings.Join(got, ",") != "hop-1,hop-2" {
+				t.Fatalf("%v reply Proxy-State = %q, want [hop-1 hop-2]", c.code, got)
+			}
+		}
+	})
+}
+
+// drainWhileServing shuts s down while auth holds a request: Shutdown must wait for it,
+// then return once auth is released.
+func drainWhileServing(t *testing.T, s *Server, auth *recorder) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned before the request being served was answered: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(auth.release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown did not return")
 	}
 }

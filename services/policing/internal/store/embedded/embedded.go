@@ -135,10 +135,15 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 		}
 		delete(sh.stopped, k)
 		cur = &session.Session{}
-	} else {
-		sh.unindex(cur)
 	}
+	user, ip := cur.UserName, cur.FramedIP
 	session.Merge(cur, u, now)
+	// Most updates are Interims that change no indexed field: re-indexing them would cost
+	// an allocation per request.
+	moved := cur.UserName != user || cur.FramedIP != ip
+	if ok && (moved || cur.State == session.Stopped) {
+		sh.unindex(k, user, ip)
+	}
 	if cur.State == session.Stopped {
 		if ok {
 			delete(sh.sessions, k)
@@ -155,7 +160,9 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 		s.active.Add(1)
 		metrics.SessionsActive.Inc()
 	}
-	sh.index(cur)
+	if !ok || moved {
+		sh.index(cur)
+	}
 	sh.mu.Unlock()
 	return nil
 }
@@ -178,24 +185,25 @@ func (sh *shard) index(x *session.Session) {
 	m[x.Key] = struct{}{}
 }
 
-func (sh *shard) unindex(x *session.Session) {
-	if keys := sh.byUser[x.UserName]; keys != nil {
-		if i := slices.Index(keys, x.Key); i >= 0 {
+// unindex removes session k as it was indexed: under user and ip.
+func (sh *shard) unindex(k session.Key, user string, ip netip.Addr) {
+	if keys := sh.byUser[user]; keys != nil {
+		if i := slices.Index(keys, k); i >= 0 {
 			keys = slices.Delete(keys, i, i+1)
 		}
 		if len(keys) == 0 {
-			delete(sh.byUser, x.UserName)
+			delete(sh.byUser, user)
 		} else {
-			sh.byUser[x.UserName] = keys
+			sh.byUser[user] = keys
 		}
 	}
-	if x.FramedIP.IsValid() && sh.byIP[x.FramedIP] == x.Key {
-		delete(sh.byIP, x.FramedIP)
+	if ip.IsValid() && sh.byIP[ip] == k {
+		delete(sh.byIP, ip)
 	}
-	if m := sh.byNAS[x.NAS]; m != nil {
-		delete(m, x.Key)
+	if m := sh.byNAS[k.NAS]; m != nil {
+		delete(m, k)
 		if len(m) == 0 {
-			delete(sh.byNAS, x.NAS)
+			delete(sh.byNAS, k.NAS)
 		}
 	}
 }
@@ -208,7 +216,7 @@ func (s *Store) closeWhere(sh *shard, keys []session.Key, at time.Time, cause ui
 		if !ok {
 			continue
 		}
-		sh.unindex(x)
+		sh.unindex(x.Key, x.UserName, x.FramedIP)
 		delete(sh.sessions, k)
 		sh.stopped[k] = at
 		x.State, x.StopTime, x.TerminateCause = session.Stopped, at, cause

@@ -151,6 +151,17 @@ func TestInterimMergesAndReindexes(t *testing.T) {
 	if x, err := s.ByFramedIP(ctx, netip.MustParseAddr("10.0.0.9")); err != nil || x.Key != k {
 		t.Fatalf("new framed IP: %v", err)
 	}
+	// An Interim that changes no indexed field leaves every lookup in place.
+	apply(t, s, session.KindInterim, k, func(x *session.Session) { x.SessionTime = 120 })
+	if xs, _ := s.ByUser(ctx, "alice"); len(xs) != 1 || xs[0].Key != k {
+		t.Fatalf("by user after a plain Interim: %v", xs)
+	}
+	if xs, _ := s.ByNAS(ctx, "bng"); len(xs) != 1 {
+		t.Fatalf("by NAS after a plain Interim: %v", xs)
+	}
+	if x, err := s.ByFramedIP(ctx, netip.MustParseAddr("10.0.0.9")); err != nil || x.Key != k {
+		t.Fatalf("framed IP after a plain Interim: %v", err)
+	}
 	// Interim without a Start creates the session (out of order).
 	apply(t, s, session.KindInterim, key("bng", "late"), user("bob", ""))
 	if _, err := s.Get(ctx, key("bng", "late")); err != nil {

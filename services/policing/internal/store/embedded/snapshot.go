@@ -99,7 +99,7 @@ func (s *Store) loadSnapshot(path string) (int, error) {
 		}
 		sh := s.shardOf(x.Key)
 		if old, dup := sh.sessions[x.Key]; dup { // the same key twice: the later record wins
-			sh.unindex(old)
+			sh.unindex(old.Key, old.UserName, old.FramedIP)
 		} else {
 			active++
 		}
