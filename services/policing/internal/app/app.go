@@ -80,7 +80,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		n.authLog = aaa.NewAuthLog(authLogger, aaa.AuthLogOptions{})
 		auth.AuthLog = n.authLog
 	}
-	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: 3 * time.Second}
+	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: 3 * time.Second,
+		SupersedeStale: cfg.Session.SupersedeStale}
 	if err := n.startProxy(acct); err != nil {
 		n.abort()
 		return nil, err
