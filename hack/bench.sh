@@ -16,6 +16,11 @@
 #   BENCH_FR_THREADS=4     FreeRADIUS worker threads (see hack/freeradius.sh)
 #   BENCH_OVERLOAD=2       overload factor × the median policing TPS (0: skip the run)
 #   BENCH_OVERLOAD_DURATION=$BENCH_DURATION
+#   BENCH_OVERLOAD_WARMUP=60s  unmeasured overload before the measured one (0: none): the store's
+#                          steady state, so that the RSS of the measured run tells growth from filling
+#   BENCH_OVERLOAD_CONCURRENCY=32768  most sessions in progress in the overload run
+#   BENCH_OVERLOAD_USERS=50000        subscribers of the overload phase (its own population, at
+#                          least BENCH_OVERLOAD_CONCURRENCY: a subscriber is in one session at a time)
 #   BENCH_CEILING=1        0: skip the no-op store run
 #   BENCH_PIN=overload     overload | all | none: pin the server to CPU 1 and the generator to CPU 0
 #                          (taskset) for the overload phase, for every run, or never. See below.
@@ -37,6 +42,9 @@ USERS=${BENCH_USERS:-10000}
 FR_THREADS=${BENCH_FR_THREADS:-4}
 OVERLOAD=${BENCH_OVERLOAD:-2}
 OVERLOAD_DURATION=${BENCH_OVERLOAD_DURATION:-$DURATION}
+OVERLOAD_WARMUP=${BENCH_OVERLOAD_WARMUP:-60s}
+OVERLOAD_CONC=${BENCH_OVERLOAD_CONCURRENCY:-32768}
+OVERLOAD_USERS=${BENCH_OVERLOAD_USERS:-50000}
 CEILING=${BENCH_CEILING:-1}
 PROFILE=${BENCH_PROFILE:-0}
 PIN=${BENCH_PIN:-overload}
@@ -54,6 +62,9 @@ export FREERADIUS_HOME=$OUT/freeradius
 
 [[ -x $LOADGEN && -x $POLICING ]] || { echo "bench: build first (make build)" >&2; exit 1; }
 [[ $ROUNDS -ge 1 ]] || { echo "bench: BENCH_ROUNDS must be ≥ 1" >&2; exit 1; }
+if [[ $OVERLOAD != 0 && $OVERLOAD_USERS -lt $OVERLOAD_CONC ]]; then
+	echo "bench: BENCH_OVERLOAD_USERS ($OVERLOAD_USERS) below BENCH_OVERLOAD_CONCURRENCY ($OVERLOAD_CONC): the population, not the concurrency, would bound the offered rate" >&2
+fi
 "$FR" install >/dev/null
 
 mkdir -p "$OUT"
@@ -71,6 +82,7 @@ trap cleanup EXIT INT TERM
 # Same subscribers in both servers.
 printf '%s\n' "$SECRET" >"$OUT/secret"
 "$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" --freeradius "$OUT/users" >/dev/null
+POP_USERS=$USERS # the population of the runs (the overload phase has its own)
 
 cat >"$OUT/policing.yaml" <<EOF
 log: {level: warn, format: json}
@@ -87,7 +99,7 @@ EOF
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
 	echo "freeradius: $(/usr/sbin/freeradius -v 2>/dev/null | sed -n '1s/.*Version \([0-9.]*\).*/\1/p'), $FR_THREADS threads, files + detail; policing: $("$POLICING" version 2>/dev/null | head -1)"
-	echo "load: aaa-loadgen $MODE, $INTERIMS interims, concurrency $CONC, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $USERS users; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "load: aaa-loadgen $MODE, $INTERIMS interims, concurrency $CONC, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $USERS users (overload: $OVERLOAD_USERS users, up to $OVERLOAD_CONC sessions in progress, $OVERLOAD_WARMUP warm-up); pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 machine | tee "$OUT/machine.txt"
 
@@ -139,9 +151,9 @@ run() {
 	local label=$1 file=$2 target=$3 pid=$4
 	shift 4
 	"${GEN_PIN[@]}" "$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-		--users "$USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
+		--users "$POP_USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
 	"${GEN_PIN[@]}" "$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-		--users "$USERS" --concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet \
+		--users "$POP_USERS" --concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet \
 		--server-pid "$pid" --json-out "$OUT/$file.json" --text-out "$OUT/$file.txt" "$@" >/dev/null
 	echo "bench: $("$LOADGEN" summary "$OUT/$file.json")"
 }
@@ -175,10 +187,20 @@ fi
 
 if [[ $OVERLOAD != 0 ]]; then
 	[[ $PIN == overload ]] && pin on
+	# Its own, larger population. A subscriber is in one session at a time, so the population
+	# bounds the sessions in progress. At 2× about half of the requests time out after 300 ms:
+	# a session in progress sends only ~5 messages/s, and offering ~90k msg/s takes some 20k
+	# sessions in progress, more than the A/B runs' 10,000 subscribers (which stay, for the
+	# comparison with FreeRADIUS). With more subscribers than OVERLOAD_CONC, the concurrency
+	# bounds the run, and each subscriber's next session starts seconds after its last one
+	# (Event-Timestamp has 1 s resolution: a new Start then supersedes the session whose Stop
+	# policing shed).
+	POP_USERS=$OVERLOAD_USERS
+	"$LOADGEN" subscribers --users "$POP_USERS" --policing "$OUT/subscribers-overload.yaml" >/dev/null
 	# The overload client gives up on a request after 300 ms (below); as docs/configuration.md
 	# says of a real NAS, radius.maxQueueWait must be below that, or policing spends its CPU
 	# on answers no one waits for.
-	start_policing --set radius.maxQueueWait=250ms
+	start_policing --set radius.maxQueueWait=250ms --set "subscribers.file=$OUT/subscribers-overload.yaml"
 	if [[ $PIN == overload && ${#SERVER_PIN[@]} -gt 0 ]]; then
 		# The maximum in the pinned setup: a closed-loop run like the A/B ones.
 		run policing-pinned "policing-pinned" "127.0.0.1:$POL_PORT" "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma
@@ -187,16 +209,26 @@ if [[ $OVERLOAD != 0 ]]; then
 	else
 		max=$("$LOADGEN" summary --median-tps "$OUT"/policing-[0-9]*.json)
 		"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-			--users "$USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
+			--users "$POP_USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
 	fi
 	rate=$(awk -v m="$max" -v f="$OVERLOAD" 'BEGIN{printf "%d", m*f}')
-	# Open loop (asynchronous, no retransmission): up to 32768 sessions in progress and a short
-	# timeout, so that sessions whose requests the server dropped are soon free to send again
-	# and the offered rate really reaches the server.
-	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-		--users "$USERS" --rate "$rate" --concurrency 32768 --timeout 300ms --duration "$OVERLOAD_DURATION" \
-		--label "policing-overload-${OVERLOAD}x" --quiet --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma \
-		--json-out "$OUT/policing-overload.json" --text-out "$OUT/policing-overload.txt" >/dev/null
+	# Open loop (asynchronous, no retransmission): up to OVERLOAD_CONC sessions in progress and a
+	# short timeout, so that sessions whose requests the server dropped are soon free to send
+	# again and the offered rate really reaches the server.
+	overload() { # extra aaa-loadgen flags
+		"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
+			--users "$POP_USERS" --rate "$rate" --concurrency "$OVERLOAD_CONC" --timeout 300ms --require-reply-ma --quiet "$@" >/dev/null
+	}
+	# From a cold start the store fills for about a minute at 2×: the sessions in progress,
+	# and per subscriber the sessions whose Stop was shed, until a later Start of the
+	# subscriber gets through and supersedes them (when its Start was shed too, a session is
+	# created by its first Interim, and a subscriber can hold a few). The Go heap's target
+	# follows. The warm-up reaches that steady state, so that the measured run's RSS shows
+	# growth, not filling.
+	[[ $OVERLOAD_WARMUP == 0 ]] || overload --duration "$OVERLOAD_WARMUP"
+	overload --duration "$OVERLOAD_DURATION" \
+		--label "policing-overload-${OVERLOAD}x" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" \
+		--json-out "$OUT/policing-overload.json" --text-out "$OUT/policing-overload.txt"
 	echo "bench: $("$LOADGEN" summary "$OUT/policing-overload.json") (offered ${OVERLOAD}× $max/s)"
 	stop_policing
 	COMPARE+=(--overload "$OUT/policing-overload.json")

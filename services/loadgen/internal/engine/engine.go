@@ -171,7 +171,7 @@ type Result struct {
 	Sessions        uint64 // sessions begun
 	SessionsDone    uint64 // sessions whose last message was answered
 	Offered         uint64 // open loop: messages scheduled
-	Unsent          uint64 // open loop: scheduled but not sent (all workers busy until the end)
+	Unsent          uint64 // open loop: scheduled but not sent (every session waited for a reply; no new one: Concurrency reached or every user in a session)
 	PerTarget       []uint64
 	Latency         [NumKinds]hist.H
 	// SendLag (open loop) is how late the generator sent each message after its scheduled
@@ -206,6 +206,7 @@ type conn struct {
 type session struct {
 	seq     uint64
 	user    *population.User
+	ui      int32 // user's index in the population
 	id      string
 	step    int
 	msgs    int
@@ -238,6 +239,9 @@ type run struct {
 	msgs     atomic.Uint64 // closed loop: messages reserved
 	sessions atomic.Uint64 // sessions reserved
 	workers  []*worker
+	// free holds the subscribers not in a session, the one free the longest first: a real
+	// subscriber line has one session at a time, so a user in a session is not picked again.
+	free chan int32
 }
 
 var errAborted = errors.New("aborted: run ended")
@@ -255,7 +259,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := validate(&cfg); err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, nonce: rand.Uint32()}
+	r := &run{cfg: cfg, nonce: rand.Uint32(), free: make(chan int32, len(cfg.Population.Users))}
+	for i := range cfg.Population.Users {
+		r.free <- int32(i)
+	}
 	if cfg.Rate > 0 {
 		return r.open(ctx)
 	}
@@ -363,6 +370,8 @@ func validate(cfg *Config) error {
 		return errors.New("no target")
 	case cfg.Population == nil || len(cfg.Population.Users) == 0:
 		return errors.New("no subscribers")
+	case len(cfg.Population.Users) > math.MaxInt32:
+		return errors.New("too many subscribers")
 	case cfg.Duration <= 0:
 		return errors.New("duration must be positive (every run is bounded)")
 	case cfg.MaxMessages == 0:
@@ -452,34 +461,67 @@ func (r *run) collect() *Result {
 	return res
 }
 
-// newSession takes the next subscriber for worker n. It returns false when the session
-// bound is reached.
-func (r *run) newSession(n int) (session, bool) {
+var (
+	errSessionBound = errors.New("session bound reached")
+	errAllBusy      = errors.New("every subscriber is in a session")
+)
+
+// newSession begins a session for worker n with the subscriber free the longest. When every
+// subscriber is in a session it waits for one until cancel is closed (closed loop), or, with
+// a nil cancel, fails at once with errAllBusy (open loop: the message is not sent). The
+// session's subscriber goes back with endSession.
+func (r *run) newSession(n int, cancel <-chan struct{}) (session, error) {
+	var ui int32
+	select {
+	case ui = <-r.free:
+	default:
+		if cancel == nil {
+			return session{}, errAllBusy
+		}
+		select {
+		case ui = <-r.free:
+		case <-cancel:
+			return session{}, errAborted
+		}
+	}
 	seq := r.sessions.Add(1)
 	if r.cfg.MaxSessions > 0 && seq > r.cfg.MaxSessions {
-		return session{}, false
+		r.free <- ui
+		return session{}, errSessionBound
 	}
 	seq-- // 0-based
-	users := r.cfg.Population.Users
-	u := &users[seq%uint64(len(users))]
+	u := &r.cfg.Population.Users[ui]
 	return session{
 		seq:     seq,
 		user:    u,
+		ui:      ui,
 		id:      fmt.Sprintf("%08x%08x", r.nonce, seq),
 		nasPort: uint32(n)<<16 | uint32(seq&0xffff),
 		framed:  u.FramedIP,
-	}, true
+	}, nil
 }
 
-func (w *worker) newSession() bool {
-	s, ok := w.e.newSession(w.n)
-	if !ok {
+// endSession frees the session's subscriber (once per session). It never blocks: free has
+// room for every subscriber.
+func (r *run) endSession(s *session) { r.free <- s.ui }
+
+func (w *worker) newSession(ctx context.Context) bool {
+	s, err := w.e.newSession(w.n, ctx.Done())
+	if err != nil {
 		return false
 	}
 	w.sess = s
 	w.hasSess = true
 	w.c.sessions.Add(1)
 	return true
+}
+
+// endSession frees the subscriber of the worker's session, if it has one.
+func (w *worker) endSession() {
+	if w.hasSess {
+		w.e.endSession(&w.sess)
+		w.hasSess = false
+	}
 }
 
 // kind is the next message of the current session.
@@ -514,12 +556,14 @@ func (r *run) targetOf(s *session) int {
 
 func (w *worker) loop(ctx context.Context) {
 	cfg := &w.e.cfg
+	defer w.endSession() // a worker waiting for a subscriber may get this one
 	for {
 		if ctx.Err() != nil || w.e.stopped.Load() {
 			return
 		}
 		if !w.hasSess || w.sess.done {
-			if !w.newSession() {
+			w.endSession()
+			if !w.newSession(ctx) {
 				return
 			}
 		}

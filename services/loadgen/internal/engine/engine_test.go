@@ -384,3 +384,72 @@ func TestOpenLoopTimeouts(t *testing.T) {
 		t.Errorf("stop latencies %d", got)
 	}
 }
+
+// overlaps lists the requests that began a session for a user whose previous session the
+// server had not yet seen stopped: a real subscriber line has one session at a time.
+func overlaps(reqs []responder.Request) []string {
+	type line struct {
+		open bool
+		id   string // Acct-Session-Id of the open session ("" until its first accounting)
+	}
+	lines := map[string]*line{}
+	var bad []string
+	for i, r := range reqs {
+		l := lines[r.User]
+		if l == nil {
+			l = &line{}
+			lines[r.User] = l
+		}
+		switch {
+		case r.Port == "auth":
+			if l.open {
+				bad = append(bad, fmt.Sprintf("#%d Access-Request of %s during session %q", i, r.User, l.id))
+			}
+			l.open, l.id = true, ""
+		case l.open && l.id != "" && l.id != r.SessionID:
+			bad = append(bad, fmt.Sprintf("#%d session %s of %s during session %s", i, r.SessionID, r.User, l.id))
+		default:
+			l.open, l.id = true, r.SessionID
+		}
+		if r.StatusType == packet.AcctStop {
+			l.open = false
+		}
+	}
+	return bad
+}
+
+// More workers than subscribers: a worker waits for a subscriber to end its session instead
+// of starting a second session of the same user.
+func TestClosedLoopOneSessionPerUser(t *testing.T) {
+	p := pop(t, 2)
+	srv := newResponder(t, p)
+	cfg := baseConfig(p, target(srv, "dc1"))
+	cfg.Concurrency, cfg.MaxSessions = 4, 12
+	res := runOnce(t, cfg)
+	if bad := overlaps(srv.Requests()); len(bad) > 0 {
+		t.Fatalf("%d overlapping sessions, e.g. %s", len(bad), bad[0])
+	}
+	if res.Sessions != 12 || res.SessionsDone != 12 || res.Answered != 12*5 {
+		t.Fatalf("sessions %d done %d answered %d; want 12, 12, 60", res.Sessions, res.SessionsDone, res.Answered)
+	}
+}
+
+// Open loop with more sessions allowed in progress than subscribers, and sessions held open
+// by unanswered Interims: a message that would need a new session while every subscriber is
+// in one is not sent (counted as never sent), rather than starting a second session of a user.
+func TestOpenLoopOneSessionPerUser(t *testing.T) {
+	p := pop(t, 3)
+	srv := newResponder(t, p)
+	srv.Configure(func(r *responder.Responder) {
+		r.Drop = func(r responder.Request, n int) bool { return r.StatusType == packet.AcctInterim }
+	})
+	cfg := baseConfig(p, target(srv, "dc1"))
+	cfg.Rate, cfg.MaxMessages, cfg.MaxSessions, cfg.Concurrency, cfg.Timeout = 2000, 200, 0, 16, 50*time.Millisecond
+	res := runOnce(t, cfg)
+	if bad := overlaps(srv.Requests()); len(bad) > 0 {
+		t.Fatalf("%d overlapping sessions, e.g. %s", len(bad), bad[0])
+	}
+	if res.Offered != 200 || res.Sent+res.Unsent != 200 || res.Unsent == 0 || res.Sessions < 3 {
+		t.Fatalf("offered %d sent %d unsent %d sessions %d", res.Offered, res.Sent, res.Unsent, res.Sessions)
+	}
+}

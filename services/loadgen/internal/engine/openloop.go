@@ -231,7 +231,8 @@ func (o *openRun) send(ctx context.Context) {
 }
 
 // sendOne sends the next message of a ready session (or of a new one); false: nothing could
-// be sent (every session waits for a reply, or no identifier is free).
+// be sent (every session waits for a reply and no new one can begin, or no identifier is
+// free).
 func (o *openRun) sendOne(sched time.Time, sessionsLeft *bool) bool {
 	var s *session
 	select {
@@ -240,9 +241,11 @@ func (o *openRun) sendOne(sched time.Time, sessionsLeft *bool) bool {
 		if !*sessionsLeft || o.alive.Load() >= int64(o.cfg.Concurrency) {
 			return false
 		}
-		ns, ok := o.newSession(0)
-		if !ok {
-			*sessionsLeft = false
+		ns, err := o.newSession(0, nil)
+		if err != nil {
+			if err == errSessionBound {
+				*sessionsLeft = false
+			}
 			return false
 		}
 		s = &ns
@@ -322,6 +325,7 @@ func (o *openRun) advance(s *session, k Kind, reply *packet.Reply, err error) {
 	}
 	s.step++
 	if s.done || o.stopped.Load() {
+		o.endSession(s)
 		o.alive.Add(-1)
 		return
 	}

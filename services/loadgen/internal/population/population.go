@@ -25,7 +25,8 @@ type User struct {
 	FramedIP [4]byte
 }
 
-// Population is an ordered list of users; sessions take them in turn.
+// Population is an ordered list of users; sessions take them in turn, skipping a user who
+// is in a session (a subscriber line has one session at a time).
 type Population struct {
 	Users []User
 	// Profile values written to the server files.
@@ -205,8 +206,21 @@ func frString(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
-// WriteFile writes with fn to path atomically (temporary file, then rename).
+// WriteFile writes with fn to path: atomically (temporary file, then rename) when path is a
+// regular file or does not exist yet; anything else — /dev/stdout, a pipe, a symbolic link —
+// is written through, since a rename would replace it with a regular file.
 func WriteFile(path string, fn func(io.Writer) error) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {

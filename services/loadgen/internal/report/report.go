@@ -305,7 +305,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.Offered > 0 {
 			pct = 100 * float64(r.Answered) / float64(r.Offered)
 		}
-		fmt.Fprintf(&b, "open loop: %d offered (%s/s), %d answered (%s/s, %.1f%%), %d never sent (generator backlog)\n",
+		fmt.Fprintf(&b, "open loop: %d offered (%s/s), %d answered (%s/s, %.1f%%), %d never sent (every session waiting for a reply and no new one possible)\n",
 			r.Offered, thousands(float64(r.Offered)/max(r.Seconds, 1e-9)), r.Answered, thousands(r.IncomingTPS), pct, r.Unsent)
 		if r.SendLag != nil {
 			fmt.Fprintf(&b, "generator send lag behind schedule: p50 %.3f ms, p99 %.3f ms, max %.3f ms (large: the generator is short of CPU)\n", r.SendLag.P50, r.SendLag.P99, r.SendLag.Max)

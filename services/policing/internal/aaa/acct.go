@@ -36,6 +36,8 @@ type Acct struct {
 	// Forward, when set, passes the request on after local processing succeeded (the
 	// accounting proxy, docs/proxy.md); an error means the NAS gets no reply.
 	Forward func(ctx context.Context, r *radiusd.Request) error
+	// SupersedeStale closes the stale session a Start replaces (supersede.go).
+	SupersedeStale bool
 }
 
 // Acct-Status-Type values (RFC 2866 §5.1).
@@ -79,6 +81,7 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 		if sub := h.subscriber(ctx, u.Session.UserName); sub != nil {
 			h.Policy.Accounting(ctx, u, sub)
 		}
+		h.supersede(ctx, u)
 		if err := h.Store.Apply(ctx, u); err != nil {
 			h.fail(r, metrics.DropStoreError, err)
 			return

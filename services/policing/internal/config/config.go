@@ -84,10 +84,13 @@ type Subscribers struct {
 
 // SessionStore selects and tunes the session store.
 type SessionStore struct {
-	Store     string    `json:"store"` // embedded, cassandra, hybrid, none
-	Expiry    Expiry    `json:"expiry"`
-	Embedded  Embedded  `json:"embedded"`
-	Cassandra Cassandra `json:"cassandra"`
+	Store  string `json:"store"` // embedded, cassandra, hybrid, none
+	Expiry Expiry `json:"expiry"`
+	// SupersedeStale: an Accounting-Start closes the older active session of the same NAS,
+	// User-Name and framed IP (its Stop was lost; docs/configuration.md).
+	SupersedeStale bool      `json:"supersedeStale"`
+	Embedded       Embedded  `json:"embedded"`
+	Cassandra      Cassandra `json:"cassandra"`
 }
 
 // Expiry closes sessions that stopped reporting: after Multiplier × interim interval + Grace
@@ -138,10 +141,11 @@ func Default() Config {
 		},
 		Subscribers: Subscribers{Source: "file", LDAP: defaultLDAP()},
 		Session: SessionStore{
-			Store:     "embedded",
-			Expiry:    Expiry{InterimInterval: Duration(10 * time.Minute), Multiplier: 2, Grace: Duration(time.Minute)},
-			Embedded:  Embedded{Shards: 64, HistorySize: 10000, SweepInterval: Duration(10 * time.Second)},
-			Cassandra: defaultCassandra(),
+			Store:          "embedded",
+			Expiry:         Expiry{InterimInterval: Duration(10 * time.Minute), Multiplier: 2, Grace: Duration(time.Minute)},
+			SupersedeStale: true,
+			Embedded:       Embedded{Shards: 64, HistorySize: 10000, SweepInterval: Duration(10 * time.Second)},
+			Cassandra:      defaultCassandra(),
 		},
 		Policy: Policy{RateLimitAttribute: "Mikrotik-Rate-Limit", RejectMessage: "Authentication failed"},
 		Admin:  Admin{Address: ":9812"},

@@ -48,6 +48,12 @@ func TestLoadDefaults(t *testing.T) {
 	if !c.Clients[0].RequiresMessageAuthenticator() {
 		t.Fatal("requireMessageAuthenticator must default to true")
 	}
+	if !c.Session.SupersedeStale {
+		t.Fatal("session.supersedeStale must default to true")
+	}
+	if c, err := load(t, minimal, []string{"session.supersedeStale=false"}, nil); err != nil || c.Session.SupersedeStale {
+		t.Fatalf("session.supersedeStale=false: %v", err)
+	}
 	if c.Clients[1].RequiresMessageAuthenticator() {
 		t.Fatal("requireMessageAuthenticator: false ignored")
 	}

@@ -97,6 +97,20 @@ var (
 		Help: "Sessions closed by the store because the NAS stopped reporting them.",
 	})
 
+	// SessionsSuperseded counts stale sessions closed because the NAS started a new session
+	// on the same line (session.supersedeStale).
+	SessionsSuperseded = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "sessions", Name: "superseded_total",
+		Help: "Active sessions closed because their NAS started a new session for the same user on the same framed IP.",
+	})
+
+	// SessionsSupersedeErrors counts Starts whose supersede step failed (the Start itself was
+	// still stored and acknowledged).
+	SessionsSupersedeErrors = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "sessions", Name: "supersede_errors_total",
+		Help: "Accounting-Starts whose check for a stale session to close failed in the store.",
+	})
+
 	// PolicyDisconnects counts sessions the policy marked for disconnect, by reason.
 	PolicyDisconnects = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "policy", Name: "disconnects_marked_total",

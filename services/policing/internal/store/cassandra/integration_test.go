@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/openaaa/openaaa/services/policing/internal/aaa"
 	"github.com/openaaa/openaaa/services/policing/internal/migrate"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/spool"
@@ -265,6 +266,60 @@ func TestAccountingOnClosesNAS(t *testing.T) {
 	h, _ := st.History(c, "u3", 0)
 	if len(h) != 1 || h[0].TerminateCause != 11 || !h[0].StopTime.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("history of u3 = %+v", h)
+	}
+}
+
+// A new Start of a line supersedes the older session whose Stop was lost (aaa.Supersede,
+// through the store's lookups): the old row leaves the lookups and goes to the closed
+// sessions, and the framed-IP lookup points at the new session.
+func TestSupersedeStale(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	st := openStore(t, ks, cassandra.Options{})
+	defer st.Close(context.Background())
+	c := ctx(t)
+	if err := st.Apply(c, start("nas1", "old", "alice", "10.0.0.1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []*session.Update{
+		start("nas2", "vrf", "alice", "10.0.0.1", t0.Add(time.Minute)), // same address on another NAS
+		start("nas1", "bob", "bob", "10.0.0.1", t0.Add(time.Minute)),   // ... or for another user
+	} {
+		if closed, err := aaa.Supersede(c, st, other); err != nil || len(closed) != 0 {
+			t.Fatalf("%s superseded %v, %v", other.Session.ID, closed, err)
+		}
+	}
+	u := start("nas1", "new", "alice", "10.0.0.1", t0.Add(time.Hour))
+	closed, err := aaa.Supersede(c, st, u)
+	if err != nil || len(closed) != 1 || closed[0] != (session.Key{NAS: "nas1", ID: "old"}) {
+		t.Fatalf("Supersede = %v, %v", closed, err)
+	}
+	if err := st.Apply(c, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "old"}); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("old session still active: %v", err)
+	}
+	if got, err := st.ByFramedIP(c, netip.MustParseAddr("10.0.0.1")); err != nil || got.ID != "new" {
+		t.Fatalf("ByFramedIP = %v, %v", got, err)
+	}
+	if got, _ := st.ByUser(c, "alice"); len(got) != 1 || got[0].ID != "new" {
+		t.Fatalf("ByUser = %v", got)
+	}
+	if got, _ := st.ByNAS(c, "nas1"); len(got) != 1 || got[0].ID != "new" {
+		t.Fatalf("ByNAS = %v", got)
+	}
+	h, err := st.History(c, "alice", 0)
+	if err != nil || len(h) != 1 || h[0].ID != "old" || !h[0].StopTime.Equal(t0.Add(time.Hour)) || h[0].TerminateCause != 0 {
+		t.Fatalf("History = %+v, %v", h, err)
+	}
+	// A late Interim of the superseded session does not revive it.
+	if err := st.Apply(c, interim("nas1", "old", 1, t0.Add(30*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "old"}); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("late Interim revived the superseded session: %v", err)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package embedded is the single-node session store: sessions in memory, sharded by key so
-// that concurrent writers rarely meet, with the three lookups (user, framed IP, NAS) kept
-// per shard, expiry of silent sessions, a bounded history of closed sessions, and a
-// snapshot written on shutdown and read back on start so that a restart loses nothing.
+// that concurrent writers rarely meet, with the lookups by user and NAS kept per shard and
+// the one by framed IP sharded by address, expiry of silent sessions, a bounded history of
+// closed sessions, and a snapshot written on shutdown and read back on start so that a
+// restart loses nothing.
 package embedded
 
 import (
@@ -41,6 +42,7 @@ type Store struct {
 	seed    maphash.Seed
 	shards  []shard
 	mask    uint64
+	ips     []ipShard // the framed-IP lookup, by address (same count and mask as shards)
 	active  atomic.Int64
 	history history
 	stop    chan struct{}
@@ -54,9 +56,19 @@ type shard struct {
 	// byUser holds a short list per user (the field sees at most ~40 sessions a user): a
 	// slice costs a fraction of a map per user, in memory and in allocations per Start.
 	byUser  map[string][]session.Key
-	byIP    map[netip.Addr]session.Key
 	byNAS   map[string]map[session.Key]struct{}
 	stopped map[session.Key]time.Time // tombstones
+}
+
+// ipShard holds the sessions claiming each framed IP, for the addresses hashed to it. Sharded
+// by address rather than by session, a lookup by address takes one lock, not one per session
+// shard: every Accounting-Start looks its address up (session.supersedeStale). An address is
+// normally claimed by one session; several claim it when the NAS gave it out again before an
+// older session's Stop arrived, and all are kept, so that each can still be found. Lock
+// order: a session shard, then an ipShard.
+type ipShard struct {
+	mu    sync.Mutex
+	claim map[netip.Addr][]session.Key
 }
 
 // ErrClosed is returned after Close.
@@ -80,14 +92,14 @@ func Open(opt Options) (*Store, error) {
 		opt.Now = time.Now
 	}
 	s := &Store{opt: opt, seed: maphash.MakeSeed(), shards: make([]shard, opt.Shards), mask: uint64(opt.Shards - 1),
-		history: history{max: opt.HistorySize}, stop: make(chan struct{}), done: make(chan struct{})}
+		ips: make([]ipShard, opt.Shards), history: history{max: opt.HistorySize}, stop: make(chan struct{}), done: make(chan struct{})}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.sessions = map[session.Key]*session.Session{}
 		sh.byUser = map[string][]session.Key{}
-		sh.byIP = map[netip.Addr]session.Key{}
 		sh.byNAS = map[string]map[session.Key]struct{}{}
 		sh.stopped = map[session.Key]time.Time{}
+		s.ips[i].claim = map[netip.Addr][]session.Key{}
 	}
 	if opt.SnapshotFile != "" {
 		n, err := s.loadSnapshot(opt.SnapshotFile)
@@ -109,6 +121,10 @@ func (s *Store) shardOf(k session.Key) *shard {
 	h.WriteByte(0)
 	h.WriteString(k.ID)
 	return &s.shards[h.Sum64()&s.mask]
+}
+
+func (s *Store) ipShardOf(ip netip.Addr) *ipShard {
+	return &s.ips[maphash.Comparable(s.seed, ip)&s.mask]
 }
 
 // Apply implements session.Store.
@@ -136,16 +152,11 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 		delete(sh.stopped, k)
 		cur = &session.Session{}
 	}
-	user, ip := cur.UserName, cur.FramedIP
+	was := entryOf(cur)
 	session.Merge(cur, u, now)
-	// Most updates are Interims that change no indexed field: re-indexing them would cost
-	// an allocation per request.
-	moved := cur.UserName != user || cur.FramedIP != ip
-	if ok && (moved || cur.State == session.Stopped) {
-		sh.unindex(k, user, ip)
-	}
 	if cur.State == session.Stopped {
 		if ok {
+			s.unindex(sh, was)
 			delete(sh.sessions, k)
 			s.active.Add(-1)
 			metrics.SessionsActive.Dec()
@@ -159,52 +170,78 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 		sh.sessions[k] = cur
 		s.active.Add(1)
 		metrics.SessionsActive.Inc()
-	}
-	if !ok || moved {
-		sh.index(cur)
+		s.index(sh, entryOf(cur))
+	} else if e := entryOf(cur); e != was { // most updates (Interims) change no lookup
+		s.unindex(sh, was)
+		s.index(sh, e)
 	}
 	sh.mu.Unlock()
 	return nil
 }
 
-func (sh *shard) index(x *session.Session) {
-	if x.UserName != "" {
-		keys := sh.byUser[x.UserName]
-		if !slices.Contains(keys, x.Key) {
-			sh.byUser[x.UserName] = append(keys, x.Key)
-		}
-	}
-	if x.FramedIP.IsValid() {
-		sh.byIP[x.FramedIP] = x.Key
-	}
-	m := sh.byNAS[x.NAS]
-	if m == nil {
-		m = map[session.Key]struct{}{}
-		sh.byNAS[x.NAS] = m
-	}
-	m[x.Key] = struct{}{}
+// entry is what the lookups hold of a session.
+type entry struct {
+	key  session.Key
+	user string
+	ip   netip.Addr
 }
 
-// unindex removes session k as it was indexed: under user and ip.
-func (sh *shard) unindex(k session.Key, user string, ip netip.Addr) {
-	if keys := sh.byUser[user]; keys != nil {
-		if i := slices.Index(keys, k); i >= 0 {
-			keys = slices.Delete(keys, i, i+1)
-		}
-		if len(keys) == 0 {
-			delete(sh.byUser, user)
-		} else {
-			sh.byUser[user] = keys
-		}
+func entryOf(x *session.Session) entry { return entry{x.Key, x.UserName, x.FramedIP} }
+
+// index adds a session to the lookups; sh is its shard, locked.
+func (s *Store) index(sh *shard, e entry) {
+	if e.user != "" {
+		addKey(sh.byUser, e.user, e.key)
 	}
-	if ip.IsValid() && sh.byIP[ip] == k {
-		delete(sh.byIP, ip)
+	if e.ip.IsValid() {
+		is := s.ipShardOf(e.ip)
+		is.mu.Lock()
+		addKey(is.claim, e.ip, e.key)
+		is.mu.Unlock()
 	}
-	if m := sh.byNAS[k.NAS]; m != nil {
-		delete(m, k)
+	m := sh.byNAS[e.key.NAS]
+	if m == nil {
+		m = map[session.Key]struct{}{}
+		sh.byNAS[e.key.NAS] = m
+	}
+	m[e.key] = struct{}{}
+}
+
+// unindex removes a session from the lookups; sh is its shard, locked.
+func (s *Store) unindex(sh *shard, e entry) {
+	removeKey(sh.byUser, e.user, e.key)
+	if e.ip.IsValid() {
+		is := s.ipShardOf(e.ip)
+		is.mu.Lock()
+		removeKey(is.claim, e.ip, e.key)
+		is.mu.Unlock()
+	}
+	if m := sh.byNAS[e.key.NAS]; m != nil {
+		delete(m, e.key)
 		if len(m) == 0 {
-			delete(sh.byNAS, k.NAS)
+			delete(sh.byNAS, e.key.NAS)
 		}
+	}
+}
+
+// addKey and removeKey keep the short key list of one lookup entry (a user's sessions, an
+// address's claimants).
+func addKey[I comparable](m map[I][]session.Key, i I, k session.Key) {
+	if keys := m[i]; !slices.Contains(keys, k) {
+		m[i] = append(keys, k)
+	}
+}
+
+func removeKey[I comparable](m map[I][]session.Key, i I, k session.Key) {
+	keys := m[i]
+	j := slices.Index(keys, k)
+	if j < 0 {
+		return
+	}
+	if keys = slices.Delete(keys, j, j+1); len(keys) == 0 {
+		delete(m, i)
+	} else {
+		m[i] = keys
 	}
 }
 
@@ -216,7 +253,7 @@ func (s *Store) closeWhere(sh *shard, keys []session.Key, at time.Time, cause ui
 		if !ok {
 			continue
 		}
-		sh.unindex(x.Key, x.UserName, x.FramedIP)
+		s.unindex(sh, entryOf(x))
 		delete(sh.sessions, k)
 		sh.stopped[k] = at
 		x.State, x.StopTime, x.TerminateCause = session.Stopped, at, cause
@@ -293,20 +330,27 @@ func (s *Store) ByNAS(_ context.Context, nas string) ([]*session.Session, error)
 }
 
 // ByFramedIP implements session.Store. An address is unique among active sessions; should
-// two shards both claim it (the NAS reassigned it before the old Stop arrived), the session
-// seen last wins.
+// several claim it (the NAS reassigned it before the old Stop arrived), the session seen
+// last wins.
 func (s *Store) ByFramedIP(_ context.Context, ip netip.Addr) (*session.Session, error) {
-	found := s.collect(func(sh *shard) []session.Key {
-		if k, ok := sh.byIP[ip]; ok {
-			return []session.Key{k}
+	is := s.ipShardOf(ip)
+	var buf [4]session.Key
+	is.mu.Lock()
+	keys := append(buf[:0], is.claim[ip]...)
+	is.mu.Unlock()
+	var found *session.Session
+	for _, k := range keys {
+		sh := s.shardOf(k)
+		sh.mu.Lock()
+		if x, ok := sh.sessions[k]; ok && (found == nil || x.LastSeen.After(found.LastSeen)) {
+			found = clone(x)
 		}
-		return nil
-	})
-	if len(found) == 0 {
+		sh.mu.Unlock()
+	}
+	if found == nil {
 		return nil, session.ErrNotFound
 	}
-	sort.Slice(found, func(i, j int) bool { return found[i].LastSeen.After(found[j].LastSeen) })
-	return found[0], nil
+	return found, nil
 }
 
 // History implements session.Store.

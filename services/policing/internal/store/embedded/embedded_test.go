@@ -398,6 +398,22 @@ func TestFramedIPReassigned(t *testing.T) {
 	}
 }
 
+// Two sessions of a user claim the address (the older one's Stop was lost): when the newer
+// one closes, the older one is still found by the address, so that a later Start can
+// supersede it instead of it hiding until expiry. (One shard: the shard holding both
+// sessions once kept only the newer one's claim.)
+func TestFramedIPOlderClaimant(t *testing.T) {
+	s, clk := open(t, Options{Shards: 1})
+	ip := netip.MustParseAddr("10.0.0.1")
+	apply(t, s, session.KindStart, key("bng", "old"), user("alice", "10.0.0.1"))
+	clk.Add(time.Minute)
+	apply(t, s, session.KindInterim, key("bng", "newer"), user("alice", "10.0.0.1")) // its Start was lost
+	apply(t, s, session.KindStop, key("bng", "newer"), nil)
+	if x, err := s.ByFramedIP(ctx, ip); err != nil || x.ID != "old" {
+		t.Fatalf("ByFramedIP = %+v, %v; want the older session still holding the address", x, err)
+	}
+}
+
 func TestClosedStore(t *testing.T) {
 	s, _ := open(t, Options{})
 	if err := s.Close(ctx); err != nil {

@@ -99,12 +99,12 @@ func (s *Store) loadSnapshot(path string) (int, error) {
 		}
 		sh := s.shardOf(x.Key)
 		if old, dup := sh.sessions[x.Key]; dup { // the same key twice: the later record wins
-			sh.unindex(old.Key, old.UserName, old.FramedIP)
+			s.unindex(sh, entryOf(old))
 		} else {
 			active++
 		}
 		sh.sessions[x.Key] = x
-		sh.index(x)
+		s.index(sh, entryOf(x))
 	}
 	s.active.Add(int64(active))
 	metrics.SessionsActive.Add(float64(active))

@@ -1,0 +1,85 @@
+package aaa
+
+import (
+	"context"
+	"errors"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// A subscriber line has one session at a time: when its NAS starts a new one, an older
+// session of the line whose Stop never arrived is over (what Radiator and FreeRADIUS's
+// radutmp do). Closing it at once frees its framed IP in the lookups and its memory in the
+// store instead of leaving it active until expiry (~21 min by default).
+//
+// The line is found by the framed IP, and only a session of the same NAS and the same
+// User-Name that started earlier counts as stale: with VRFs or overlapping pools two NAS may
+// hand out one address at the same time, and a NAS that reuses an address for another
+// subscriber has not ended anything of the first one's.
+
+// maxSuperseded bounds the stale sessions one Start closes. Usually there is one; there can
+// be a few when several sessions of the line lost their Stop and their Start too (an Interim
+// created them): ByFramedIP returns the one seen last, and closing it reveals the next.
+const maxSuperseded = 4
+
+// supersede closes the sessions the Start u makes stale, before u is stored (once stored, the
+// framed-IP lookup points at u and no longer finds them). Its failures are counted and
+// logged, never the Start's: the Start is still stored and acknowledged.
+func (h *Acct) supersede(ctx context.Context, u *session.Update) {
+	if !h.SupersedeStale {
+		return
+	}
+	closed, err := Supersede(ctx, h.Store, u)
+	metrics.SessionsSuperseded.Add(float64(len(closed)))
+	for _, k := range closed {
+		h.Log.Debug("stale session superseded", "nas", k.NAS, "acctSessionId", k.ID, "by", u.Session.ID,
+			"user", u.Session.UserName, "framedIp", u.Session.FramedIP)
+	}
+	if err != nil {
+		metrics.SessionsSupersedeErrors.Inc()
+		h.Log.Warn("closing the stale session of a new Start failed", "nas", u.Session.NAS, "acctSessionId", u.Session.ID, "err", err)
+	}
+}
+
+// Supersede closes, through st, the active sessions that the Accounting-Start u replaces
+// and returns their keys. Only a Start with a framed IP and a User-Name can replace one.
+//
+// The close is a Stop at the new session's start time without Acct-Terminate-Cause: the NAS
+// never said why the old session ended, so no cause is invented (Lost-Service is what expiry
+// records, Port-Preempted would claim the NAS preempted it); if the real Stop turns up later
+// it is recorded as the late Stop of a closed session.
+func Supersede(ctx context.Context, st session.Store, u *session.Update) ([]session.Key, error) {
+	in := &u.Session
+	if u.Kind != session.KindStart || !in.FramedIP.IsValid() || in.UserName == "" {
+		return nil, nil
+	}
+	var closed []session.Key
+	for range maxSuperseded {
+		old, err := st.ByFramedIP(ctx, in.FramedIP)
+		if errors.Is(err, session.ErrNotFound) {
+			return closed, nil
+		}
+		if err != nil {
+			return closed, err
+		}
+		// A store that took the Stop without applying it yet (the Cassandra spool) still
+		// shows the session just closed: nothing more to do.
+		if !replaces(in, old) || len(closed) > 0 && old.Key == closed[len(closed)-1] {
+			return closed, nil
+		}
+		stop := &session.Update{Kind: session.KindStop, Session: session.Session{Key: old.Key, LastSeen: in.StartTime}}
+		if err := st.Apply(ctx, stop); err != nil {
+			return closed, err
+		}
+		closed = append(closed, old.Key)
+	}
+	return closed, nil
+}
+
+// replaces reports whether the new session in ends old: another session of the same NAS
+// and user that started earlier.
+func replaces(in, old *session.Session) bool {
+	return old.State == session.Active && old.Key != in.Key && old.NAS == in.NAS &&
+		old.UserName == in.UserName && old.StartTime.Before(in.StartTime)
+}

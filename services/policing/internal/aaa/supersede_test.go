@@ -1,0 +1,224 @@
+package aaa
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2866"
+	"layeh.com/radius/rfc2869"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
+)
+
+var (
+	lineIP = net.IPv4(10, 1, 0, 1)
+	nasA   = net.IPv4(198, 51, 100, 7)
+	nasB   = net.IPv4(198, 51, 100, 8)
+)
+
+func supersedeHandler(t *testing.T) (*Acct, *embedded.Store) {
+	t.Helper()
+	st, err := embedded.Open(embedded.Options{HistorySize: 100, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	h := acctHandler(st, &fakeSource{})
+	h.SupersedeStale = true
+	return h, st
+}
+
+// send serves one accounting request of the line (framed IP lineIP) and requires its answer.
+func send(t *testing.T, h *Acct, status rfc2866.AcctStatusType, id, user string, nasIP net.IP, at time.Time) {
+	t.Helper()
+	w := &recWriter{}
+	h.ServeRADIUS(w, acctRequest(status, id, func(p *radius.Packet) {
+		rfc2865.UserName_SetString(p, user)
+		_ = rfc2865.NASIPAddress_Set(p, nasIP)
+		_ = rfc2865.FramedIPAddress_Set(p, lineIP)
+		_ = rfc2869.EventTimestamp_Set(p, at)
+	}))
+	if len(w.replies) != 1 {
+		t.Fatalf("%v of %s not acknowledged", status, id)
+	}
+}
+
+func TestSupersedeStale(t *testing.T) {
+	start := rfc2866.AcctStatusType_Value_Start
+	cases := []struct {
+		name  string
+		oldAt time.Time // the old session's start; the new one starts at received
+		user  string    // of the new session
+		nas   net.IP    // of the new session
+		off   bool
+		want  bool
+	}{
+		{"same NAS, user and address", received.Add(-time.Hour), "alice", nasA, false, true},
+		{"another user (the NAS reused the address)", received.Add(-time.Hour), "bob", nasA, false, false},
+		{"another NAS (VRF, overlapping pools)", received.Add(-time.Hour), "alice", nasB, false, false},
+		{"the old session started later", received.Add(time.Hour), "alice", nasA, false, false},
+		{"started in the same second", received, "alice", nasA, false, false},
+		{"turned off", received.Add(-time.Hour), "alice", nasA, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h, st := supersedeHandler(t)
+			h.SupersedeStale = !c.off
+			ctx := context.Background()
+			before := testutil.ToFloat64(metrics.SessionsSuperseded)
+			send(t, h, start, "old", "alice", nasA, c.oldAt)
+			send(t, h, start, "new", c.user, c.nas, received)
+			oldKey := session.Key{NAS: nasA.String(), ID: "old"}
+			newKey := session.Key{NAS: c.nas.String(), ID: "new"}
+			_, err := st.Get(ctx, oldKey)
+			if got := errors.Is(err, session.ErrNotFound); got != c.want {
+				t.Fatalf("old session closed: %v, want %v", got, c.want)
+			}
+			if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != map[bool]float64{true: 1}[c.want] {
+				t.Fatalf("superseded delta %v", d)
+			}
+			if !c.want {
+				if st.Len() != 2 {
+					t.Fatalf("%d active sessions, want 2", st.Len())
+				}
+				return
+			}
+			// Gone from every lookup, in the history, and the address is the new session's.
+			if st.Len() != 1 {
+				t.Fatalf("%d active sessions, want 1", st.Len())
+			}
+			if s, err := st.ByFramedIP(ctx, netip.MustParseAddr(lineIP.String())); err != nil || s.Key != newKey {
+				t.Fatalf("ByFramedIP = %v, %v; want the new session", s, err)
+			}
+			if got, _ := st.ByUser(ctx, "alice"); len(got) != 1 || got[0].Key != newKey {
+				t.Fatalf("ByUser = %v", got)
+			}
+			if got, _ := st.ByNAS(ctx, nasA.String()); len(got) != 1 || got[0].Key != newKey {
+				t.Fatalf("ByNAS = %v", got)
+			}
+			hist, _ := st.History(ctx, "alice", 0)
+			if len(hist) != 1 || hist[0].Key != oldKey || hist[0].State != session.Stopped ||
+				!hist[0].StopTime.Equal(received) || hist[0].TerminateCause != 0 {
+				t.Fatalf("history = %+v", hist)
+			}
+			// A late Interim of the superseded session does not bring it back.
+			send(t, h, rfc2866.AcctStatusType_Value_InterimUpdate, "old", "alice", nasA, received.Add(time.Minute))
+			if _, err := st.Get(ctx, oldKey); !errors.Is(err, session.ErrNotFound) || st.Len() != 1 {
+				t.Fatalf("late Interim revived the superseded session: %v, %d active", err, st.Len())
+			}
+		})
+	}
+}
+
+// claimStore holds active sessions that may claim one framed IP together (the embedded store
+// keeps one claimant per shard) and, like it, answers ByFramedIP with the one seen last.
+type claimStore struct {
+	fakeStore
+	active    []*session.Session
+	lookupErr error
+	stopErr   error
+	spooled   bool // a Stop is accepted but not applied yet
+}
+
+func (s *claimStore) ByFramedIP(_ context.Context, ip netip.Addr) (*session.Session, error) {
+	if s.lookupErr != nil {
+		return nil, s.lookupErr
+	}
+	var last *session.Session
+	for _, x := range s.active {
+		if x.FramedIP == ip && (last == nil || x.LastSeen.After(last.LastSeen)) {
+			last = x
+		}
+	}
+	if last == nil {
+		return nil, session.ErrNotFound
+	}
+	c := *last
+	return &c, nil
+}
+
+func (s *claimStore) Apply(ctx context.Context, u *session.Update) error {
+	if u.Kind == session.KindStop {
+		if s.stopErr != nil {
+			return s.stopErr
+		}
+		if !s.spooled {
+			s.active = slices.DeleteFunc(s.active, func(x *session.Session) bool { return x.Key == u.Session.Key })
+		}
+	}
+	return s.fakeStore.Apply(ctx, u)
+}
+
+func claimant(id string, at time.Time) *session.Session {
+	return &session.Session{Key: session.Key{NAS: nasA.String(), ID: id}, UserName: "alice", State: session.Active,
+		FramedIP: netip.MustParseAddr(lineIP.String()), StartTime: at, LastSeen: at}
+}
+
+// kinds lists the updates a store received, e.g. "stop s2, start new".
+func kinds(st *claimStore) []string {
+	var out []string
+	for _, u := range st.updates {
+		out = append(out, u.Kind.String()+" "+u.Session.ID)
+	}
+	return out
+}
+
+// Several stale sessions of the line (each lost its Stop): the Start closes them all, the
+// newest first, as each close reveals the next.
+func TestSupersedeChain(t *testing.T) {
+	st := &claimStore{active: []*session.Session{claimant("s1", received.Add(-2*time.Hour)), claimant("s2", received.Add(-time.Hour))}}
+	h := acctHandler(st, &fakeSource{})
+	h.SupersedeStale = true
+	before := testutil.ToFloat64(metrics.SessionsSuperseded)
+	send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
+	if got := kinds(st); !slices.Equal(got, []string{"stop s2", "stop s1", "start new"}) {
+		t.Fatalf("updates %v", got)
+	}
+	if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != 2 {
+		t.Fatalf("superseded delta %v", d)
+	}
+	if stop := st.updates[0].Session; !stop.LastSeen.Equal(received) || stop.TerminateCause != 0 {
+		t.Fatalf("stop %+v: want at the new Start's time, no cause", stop)
+	}
+
+	// A store that queues the Stop still shows the session: it is closed once, not again.
+	st = &claimStore{active: []*session.Session{claimant("s1", received.Add(-time.Hour))}, spooled: true}
+	h.Store = st
+	send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
+	if got := kinds(st); !slices.Equal(got, []string{"stop s1", "start new"}) {
+		t.Fatalf("spooling store: updates %v", got)
+	}
+}
+
+// The supersede step failing does not fail the Start: it is stored and acknowledged, and the
+// failure is counted.
+func TestSupersedeErrorKeepsStart(t *testing.T) {
+	down := errors.New("store down")
+	for name, st := range map[string]*claimStore{
+		"lookup": {lookupErr: down},
+		"stop":   {active: []*session.Session{claimant("s1", received.Add(-time.Hour))}, stopErr: down},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := acctHandler(st, &fakeSource{})
+			h.SupersedeStale = true
+			before := testutil.ToFloat64(metrics.SessionsSupersedeErrors)
+			send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
+			if got := kinds(st); !slices.Equal(got, []string{"start new"}) {
+				t.Fatalf("updates %v", got)
+			}
+			if d := testutil.ToFloat64(metrics.SessionsSupersedeErrors) - before; d != 1 {
+				t.Fatalf("supersede errors delta %v", d)
+			}
+		})
+	}
+}
