@@ -225,7 +225,7 @@ if [[ $OVERLOAD != 0 ]]; then
 	# created by its first Interim, and a subscriber can hold a few). The Go heap's target
 	# follows. The warm-up reaches that steady state, so that the measured run's RSS shows
 	# growth, not filling.
-	[[ $OVERLOAD_WARMUP == 0 ]] || overload --duration "$OVERLOAD_WARMUP"
+	[[ $OVERLOAD_WARMUP =~ ^0+(\.0*)?(s|ms)?$ ]] || overload --duration "$OVERLOAD_WARMUP" # 0, 0s: none
 	overload --duration "$OVERLOAD_DURATION" \
 		--label "policing-overload-${OVERLOAD}x" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" \
 		--json-out "$OUT/policing-overload.json" --text-out "$OUT/policing-overload.txt"

@@ -3,6 +3,7 @@ package aaa
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
@@ -27,7 +28,7 @@ const maxSuperseded = 4
 // framed-IP lookup points at u and no longer finds them). Its failures are counted and
 // logged, never the Start's: the Start is still stored and acknowledged.
 func (h *Acct) supersede(ctx context.Context, u *session.Update) {
-	if !h.SupersedeStale {
+	if !h.SupersedeStale || u.Kind == session.KindInterim && !h.SupersedeOnInterim {
 		return
 	}
 	closed, err := Supersede(ctx, h.Store, u)
@@ -43,7 +44,10 @@ func (h *Acct) supersede(ctx context.Context, u *session.Update) {
 }
 
 // Supersede closes, through st, the active sessions that the Accounting-Start u replaces
-// and returns their keys. Only a Start with a framed IP and a User-Name can replace one.
+// and returns their keys. Only a Start or an Interim-Update with a framed IP and a User-Name
+// can replace one. An Interim counts because, under loss, it is often the first message of
+// a session whose Start was lost (the store creates the session from it); the Interims of a
+// session already stored find it as the address's freshest claimant and close nothing.
 //
 // The close is a Stop at the new session's start time without Acct-Terminate-Cause: the NAS
 // never said why the old session ended, so no cause is invented (Lost-Service is what expiry
@@ -51,8 +55,12 @@ func (h *Acct) supersede(ctx context.Context, u *session.Update) {
 // it is recorded as the late Stop of a closed session.
 func Supersede(ctx context.Context, st session.Store, u *session.Update) ([]session.Key, error) {
 	in := &u.Session
-	if u.Kind != session.KindStart || !in.FramedIP.IsValid() || in.UserName == "" {
+	if u.Kind == session.KindStop || !in.FramedIP.IsValid() || in.UserName == "" {
 		return nil, nil
+	}
+	started := in.StartTime
+	if u.Kind == session.KindInterim { // as session.Merge estimates it without a Start
+		started = in.LastSeen.Add(-time.Duration(in.SessionTime) * time.Second)
 	}
 	var closed []session.Key
 	for range maxSuperseded {
@@ -65,10 +73,10 @@ func Supersede(ctx context.Context, st session.Store, u *session.Update) ([]sess
 		}
 		// A store that took the Stop without applying it yet (the Cassandra spool) still
 		// shows the session just closed: nothing more to do.
-		if !replaces(in, old) || len(closed) > 0 && old.Key == closed[len(closed)-1] {
+		if !replaces(in, started, old) || len(closed) > 0 && old.Key == closed[len(closed)-1] {
 			return closed, nil
 		}
-		stop := &session.Update{Kind: session.KindStop, Session: session.Session{Key: old.Key, LastSeen: in.StartTime}}
+		stop := &session.Update{Kind: session.KindStop, Session: session.Session{Key: old.Key, LastSeen: started}}
 		if err := st.Apply(ctx, stop); err != nil {
 			return closed, err
 		}
@@ -77,9 +85,11 @@ func Supersede(ctx context.Context, st session.Store, u *session.Update) ([]sess
 	return closed, nil
 }
 
-// replaces reports whether the new session in ends old: another session of the same NAS
-// and user that started earlier.
-func replaces(in, old *session.Session) bool {
+// replaces reports whether the new session in, started at started, ends old: another
+// session of the same NAS and user that started earlier — and not another link of the same
+// multilink bundle (same Acct-Multi-Session-Id), which shares the bundle's address.
+func replaces(in *session.Session, started time.Time, old *session.Session) bool {
+	bundle := in.AcctMultiSessionID != "" && in.AcctMultiSessionID == old.AcctMultiSessionID
 	return old.State == session.Active && old.Key != in.Key && old.NAS == in.NAS &&
-		old.UserName == in.UserName && old.StartTime.Before(in.StartTime)
+		old.UserName == in.UserName && old.StartTime.Before(started) && !bundle
 }

@@ -39,7 +39,7 @@ func supersedeHandler(t *testing.T) (*Acct, *embedded.Store) {
 }
 
 // send serves one accounting request of the line (framed IP lineIP) and requires its answer.
-func send(t *testing.T, h *Acct, status rfc2866.AcctStatusType, id, user string, nasIP net.IP, at time.Time) {
+func send(t *testing.T, h *Acct, status rfc2866.AcctStatusType, id, user string, nasIP net.IP, at time.Time, more ...func(*radius.Packet)) {
 	t.Helper()
 	w := &recWriter{}
 	h.ServeRADIUS(w, acctRequest(status, id, func(p *radius.Packet) {
@@ -47,6 +47,9 @@ func send(t *testing.T, h *Acct, status rfc2866.AcctStatusType, id, user string,
 		_ = rfc2865.NASIPAddress_Set(p, nasIP)
 		_ = rfc2865.FramedIPAddress_Set(p, lineIP)
 		_ = rfc2869.EventTimestamp_Set(p, at)
+		for _, f := range more {
+			f(p)
+		}
 	}))
 	if len(w.replies) != 1 {
 		t.Fatalf("%v of %s not acknowledged", status, id)
@@ -220,5 +223,49 @@ func TestSupersedeErrorKeepsStart(t *testing.T) {
 				t.Fatalf("supersede errors delta %v", d)
 			}
 		})
+	}
+}
+
+// Under loss the first message of a session is often an Interim (its Start was shed): it
+// supersedes like a Start, and the later Interims of a stored session close nothing.
+func TestSupersedeByInterim(t *testing.T) {
+	interim := rfc2866.AcctStatusType_Value_InterimUpdate
+	sessionTime := func(p *radius.Packet) { _ = rfc2866.AcctSessionTime_Set(p, 60) }
+	for _, on := range []bool{true, false} {
+		h, st := supersedeHandler(t)
+		h.SupersedeOnInterim = on
+		ctx := context.Background()
+		before := testutil.ToFloat64(metrics.SessionsSuperseded)
+		send(t, h, rfc2866.AcctStatusType_Value_Start, "old", "alice", nasA, received.Add(-time.Hour))
+		send(t, h, interim, "new", "alice", nasA, received, sessionTime) // its Start was lost
+		_, err := st.Get(ctx, session.Key{NAS: nasA.String(), ID: "old"})
+		if closed := errors.Is(err, session.ErrNotFound); closed != on {
+			t.Fatalf("SupersedeOnInterim=%v: old session closed = %v", on, closed)
+		}
+		if !on {
+			continue
+		}
+		hist, _ := st.History(ctx, "alice", 0)
+		if len(hist) != 1 || !hist[0].StopTime.Equal(received.Add(-time.Minute)) {
+			t.Fatalf("history %+v: want the old session stopped when the new one started (60 s before its Interim)", hist)
+		}
+		for i := 2; i < 5; i++ {
+			send(t, h, interim, "new", "alice", nasA, received.Add(time.Duration(i)*time.Minute), sessionTime)
+		}
+		if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != 1 || st.Len() != 1 {
+			t.Fatalf("superseded %v times, %d active; want 1 and 1", d, st.Len())
+		}
+	}
+}
+
+// The links of a multilink bundle share the bundle's address and Acct-Multi-Session-Id: a
+// new link does not end the others.
+func TestSupersedeSparesMultilink(t *testing.T) {
+	h, st := supersedeHandler(t)
+	bundle := func(p *radius.Packet) { _ = rfc2866.AcctMultiSessionID_SetString(p, "bundle-7") }
+	send(t, h, rfc2866.AcctStatusType_Value_Start, "link1", "alice", nasA, received.Add(-time.Hour), bundle)
+	send(t, h, rfc2866.AcctStatusType_Value_Start, "link2", "alice", nasA, received, bundle)
+	if st.Len() != 2 {
+		t.Fatalf("%d active sessions, want both links", st.Len())
 	}
 }

@@ -83,7 +83,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		n.authLog = aaa.NewAuthLog(authLogger, aaa.AuthLogOptions{})
 		auth.AuthLog = n.authLog
 	}
-	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, SupersedeStale: cfg.Session.SupersedeStale}
+	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, SupersedeStale: cfg.Session.SupersedeStale,
+		SupersedeOnInterim: cfg.Session.SupersedeStale && cfg.Session.InProcess()}
 	if !cfg.Session.InProcess() {
 		acct.StoreTimeout = 3 * time.Second
 	}

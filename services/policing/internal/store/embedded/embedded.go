@@ -32,8 +32,11 @@ type Options struct {
 	// TombstoneTTL is how long a stopped key is remembered so that a late Interim-Update
 	// does not resurrect it. Default 10 minutes.
 	TombstoneTTL time.Duration
-	Log          *slog.Logger
-	Now          func() time.Time
+	// MaxTombstones bounds the keys remembered (default 250,000, about 25 MB): at a high
+	// rate of stopped sessions the oldest are forgotten before TombstoneTTL.
+	MaxTombstones int
+	Log           *slog.Logger
+	Now           func() time.Time
 }
 
 // Store is the embedded store.
@@ -55,9 +58,11 @@ type shard struct {
 	sessions map[session.Key]*session.Session
 	// byUser holds a short list per user (the field sees at most ~40 sessions a user): a
 	// slice costs a fraction of a map per user, in memory and in allocations per Start.
-	byUser  map[string][]session.Key
-	byNAS   map[string]map[session.Key]struct{}
-	stopped map[session.Key]time.Time // tombstones
+	byUser map[string][]session.Key
+	byNAS  map[string]map[session.Key]struct{}
+	// Tombstones in two generations: when the newer one is full it becomes the older one and
+	// the older one is dropped, so their number stays bounded (Options.MaxTombstones).
+	stopped, stoppedOld map[session.Key]time.Time
 }
 
 // ipShard holds the sessions claiming each framed IP, for the addresses hashed to it. Sharded
@@ -85,6 +90,9 @@ func Open(opt Options) (*Store, error) {
 	if opt.TombstoneTTL <= 0 {
 		opt.TombstoneTTL = 10 * time.Minute
 	}
+	if opt.MaxTombstones <= 0 {
+		opt.MaxTombstones = 250_000
+	}
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
@@ -99,6 +107,7 @@ func Open(opt Options) (*Store, error) {
 		sh.byUser = map[string][]session.Key{}
 		sh.byNAS = map[string]map[session.Key]struct{}{}
 		sh.stopped = map[session.Key]time.Time{}
+		sh.stoppedOld = map[session.Key]time.Time{}
 		s.ips[i].claim = map[netip.Addr][]session.Key{}
 	}
 	if opt.SnapshotFile != "" {
@@ -138,7 +147,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 	sh.mu.Lock()
 	cur, ok := sh.sessions[k]
 	if !ok {
-		if _, dead := sh.stopped[k]; dead && u.Kind != session.KindStart {
+		if sh.dead(k) && u.Kind != session.KindStart {
 			sh.mu.Unlock()
 			if u.Kind == session.KindStop {
 				// The Stop of a session already closed (a retransmission, or the real Stop of a
@@ -150,6 +159,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 			return nil
 		}
 		delete(sh.stopped, k)
+		delete(sh.stoppedOld, k)
 		cur = &session.Session{}
 	}
 	was := entryOf(cur)
@@ -161,7 +171,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 			s.active.Add(-1)
 			metrics.SessionsActive.Dec()
 		}
-		sh.stopped[k] = now
+		s.tombstone(sh, k, now)
 		sh.mu.Unlock()
 		s.history.add(cur)
 		return nil
@@ -255,7 +265,7 @@ func (s *Store) closeWhere(sh *shard, keys []session.Key, at time.Time, cause ui
 		}
 		s.unindex(sh, entryOf(x))
 		delete(sh.sessions, k)
-		sh.stopped[k] = at
+		s.tombstone(sh, k, at)
 		x.State, x.StopTime, x.TerminateCause = session.Stopped, at, cause
 		s.history.add(x)
 		n++
@@ -421,9 +431,11 @@ func (s *Store) Sweep() int {
 			}
 		}
 		expired += s.closeWhere(sh, keys, now, terminateCauseLostService)
-		for k, at := range sh.stopped {
-			if now.Sub(at) > s.opt.TombstoneTTL {
-				delete(sh.stopped, k)
+		for _, m := range []map[session.Key]time.Time{sh.stopped, sh.stoppedOld} {
+			for k, at := range m {
+				if now.Sub(at) > s.opt.TombstoneTTL {
+					delete(m, k)
+				}
 			}
 		}
 		sh.mu.Unlock()
@@ -433,6 +445,24 @@ func (s *Store) Sweep() int {
 		s.opt.Log.Info("silent sessions expired", "count", expired)
 	}
 	return expired
+}
+
+// tombstone remembers that k stopped at at (sh locked).
+func (s *Store) tombstone(sh *shard, k session.Key, at time.Time) {
+	if 2*len(sh.stopped) >= s.opt.MaxTombstones/len(s.shards) {
+		sh.stopped, sh.stoppedOld = sh.stoppedOld, sh.stopped
+		clear(sh.stopped)
+	}
+	sh.stopped[k] = at
+}
+
+// dead reports whether k is a remembered stopped session (sh locked).
+func (sh *shard) dead(k session.Key) bool {
+	if _, ok := sh.stopped[k]; ok {
+		return true
+	}
+	_, ok := sh.stoppedOld[k]
+	return ok
 }
 
 func clone(x *session.Session) *session.Session {

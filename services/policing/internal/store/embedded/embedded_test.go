@@ -635,3 +635,32 @@ func TestSnapshotDuplicateKey(t *testing.T) {
 		t.Fatalf("Len %d after the Stop", s.Len())
 	}
 }
+
+// At a high rate of stopped sessions the tombstones stay bounded: the oldest generation is
+// forgotten first, the recent ones still keep late Interims out.
+func TestTombstonesBounded(t *testing.T) {
+	s, _ := open(t, Options{Shards: 4, HistorySize: 10, MaxTombstones: 400})
+	const n = 5000
+	for i := 0; i < n; i++ {
+		k := key("bng", fmt.Sprint(i))
+		apply(t, s, session.KindStart, k, user("u", ""))
+		apply(t, s, session.KindStop, k, nil)
+	}
+	total := 0
+	for i := range s.shards {
+		total += len(s.shards[i].stopped) + len(s.shards[i].stoppedOld)
+	}
+	if total > 400 || total < 100 {
+		t.Fatalf("%d tombstones after %d stops, want at most MaxTombstones (400) and a useful share of it", total, n)
+	}
+	last := key("bng", fmt.Sprint(n-1))
+	apply(t, s, session.KindInterim, last, user("u", ""))
+	if _, err := s.Get(ctx, last); !errors.Is(err, session.ErrNotFound) {
+		t.Fatal("late Interim of the newest stopped session resurrected it")
+	}
+	first := key("bng", "0")
+	apply(t, s, session.KindInterim, first, user("u", ""))
+	if _, err := s.Get(ctx, first); err != nil {
+		t.Fatal("the oldest tombstone should have been forgotten")
+	}
+}
