@@ -86,7 +86,7 @@ type Subscribers struct {
 type SessionStore struct {
 	Store  string `json:"store"` // embedded, cassandra, hybrid, none
 	Expiry Expiry `json:"expiry"`
-	// SupersedeStale: an Accounting-Start closes the older active session of the same NAS,
+	// SupersedeStale (embedded store): a new session closes the older active one of the same NAS,
 	// User-Name and framed IP (its Stop was lost; docs/configuration.md).
 	SupersedeStale bool      `json:"supersedeStale"`
 	Embedded       Embedded  `json:"embedded"`
