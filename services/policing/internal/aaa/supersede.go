@@ -59,7 +59,13 @@ func Supersede(ctx context.Context, st session.Store, u *session.Update) ([]sess
 		return nil, nil
 	}
 	started := in.StartTime
-	if u.Kind == session.KindInterim { // as session.Merge estimates it without a Start
+	if u.Kind == session.KindInterim {
+		// Its session's start is its time less Acct-Session-Time. Without that attribute it is
+		// unknown: the Interim could be a late one of the very session a newer one replaced,
+		// and would close the newer one.
+		if in.SessionTime == 0 {
+			return nil, nil
+		}
 		started = in.LastSeen.Add(-time.Duration(in.SessionTime) * time.Second)
 	}
 	var closed []session.Key

@@ -269,3 +269,22 @@ func TestSupersedeSparesMultilink(t *testing.T) {
 		t.Fatalf("%d active sessions, want both links", st.Len())
 	}
 }
+
+// A late Interim of a superseded session must not close the session that replaced it: with
+// Acct-Session-Time its start is known to be the older one; without, it supersedes nothing.
+func TestLateInterimDoesNotSupersedeItsSuccessor(t *testing.T) {
+	interim := rfc2866.AcctStatusType_Value_InterimUpdate
+	for name, more := range map[string][]func(*radius.Packet){
+		"with Acct-Session-Time": {func(p *radius.Packet) { _ = rfc2866.AcctSessionTime_Set(p, 3660) }},
+		"without":                nil,
+	} {
+		h, st := supersedeHandler(t)
+		h.SupersedeOnInterim = true
+		send(t, h, rfc2866.AcctStatusType_Value_Start, "old", "alice", nasA, received.Add(-time.Hour))
+		send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
+		send(t, h, interim, "old", "alice", nasA, received.Add(time.Minute), more...)
+		if _, err := st.Get(context.Background(), session.Key{NAS: nasA.String(), ID: "new"}); err != nil {
+			t.Fatalf("%s: the late Interim of the superseded session closed its successor: %v", name, err)
+		}
+	}
+}
