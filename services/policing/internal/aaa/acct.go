@@ -36,10 +36,9 @@ type Acct struct {
 	// Forward, when set, passes the request on after local processing succeeded (the
 	// accounting proxy, docs/proxy.md); an error means the NAS gets no reply.
 	Forward func(ctx context.Context, r *radiusd.Request) error
-	// SupersedeStale closes the stale session a Start replaces (supersede.go);
-	// SupersedeOnInterim also lets an Interim do it (a lookup per Interim: for stores whose
-	// lookups are in memory).
-	SupersedeStale, SupersedeOnInterim bool
+	// SupersedeStale closes the stale session a Start or Interim replaces (supersede.go): a
+	// lookup per Interim, for stores whose lookups are in memory.
+	SupersedeStale bool
 }
 
 // Acct-Status-Type values (RFC 2866 §5.1).

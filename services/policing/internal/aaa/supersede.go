@@ -28,7 +28,7 @@ const maxSuperseded = 4
 // framed-IP lookup points at u and no longer finds them). Its failures are counted and
 // logged, never the Start's: the Start is still stored and acknowledged.
 func (h *Acct) supersede(ctx context.Context, u *session.Update) {
-	if !h.SupersedeStale || u.Kind == session.KindInterim && !h.SupersedeOnInterim {
+	if !h.SupersedeStale {
 		return
 	}
 	closed, err := Supersede(ctx, h.Store, u)

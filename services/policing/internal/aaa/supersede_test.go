@@ -233,14 +233,14 @@ func TestSupersedeByInterim(t *testing.T) {
 	sessionTime := func(p *radius.Packet) { _ = rfc2866.AcctSessionTime_Set(p, 60) }
 	for _, on := range []bool{true, false} {
 		h, st := supersedeHandler(t)
-		h.SupersedeOnInterim = on
+		h.SupersedeStale = on
 		ctx := context.Background()
 		before := testutil.ToFloat64(metrics.SessionsSuperseded)
 		send(t, h, rfc2866.AcctStatusType_Value_Start, "old", "alice", nasA, received.Add(-time.Hour))
 		send(t, h, interim, "new", "alice", nasA, received, sessionTime) // its Start was lost
 		_, err := st.Get(ctx, session.Key{NAS: nasA.String(), ID: "old"})
 		if closed := errors.Is(err, session.ErrNotFound); closed != on {
-			t.Fatalf("SupersedeOnInterim=%v: old session closed = %v", on, closed)
+			t.Fatalf("SupersedeStale=%v: old session closed = %v", on, closed)
 		}
 		if !on {
 			continue
@@ -279,7 +279,6 @@ func TestLateInterimDoesNotSupersedeItsSuccessor(t *testing.T) {
 		"without":                nil,
 	} {
 		h, st := supersedeHandler(t)
-		h.SupersedeOnInterim = true
 		send(t, h, rfc2866.AcctStatusType_Value_Start, "old", "alice", nasA, received.Add(-time.Hour))
 		send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
 		send(t, h, interim, "old", "alice", nasA, received.Add(time.Minute), more...)

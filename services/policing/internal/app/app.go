@@ -85,8 +85,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	}
 	// Superseding writes a Stop that, on Cassandra, can race the old session's last messages
 	// in another DC (the row is read, merged and written): in-process stores only for now.
-	supersede := cfg.Session.SupersedeStale && cfg.Session.InProcess()
-	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, SupersedeStale: supersede, SupersedeOnInterim: supersede}
+	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log,
+		SupersedeStale: cfg.Session.SupersedeStale && cfg.Session.InProcess()}
 	if !cfg.Session.InProcess() {
 		acct.StoreTimeout = 3 * time.Second
 	}
