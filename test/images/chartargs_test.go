@@ -3,7 +3,6 @@ package images
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,24 +34,11 @@ func TestOperatorAcceptsChartArgs(t *testing.T) {
 
 	// the operator binary, from the image's layers
 	layout := filepath.Join(dir, "openaaa-operator")
-	var index struct {
-		Manifests []descriptor `json:"manifests"`
+	index := readIndex(t, layout)
+	if len(index.Manifests) == 0 {
+		t.Fatal("index.json: no manifest")
 	}
-	raw, _ := os.ReadFile(filepath.Join(layout, "index.json"))
-	if err := json.Unmarshal(raw, &index); err != nil || len(index.Manifests) == 0 {
-		t.Fatalf("index.json: %v", err)
-	}
-	var manifest struct {
-		Config descriptor   `json:"config"`
-		Layers []descriptor `json:"layers"`
-	}
-	if err := json.Unmarshal(blob(t, layout, index.Manifests[0]), &manifest); err != nil {
-		t.Fatal(err)
-	}
-	var cfg imageConfig
-	if err := json.Unmarshal(blob(t, layout, manifest.Config), &cfg); err != nil {
-		t.Fatal(err)
-	}
+	manifest, cfg := readImage(t, layout, index.Manifests[0])
 	fs := files(t, layout, manifest.Layers, cfg.RootFS.DiffIDs)
 	exe := filepath.Join(t.TempDir(), "openaaa-operator")
 	if err := os.WriteFile(exe, []byte(fs["/usr/local/bin/openaaa-operator"].PAXRecords["content"]), 0o755); err != nil {

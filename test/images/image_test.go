@@ -82,6 +82,43 @@ func blob(t *testing.T, layout string, d descriptor) []byte {
 }
 
 // files reads the layers into path -> (header, content), later layers winning.
+type imageIndex struct {
+	Manifests []descriptor `json:"manifests"`
+}
+
+type imageManifest struct {
+	Config descriptor   `json:"config"`
+	Layers []descriptor `json:"layers"`
+}
+
+// readIndex reads an OCI layout's index.json.
+func readIndex(t *testing.T, layout string) imageIndex {
+	t.Helper()
+	var index imageIndex
+	raw, err := os.ReadFile(filepath.Join(layout, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &index); err != nil {
+		t.Fatalf("index.json: %v", err)
+	}
+	return index
+}
+
+// readImage reads what an index entry points at: the manifest and the image configuration.
+func readImage(t *testing.T, layout string, d descriptor) (imageManifest, imageConfig) {
+	t.Helper()
+	var manifest imageManifest
+	if err := json.Unmarshal(blob(t, layout, d), &manifest); err != nil {
+		t.Fatal(err)
+	}
+	var cfg imageConfig
+	if err := json.Unmarshal(blob(t, layout, manifest.Config), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return manifest, cfg
+}
+
 func files(t *testing.T, layout string, layers []descriptor, diffIDs []string) map[string]*tar.Header {
 	t.Helper()
 	out := map[string]*tar.Header{}
@@ -130,29 +167,12 @@ func TestImages(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(layout, "oci-layout")); err != nil || !strings.Contains(string(b), `"imageLayoutVersion":"1.0.0"`) {
 				t.Fatalf("oci-layout: %s %v", b, err)
 			}
-			var index struct {
-				SchemaVersion int          `json:"schemaVersion"`
-				Manifests     []descriptor `json:"manifests"`
-			}
-			raw, err := os.ReadFile(filepath.Join(layout, "index.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(raw, &index); err != nil || len(index.Manifests) != 1 {
-				t.Fatalf("index.json: %v, %d manifests", err, len(index.Manifests))
+			index := readIndex(t, layout)
+			if len(index.Manifests) != 1 {
+				t.Fatalf("index.json: %d manifests", len(index.Manifests))
 			}
 			tag := index.Manifests[0].Annotations["org.opencontainers.image.ref.name"]
-			var manifest struct {
-				Config descriptor   `json:"config"`
-				Layers []descriptor `json:"layers"`
-			}
-			if err := json.Unmarshal(blob(t, layout, index.Manifests[0]), &manifest); err != nil {
-				t.Fatal(err)
-			}
-			var cfg imageConfig
-			if err := json.Unmarshal(blob(t, layout, manifest.Config), &cfg); err != nil {
-				t.Fatal(err)
-			}
+			manifest, cfg := readImage(t, layout, index.Manifests[0])
 
 			// a non-root user that exists in /etc/passwd
 			uidStr, _, _ := strings.Cut(cfg.Config.User, ":")
@@ -250,12 +270,9 @@ func TestUmociUnpacks(t *testing.T) {
 	for _, name := range []string{"policing", "openaaa-operator"} {
 		t.Run(name, func(t *testing.T) {
 			layout := filepath.Join(dir, name)
-			var index struct {
-				Manifests []descriptor `json:"manifests"`
-			}
-			raw, _ := os.ReadFile(filepath.Join(layout, "index.json"))
-			if err := json.Unmarshal(raw, &index); err != nil || len(index.Manifests) == 0 {
-				t.Fatalf("index.json: %v", err)
+			index := readIndex(t, layout)
+			if len(index.Manifests) == 0 {
+				t.Fatal("index.json: no manifest")
 			}
 			tag := index.Manifests[0].Annotations["org.opencontainers.image.ref.name"]
 			bundle := filepath.Join(t.TempDir(), "bundle")
@@ -271,7 +288,7 @@ func TestUmociUnpacks(t *testing.T) {
 					Args []string `json:"args"`
 				} `json:"process"`
 			}
-			raw, err = os.ReadFile(filepath.Join(bundle, "config.json"))
+			raw, err := os.ReadFile(filepath.Join(bundle, "config.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
