@@ -74,6 +74,16 @@ func openStore(t *testing.T, ks string, o cassandra.Options) *cassandra.Store {
 	return st
 }
 
+// migratedStore opens a store on a fresh migrated keyspace, closed when the test ends.
+func migratedStore(t *testing.T, o cassandra.Options) *cassandra.Store {
+	t.Helper()
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	st := openStore(t, ks, o)
+	t.Cleanup(func() { st.Close(context.Background()) })
+	return st
+}
+
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func start(nas, id, user, ip string, at time.Time) *session.Update {
@@ -106,10 +116,7 @@ func ctx(t *testing.T) context.Context {
 
 func TestSessionFlowAndLookups(t *testing.T) {
 	cassandratest.Skip(t, cluster)
-	ks := keyspace(t)
-	migrateKS(t, ks)
-	st := openStore(t, ks, cassandra.Options{})
-	defer st.Close(context.Background())
+	st := migratedStore(t, cassandra.Options{})
 	c := ctx(t)
 
 	must := func(err error) {
@@ -240,10 +247,7 @@ func TestHistoryTTLAndAuthLog(t *testing.T) {
 
 func TestAccountingOnClosesNAS(t *testing.T) {
 	cassandratest.Skip(t, cluster)
-	ks := keyspace(t)
-	migrateKS(t, ks)
-	st := openStore(t, ks, cassandra.Options{})
-	defer st.Close(context.Background())
+	st := migratedStore(t, cassandra.Options{})
 	c := ctx(t)
 	for i := range 5 {
 		if err := st.Apply(c, start("nasA", fmt.Sprintf("a%d", i), fmt.Sprintf("u%d", i), fmt.Sprintf("10.1.0.%d", i+1), t0)); err != nil {
@@ -274,10 +278,7 @@ func TestAccountingOnClosesNAS(t *testing.T) {
 // sessions, and the framed-IP lookup points at the new session.
 func TestSupersedeStale(t *testing.T) {
 	cassandratest.Skip(t, cluster)
-	ks := keyspace(t)
-	migrateKS(t, ks)
-	st := openStore(t, ks, cassandra.Options{})
-	defer st.Close(context.Background())
+	st := migratedStore(t, cassandra.Options{})
 	c := ctx(t)
 	if err := st.Apply(c, start("nas1", "old", "alice", "10.0.0.1", t0)); err != nil {
 		t.Fatal(err)
@@ -353,10 +354,7 @@ func metricValue(m *dto.Metric) float64 {
 
 func TestNoOpWriteSkipped(t *testing.T) {
 	cassandratest.Skip(t, cluster)
-	ks := keyspace(t)
-	migrateKS(t, ks)
-	st := openStore(t, ks, cassandra.Options{})
-	defer st.Close(context.Background())
+	st := migratedStore(t, cassandra.Options{})
 	c := ctx(t)
 	if err := st.Apply(c, start("nas1", "s1", "dave", "10.3.0.1", t0)); err != nil {
 		t.Fatal(err)
