@@ -21,6 +21,11 @@
 #   BENCH_OVERLOAD_CONCURRENCY=32768  most sessions in progress in the overload run
 #   BENCH_OVERLOAD_USERS=50000        subscribers of the overload phase (its own population, at
 #                          least BENCH_OVERLOAD_CONCURRENCY: a subscriber is in one session at a time)
+#   BENCH_OVERLOAD_ROUNDS=3  measured rounds of the overload phase, each a closed-loop maximum on
+#                          the populated store, the open loop at 1×, then the overload run; the
+#                          goodput targets on the medians
+#   BENCH_OVERLOAD_REWARM=20s  unmeasured overload before each measured one (0: none), refilling
+#                          the store the closed loop and the 1× run emptied
 #   BENCH_CEILING=1        0: skip the no-op store run
 #   BENCH_PIN=overload     overload | all | none: pin the server to CPU 1 and the generator to CPU 0
 #                          (taskset) for the overload phase, for every run, or never. See below.
@@ -45,6 +50,8 @@ OVERLOAD_DURATION=${BENCH_OVERLOAD_DURATION:-$DURATION}
 OVERLOAD_WARMUP=${BENCH_OVERLOAD_WARMUP:-60s}
 OVERLOAD_CONC=${BENCH_OVERLOAD_CONCURRENCY:-32768}
 OVERLOAD_USERS=${BENCH_OVERLOAD_USERS:-50000}
+OVERLOAD_ROUNDS=${BENCH_OVERLOAD_ROUNDS:-3}
+OVERLOAD_REWARM=${BENCH_OVERLOAD_REWARM:-20s}
 CEILING=${BENCH_CEILING:-1}
 PROFILE=${BENCH_PROFILE:-0}
 PIN=${BENCH_PIN:-overload}
@@ -62,6 +69,7 @@ export FREERADIUS_HOME=$OUT/freeradius
 
 [[ -x $LOADGEN && -x $POLICING ]] || { echo "bench: build first (make build)" >&2; exit 1; }
 [[ $ROUNDS -ge 1 ]] || { echo "bench: BENCH_ROUNDS must be ≥ 1" >&2; exit 1; }
+[[ $OVERLOAD_ROUNDS -ge 1 ]] || { echo "bench: BENCH_OVERLOAD_ROUNDS must be ≥ 1" >&2; exit 1; }
 if [[ $OVERLOAD != 0 && $OVERLOAD_USERS -lt $OVERLOAD_CONC ]]; then
 	echo "bench: BENCH_OVERLOAD_USERS ($OVERLOAD_USERS) below BENCH_OVERLOAD_CONCURRENCY ($OVERLOAD_CONC): the population, not the concurrency, would bound the offered rate" >&2
 fi
@@ -82,7 +90,7 @@ trap cleanup EXIT INT TERM
 # Same subscribers in both servers.
 printf '%s\n' "$SECRET" >"$OUT/secret"
 "$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" --freeradius "$OUT/users" >/dev/null
-POP_USERS=$USERS # the population of the runs (the overload phase has its own)
+POP=(--users "$USERS") # the population of the runs (the overload phase has its own)
 
 cat >"$OUT/policing.yaml" <<EOF
 log: {level: warn, format: json}
@@ -99,7 +107,7 @@ EOF
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
 	echo "freeradius: $(/usr/sbin/freeradius -v 2>/dev/null | sed -n '1s/.*Version \([0-9.]*\).*/\1/p'), $FR_THREADS threads, files + detail; policing: $("$POLICING" version 2>/dev/null | head -1)"
-	echo "load: aaa-loadgen $MODE, $INTERIMS interims, concurrency $CONC, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $USERS users (overload: $OVERLOAD_USERS users, up to $OVERLOAD_CONC sessions in progress, $OVERLOAD_WARMUP warm-up); pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "load: aaa-loadgen $MODE, $INTERIMS interims, concurrency $CONC, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $USERS users (overload: $OVERLOAD_USERS users, up to $OVERLOAD_CONC sessions in progress, $OVERLOAD_WARMUP warm-up, $OVERLOAD_ROUNDS rounds with $OVERLOAD_REWARM re-warm); pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 machine | tee "$OUT/machine.txt"
 
@@ -151,9 +159,9 @@ run() {
 	local label=$1 file=$2 target=$3 pid=$4
 	shift 4
 	"${GEN_PIN[@]}" "$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-		--users "$POP_USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
+		"${POP[@]}" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
 	"${GEN_PIN[@]}" "$LOADGEN" run --target "$target" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-		--users "$POP_USERS" --concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet \
+		"${POP[@]}" --concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet \
 		--server-pid "$pid" --json-out "$OUT/$file.json" --text-out "$OUT/$file.txt" "$@" >/dev/null
 	echo "bench: $("$LOADGEN" summary "$OUT/$file.json")"
 }
@@ -194,44 +202,68 @@ if [[ $OVERLOAD != 0 ]]; then
 	# comparison with FreeRADIUS). With more subscribers than OVERLOAD_CONC, the concurrency
 	# bounds the run, and each subscriber's next session starts seconds after its last one
 	# (Event-Timestamp has 1 s resolution: a new Start then supersedes the session whose Stop
-	# policing shed).
-	POP_USERS=$OVERLOAD_USERS
-	"$LOADGEN" subscribers --users "$POP_USERS" --policing "$OUT/subscribers-overload.yaml" >/dev/null
+	# policing shed). The closed-loop maxima of the rounds run on USERS more subscribers
+	# (numbered after the overload's): a subscriber of the overload would have its stale
+	# sessions closed by its next closed-loop session, and the maximum would be measured on a
+	# store being emptied.
+	"$LOADGEN" subscribers --users "$((OVERLOAD_USERS + USERS))" --policing "$OUT/subscribers-overload.yaml" >/dev/null
+	awk -v from="$((OVERLOAD_USERS + 1))" -v to="$((OVERLOAD_USERS + USERS))" \
+		'BEGIN { for (i = from; i <= to; i++) printf "user%05d pass%05d\n", i, i }' >"$OUT/users-max.txt"
+	OVERLOAD_POP=(--users "$OVERLOAD_USERS")
+	POP=(--users-file "$OUT/users-max.txt")
 	# The overload client gives up on a request after 300 ms (below); as docs/configuration.md
 	# says of a real NAS, radius.maxQueueWait must be below that, or policing spends its CPU
 	# on answers no one waits for.
 	start_policing --set radius.maxQueueWait=250ms --set "subscribers.file=$OUT/subscribers-overload.yaml"
+	# The offered rate: OVERLOAD × the maximum, in the pinned setup measured here on the fresh
+	# store (a closed-loop run like the A/B ones), else the A/B median.
 	if [[ $PIN == overload && ${#SERVER_PIN[@]} -gt 0 ]]; then
-		# The maximum in the pinned setup: a closed-loop run like the A/B ones.
 		run policing-pinned "policing-pinned" "127.0.0.1:$POL_PORT" "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma
 		max=$("$LOADGEN" summary --median-tps "$OUT/policing-pinned.json")
-		COMPARE+=(--overload-max "$OUT/policing-pinned.json")
+		COMPARE+=(--rate-base "$OUT/policing-pinned.json")
 	else
 		max=$("$LOADGEN" summary --median-tps "$OUT"/policing-[0-9]*.json)
-		"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-			--users "$POP_USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
 	fi
 	rate=$(awk -v m="$max" -v f="$OVERLOAD" 'BEGIN{printf "%d", m*f}')
 	# Open loop (asynchronous, no retransmission): up to OVERLOAD_CONC sessions in progress and a
 	# short timeout, so that sessions whose requests the server dropped are soon free to send
 	# again and the offered rate really reaches the server.
-	overload() { # extra aaa-loadgen flags
+	openloop() { # RATE, extra aaa-loadgen flags
+		local r=$1
+		shift
 		"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$POL_PORT" --secret-file "$OUT/secret" --mode "$MODE" --interims "$INTERIMS" \
-			--users "$POP_USERS" --rate "$rate" --concurrency "$OVERLOAD_CONC" --timeout 300ms --require-reply-ma --quiet "$@" >/dev/null
+			"${OVERLOAD_POP[@]}" --rate "$r" --concurrency "$OVERLOAD_CONC" --timeout 300ms --require-reply-ma --quiet "$@" >/dev/null
 	}
+	overload() { openloop "$rate" "$@"; }
 	# From a cold start the store fills for about a minute at 2×: the sessions in progress,
 	# and per subscriber the sessions whose Stop was shed, until a later Start of the
 	# subscriber gets through and supersedes them (when its Start was shed too, a session is
 	# created by its first Interim, and a subscriber can hold a few). The Go heap's target
-	# follows. The warm-up reaches that steady state, so that the measured run's RSS shows
+	# follows. The warm-up reaches that steady state, so that the measured runs' RSS shows
 	# growth, not filling.
 	[[ $OVERLOAD_WARMUP =~ ^0+(\.0*)?(s|ms)?$ ]] || overload --duration "$OVERLOAD_WARMUP" # 0, 0s: none
-	overload --duration "$OVERLOAD_DURATION" \
-		--label "policing-overload-${OVERLOAD}x" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" \
-		--json-out "$OUT/policing-overload.json" --text-out "$OUT/policing-overload.txt"
-	echo "bench: $("$LOADGEN" summary "$OUT/policing-overload.json") (offered ${OVERLOAD}× $max/s)"
+	# Rounds: the maximum on the store as the overload leaves it (its sessions, a full
+	# duplicate cache), the same open loop as the overload at 1× (the workload of the
+	# overload — tens of thousands of sessions in progress, no retransmission — at the
+	# maximum), then the overload. Pairing each overload run with references measured just
+	# before on the same store keeps a drift of the shared machine's speed out of the ratios;
+	# the targets are on the medians of the rounds.
+	for i in $(seq 1 "$OVERLOAD_ROUNDS"); do
+		run "policing-max-$i" "policing-max-$i" "127.0.0.1:$POL_PORT" "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma
+		openloop "$max" --duration "$OVERLOAD_DURATION" \
+			--label "policing-open-1x-$i" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" \
+			--json-out "$OUT/policing-open-1x-$i.json" --text-out "$OUT/policing-open-1x-$i.txt"
+		echo "bench: $("$LOADGEN" summary "$OUT/policing-open-1x-$i.json") (offered 1× $max/s)"
+		# At 1× most sessions complete, and their Starts supersede the stale ones: the store
+		# shrinks. Refill it before measuring, or the RSS of the run would show the refill.
+		[[ $OVERLOAD_REWARM =~ ^0+(\.0*)?(s|ms)?$ ]] || overload --duration "$OVERLOAD_REWARM"
+		overload --duration "$OVERLOAD_DURATION" \
+			--label "policing-overload-${OVERLOAD}x-$i" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" \
+			--json-out "$OUT/policing-overload-$i.json" --text-out "$OUT/policing-overload-$i.txt"
+		echo "bench: $("$LOADGEN" summary "$OUT/policing-overload-$i.json") (offered ${OVERLOAD}× $max/s)"
+		COMPARE+=(--overload-max "$OUT/policing-max-$i.json" --overload-1x "$OUT/policing-open-1x-$i.json" --overload "$OUT/policing-overload-$i.json")
+	done
 	stop_policing
-	COMPARE+=(--overload "$OUT/policing-overload.json")
 fi
 
 echo

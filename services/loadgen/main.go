@@ -490,13 +490,17 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: aaa-loadgen compare [--ceiling FILE]... [--overload FILE]... [--json] RUN.json...")
+		fmt.Fprintln(stderr, "usage: aaa-loadgen compare [--ceiling FILE]... [--overload FILE]... [--overload-max FILE]... [--overload-1x FILE]... [--rate-base FILE] [--json] RUN.json...")
 		fmt.Fprintln(stderr, "Runs carry two labels: the first label seen is the baseline A, the other the candidate B; runs pair up in order.")
 		fs.PrintDefaults()
 	}
 	var ceiling, overload listFlag
 	var asJSON bool
-	overloadMax := fs.String("overload-max", "", "JSON report of the closed-loop run that gives the maximum for the overload runs (default: the candidate's median)")
+	var overloadMax listFlag
+	fs.Var(&overloadMax, "overload-max", "JSON report of a closed-loop run that gives the maximum for the overload runs (default: the candidate's median); repeatable: one per --overload, paired in order")
+	var at1x listFlag
+	fs.Var(&at1x, "overload-1x", "JSON report of an open-loop run at 1× the rate base, the same workload as the overload; repeatable: one per --overload, paired in order")
+	rateBase := fs.String("rate-base", "", "JSON report of the closed-loop run the overload's offered rate was derived from, when not the --overload-max runs")
 	fs.Var(&ceiling, "ceiling", "JSON report of a ceiling run (e.g. policing with the no-op store); repeatable")
 	fs.Var(&overload, "overload", "JSON report of an open-loop overload run; repeatable")
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as JSON")
@@ -530,12 +534,28 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *overloadMax != "" {
-		m, err := report.ReadReport(*overloadMax)
+	// Reports paired with the overload runs: the maxima and the runs at 1×.
+	for _, p := range []struct {
+		paths listFlag
+		set   func(...*report.Report) error
+	}{{overloadMax, c.SetOverloadMax}, {at1x, c.SetAt1x}} {
+		if len(p.paths) == 0 {
+			continue
+		}
+		rs, err := read(p.paths)
 		if err != nil {
 			return err
 		}
-		c.SetOverloadMax(m)
+		if err := p.set(rs...); err != nil {
+			return err
+		}
+	}
+	if *rateBase != "" {
+		b, err := report.ReadReport(*rateBase)
+		if err != nil {
+			return err
+		}
+		c.SetRateBase(b)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)

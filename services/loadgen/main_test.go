@@ -108,6 +108,30 @@ func TestSubscribersAndCompareCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "| **median** | 200.0 |") {
 		t.Fatalf("%d\n%s\n%s", code, out, stderr)
 	}
+
+	// Overload rounds: each run against its own maximum and its run at 1×.
+	mk := func(name string, tps float64) string {
+		f := filepath.Join(dir, name+".json")
+		r := &report.Report{Label: name, IncomingTPS: tps, Latency: map[string]report.Latency{report.KeyAll: {P99: 1}}}
+		population.WriteFile(f, r.WriteJSON)
+		return f
+	}
+	args := append([]string{"compare",
+		"--overload", mk("over-1", 90), "--overload-max", mk("max-1", 100), "--overload-1x", mk("at1x-1", 80),
+		"--overload", mk("over-2", 50), "--overload-max", mk("max-2", 100), "--overload-1x", mk("at1x-2", 100),
+		"--rate-base", mk("fresh", 120)}, files...)
+	out, stderr, code = lg(t, args...)
+	for _, want := range []string{"= 90.0% of the measured maximum 100.0/s (max-1)", "112.5% of that", "= 50.0% of the measured maximum 100.0/s (max-2)",
+		"maximum 120.0/s (fresh", "| overload goodput ≥ 90% of max | 70.0% (median of 2 rounds: 90.0, 50.0) | no |"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("%d: output lacks %q\n%s\n%s", code, want, out, stderr)
+		}
+	}
+	// One maximum per overload run, or one for all.
+	if _, _, code := lg(t, append([]string{"compare", "--overload", mk("o1", 1), "--overload", mk("o2", 1),
+		"--overload-max", mk("m1", 1), "--overload-max", mk("m2", 1), "--overload-max", mk("m3", 1)}, files...)...); code == 0 {
+		t.Error("3 maxima for 2 overload runs: exit 0")
+	}
 }
 
 func freePortPair(t *testing.T) int {

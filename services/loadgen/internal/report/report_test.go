@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -192,13 +193,87 @@ func TestSetOverloadMax(t *testing.T) {
 	if g := c.Overload[0].GoodputPct; !near(g, 45) {
 		t.Fatalf("goodput vs the median %v, want 45", g)
 	}
-	c.SetOverloadMax(mk("pinned", 10000, 1, 1, 1))
+	if err := c.SetOverloadMax(mk("pinned", 10000, 1, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
 	if o := c.Overload[0]; !near(o.GoodputPct, 90) || o.MaxLabel != "pinned" {
 		t.Fatalf("goodput vs the pinned maximum: %+v", o)
 	}
 	for _, chk := range c.Targets {
 		if strings.HasPrefix(chk.Name, "overload goodput") && !chk.Met {
 			t.Errorf("90%% not met: %+v", chk)
+		}
+	}
+}
+
+// Rounds: each overload run against the maximum measured just before it; the target on the
+// median goodput; RSS flat in every round; the rate base reported beside.
+func TestOverloadRounds(t *testing.T) {
+	var over, maxes []*Report
+	for i, x := range [][2]float64{{9000, 10000}, {8000, 10000}, {9600, 10000}} {
+		o := mk("overload", x[0], 1, 1, 1)
+		o.Servers = []Process{{RSSBefore: 100 << 20, RSSMid: 100 << 20, RSSAfter: 101 << 20}}
+		if i == 2 {
+			o.Servers[0].RSSAfter = 200 << 20 // grew
+		}
+		over = append(over, o)
+		maxes = append(maxes, mk(fmt.Sprintf("max-%d", i+1), x[1], 1, 1, 1))
+	}
+	c, err := Compare([]*Report{mk("a", 100, 1, 1, 1), mk("b", 20000, 1, 1, 1)}, nil, over)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetOverloadMax(maxes[:2]...); err == nil {
+		t.Fatal("2 maxima for 3 runs accepted")
+	}
+	if err := c.SetOverloadMax(maxes...); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.Overload[1]; !near(o.GoodputPct, 80) || o.MaxLabel != "max-2" {
+		t.Fatalf("round 2: %+v", o)
+	}
+	c.SetRateBase(mk("fresh", 12000, 1, 1, 1))
+	if b := c.RateBase; !near(b.AnsweredPerSec, 9000) || !near(b.GoodputPct, 75) {
+		t.Fatalf("rate base %+v", b)
+	}
+	met := map[string]TargetCheck{}
+	for _, chk := range c.Targets {
+		met[chk.Name] = chk
+	}
+	if g := met["overload goodput ≥ 90% of max"]; !g.Met || !strings.Contains(g.Value, "90.0% (median of 3 rounds: 90.0, 80.0, 96.0)") {
+		t.Errorf("goodput check %+v", g)
+	}
+	if r := met["overload RSS flat (second half)"]; r.Met {
+		t.Errorf("RSS grew in round 3, yet flat: %+v", r)
+	}
+	// The same open loop at 1× before each round: 2× answered against it.
+	var at1x []*Report
+	for _, a := range []float64{10000, 8000, 12000} {
+		at1x = append(at1x, mk("overload-1x", a, 1, 1, 1))
+	}
+	if err := c.SetAt1x(at1x[:1]...); err == nil {
+		t.Fatal("1 run at 1× for 3 accepted")
+	}
+	if err := c.SetAt1x(at1x...); err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Overload[1].At1x; a == nil || !near(a.GoodputPct, 100) || !near(a.AnsweredPerSec, 8000) {
+		t.Fatalf("round 2 at 1×: %+v", a)
+	}
+	met = map[string]TargetCheck{}
+	for _, chk := range c.Targets {
+		met[chk.Name] = chk
+	}
+	if g := met["overload goodput ≥ 90% of the open loop at 1× (same workload)"]; !g.Met || !strings.Contains(g.Value, "90.0% (median of 3 rounds: 90.0, 100.0, 80.0)") {
+		t.Errorf("1× goodput check %+v", g)
+	}
+	var b bytes.Buffer
+	if err := c.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"maximum 12,000.0/s (fresh", "75.0% of it", "at 1× (overload-1x", "8,000.0/s answered", "100.0% of that"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, b.String())
 		}
 	}
 }

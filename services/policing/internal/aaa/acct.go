@@ -82,10 +82,19 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 		if sub := h.subscriber(ctx, u.Session.UserName); sub != nil {
 			h.Policy.Accounting(ctx, u, sub)
 		}
-		h.supersede(ctx, u)
+		// An Interim replaces a stale session only when it is the first message of its own
+		// session (its Start was lost). A store that says whether it created the session
+		// spares the lookup for the others — most messages — and is asked after storing.
+		after := u.Kind == session.KindInterim && h.SupersedeStale && matcherOf(h.Store) != nil
+		if !after {
+			h.supersede(ctx, u)
+		}
 		if err := h.Store.Apply(ctx, u); err != nil {
 			h.fail(r, metrics.DropStoreError, err)
 			return
+		}
+		if after && u.Created {
+			h.supersede(ctx, u)
 		}
 	case statusOn, statusOff:
 		cause := uint32(causeNASReboot)

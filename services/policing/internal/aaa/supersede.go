@@ -21,12 +21,15 @@ import (
 
 // maxSuperseded bounds the stale sessions one Start closes. Usually there is one; there can
 // be a few when several sessions of the line lost their Stop and their Start too (an Interim
-// created them): ByFramedIP returns the one seen last, and closing it reveals the next.
+// created them). A store that matches in place (session.FramedIPMatcher) returns them all at
+// once; through ByFramedIP, which returns the one seen last, closing one reveals the next.
 const maxSuperseded = 4
 
-// supersede closes the sessions the Start u makes stale, before u is stored (once stored, the
-// framed-IP lookup points at u and no longer finds them). Its failures are counted and
-// logged, never the Start's: the Start is still stored and acknowledged.
+// supersede closes the sessions the Start or Interim u makes stale: before u is stored when
+// the store answers through ByFramedIP (once stored, that lookup points at u and no longer
+// finds them); after, for an Interim that created its session, when the store matches in
+// place (acct.go). Its failures are counted and logged, never the update's: u is still
+// stored and acknowledged.
 func (h *Acct) supersede(ctx context.Context, u *session.Update) {
 	if !h.SupersedeStale {
 		return
@@ -68,6 +71,17 @@ func Supersede(ctx context.Context, st session.Store, u *session.Update) ([]sess
 		}
 		started = in.LastSeen.Add(-time.Duration(in.SessionTime) * time.Second)
 	}
+	if m := matcherOf(st); m != nil {
+		stale := m.MatchFramedIP(in.FramedIP, maxSuperseded, func(old *session.Session) bool { return replaces(in, started, old) })
+		var closed []session.Key
+		for _, k := range stale {
+			if err := closeStale(ctx, st, k, started); err != nil {
+				return closed, err
+			}
+			closed = append(closed, k)
+		}
+		return closed, nil
+	}
 	var closed []session.Key
 	for range maxSuperseded {
 		old, err := st.ByFramedIP(ctx, in.FramedIP)
@@ -82,13 +96,31 @@ func Supersede(ctx context.Context, st session.Store, u *session.Update) ([]sess
 		if !replaces(in, started, old) || len(closed) > 0 && old.Key == closed[len(closed)-1] {
 			return closed, nil
 		}
-		stop := &session.Update{Kind: session.KindStop, Session: session.Session{Key: old.Key, LastSeen: started}}
-		if err := st.Apply(ctx, stop); err != nil {
+		if err := closeStale(ctx, st, old.Key, started); err != nil {
 			return closed, err
 		}
 		closed = append(closed, old.Key)
 	}
 	return closed, nil
+}
+
+func closeStale(ctx context.Context, st session.Store, k session.Key, at time.Time) error {
+	return st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k, LastSeen: at}})
+}
+
+// matcherOf returns the store's FramedIPMatcher, looking through wrappers, or nil.
+func matcherOf(st session.Store) session.FramedIPMatcher {
+	for st != nil {
+		if m, ok := st.(session.FramedIPMatcher); ok {
+			return m
+		}
+		w, ok := st.(session.Wrapper)
+		if !ok {
+			return nil
+		}
+		st = w.Unwrap()
+	}
+	return nil
 }
 
 // replaces reports whether the new session in, started at started, ends old: another

@@ -3,6 +3,7 @@ package aaa
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -200,6 +201,97 @@ func TestSupersedeChain(t *testing.T) {
 	send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
 	if got := kinds(st); !slices.Equal(got, []string{"stop s1", "start new"}) {
 		t.Fatalf("spooling store: updates %v", got)
+	}
+}
+
+// wrapping stands for a store wrapper (coa.PolicyStore): the in-place match of the store
+// inside is found through Unwrap, and the copying lookup is not used.
+type wrapping struct {
+	session.Store
+	t *testing.T
+}
+
+func (w wrapping) Unwrap() session.Store { return w.Store }
+
+func (w wrapping) ByFramedIP(context.Context, netip.Addr) (*session.Session, error) {
+	w.t.Error("ByFramedIP called: the store's MatchFramedIP was not used")
+	return nil, session.ErrNotFound
+}
+
+// A store that matches in place closes every stale session of the line at once.
+func TestSupersedeChainInPlace(t *testing.T) {
+	h, st := supersedeHandler(t)
+	ctx := context.Background()
+	for i, at := range []time.Time{received.Add(-2 * time.Hour), received.Add(-time.Hour)} {
+		s := claimant(fmt.Sprintf("s%d", i+1), at)
+		if err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another user's session on the same address (another VRF) is not the line's.
+	other := claimant("bob1", received.Add(-time.Hour))
+	other.UserName = "bob"
+	if err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *other}); err != nil {
+		t.Fatal(err)
+	}
+	h.Store = wrapping{Store: st, t: t}
+	before := testutil.ToFloat64(metrics.SessionsSuperseded)
+	send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
+	if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != 2 {
+		t.Fatalf("superseded delta %v, want 2", d)
+	}
+	for _, id := range []string{"s1", "s2"} {
+		if _, err := st.Get(ctx, session.Key{NAS: nasA.String(), ID: id}); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("%s still active: %v", id, err)
+		}
+	}
+	for _, id := range []string{"new", "bob1"} {
+		if _, err := st.Get(ctx, session.Key{NAS: nasA.String(), ID: id}); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+}
+
+// counting counts the in-place matches asked of the store inside.
+type counting struct {
+	*embedded.Store
+	matches int
+}
+
+func (c *counting) MatchFramedIP(ip netip.Addr, max int, match func(*session.Session) bool) []session.Key {
+	c.matches++
+	return c.Store.MatchFramedIP(ip, max, match)
+}
+
+// On a store that says whether an update created its session, only the Start and an Interim
+// that created its session (its Start lost) look for stale sessions: the other Interims —
+// most messages — cost no lookup.
+func TestSupersedeLooksOnlyWhenCreated(t *testing.T) {
+	h, st := supersedeHandler(t)
+	c := &counting{Store: st}
+	h.Store = c
+	elapsed := func(d time.Duration) func(*radius.Packet) {
+		return func(p *radius.Packet) { _ = rfc2866.AcctSessionTime_Set(p, rfc2866.AcctSessionTime(d/time.Second)) }
+	}
+	send(t, h, rfc2866.AcctStatusType_Value_Start, "old", "alice", nasA, received.Add(-time.Hour))
+	if c.matches != 1 {
+		t.Fatalf("Start: %d lookups, want 1", c.matches)
+	}
+	send(t, h, rfc2866.AcctStatusType_Value_InterimUpdate, "old", "alice", nasA, received.Add(-50*time.Minute), elapsed(10*time.Minute))
+	if c.matches != 1 {
+		t.Fatalf("Interim of a stored session: %d lookups, want still 1", c.matches)
+	}
+	// The next session's Start was lost: its first Interim creates it and closes "old".
+	send(t, h, rfc2866.AcctStatusType_Value_InterimUpdate, "new", "alice", nasA, received, elapsed(time.Minute))
+	if c.matches != 2 {
+		t.Fatalf("Interim that created its session: %d lookups, want 2", c.matches)
+	}
+	ctx := context.Background()
+	if _, err := st.Get(ctx, session.Key{NAS: nasA.String(), ID: "old"}); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("old still active: %v", err)
+	}
+	if _, err := st.Get(ctx, session.Key{NAS: nasA.String(), ID: "new"}); err != nil {
+		t.Fatalf("new: %v", err)
 	}
 }
 

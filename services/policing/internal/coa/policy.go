@@ -36,6 +36,9 @@ func NewPolicyStore(st session.Store, s *Sender, resendAfter time.Duration, conc
 	return p
 }
 
+// Unwrap implements session.Wrapper.
+func (p *PolicyStore) Unwrap() session.Store { return p.Store }
+
 // Apply implements session.Store.
 func (p *PolicyStore) Apply(ctx context.Context, u *session.Update) error {
 	if err := p.Store.Apply(ctx, u); err != nil {

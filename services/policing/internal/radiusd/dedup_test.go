@@ -86,3 +86,56 @@ func TestDupCacheForgets(t *testing.T) {
 		t.Fatalf("stale in-flight entry survived: %v", st)
 	}
 }
+
+// A request with another authenticator in a slot (source, code, identifier) is a new one:
+// the NAS reused the identifier, so it gave up on the old request. The old request's late
+// finish or abort leaves the new one's entry alone.
+func TestDupCacheSlotReuse(t *testing.T) {
+	c := newDupCache(time.Minute)
+	from := netip.MustParseAddrPort("192.0.2.1:1813")
+	old := dupKey{from: from, code: 4, id: 3, auth: [16]byte{1}}
+	nu := dupKey{from: from, code: 4, id: 3, auth: [16]byte{2}}
+	now := time.Now()
+	c.begin(old, now)
+	if _, st := c.begin(nu, now); st != dupNew {
+		t.Fatalf("new authenticator: %v", st)
+	}
+	c.finish(old, []byte("old reply"))
+	if r, st := c.begin(nu, now); st != dupInFlight {
+		t.Fatalf("the old request's finish overwrote the new one: %v %q", st, r)
+	}
+	c.abort(old)
+	if _, st := c.begin(nu, now); st != dupInFlight {
+		t.Fatalf("the old request's abort forgot the new one: %v", st)
+	}
+	c.finish(nu, []byte("new reply"))
+	if r, st := c.begin(nu, now); st != dupAnswered || string(r) != "new reply" {
+		t.Fatalf("answered: %v %q", st, r)
+	}
+	// The old request is forgotten: a copy of it now is processed as a new request.
+	if _, st := c.begin(old, now); st != dupNew {
+		t.Fatalf("old after reuse: %v", st)
+	}
+}
+
+// However many requests a client sends, the cache holds one entry per slot: its size is
+// bounded by the clients' identifier spaces, not by the rate.
+func TestDupCacheBoundedBySlots(t *testing.T) {
+	c := newDupCache(time.Minute)
+	now := time.Now()
+	for i := range 100_000 {
+		k := dupKey{from: netip.MustParseAddrPort("192.0.2.1:1645"), code: 1, id: byte(i)}
+		k.auth[0], k.auth[1], k.auth[2] = byte(i), byte(i>>8), byte(i>>16)
+		if _, st := c.begin(k, now); st != dupNew {
+			t.Fatalf("request %d: %v", i, st)
+		}
+		c.finish(k, []byte("r"))
+	}
+	n := 0
+	for i := range c.shards {
+		n += len(c.shards[i].cur) + len(c.shards[i].prev)
+	}
+	if n != 256 {
+		t.Fatalf("%d entries for 100,000 requests from one source; want 256 (one per identifier)", n)
+	}
+}

@@ -66,6 +66,9 @@ type Session struct {
 type Update struct {
 	Kind    Kind
 	Session Session // fields as carried by the message; zero values mean "not carried"
+	// Created is set by Apply of the stores that implement FramedIPMatcher: true when the
+	// update created the session (a Start, or an Interim whose Start was lost).
+	Created bool
 }
 
 // Kind of accounting update.
@@ -201,6 +204,22 @@ type AuthRecord struct {
 	Result           string // accept, reject
 	Reason           string // why a reject (empty for an accept)
 	At               time.Time
+}
+
+// FramedIPMatcher is implemented by stores that can pick, among the active sessions holding a
+// framed IP, those a predicate selects, without copying them (the embedded store). Closing
+// stale sessions asks on every Start and Interim; through ByFramedIP each ask copied a
+// session. match runs under the store's lock on the live session and must only read it.
+// At most max keys are returned. Such a store also sets Update.Created in Apply, so that an
+// Interim looks for stale sessions only when it created its own.
+type FramedIPMatcher interface {
+	MatchFramedIP(ip netip.Addr, max int, match func(*Session) bool) []Key
+}
+
+// Wrapper is implemented by stores that add behaviour around another store, so that the
+// optional interfaces of the inner store can be found.
+type Wrapper interface {
+	Unwrap() Store
 }
 
 // AuthLogger is implemented by the stores that keep an auth log (Cassandra, hybrid). It is

@@ -143,6 +143,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 	}
 	k := u.Session.Key
 	now := s.opt.Now()
+	u.Created = false
 	sh := s.shardOf(k)
 	sh.mu.Lock()
 	cur, ok := sh.sessions[k]
@@ -177,6 +178,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 		return nil
 	}
 	if !ok {
+		u.Created = true
 		sh.sessions[k] = cur
 		s.active.Add(1)
 		metrics.SessionsActive.Inc()
@@ -361,6 +363,28 @@ func (s *Store) ByFramedIP(_ context.Context, ip netip.Addr) (*session.Session, 
 		return nil, session.ErrNotFound
 	}
 	return found, nil
+}
+
+// MatchFramedIP implements session.FramedIPMatcher.
+func (s *Store) MatchFramedIP(ip netip.Addr, max int, match func(*session.Session) bool) []session.Key {
+	is := s.ipShardOf(ip)
+	var buf [4]session.Key
+	is.mu.Lock()
+	keys := append(buf[:0], is.claim[ip]...)
+	is.mu.Unlock()
+	var out []session.Key
+	for _, k := range keys {
+		if len(out) == max {
+			break
+		}
+		sh := s.shardOf(k)
+		sh.mu.Lock()
+		if x, ok := sh.sessions[k]; ok && match(x) {
+			out = append(out, k)
+		}
+		sh.mu.Unlock()
+	}
+	return out
 }
 
 // History implements session.Store.

@@ -664,3 +664,42 @@ func TestTombstonesBounded(t *testing.T) {
 		t.Fatal("the oldest tombstone should have been forgotten")
 	}
 }
+
+// Apply reports whether the update created its session, and MatchFramedIP selects among every
+// active claimant of an address, in place.
+func TestCreatedAndMatchFramedIP(t *testing.T) {
+	s, clk := open(t, Options{})
+	ip := netip.MustParseAddr("10.0.0.1")
+	created := func(kind session.Kind, k session.Key) bool {
+		t.Helper()
+		u := &session.Update{Kind: kind, Session: session.Session{Key: k, UserName: "alice", FramedIP: ip}}
+		if err := s.Apply(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		return u.Created
+	}
+	if !created(session.KindStart, key("bng", "a")) {
+		t.Fatal("Start of a new session: Created false")
+	}
+	clk.Add(time.Minute)
+	if created(session.KindInterim, key("bng", "a")) {
+		t.Fatal("Interim of a stored session: Created true")
+	}
+	if !created(session.KindInterim, key("bng", "b")) { // its Start was lost
+		t.Fatal("Interim of an unknown session: Created false")
+	}
+	if created(session.KindStop, key("bng", "a")) || created(session.KindInterim, key("bng", "a")) {
+		t.Fatal("Stop, or a late Interim of a stopped session: Created true")
+	}
+	all := s.MatchFramedIP(ip, 4, func(*session.Session) bool { return true })
+	if len(all) != 1 || all[0] != key("bng", "b") {
+		t.Fatalf("claimants %v, want only the active b", all)
+	}
+	created(session.KindStart, key("bng", "c"))
+	if got := s.MatchFramedIP(ip, 4, func(x *session.Session) bool { return x.ID != "c" }); len(got) != 1 || got[0] != key("bng", "b") {
+		t.Fatalf("matched %v, want b", got)
+	}
+	if got := s.MatchFramedIP(ip, 1, func(*session.Session) bool { return true }); len(got) != 1 {
+		t.Fatalf("max 1: %v", got)
+	}
+}
