@@ -235,13 +235,19 @@ if [[ $OVERLOAD != 0 ]]; then
 			"${OVERLOAD_POP[@]}" --rate "$r" --concurrency "$OVERLOAD_CONC" --timeout 300ms --require-reply-ma --quiet "$@" >/dev/null
 	}
 	overload() { openloop "$rate" "$@"; }
+	measured() { # RATE FILE LABEL NOTE: an open-loop run with its reports
+		openloop "$1" --duration "$OVERLOAD_DURATION" --label "$3" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" \
+			--json-out "$OUT/$2.json" --text-out "$OUT/$2.txt"
+		echo "bench: $("$LOADGEN" summary "$OUT/$2.json") ($4)"
+	}
+	zero() { [[ $1 =~ ^0+(\.0*)?(s|ms)?$ ]]; } # 0, 0s, 0ms
 	# From a cold start the store fills for about a minute at 2×: the sessions in progress,
 	# and per subscriber the sessions whose Stop was shed, until a later Start of the
 	# subscriber gets through and supersedes them (when its Start was shed too, a session is
 	# created by its first Interim, and a subscriber can hold a few). The Go heap's target
 	# follows. The warm-up reaches that steady state, so that the measured runs' RSS shows
 	# growth, not filling.
-	[[ $OVERLOAD_WARMUP =~ ^0+(\.0*)?(s|ms)?$ ]] || overload --duration "$OVERLOAD_WARMUP" # 0, 0s: none
+	zero "$OVERLOAD_WARMUP" || overload --duration "$OVERLOAD_WARMUP"
 	# Rounds: the maximum on the store as the overload leaves it (its sessions, a full
 	# duplicate cache), the same open loop as the overload at 1× (the workload of the
 	# overload — tens of thousands of sessions in progress, no retransmission — at the
@@ -250,17 +256,11 @@ if [[ $OVERLOAD != 0 ]]; then
 	# the targets are on the medians of the rounds.
 	for i in $(seq 1 "$OVERLOAD_ROUNDS"); do
 		run "policing-max-$i" "policing-max-$i" "127.0.0.1:$POL_PORT" "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma
-		openloop "$max" --duration "$OVERLOAD_DURATION" \
-			--label "policing-open-1x-$i" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" \
-			--json-out "$OUT/policing-open-1x-$i.json" --text-out "$OUT/policing-open-1x-$i.txt"
-		echo "bench: $("$LOADGEN" summary "$OUT/policing-open-1x-$i.json") (offered 1× $max/s)"
+		measured "$max" "policing-open-1x-$i" "policing-open-1x-$i" "offered 1× $max/s"
 		# At 1× most sessions complete, and their Starts supersede the stale ones: the store
 		# shrinks. Refill it before measuring, or the RSS of the run would show the refill.
-		[[ $OVERLOAD_REWARM =~ ^0+(\.0*)?(s|ms)?$ ]] || overload --duration "$OVERLOAD_REWARM"
-		overload --duration "$OVERLOAD_DURATION" \
-			--label "policing-overload-${OVERLOAD}x-$i" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" \
-			--json-out "$OUT/policing-overload-$i.json" --text-out "$OUT/policing-overload-$i.txt"
-		echo "bench: $("$LOADGEN" summary "$OUT/policing-overload-$i.json") (offered ${OVERLOAD}× $max/s)"
+		zero "$OVERLOAD_REWARM" || overload --duration "$OVERLOAD_REWARM"
+		measured "$rate" "policing-overload-$i" "policing-overload-${OVERLOAD}x-$i" "offered ${OVERLOAD}× $max/s"
 		COMPARE+=(--overload-max "$OUT/policing-max-$i.json" --overload-1x "$OUT/policing-open-1x-$i.json" --overload "$OUT/policing-overload-$i.json")
 	done
 	stop_policing

@@ -42,7 +42,7 @@ func (h *Acct) supersede(ctx context.Context, u *session.Update) {
 	}
 	if err != nil {
 		metrics.SessionsSupersedeErrors.Inc()
-		h.Log.Warn("closing the stale session of a new Start failed", "nas", u.Session.NAS, "acctSessionId", u.Session.ID, "err", err)
+		h.Log.Warn("closing the stale session a new one replaces failed", "nas", u.Session.NAS, "acctSessionId", u.Session.ID, "err", err)
 	}
 }
 

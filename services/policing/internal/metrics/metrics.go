@@ -104,11 +104,11 @@ var (
 		Help: "Active sessions closed because their NAS started a new session for the same user on the same framed IP.",
 	})
 
-	// SessionsSupersedeErrors counts Starts whose supersede step failed (the Start itself was
-	// still stored and acknowledged).
+	// SessionsSupersedeErrors counts Starts and Interims whose supersede step failed (the
+	// update itself was still stored and acknowledged).
 	SessionsSupersedeErrors = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "sessions", Name: "supersede_errors_total",
-		Help: "Accounting-Starts whose check for a stale session to close failed in the store.",
+		Help: "Accounting-Starts and Interim-Updates whose check for a stale session to close failed in the store.",
 	})
 
 	// PolicyDisconnects counts sessions the policy marked for disconnect, by reason.

@@ -345,13 +345,9 @@ func (s *Store) ByNAS(_ context.Context, nas string) ([]*session.Session, error)
 // several claim it (the NAS reassigned it before the old Stop arrived), the session seen
 // last wins.
 func (s *Store) ByFramedIP(_ context.Context, ip netip.Addr) (*session.Session, error) {
-	is := s.ipShardOf(ip)
 	var buf [4]session.Key
-	is.mu.Lock()
-	keys := append(buf[:0], is.claim[ip]...)
-	is.mu.Unlock()
 	var found *session.Session
-	for _, k := range keys {
+	for _, k := range s.claimants(ip, buf[:0]) {
 		sh := s.shardOf(k)
 		sh.mu.Lock()
 		if x, ok := sh.sessions[k]; ok && (found == nil || x.LastSeen.After(found.LastSeen)) {
@@ -367,13 +363,9 @@ func (s *Store) ByFramedIP(_ context.Context, ip netip.Addr) (*session.Session, 
 
 // MatchFramedIP implements session.FramedIPMatcher.
 func (s *Store) MatchFramedIP(ip netip.Addr, max int, match func(*session.Session) bool) []session.Key {
-	is := s.ipShardOf(ip)
 	var buf [4]session.Key
-	is.mu.Lock()
-	keys := append(buf[:0], is.claim[ip]...)
-	is.mu.Unlock()
 	var out []session.Key
-	for _, k := range keys {
+	for _, k := range s.claimants(ip, buf[:0]) {
 		if len(out) == max {
 			break
 		}
@@ -385,6 +377,15 @@ func (s *Store) MatchFramedIP(ip netip.Addr, max int, match func(*session.Sessio
 		sh.mu.Unlock()
 	}
 	return out
+}
+
+// claimants appends to buf the keys of the sessions claiming ip: a copy, read under the
+// address shard's lock alone (each session is then looked at under its own shard's lock).
+func (s *Store) claimants(ip netip.Addr, buf []session.Key) []session.Key {
+	is := s.ipShardOf(ip)
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	return append(buf, is.claim[ip]...)
 }
 
 // History implements session.Store.
