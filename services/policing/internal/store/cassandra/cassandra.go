@@ -241,7 +241,7 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 		return nil, err
 	}
 	merged, err := st.applyRecord(ctx, rec)
-	if err != nil && st.o.Spool != nil && spoolable(err) && ctx.Err() == nil {
+	if err != nil && st.o.Spool != nil && spoolOnFailure(err, ctx.Err() != nil) {
 		// From now on this session's records queue behind this one.
 		d := 0
 		if !rec.HistoryOnly {
@@ -295,6 +295,22 @@ func spoolable(err error) bool {
 	// Driver-side: no connections, timeouts, closed connections, network errors.
 	return true
 }
+
+// spoolOnFailure reports whether a record whose write failed goes to the spool: when
+// Cassandra cannot take it now, and either the request still waits for the outcome or part
+// of the record is written already. A request past its deadline is not acknowledged and its
+// NAS retransmits; but when its history is in and its row is not, a NAS that gives up would
+// leave a Stop in the history of a session that stays active — the rest must follow.
+func spoolOnFailure(err error, requestDone bool) bool {
+	var partial rowError
+	return spoolable(err) && (!requestDone || errors.As(err, &partial))
+}
+
+// rowError: the history was written but the session row was not.
+type rowError struct{ err error }
+
+func (r rowError) Error() string { return "writing the session row: " + r.err.Error() }
+func (r rowError) Unwrap() error { return r.err }
 
 // historyError: the session row was written but the history was not.
 type historyError struct{ err error }
@@ -372,14 +388,18 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 	histErr = st.writeHistory(ctx, rec, merged)
 	wg.Wait()
 	if batchErr != nil {
+		if histErr == nil {
+			return nil, rowError{batchErr}
+		}
 		return nil, batchErr
 	}
 	if late {
 		merged = old
 	}
 	if histErr != nil {
-		if st.o.Spool != nil && spoolable(histErr) && ctx.Err() == nil {
-			// The row is in; only the history is missing: spool just that.
+		if st.o.Spool != nil && spoolable(histErr) {
+			// The row is in; only the history is missing: spool just that, even when the
+			// request's deadline has passed (the rest of a written record must follow).
 			h := *rec
 			h.HistoryOnly = true
 			return merged, st.toSpool(&h, histErr)

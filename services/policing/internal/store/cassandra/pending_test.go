@@ -1,7 +1,10 @@
 package cassandra
 
 import (
+	"context"
 	"testing"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
@@ -42,3 +45,34 @@ func TestPendingSessions(t *testing.T) {
 		t.Fatalf("after the drain: %v", p.n)
 	}
 }
+
+// A failed write goes to the spool while the request waits for it; past its deadline only
+// when part of the record is written (the history without the row), which must not be left
+// half applied.
+func TestSpoolOnFailure(t *testing.T) {
+	timeout := context.DeadlineExceeded
+	var invalid error = invalidRequest{}
+	for _, c := range []struct {
+		err         error
+		requestDone bool
+		want        bool
+	}{
+		{timeout, false, true},
+		{timeout, true, false},
+		{rowError{timeout}, true, true},
+		{rowError{invalid}, true, false},
+		{invalid, false, false},
+		{historyError{timeout}, false, true},
+	} {
+		if got := spoolOnFailure(c.err, c.requestDone); got != c.want {
+			t.Errorf("spoolOnFailure(%v, done=%v) = %v, want %v", c.err, c.requestDone, got, c.want)
+		}
+	}
+}
+
+// invalidRequest is Cassandra's answer to a wrong statement (gocql.RequestError).
+type invalidRequest struct{}
+
+func (invalidRequest) Code() int       { return gocql.ErrCodeInvalid }
+func (invalidRequest) Message() string { return "invalid" }
+func (invalidRequest) Error() string   { return "invalid" }
