@@ -372,7 +372,12 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 	}
 	if !rec.HistoryOnly && old != nil && sameRow(old, merged) {
 		writesSkipped.Inc()
-		return merged, nil
+		if retransmitted(&rec.Session, old) {
+			return merged, nil
+		}
+		// An older record (replayed from a spool after later ones were applied elsewhere):
+		// the row knows better, but the record still belongs in the history.
+		rec.HistoryOnly = true
 	}
 	ts := max(rec.Received.UnixMicro(), wt+1)
 

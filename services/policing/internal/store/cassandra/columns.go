@@ -158,6 +158,13 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
+// retransmitted reports whether the record in carries exactly what the row already shows
+// (the same time and counters): a copy of the record that made it, not an older one.
+func retransmitted(in, row *session.Session) bool {
+	return in.LastSeen.UnixMilli() == row.LastSeen.UnixMilli() && in.SessionTime == row.SessionTime &&
+		in.InputOctets == row.InputOctets && in.OutputOctets == row.OutputOctets
+}
+
 // sameRow reports whether two rows hold the same values (times at Cassandra's millisecond
 // precision), i.e. whether writing b over a would change nothing.
 func sameRow(a, b *session.Session) bool {

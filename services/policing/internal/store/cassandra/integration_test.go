@@ -385,6 +385,24 @@ func TestNoOpWriteSkipped(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("history has %d records, want 2", len(recs))
 	}
+
+	// An older record after a newer one (a spool replayed after the session's next messages
+	// were applied in another DC): the row is not rolled back nor rewritten, but the record
+	// is history all the same.
+	if err := st.Apply(c, interim("nas1", "s1", 3, t0.Add(3*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(c, interim("nas1", "s1", 2, t0.Add(2*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Get(c, session.Key{NAS: "nas1", ID: "s1"})
+	if err != nil || got.SessionTime != 180 {
+		t.Fatalf("row after an older interim: %+v, %v; want session time 180", got, err)
+	}
+	recs, _ = st.SessionHistory(c, session.Key{NAS: "nas1", ID: "s1"})
+	if len(recs) != 4 {
+		t.Fatalf("history has %d records, want 4: the older interim's record was dropped", len(recs))
+	}
 }
 
 // Two stores on the same keyspace play two policing nodes (DCs): a hybrid cache in one must
