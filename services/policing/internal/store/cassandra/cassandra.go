@@ -229,10 +229,11 @@ func (st *Store) Apply(ctx context.Context, u *session.Update) error {
 // when nothing changed).
 func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session, error) {
 	now := st.o.Now()
-	rec := &record{Kind: u.Kind, Session: u.Session, ID: gocql.UUIDFromTime(now), Received: now}
+	rec := &record{Kind: u.Kind, Session: u.Session, Received: now}
 	if rec.Session.LastSeen.IsZero() {
 		rec.Session.LastSeen = now // what Merge would use: fixed now so a replay merges the same
 	}
+	rec.ID = historyID(rec.Kind, &rec.Session)
 	if st.o.Spool != nil && st.pending.enqueue(rec.Session.Key) {
 		err := st.toSpool(rec, nil)
 		if err != nil {
@@ -370,14 +371,18 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 		// A late message of a stopped session: history only, the row stays stopped.
 		rec.HistoryOnly = true
 	}
-	if !rec.HistoryOnly && old != nil && sameRow(old, merged) {
-		writesSkipped.Inc()
-		if retransmitted(&rec.Session, old) {
-			return merged, nil
+	hist := merged // the session the history row describes (historyRow)
+	if old != nil && sameRow(old, merged) {
+		// Nothing to write in the row: a copy of the record that made it, or an older record
+		// (replayed from a spool after the session's later ones were applied in another DC).
+		// The history is written all the same: a copy lands on its original's row, which the
+		// original may have missed (its row write can land while its history write fails); an
+		// older record gets its own.
+		hist = old
+		if !rec.HistoryOnly {
+			writesSkipped.Inc()
+			rec.HistoryOnly = true
 		}
-		// An older record (replayed from a spool after later ones were applied elsewhere):
-		// the row knows better, but the record still belongs in the history.
-		rec.HistoryOnly = true
 	}
 	ts := max(rec.Received.UnixMicro(), wt+1)
 
@@ -390,7 +395,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 			batchErr = st.writeSession(ctx, old, merged, ts)
 		}()
 	}
-	histErr = st.writeHistory(ctx, rec, merged)
+	histErr = st.writeHistory(ctx, rec, hist)
 	wg.Wait()
 	if batchErr != nil {
 		if histErr == nil {
@@ -514,6 +519,7 @@ func uniqIP(a, b netip.Addr) []netip.Addr {
 
 // writeHistory inserts the record into acct_history and its lookups (LOCAL_ONE, in parallel).
 func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Session) error {
+	s = historyRow(rec.Kind, &rec.Session, s)
 	k := s.Key
 	at := rec.Session.LastSeen
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
@@ -730,7 +736,7 @@ type HistoryRecord struct {
 	ID      gocql.UUID
 	Kind    string
 	At      time.Time
-	Session *session.Session // the session as it was after the record
+	Session *session.Session // the session with the record's own time, counters and state
 }
 
 // SessionHistory returns every accounting record of a session, oldest first (support tools,

@@ -1,6 +1,9 @@
 package cassandra
 
 import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
 	"net"
 	"net/netip"
 	"strings"
@@ -158,11 +161,48 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// retransmitted reports whether the record in carries exactly what the row already shows
-// (the same time and counters): a copy of the record that made it, not an older one.
-func retransmitted(in, row *session.Session) bool {
-	return in.LastSeen.UnixMilli() == row.LastSeen.UnixMilli() && in.SessionTime == row.SessionTime &&
-		in.InputOctets == row.InputOctets && in.OutputOctets == row.OutputOctets
+// historyID is a record's id in acct_history, made of its content: every copy of a record (a
+// NAS's retransmission to any DC, a replay of a spooled write that landed though it timed
+// out) names the same history row, so writing it again stores nothing twice and fills in a
+// copy whose first write was lost. Its time is the event's; Event-Timestamp has whole
+// seconds, so within one a session's records sort Start, Interims by session time, Stop.
+func historyID(k session.Kind, s *session.Session) gocql.UUID {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%d\x00%d\x00%d\x00%d\x00%d\x00%d", s.Key.NAS, s.Key.ID, k,
+		s.LastSeen.UnixNano(), s.SessionTime, s.InputOctets, s.OutputOctets, s.InputPackets,
+		s.OutputPackets, s.TerminateCause)
+	sum := h.Sum64()
+	at := s.LastSeen
+	if at.Nanosecond() == 0 {
+		const tick = 100 * time.Nanosecond // a UUID's time unit
+		at = at.Add(time.Duration(k)*300*time.Millisecond + time.Duration(min(s.SessionTime, 2_999_999))*tick)
+	}
+	const uuidEpoch = 0x01B21DD213814000 // 1582-10-15 to 1970-01-01 in 100 ns
+	var node [8]byte
+	binary.BigEndian.PutUint64(node[:], sum)
+	return gocql.TimeUUIDWith(at.UnixNano()/100+uuidEpoch, uint32(sum>>48), node[2:])
+}
+
+// historyRow is what acct_history keeps of a record: the session it belongs to, as merged
+// (for what the record does not repeat: user, Class, framed IP, start time), with the
+// record's own time, counters and state. An older record replayed after later ones keeps
+// its own counters, not theirs (billing reads them, and a copy must write the same row); a
+// record without counters (Accounting-On's Stops, a NAS that sends none) shows the last known.
+func historyRow(k session.Kind, in, s *session.Session) *session.Session {
+	h := *s
+	h.LastSeen = in.LastSeen
+	if k == session.KindStart || in.SessionTime != 0 || in.InputOctets != 0 || in.OutputOctets != 0 {
+		h.SessionTime, h.InputOctets, h.OutputOctets = in.SessionTime, in.InputOctets, in.OutputOctets
+		h.InputPackets, h.OutputPackets = in.InputPackets, in.OutputPackets
+	}
+	h.State, h.StopTime, h.TerminateCause = session.Active, time.Time{}, 0
+	if k == session.KindStop {
+		h.State, h.StopTime, h.TerminateCause = session.Stopped, in.LastSeen, s.TerminateCause
+		if in.TerminateCause != 0 {
+			h.TerminateCause = in.TerminateCause
+		}
+	}
+	return &h
 }
 
 // sameRow reports whether two rows hold the same values (times at Cassandra's millisecond
