@@ -175,7 +175,7 @@ func historyID(k session.Kind, s *session.Session) gocql.UUID {
 	at := s.LastSeen
 	if at.Nanosecond() == 0 {
 		const tick = 100 * time.Nanosecond // a UUID's time unit
-		at = at.Add(time.Duration(k)*300*time.Millisecond + time.Duration(min(s.SessionTime, 2_999_999))*tick)
+		at = at.Add(time.Duration(k-1)*300*time.Millisecond + time.Duration(min(s.SessionTime, 2_999_999))*tick)
 	}
 	const uuidEpoch = 0x01B21DD213814000 // 1582-10-15 to 1970-01-01 in 100 ns
 	var node [8]byte

@@ -35,6 +35,7 @@ func TestHistoryID(t *testing.T) {
 		historyID(session.KindInterim, rec(session.KindInterim, "s1", sec, 60, 1000)),
 		historyID(session.KindInterim, rec(session.KindInterim, "s1", sec, 120, 2000)),
 		historyID(session.KindStop, rec(session.KindStop, "s1", sec, 130, 2100)),
+		historyID(session.KindStop, rec(session.KindStop, "s2", sec, 1<<31, 2100)), // a long session's Stop
 		historyID(session.KindStart, rec(session.KindStart, "s1", sec.Add(time.Second), 0, 0)),
 	}
 	for i := 1; i < len(ordered); i++ {
