@@ -171,20 +171,18 @@ admin: {address: "127.0.0.1:%d"}
 	}
 	// Every session that started is stopped, its history complete (read at ALL: every DC).
 	h1 := readHistory(t, db, gocql.All)
-	if len(h1.sessions) != phase1Sessions {
-		t.Fatalf("phase 1: %d sessions in acct_history, want %d", len(h1.sessions), phase1Sessions)
+	if len(h1) != phase1Sessions {
+		t.Fatalf("phase 1: %d sessions in acct_history, want %d", len(h1), phase1Sessions)
 	}
+	// Each record once: every copy of a record (a retransmission, a replay of a write that
+	// landed though it timed out) names one history row.
 	var prefix1 string
-	for k, s := range h1.sessions {
-		if s.starts != 1 || s.interims != interims || s.stops != 1 {
-			t.Fatalf("phase 1: session %v history: %d start, %d interim, %d stop", k, s.starts, s.interims, s.stops)
+	for k, s := range h1 {
+		if s.starts != 1 || s.interims != interims || s.stops != 1 || s.rows != interims+2 {
+			t.Fatalf("phase 1: session %v history: %d rows: %d start, %d interim, %d stop (%d retransmissions in the run)",
+				k, s.rows, s.starts, s.interims, s.stops, r1.Retransmits)
 		}
 		prefix1 = k.id[:8] // the run's nonce
-	}
-	// Every copy of a record (a retransmission, a replay of a write that landed though it timed
-	// out) names one history row.
-	if want := phase1Sessions * (interims + 2); h1.rows != want {
-		t.Fatalf("phase 1: %d history rows for %d records (%d retransmissions)", h1.rows, want, r1.Retransmits)
 	}
 	rows := readSessions(t, db, gocql.All)
 	for k, st := range rows {
@@ -296,7 +294,7 @@ admin: {address: "127.0.0.1:%d"}
 	// reply was lost with the process, or came after the timeout): at most the unanswered ones.
 	h := readHistory(t, db, gocql.All)
 	var stored2 uint64
-	for k, s := range h.sessions {
+	for k, s := range h {
 		if strings.HasPrefix(k.id, prefix1) {
 			continue
 		}
@@ -314,7 +312,7 @@ admin: {address: "127.0.0.1:%d"}
 	// A session whose Stop is in the history is stopped in the sessions table.
 	rows = readSessions(t, db, gocql.All)
 	stopped := 0
-	for k, s := range h.sessions {
+	for k, s := range h {
 		if s.stops > 0 {
 			stopped++
 			if st := rows[k]; st != "stopped" {
@@ -371,40 +369,23 @@ func (k sessKey) String() string { return k.nas + "/" + k.id }
 
 type sessHistory struct{ rows, starts, interims, stops int }
 
-type history struct {
-	rows     int
-	sessions map[sessKey]*sessHistory
-}
-
-// readHistory reads acct_history: per session its rows, and its distinct records by kind
-// (kind and Acct-Session-Time: in the loadgen's sessions the time grows with every interim).
-// A record has one row whatever happens to it inside policing (its id is fixed when policing
-// receives it; a spool replay writes the same id again). A NAS retransmission that policing
-// processes again after a failed attempt (no Accounting-Response sent) adds a row.
-func readHistory(t *testing.T, s *gocql.Session, cons gocql.Consistency) *history {
+// readHistory reads acct_history: per session its rows, in all and by kind. A record has
+// one row whatever happens to it (its id is made of its content: a retransmission or a spool
+// replay writes the same row again), so the rows by kind are the records by kind.
+func readHistory(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[sessKey]*sessHistory {
 	t.Helper()
-	it := s.Query("SELECT nas, acct_session_id, kind, session_time FROM acct_history").Consistency(cons).PageSize(5000).Iter()
-	h := &history{sessions: map[sessKey]*sessHistory{}}
-	type rec struct {
-		k    sessKey
-		kind string
-		st   int64
-	}
-	seen := map[rec]bool{}
-	var r rec
-	for it.Scan(&r.k.nas, &r.k.id, &r.kind, &r.st) {
-		h.rows++
-		sh := h.sessions[r.k]
+	it := s.Query("SELECT nas, acct_session_id, kind FROM acct_history").Consistency(cons).PageSize(5000).Iter()
+	h := map[sessKey]*sessHistory{}
+	var k sessKey
+	var kind string
+	for it.Scan(&k.nas, &k.id, &kind) {
+		sh := h[k]
 		if sh == nil {
 			sh = &sessHistory{}
-			h.sessions[r.k] = sh
+			h[k] = sh
 		}
 		sh.rows++
-		if seen[r] {
-			continue
-		}
-		seen[r] = true
-		switch r.kind {
+		switch kind {
 		case "start":
 			sh.starts++
 		case "interim":

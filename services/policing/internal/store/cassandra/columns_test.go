@@ -12,18 +12,18 @@ import (
 
 func TestHistoryID(t *testing.T) {
 	sec := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) // an Event-Timestamp: whole seconds
-	rec := func(k session.Kind, id string, at time.Time, secs uint32, in uint64) *session.Session {
+	rec := func(id string, at time.Time, secs uint32, in uint64) *session.Session {
 		return &session.Session{Key: session.Key{NAS: "nas1", ID: id}, LastSeen: at, SessionTime: secs, InputOctets: in}
 	}
-	a := historyID(session.KindInterim, rec(session.KindInterim, "s1", sec, 60, 1000))
-	if b := historyID(session.KindInterim, rec(session.KindInterim, "s1", sec, 60, 1000)); a != b {
+	a := historyID(session.KindInterim, rec("s1", sec, 60, 1000))
+	if b := historyID(session.KindInterim, rec("s1", sec, 60, 1000)); a != b {
 		t.Fatalf("a copy of a record has another id: %v vs %v", a, b)
 	}
 	for name, other := range map[string]gocql.UUID{
-		"kind":     historyID(session.KindStop, rec(session.KindStop, "s1", sec, 60, 1000)),
-		"session":  historyID(session.KindInterim, rec(session.KindInterim, "s2", sec, 60, 1000)),
-		"counters": historyID(session.KindInterim, rec(session.KindInterim, "s1", sec, 60, 1001)),
-		"time":     historyID(session.KindInterim, rec(session.KindInterim, "s1", sec.Add(time.Second), 60, 1000)),
+		"kind":     historyID(session.KindStop, rec("s1", sec, 60, 1000)),
+		"session":  historyID(session.KindInterim, rec("s2", sec, 60, 1000)),
+		"counters": historyID(session.KindInterim, rec("s1", sec, 60, 1001)),
+		"time":     historyID(session.KindInterim, rec("s1", sec.Add(time.Second), 60, 1000)),
 	} {
 		if other == a {
 			t.Errorf("records that differ in %s share the id %v", name, a)
@@ -31,12 +31,12 @@ func TestHistoryID(t *testing.T) {
 	}
 	// A session's records within one second sort in the order they happened.
 	ordered := []gocql.UUID{
-		historyID(session.KindStart, rec(session.KindStart, "s1", sec, 0, 0)),
-		historyID(session.KindInterim, rec(session.KindInterim, "s1", sec, 60, 1000)),
-		historyID(session.KindInterim, rec(session.KindInterim, "s1", sec, 120, 2000)),
-		historyID(session.KindStop, rec(session.KindStop, "s1", sec, 130, 2100)),
-		historyID(session.KindStop, rec(session.KindStop, "s2", sec, 1<<31, 2100)), // a long session's Stop
-		historyID(session.KindStart, rec(session.KindStart, "s1", sec.Add(time.Second), 0, 0)),
+		historyID(session.KindStart, rec("s1", sec, 0, 0)),
+		historyID(session.KindInterim, rec("s1", sec, 60, 1000)),
+		historyID(session.KindInterim, rec("s1", sec, 120, 2000)),
+		historyID(session.KindStop, rec("s1", sec, 130, 2100)),
+		historyID(session.KindStop, rec("s2", sec, 1<<31, 2100)), // a long session's Stop
+		historyID(session.KindStart, rec("s1", sec.Add(time.Second), 0, 0)),
 	}
 	for i := 1; i < len(ordered); i++ {
 		if !ordered[i-1].Time().Before(ordered[i].Time()) {
@@ -45,7 +45,7 @@ func TestHistoryID(t *testing.T) {
 	}
 	// The time is the event's (to the UUID's 100 ns) when it has more than whole seconds.
 	exact := sec.Add(123456700 * time.Nanosecond)
-	if got := historyID(session.KindInterim, rec(session.KindInterim, "s1", exact, 60, 1000)).Time(); !got.Equal(exact) {
+	if got := historyID(session.KindInterim, rec("s1", exact, 60, 1000)).Time(); !got.Equal(exact) {
 		t.Errorf("id time %v, want the event's %v", got, exact)
 	}
 	if v := a.Version(); v != 1 || a[8]&0xC0 != 0x80 || bytes.Equal(a[10:], make([]byte, 6)) {
