@@ -3,7 +3,10 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net"
+	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -133,6 +136,53 @@ func toUnstructured(obj any) map[string]any {
 	return m
 }
 
+// How often an external Cassandra's contact points are probed again: soon while none answers,
+// and now and then while one does, so that CassandraReady follows an outage that changes no
+// Kubernetes object.
+const (
+	requeueExternalUnreachable = 15 * time.Second
+	requeueExternalReachable   = time.Minute
+	contactPointTimeout        = 2 * time.Second
+)
+
+// DialContactPoints opens a TCP connection to each contact point (host or host:port, port
+// 9042 by default) at once and returns nil as soon as one connects, else an error naming each
+// contact point and why it failed. A TCP connection is what an unreachable, stopped or
+// mis-addressed Cassandra fails; credentials and the schema are the migration Job's to check.
+func DialContactPoints(ctx context.Context, contactPoints []string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type res struct {
+		addr string
+		err  error
+	}
+	ch := make(chan res, len(contactPoints))
+	for _, cp := range contactPoints {
+		addr := cp
+		if _, _, err := net.SplitHostPort(cp); err != nil {
+			addr = net.JoinHostPort(cp, "9042")
+		}
+		go func() {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				_ = c.Close()
+			}
+			ch <- res{addr, err}
+		}()
+	}
+	var failed []string
+	for range contactPoints {
+		r := <-ch
+		if r.err == nil {
+			return nil
+		}
+		failed = append(failed, r.err.Error())
+	}
+	sort.Strings(failed)
+	return fmt.Errorf("no contact point of the external Cassandra answers: %s", strings.Join(failed, "; "))
+}
+
 // reconcileCassandra applies the K8ssandraCluster (managed) or checks the credentials
 // (external). It stops the chain until Cassandra has been initialized.
 func (r *AAAClusterReconciler) reconcileCassandra(ctx context.Context, st *state) (result, error) {
@@ -152,12 +202,19 @@ func (r *AAAClusterReconciler) reconcileCassandra(ctx context.Context, st *state
 		if err != nil {
 			return result{}, fmt.Errorf("get Secret %s: %w", name, err)
 		}
-		cs.initialized, cs.ready = true, true
+		// Initialized: the chain goes on, so policing and its configuration stay reconciled
+		// through an outage (its pods wait for their store, not ready, and say why).
+		cs.initialized = true
+		if err := DialContactPoints(ctx, spec.Cassandra.External.ContactPoints, contactPointTimeout); err != nil {
+			cs.reason, cs.message = ReasonCassandraUnreachable, err.Error()
+			return result{requeueAfter: requeueExternalUnreachable}, nil
+		}
+		cs.ready = true
 		for _, dc := range spec.Datacenters {
 			cs.dcReady[dc.Name] = true
 		}
-		cs.reason, cs.message = ReasonExternalCassandra, "external Cassandra cluster; credentials found"
-		return result{}, nil
+		cs.reason, cs.message = ReasonExternalCassandra, "external Cassandra cluster: credentials found, a contact point answers"
+		return result{requeueAfter: requeueExternalReachable}, nil
 	}
 
 	ok, err := r.hasKind(K8ssandraClusterGVK)

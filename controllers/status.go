@@ -16,17 +16,18 @@ import (
 
 // warningReasons are the condition reasons whose transition is recorded as a Warning event.
 var warningReasons = map[string]bool{
-	ReasonMigrationFailed:    true,
-	ReasonK8ssandraMissing:   true,
-	ReasonCredentialsMissing: true,
-	ReasonCertManagerMissing: true,
-	ReasonCRDNotInstalled:    true,
-	ReasonReconcileError:     true,
-	ReasonUnavailable:        true,
-	ReasonPartiallyAvailable: true,
-	ReasonDatacenterNotReady: true,
-	"BackoffLimitExceeded":   true,
-	"DeadlineExceeded":       true,
+	ReasonMigrationFailed:      true,
+	ReasonK8ssandraMissing:     true,
+	ReasonCredentialsMissing:   true,
+	ReasonCertManagerMissing:   true,
+	ReasonCRDNotInstalled:      true,
+	ReasonReconcileError:       true,
+	ReasonUnavailable:          true,
+	ReasonPartiallyAvailable:   true,
+	ReasonDatacenterNotReady:   true,
+	ReasonCassandraUnreachable: true,
+	"BackoffLimitExceeded":     true,
+	"DeadlineExceeded":         true,
 }
 
 // computeStatus turns what the steps observed into the status. Pure apart from the clock that

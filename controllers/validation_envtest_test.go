@@ -186,7 +186,8 @@ func TestOptionalCRDsMissing(t *testing.T) {
 
 	ext := minimalCluster(ns, "ext")
 	ext.Spec.Datacenters = ext.Spec.Datacenters[:1]
-	ext.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"cassandra.example.net"}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass-creds"}}
+	cassandra := listenTCP(t) // the operator checks that a contact point answers
+	ext.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{cassandra}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass-creds"}}
 	ext.Spec.Radius.RadSec = &aaav1.RadSecSpec{Enabled: true, IssuerRef: &aaav1.IssuerReference{Name: "ca"}}
 	ext.Spec.Monitoring = aaav1.MonitoringSpec{
 		ServiceMonitor:    &aaav1.ServiceMonitorSpec{Enabled: true},
@@ -207,7 +208,7 @@ func TestOptionalCRDsMissing(t *testing.T) {
 		t.Errorf("dashboard ConfigMap missing (%v)", err)
 	}
 	job := te.waitMigrationJob(t, ns, "ext", "dc1:3")
-	if args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--contact-points cassandra.example.net") {
+	if args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--contact-points "+cassandra) {
 		t.Errorf("external contact points not used: %s", args)
 	}
 	if vol := job.Spec.Template.Spec.Volumes[0]; vol.Secret == nil || vol.Secret.SecretName != "cass-creds" {

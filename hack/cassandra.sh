@@ -31,6 +31,7 @@
 #   CASSANDRA_CQL_PORT     9042   (same port on every node's address)
 #   CASSANDRA_STORAGE_PORT 7000
 #   CASSANDRA_JMX_PORT     7199   (node i uses CASSANDRA_JMX_PORT + 10*(i-1), on 127.0.0.1)
+#   CASSANDRA_ADDRESSES    the nodes' addresses, space-separated (default 127.0.0.1 .. 127.0.0.N)
 #   CASSANDRA_HEAP         512M
 #   CASSANDRA_COMMITLOG_SYNC periodic (fast; a SIGKILLed node loses up to 10 s of acknowledged
 #                          writes, like production without replicas) or group (fsync before
@@ -55,7 +56,17 @@ say() { if [[ "${VERBOSE:-0}" == 1 ]]; then echo "cassandra: $*" >&2; fi; }
 die() { echo "cassandra: $*" >&2; exit 1; }
 
 node_dir() { echo "${DIR}/node$1"; }
-node_ip() { echo "127.0.0.$1"; }
+# CASSANDRA_ADDRESSES (space-separated, one per node) replaces 127.0.0.<i>: the local
+# Kubernetes cluster's tests run a node on the node's address, which pods can reach.
+node_ip() {
+  if [[ -n "${CASSANDRA_ADDRESSES:-}" ]]; then
+    local a=(${CASSANDRA_ADDRESSES})
+    [[ -n "${a[$(($1 - 1))]:-}" ]] || die "CASSANDRA_ADDRESSES has no address for node $1"
+    echo "${a[$(($1 - 1))]}"
+  else
+    echo "127.0.0.$1"
+  fi
+}
 jmx_port() { echo $((JMX_BASE + 10 * ($1 - 1))); }
 
 java_ok() {

@@ -22,7 +22,6 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 	"github.com/openaaa/openaaa/services/policing/internal/reload"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
-	"github.com/openaaa/openaaa/services/policing/internal/store"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -64,8 +63,27 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		return nil, err
 	}
 	n.Subscribers = src
-	st, err := store.Open(ctx, cfg, log)
+	// The admin port comes first, so that a node waiting for its store is seen alive and
+	// not ready, with the reason (startup.go).
+	adm := newAdminSwitch()
+	if cfg.Admin.Address != "" {
+		ln, err := net.Listen("tcp", cfg.Admin.Address)
+		if err != nil {
+			n.closeSubscribers()
+			return nil, fmt.Errorf("admin.address: %w", err)
+		}
+		n.AdminAddr = ln.Addr()
+		n.admin = &http.Server{Handler: adm, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := n.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("admin server failed", "err", err)
+			}
+		}()
+	}
+	st, err := n.openStore(ctx, adm)
 	if err != nil {
+		n.closeAdmin()
+		n.closeSubscribers()
 		return nil, err
 	}
 	n.Store = st
@@ -114,20 +132,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		n.abort()
 		return nil, err
 	}
-	if cfg.Admin.Address != "" {
-		ln, err := net.Listen("tcp", cfg.Admin.Address)
-		if err != nil {
-			n.abort()
-			return nil, fmt.Errorf("admin.address: %w", err)
-		}
-		n.AdminAddr = ln.Addr()
+	if n.admin != nil {
 		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof}
-		n.admin = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := n.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("admin server failed", "err", err)
-			}
-		}()
+		adm.serve(a.Handler())
 	}
 	log.Info("policing started", "store", cfg.Session.Store, "clients", len(clients.All()),
 		"auth", addrString(n.AuthAddr), "acct", addrString(n.AcctAddr), "admin", addrString(n.AdminAddr))
@@ -160,6 +167,7 @@ func (n *Node) ready() error {
 }
 
 func (n *Node) abort() {
+	n.closeAdmin()
 	n.stopReload()
 	_ = n.stopRadSec(context.Background())
 	_ = n.Radius.Shutdown(context.Background())
@@ -192,6 +200,13 @@ func (n *Node) closeAuthLog(ctx context.Context) error {
 		n.Log.Warn("auth log: records left unwritten at shutdown", "err", err)
 	}
 	return nil
+}
+
+// closeAdmin stops the admin port of a node that did not start.
+func (n *Node) closeAdmin() {
+	if n.admin != nil {
+		_ = n.admin.Close()
+	}
 }
 
 func addrString(a net.Addr) string {

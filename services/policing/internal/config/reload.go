@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
+	"reflect"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -32,26 +32,45 @@ func (r Reload) validate(key string) []error {
 	return nil
 }
 
-// ClientsFileDoc is the clientsFile: a YAML document with a `clients:` list of the same shape
-// as the configuration's clients.
+// ClientsFileDoc is the clientsFile as a `clients:` document. A file may also be the bare
+// list (what the operator's samples and the aaacluster chart write); both load alike.
 type ClientsFileDoc struct {
 	Clients []Client `json:"clients"`
 }
 
-// LoadClientsFile reads and validates a clients file. Errors name the file and the key.
+// LoadClientsFile reads and validates a clients file: a YAML list of clients, or a mapping
+// with a `clients:` list. Errors name the file and the key.
 func LoadClientsFile(path string) ([]Client, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("clientsFile: %w", err)
 	}
-	js, err := yaml.YAMLToJSON(raw)
-	if err != nil {
+	var node any
+	if err := yaml.Unmarshal(raw, &node); err != nil {
 		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
 	}
+	switch n := node.(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		node = map[string]any{"clients": n}
+	case map[string]any:
+	default:
+		return nil, fmt.Errorf("clientsFile %s: want a list of clients or a mapping with a clients: list, not a %s", path, yamlKind(n))
+	}
+	if list, ok := node.(map[string]any)["clients"].([]any); ok {
+		for i, e := range list {
+			if _, ok := e.(map[string]any); !ok {
+				return nil, fmt.Errorf("clientsFile %s: clients[%d]: want a mapping (name, address, secretFile...), not a %s", path, i, yamlKind(e))
+			}
+		}
+	}
+	if err := unknownKeys(node, reflect.TypeOf(ClientsFileDoc{}), ""); err != nil {
+		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
+	}
+	js, _ := json.Marshal(node)
 	var doc ClientsFileDoc
-	dec := json.NewDecoder(strings.NewReader(string(js)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
+	if err := json.Unmarshal(js, &doc); err != nil {
 		return nil, fmt.Errorf("clientsFile %s: %s", path, describeJSONError(err))
 	}
 	var errs []error
@@ -62,6 +81,18 @@ func LoadClientsFile(path string) ([]Client, error) {
 		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
 	}
 	return doc.Clients, nil
+}
+
+// yamlKind names a decoded YAML scalar's type for an error message.
+func yamlKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	default:
+		return "number"
+	}
 }
 
 // AllClients returns the configuration's clients followed by those of clientsFile (if set).

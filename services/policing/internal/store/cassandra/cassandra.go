@@ -140,7 +140,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	// The driver needs one reachable contact point at start, spool or not.
 	sess, err := Connect(ctx, o.Conn)
 	if err != nil {
-		return nil, err
+		return nil, explainConnect(ctx, o.Conn, err)
 	}
 	st := &Store{
 		o: o, s: sess, log: o.Log, cons: o.Conn.Consistency, hcons: o.HistoryConsistency,
@@ -155,6 +155,25 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	go st.replayer()
 	return st, nil
+}
+
+// explainConnect tells a missing keyspace apart from an unreachable cluster: the driver
+// reports both as "no connections were made", and a node waiting for its migration should
+// say what it waits for.
+func explainConnect(ctx context.Context, o ConnOptions, err error) error {
+	ks := o.Keyspace
+	o.Keyspace, o.NumConns = "", 1
+	s, cerr := Connect(ctx, o)
+	if cerr != nil {
+		return err
+	}
+	defer s.Close()
+	var n int
+	if qerr := s.Query("SELECT count(*) FROM system_schema.keyspaces WHERE keyspace_name = ?", ks).
+		Consistency(gocql.One).ScanContext(ctx, &n); qerr == nil && n == 0 {
+		return fmt.Errorf("cassandra store: keyspace %s does not exist: run `policing migrate`", ks)
+	}
+	return err
 }
 
 func (st *Store) checkSchema(ctx context.Context) error {

@@ -1,0 +1,102 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/store"
+)
+
+var (
+	storeOpenFailures = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "store", Name: "open_failures_total",
+		Help: "Failed attempts to open the session store at start (unreachable, no schema yet); the node retries and is not ready meanwhile.",
+	})
+	nodeStarting = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: "node", Name: "starting",
+		Help: "1 while the node waits for its session store before it serves RADIUS, else 0.",
+	})
+)
+
+// Backoff between attempts to open a remote store: short, so a node is ready within seconds
+// of its Cassandra (or its schema) arriving; capped, so a long outage costs little.
+const (
+	storeRetryFirst = 500 * time.Millisecond
+	storeRetryMax   = 5 * time.Second
+)
+
+// adminSwitch is the admin port's handler. While the node starts it answers /healthz (the
+// process is alive: Kubernetes must not restart it into CrashLoopBackOff), /metrics, and
+// /readyz with 503 and what the node waits for; then the full admin handler takes over.
+type adminSwitch struct {
+	full    atomic.Pointer[http.Handler]
+	waiting atomic.Pointer[string]
+	start   *http.ServeMux
+}
+
+func newAdminSwitch() *adminSwitch {
+	a := &adminSwitch{start: http.NewServeMux()}
+	starting := "starting"
+	a.waiting.Store(&starting)
+	a.start.Handle("GET /metrics", promhttp.Handler())
+	a.start.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	a.start.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "not ready: "+*a.waiting.Load(), http.StatusServiceUnavailable)
+	})
+	return a
+}
+
+func (a *adminSwitch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := a.full.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	a.start.ServeHTTP(w, r)
+}
+
+func (a *adminSwitch) wait(why string)      { a.waiting.Store(&why) }
+func (a *adminSwitch) serve(h http.Handler) { a.full.Store(&h) }
+
+// openStore opens the session store. A store in the process fails for good (a bad snapshot
+// file); a remote one (Cassandra, hybrid) is retried until it opens or ctx ends, because
+// Cassandra being down or its schema not migrated yet is a state that passes, not a
+// configuration error: the node stays alive and not ready, and says why.
+func (n *Node) openStore(ctx context.Context, adm *adminSwitch) (session.Store, error) {
+	if n.Config.Session.InProcess() {
+		return store.Open(ctx, n.Config, n.Log)
+	}
+	nodeStarting.Set(1)
+	defer nodeStarting.Set(0)
+	delay := storeRetryFirst
+	for attempt := 1; ; attempt++ {
+		st, err := store.Open(ctx, n.Config, n.Log)
+		if err == nil {
+			if attempt > 1 {
+				n.Log.Info("session store open", "store", n.Config.Session.Store, "attempts", attempt)
+			}
+			return st, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("session store: %w (stopped waiting: %v)", err, ctx.Err())
+		}
+		storeOpenFailures.Inc()
+		adm.wait("waiting for the session store: " + err.Error())
+		n.Log.Warn("session store not available; not ready, retrying", "store", n.Config.Session.Store,
+			"attempt", attempt, "retryIn", delay.String(), "err", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("session store: %w (stopped waiting: %v)", err, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, storeRetryMax)
+	}
+}
