@@ -22,7 +22,7 @@ import (
 )
 
 // The test cluster uses the ports and the machine-wide lock of the store's integration tests
-// (services/policing/internal/store/cassandra/cassandratest), so that at most one test
+// (internal/cassandratest), so that at most one test
 // cluster runs at a time whatever package starts it.
 const (
 	cqlPort     = 19042

@@ -23,7 +23,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/spool"
 	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
-	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra/cassandratest"
+	"github.com/openaaa/openaaa/internal/cassandratest"
 )
 
 var cluster *cassandratest.Cluster

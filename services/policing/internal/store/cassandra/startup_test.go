@@ -20,7 +20,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/app"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
-	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra/cassandratest"
+	"github.com/openaaa/openaaa/internal/cassandratest"
 )
 
 // TestNodeWaitsForCassandra: a policing node whose Cassandra is unreachable at start, then
