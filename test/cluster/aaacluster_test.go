@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
-	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/internal/cassandratest"
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
 )
 
@@ -92,7 +93,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: aaaNS},
 		StringData: map[string]string{"username": "cassandra", "password": "cassandra"}})
 	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS},
-		Data: map[string]string{"subscribers.yaml": "subscribers:\n  - {username: alice, password: wonderland}\n"}})
+		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
 
 	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
 		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
@@ -177,7 +178,12 @@ func TestAAAClusterOnCluster(t *testing.T) {
 		t.Errorf("an unknown NAS got an answer:\n%s", out)
 	}
 
-	// 4. Cassandra lost, a policing pod replaced: alive, not ready, no restart; back by itself.
+	// 4. Under load from the NAS: the clients Secret and the subscribers change (reloaded), a
+	// spec change rolls the pod, a pod is deleted: no acknowledged accounting record is lost.
+	noAccountingLost(t, ctx, c, helm, root, values, auth, acct)
+	pod = policingPod(t, c, true)
+
+	// 5. Cassandra lost, a policing pod replaced: alive, not ready, no restart; back by itself.
 	if err := cass.Kill(1); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +228,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	t.Logf("policing ready %s after Cassandra's CQL port was back", time.Since(back).Round(time.Second))
 	waitCondition(t, c, aaav1.ConditionReady, metav1.ConditionTrue, "", 3*time.Minute)
 
-	// 5. Uninstall: the AAACluster's objects are collected; the CRDs stay (crds.keep).
+	// 6. Uninstall: the AAACluster's objects are collected; the CRDs stay (crds.keep).
 	runHelm(t, ctx, helm, "uninstall", release, "-n", aaaNS, "--wait", "--timeout", "2m")
 	eventually(t, 2*time.Minute, "the AAACluster's objects collected", func() error {
 		var left []string
@@ -255,6 +261,162 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "aaaclusters.aaa.openaaa.io"}, crd); err != nil {
 		t.Errorf("the AAACluster CRD should be kept after uninstall (crds.keep): %v", err)
 	}
+}
+
+// loadUsers subscribers user00001..user00200 (aaa-loadgen's default patterns) besides alice.
+const loadUsers = 200
+
+func subscribersYAML(n int, extra string) string {
+	var b strings.Builder
+	b.WriteString("subscribers:\n  - {username: alice, password: wonderland}\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - {username: user%05d, password: pass%05d}\n", i, i)
+	}
+	b.WriteString(extra)
+	return b.String()
+}
+
+// noAccountingLost runs aaa-loadgen from the NAS namespace through the NodePorts (it
+// retransmits as a NAS does) while the configuration changes and pods come and go, then
+// checks that every acknowledged accounting record is in Cassandra's history, once.
+func noAccountingLost(t *testing.T, ctx context.Context, c client.Client, helm, root, values string, auth, acct int32) {
+	t.Helper()
+	loadgen := filepath.Join(t.TempDir(), "aaa-loadgen")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", loadgen, filepath.Join(root, "services", "loadgen")).CombinedOutput(); err != nil {
+		t.Fatalf("building aaa-loadgen: %v\n%s", err, out)
+	}
+	db := cqlSession(t)
+	defer db.Close()
+	before := countRows(t, db, "SELECT count(*) FROM openaaa.acct_history")
+	first := policingPod(t, c, true)
+
+	report := filepath.Join(t.TempDir(), "report.json")
+	lctx, lcancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer lcancel()
+	run := clustertest.NASExec(lctx, loadgen, "run", "--quiet",
+		"--target", fmt.Sprintf("%s:%d/%d", clustertest.NodeIP, auth, acct), "--nas-ip", clustertest.NASIP,
+		"--secret", nasSecret, "--users", fmt.Sprint(loadUsers), "--framed-ip-base", "198.19.0.1",
+		"--concurrency", "8", "--duration", "80s", "--timeout", "2s", "--retries", "6", "--json-out", report)
+	var runOut bytes.Buffer
+	run.Stdout, run.Stderr = &runOut, &runOut
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	var startAt time.Time
+	step := func(at time.Duration, what string, f func()) {
+		select {
+		case err := <-done:
+			t.Fatalf("aaa-loadgen ended before %q: %v\n%s", what, err, runOut.String())
+		case <-time.After(time.Until(startAt.Add(at))):
+		}
+		t.Logf("+%s: %s", at, what)
+		f()
+	}
+	startAt = time.Now()
+	// A new NAS client through the chart (the clients Secret): reloaded, no roll.
+	step(10*time.Second, "helm upgrade: a second NAS client", func() {
+		extra := filepath.Join(t.TempDir(), "more.yaml")
+		if err := os.WriteFile(extra, []byte(fmt.Sprintf("nasClients:\n  create: true\n  clients:\n    - {name: nas, address: %s, secret: %s}\n    - {name: nas-2, address: 198.18.0.9, secret: other}\n", clustertest.NASIP, nasSecret)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		runHelm(t, ctx, helm, "upgrade", release, filepath.Join(root, "charts", "aaacluster"), "-n", aaaNS, "-f", values, "-f", extra)
+	})
+	step(25*time.Second, "the subscriber ConfigMap changes", func() {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: aaaNS, Name: "subscribers"}, cm); err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["subscribers.yaml"] = subscribersYAML(loadUsers, "  - {username: zoe, password: zzz}\n")
+		if err := c.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step(35*time.Second, "no roll so far", func() {
+		if p := policingPod(t, c, true); p.Name != first.Name {
+			t.Errorf("a clients or subscribers change rolled the pod: %s -> %s", first.Name, p.Name)
+		}
+	})
+	step(40*time.Second, "spec change (logLevel): the pod rolls", func() {
+		ac := &aaav1.AAACluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: aaaNS, Name: release}, ac); err != nil {
+			t.Fatal(err)
+		}
+		ac.Spec.LogLevel = "debug"
+		if err := c.Update(ctx, ac); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step(60*time.Second, "delete the policing pod", func() {
+		p := policingPod(t, c, true)
+		if p.Name == first.Name {
+			t.Errorf("the spec change did not roll the pod within 20 s")
+		}
+		if err := c.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("aaa-loadgen: %v\n%s", err, runOut.String())
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		AcctResponses, Timeouts, Aborted, Accepts, Sessions, Errors uint64
+		IncomingTPS                                                 float64 `json:"incomingTPS"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("load: %d sessions, %d accepts, %d accounting acknowledged, %d timeouts, %d aborted, %d errors, %.0f TPS",
+		r.Sessions, r.Accepts, r.AcctResponses, r.Timeouts, r.Aborted, r.Errors, r.IncomingTPS)
+	if r.AcctResponses < 500 {
+		t.Fatalf("only %d accounting records acknowledged: the load did not run", r.AcctResponses)
+	}
+	// An acknowledged record is in Cassandra or in a spool: wait until the spools are empty.
+	eventually(t, time.Minute, "the policing spools empty", func() error {
+		p := policingPod(t, c, true)
+		body := httpGet(t, fmt.Sprintf("http://%s:9812/metrics", p.Status.PodIP))
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, "openaaa_spool_records ") && strings.TrimSpace(strings.TrimPrefix(line, "openaaa_spool_records ")) != "0" {
+				return fmt.Errorf("%s: %s", p.Name, line)
+			}
+		}
+		return nil
+	})
+	stored := uint64(countRows(t, db, "SELECT count(*) FROM openaaa.acct_history") - before)
+	t.Logf("accounting: %d acknowledged, %d stored", r.AcctResponses, stored)
+	if stored < r.AcctResponses {
+		t.Fatalf("ACCOUNTING LOST: %d acknowledged, %d stored", r.AcctResponses, stored)
+	}
+	if stored > r.AcctResponses+r.Timeouts+r.Aborted {
+		t.Fatalf("%d stored > %d acknowledged + %d unanswered: records stored twice?", stored, r.AcctResponses, r.Timeouts+r.Aborted)
+	}
+}
+
+
+func cqlSession(t *testing.T) *gocql.Session {
+	t.Helper()
+	cc := gocql.NewCluster(cassandraContact)
+	cc.Consistency = gocql.One
+	cc.Timeout = 10 * time.Second
+	s, err := cc.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func countRows(t *testing.T, s *gocql.Session, q string) int64 {
+	t.Helper()
+	var n int64
+	if err := s.Query(q).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
 }
 
 func aaaClient(t *testing.T) client.Client {
