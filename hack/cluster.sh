@@ -736,9 +736,11 @@ stop_pid() { proc_stop "${DIR}/run/$1.pid" "${2:-100}"; } # TERM, KILL after 10 
 
 # PIDs of the processes whose command line names our containerd socket (its shims).
 shim_pids() {
-	local p
-	for p in /proc/[0-9]*; do
-		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "-address ${CTRD_SOCK} " && echo "${p#/proc/}"
+	local f
+	for f in $(grep -lasF -- "$CTRD_SOCK" /proc/[0-9]*/cmdline 2>/dev/null); do
+		{ tr '\0' ' ' <"$f" | grep -q -- "containerd-shim.* -address ${CTRD_SOCK} "; } 2>/dev/null || continue
+		f=${f#/proc/}
+		echo "${f%/cmdline}"
 	done
 	return 0
 }
@@ -787,8 +789,18 @@ umount_under() { # unmount every mount point under a directory, deepest first
 	done
 }
 
+ours() { # is there anything of our cluster on this host?
+	[[ -d "${DIR}/host" || -d "${DIR}/run" ]] || ip link show "$HOST_VETH" >/dev/null 2>&1 ||
+		ip link show "$BRIDGE" >/dev/null 2>&1 || ip netns list 2>/dev/null | grep -qw "$NAS_NETNS" ||
+		compgen -G "/sys/fs/cgroup/*/${CGROUP_ROOT}" >/dev/null
+}
+
 teardown() {
 	local t0=$SECONDS
+	if ! ours; then
+		log "no cluster here (${DIR}): nothing to do"
+		return 0
+	fi
 	# 1. Pods: with the controllers stopped nothing recreates them; the kubelet kills their
 	# containers and tears their sandboxes down through CNI (veths, IPs, portmap rules).
 	stop_pid kube-controller-manager
