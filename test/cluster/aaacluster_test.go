@@ -42,7 +42,8 @@ const (
 	readyWithin = 5 * time.Minute
 )
 
-var cassandraContact = clustertest.NodeIP + ":9042"
+// Cassandra on the node's address (pods reach it), on the test port of cassandratest.
+var cassandraContact = fmt.Sprintf("%s:%d", clustertest.NodeIP, cassandratest.CQLPort)
 
 func aaaclusterValues() string {
 	return fmt.Sprintf(`datacenters:
