@@ -560,9 +560,9 @@ func nodePorts(t *testing.T, c client.Client) (auth, acct int32) {
 	}
 	for _, p := range svc.Spec.Ports {
 		switch p.Name {
-		case "auth":
+		case "radius-auth":
 			auth = p.NodePort
-		case "acct":
+		case "radius-acct":
 			acct = p.NodePort
 		}
 	}
