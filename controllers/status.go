@@ -26,7 +26,7 @@ var warningReasons = map[string]bool{
 	ReasonPartiallyAvailable: true,
 	ReasonDatacenterNotReady: true,
 	"BackoffLimitExceeded":   true,
-	"DeadlineExceeded":       true,
+	ReasonDeadlineExceeded:   true,
 }
 
 // computeStatus turns what the steps observed into the status. Pure apart from the clock that
