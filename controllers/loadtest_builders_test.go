@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -283,4 +285,43 @@ func TestComputeLoadTestStatus(t *testing.T) {
 func equalStatus(a, b aaav1.AAALoadTestStatus) bool {
 	return a.Phase == b.Phase && a.Job == b.Job && len(a.Conditions) == len(b.Conditions) &&
 		slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool { return x == y })
+}
+
+// TestLoadgenAcceptsJobArgs: aaa-loadgen, built from this tree, parses every argument the
+// operator gives it (the trailing --help stops it before it runs: exit 0; an unknown flag or
+// a bad value exits 1).
+func TestLoadgenAcceptsJobArgs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds aaa-loadgen")
+	}
+	exe := filepath.Join(t.TempDir(), "aaa-loadgen")
+	build := exec.Command("go", "build", "-o", exe, "./services/loadgen")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	lt := testLoadTest()
+	c := minimalCluster("prod", "aaa")
+	cspec := withDefaults(c.Spec, Options{})
+	for _, mutate := range []func(*aaav1.AAALoadTestSpec){
+		func(*aaav1.AAALoadTestSpec) {},
+		func(s *aaav1.AAALoadTestSpec) {
+			s.Load.Rate, s.Load.MaxSessions, s.Load.Ramp = nil, nil, "10s"
+			s.NAS.IPAddress, s.NAS.RequireMessageAuthenticator = "", false
+			s.Flow = aaav1.LoadTestFlow{Mode: "auth"}
+			s.Distribution = "sticky"
+		},
+	} {
+		spec := lt.Spec
+		mutate(&spec)
+		spec = loadTestDefaults(spec, Options{})
+		job, err := buildLoadgenJob(lt, spec, c, cspec, []string{"dc1", "dc2"}, map[string][]string{"dc2": {"10.0.0.1:9812"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := append(slices.Clone(job.Spec.Template.Spec.Containers[0].Args), "--help")
+		if out, err := exec.Command(exe, args...).CombinedOutput(); err != nil {
+			t.Errorf("aaa-loadgen %v: %v\n%s", args, err, out)
+		}
+	}
 }
