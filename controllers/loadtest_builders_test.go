@@ -144,8 +144,8 @@ func TestReadyPodAddresses(t *testing.T) {
 	pods := []corev1.Pod{
 		{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Status: corev1.PodStatus{PodIP: "10.0.0.2", Conditions: ready}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.PodStatus{PodIP: "10.0.0.1", Conditions: ready}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Status: corev1.PodStatus{PodIP: "10.0.0.3"}},         // not ready
-		{ObjectMeta: metav1.ObjectMeta{Name: "d"}, Status: corev1.PodStatus{Conditions: ready}},         // no IP
+		{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Status: corev1.PodStatus{PodIP: "10.0.0.3"}}, // not ready
+		{ObjectMeta: metav1.ObjectMeta{Name: "d"}, Status: corev1.PodStatus{Conditions: ready}}, // no IP
 		{ObjectMeta: metav1.ObjectMeta{Name: "e", DeletionTimestamp: ptr.To(metav1.Now())}, Status: corev1.PodStatus{PodIP: "10.0.0.5", Conditions: ready}},
 	}
 	if got := readyPodAddresses(pods, 9812); !slices.Equal(got, []string{"10.0.0.1:9812", "10.0.0.2:9812"}) {
