@@ -120,16 +120,7 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 	if gd := s.Monitoring.GrafanaDashboards; gd != nil && len(gd.Labels) == 0 {
 		gd.Labels = map[string]string{defaultDashboardLabel: "1"}
 	}
-	repo, tag := defaultImage(opts.PolicingImage, DefaultPolicingImage, opts.Version)
-	if s.Image.Repository == "" {
-		s.Image.Repository = repo
-	}
-	if s.Image.Tag == "" {
-		s.Image.Tag = tag
-	}
-	if s.Image.PullPolicy == "" {
-		s.Image.PullPolicy = corev1.PullIfNotPresent
-	}
+	defaultImageFields(&s.Image.Repository, &s.Image.Tag, &s.Image.PullPolicy, opts.PolicingImage, DefaultPolicingImage, opts.Version)
 	for i := range s.Datacenters {
 		dc := &s.Datacenters[i]
 		if dc.Replicas == nil && dc.Autoscaling == nil {
@@ -177,6 +168,21 @@ func defaultImage(flag, fallbackRepo, version string) (repo, tag string) {
 		tag = defaultImageTagWhenDevVersion
 	}
 	return repo, tag
+}
+
+// defaultImageFields fills the empty fields of an image spec: repository and tag from the
+// operator's image flag (see defaultImage), pull policy IfNotPresent.
+func defaultImageFields(repo, tag *string, pull *corev1.PullPolicy, flag, fallbackRepo, version string) {
+	r, t := defaultImage(flag, fallbackRepo, version)
+	if *repo == "" {
+		*repo = r
+	}
+	if *tag == "" {
+		*tag = t
+	}
+	if *pull == "" {
+		*pull = corev1.PullIfNotPresent
+	}
 }
 
 // splitImage splits repository[:tag] (a registry host may carry a port: host:5000/repo:tag).

@@ -110,7 +110,7 @@ func TestBuildLoadgenJob(t *testing.T) {
 			t.Errorf("%s: %v, want %v", flag, got, want)
 		}
 	}
-	if !slices.Contains(args, "--require-reply-ma") || slices.Contains(args, "--ramp") {
+	if !slices.Contains(args, "--require-reply-ma") || slices.Contains(args, "--ramp") || !slices.Contains(args, "--metrics-best-effort") {
 		t.Errorf("args: %v", args)
 	}
 	// A memory limit that grows with the workers and data centers.
@@ -126,7 +126,7 @@ func TestBuildLoadgenJob(t *testing.T) {
 	spec.Datacenters = []string{"dc2"}
 	dcs, _ = loadTestDatacenters(spec, cspec)
 	j, _ := buildLoadgenJob(lt, spec, c, cspec, dcs, map[string][]string{"dc2": {"10.0.0.9:9812"}})
-	if a := j.Spec.Template.Spec.Containers[0].Args; len(argValue(a, "--metrics")) != 0 || !slices.Equal(argValue(a, "--target"), []string{"dc2=aaa-dc2-radius.prod.svc:11812/11813"}) {
+	if a := j.Spec.Template.Spec.Containers[0].Args; len(argValue(a, "--metrics")) != 0 || slices.Contains(a, "--metrics-best-effort") || !slices.Equal(argValue(a, "--target"), []string{"dc2=aaa-dc2-radius.prod.svc:11812/11813"}) {
 		t.Errorf("dc2 only, no metrics: %v", a)
 	}
 	spec.Datacenters = []string{"dc3"}

@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -156,25 +157,6 @@ func (te *testEnv) runPod(t *testing.T, job *batchv1.Job, exitCode int32, messag
 	}
 }
 
-// failJob plays the Job controller: the Job failed with reason.
-func (te *testEnv) failJob(t *testing.T, job *batchv1.Job, reason string) {
-	t.Helper()
-	eventually(t, wait, "fail Job "+job.Name, func() error {
-		j := &batchv1.Job{}
-		if err := te.c.Get(bg, client.ObjectKeyFromObject(job), j); err != nil {
-			return err
-		}
-		now := metav1.Now()
-		j.Status.StartTime = &now
-		j.Status.Failed = 1
-		j.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, Message: "test says so", LastTransitionTime: now, LastProbeTime: now},
-			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: "test says so", LastTransitionTime: now, LastProbeTime: now},
-		}
-		return te.c.Status().Update(bg, j)
-	})
-}
-
 // TestLoadTestValidation: the API server rejects invalid AAALoadTests with messages naming the
 // field, and any change of the spec.
 func TestLoadTestValidation(t *testing.T) {
@@ -226,10 +208,24 @@ func TestLoadTestValidation(t *testing.T) {
 	if lt.Spec.Distribution != "round-robin" || lt.Spec.Load.Concurrency != 16 || lt.Spec.Flow.Mode != "flow" || lt.Spec.NAS.Timeout != "1s" {
 		t.Errorf("defaults: %+v", lt.Spec)
 	}
-	lt.Spec.Load.Duration = "10s"
-	if err := te.c.Update(bg, lt); err == nil || !strings.Contains(err.Error(), "spec is immutable") {
-		t.Errorf("spec change: %v", err)
-	}
+	// The operator writes the status meanwhile: retry on a conflict, on the fresh object.
+	eventually(t, wait, "spec change rejected", func() error {
+		cur := &aaav1.AAALoadTest{}
+		if err := te.c.Get(bg, client.ObjectKeyFromObject(lt), cur); err != nil {
+			return err
+		}
+		cur.Spec.Load.Duration = "10s"
+		err := te.c.Update(bg, cur)
+		switch {
+		case err == nil:
+			t.Fatal("spec change accepted")
+		case apierrors.IsConflict(err):
+			return err
+		case !strings.Contains(err.Error(), "spec is immutable"):
+			t.Fatalf("spec change: %v", err)
+		}
+		return nil
+	})
 }
 
 // TestLoadTestRun: a valid AAALoadTest waits for its cluster, creates the Job with the
@@ -468,20 +464,20 @@ func TestLoadTestFailures(t *testing.T) {
 
 	// The deadline passed before the pod ended.
 	job := start("deadline")
-	te.failJob(t, job, batchv1.JobReasonDeadlineExceeded)
+	te.endJob(t, job, false, batchv1.JobReasonDeadlineExceeded)
 	waitFailed("deadline", ReasonDeadlineExceeded, "DeadlineExceeded")
 
 	// aaa-loadgen exited 1 without a summary: the kubelet put the end of its log there.
 	job = start("crashed")
 	te.runPod(t, job, 1, "aaa-loadgen: target aaa-dc1-radius: no such host")
-	te.failJob(t, job, batchv1.JobReasonBackoffLimitExceeded)
+	te.finishJob(t, job, false)
 	waitFailed("crashed", ReasonLoadTestJobFailed, "no such host")
 
 	// aaa-loadgen said why in its summary.
 	job = start("refused")
 	msg, _ := summary.Marshal(summary.Summary{Error: "metrics before the run: connection refused"})
 	te.runPod(t, job, 1, string(msg))
-	te.failJob(t, job, batchv1.JobReasonBackoffLimitExceeded)
+	te.finishJob(t, job, false)
 	waitFailed("refused", ReasonLoadgenFailed, "connection refused")
 
 	// The Job completed but the message is no report.

@@ -91,16 +91,7 @@ func loadTestDefaults(in aaav1.AAALoadTestSpec, opts Options) aaav1.AAALoadTestS
 	if s.ServerMetrics == nil {
 		s.ServerMetrics = ptr.To(true)
 	}
-	repo, tag := defaultImage(opts.LoadgenImage, DefaultLoadgenImage, opts.Version)
-	if s.Image.Repository == "" {
-		s.Image.Repository = repo
-	}
-	if s.Image.Tag == "" {
-		s.Image.Tag = tag
-	}
-	if s.Image.PullPolicy == "" {
-		s.Image.PullPolicy = corev1.PullIfNotPresent
-	}
+	defaultImageFields(&s.Image.Repository, &s.Image.Tag, &s.Image.PullPolicy, opts.LoadgenImage, DefaultLoadgenImage, opts.Version)
 	return s
 }
 
@@ -209,10 +200,15 @@ func loadgenArgs(spec aaav1.AAALoadTestSpec, c *aaav1.AAACluster, cspec aaav1.AA
 		args = append(args, "--target", fmt.Sprintf("%s=%s/%d", dc, net.JoinHostPort(host, strconv.Itoa(int(cspec.Radius.AuthPort))), cspec.Radius.AcctPort))
 	}
 	if ptr.Deref(spec.ServerMetrics, true) {
+		n := len(args)
 		for _, dc := range dcs {
 			for _, addr := range metrics[dc] {
 				args = append(args, "--metrics", dc+"=http://"+addr+"/metrics")
 			}
+		}
+		if len(args) > n {
+			// A pod gone between the Job's creation and the run must not fail the run.
+			args = append(args, "--metrics-best-effort")
 		}
 	}
 	return args

@@ -169,6 +169,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 		requireMA, asJSON, quiet             bool
 		jsonOut, label, nasIP, nasID, logOut string
 		summaryFile                          string
+		metricsBestEffort                    bool
 		pf                                   popFlags
 	)
 	fs.Var(&targets, "target", "server [name=]host:authport[/acctport] (accounting port defaults to authport+1); repeat or comma-separate for several DCs")
@@ -190,6 +191,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	fs.StringVar(&nasIP, "nas-ip", "127.0.0.1", "NAS-IP-Address sent")
 	fs.StringVar(&nasID, "nas-id", "aaa-loadgen", "NAS-Identifier sent (empty: none)")
 	fs.Var(&metricsURLs, "metrics", "[target=]server admin address or /metrics URL to read outgoing TPS, busy workers and drops from (with target=, also that target's own figures); repeatable")
+	fs.BoolVar(&metricsBestEffort, "metrics-best-effort", false, "a --metrics page that cannot be read before the run is left out (with a warning) instead of failing the run, and a failed sample is skipped")
 	fs.StringVar(&summaryFile, "summary-file", "", "also write a compact JSON summary (at most 4096 bytes, per target and in total) to this file, e.g. /dev/termination-log; on failure it holds the error")
 	fs.Var(&pids, "server-pid", "PID of a server process to charge CPU and RSS to; repeatable")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of the table")
@@ -303,7 +305,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := measure(ctx, &cfg, sources, pidList, stderr)
+	rep, err := measure(ctx, &cfg, sources, metricsBestEffort, pidList, stderr)
 	if err != nil {
 		return err
 	}
@@ -379,8 +381,21 @@ func parseMetricsSources(values []string, targets []engine.Target) ([]metricsSou
 
 // measure runs cfg and adds what the servers say: /metrics before, during (busy workers,
 // sampled every 500 ms) and after, and CPU/RSS of the given PIDs.
-func measure(ctx context.Context, cfg *engine.Config, sources []metricsSource, pids []int, stderr io.Writer) (*report.Report, error) {
+func measure(ctx context.Context, cfg *engine.Config, sources []metricsSource, bestEffort bool, pids []int, stderr io.Writer) (*report.Report, error) {
 	hc := &http.Client{Timeout: 2 * time.Second}
+	if bestEffort {
+		// A page that cannot be read now (e.g. a pod gone since the addresses were chosen)
+		// would only fail the run: leave it out.
+		var ok []metricsSource
+		for _, src := range sources {
+			if _, err := scrape.Fetch(ctx, hc, src.url); err != nil {
+				fmt.Fprintf(stderr, "aaa-loadgen: leaving out %s: %v\n", src.url, err)
+				continue
+			}
+			ok = append(ok, src)
+		}
+		sources = ok
+	}
 	fetchAll := func() ([]*scrape.Snapshot, error) {
 		var out []*scrape.Snapshot
 		for _, src := range sources {
@@ -447,15 +462,23 @@ func measure(ctx context.Context, cfg *engine.Config, sources []metricsSource, p
 				case <-t.C:
 					var sum float64
 					perTarget := make([]float64, len(cfg.Targets))
+					failed := false
 					for _, src := range sources {
 						s, err := scrape.Fetch(sampleCtx, hc, src.url)
 						if err != nil {
-							return
+							failed = true
+							break
 						}
 						sum += s.WorkersBusy
 						if src.target >= 0 {
 							perTarget[src.target] += s.WorkersBusy
 						}
+					}
+					if failed {
+						if bestEffort && sampleCtx.Err() == nil {
+							continue // skip this sample
+						}
+						return
 					}
 					mu.Lock()
 					busy = append(busy, sum)

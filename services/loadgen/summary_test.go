@@ -112,3 +112,43 @@ func TestSummaryFileError(t *testing.T) {
 		t.Errorf("summary %s: %v", raw, err)
 	}
 }
+
+// TestMetricsBestEffort: an unreadable /metrics page fails the run, unless
+// --metrics-best-effort leaves it out (the other pages still count).
+func TestMetricsBestEffort(t *testing.T) {
+	pop, _ := population.Pattern(10, "user%05d", "pass%05d", "10.0.0.1")
+	srv := &responder.Responder{Secret: []byte("testing123"), Passwords: map[string]string{}}
+	for _, u := range pop.Users {
+		srv.Passwords[u.Name] = u.Password
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	for _, bestEffort := range []bool{false, true} {
+		file := filepath.Join(t.TempDir(), "summary")
+		args := []string{"run", "--target", "dc1=" + srv.Target(), "--metrics", "dc1=" + fakeMetrics(t, srv, 2), "--metrics", "dc1=" + deadURL,
+			"--users", "10", "--sessions", "5", "--summary-file", file, "--quiet"}
+		if bestEffort {
+			args = append(args, "--metrics-best-effort")
+		}
+		_, stderr, code := lg(t, args...)
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := summary.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !bestEffort && (code == 0 || !strings.Contains(s.Error, "metrics before the run")):
+			t.Errorf("strict: exit %d, summary %s", code, raw)
+		case bestEffort && (code != 0 || s.Error != "" || s.OutgoingTPS == nil || len(s.Targets) != 1 || s.Targets[0].OutgoingTPS == nil || !strings.Contains(stderr, "leaving out")):
+			t.Errorf("best effort: exit %d, summary %s, stderr %s", code, raw, stderr)
+		}
+	}
+}
