@@ -15,6 +15,22 @@ import (
 	"github.com/openaaa/openaaa/services/loadgen/summary"
 )
 
+// startResponder starts a RADIUS responder (secret testing123) that knows the first users of
+// the default population; it stops with the test.
+func startResponder(t *testing.T, users int) *responder.Responder {
+	t.Helper()
+	pop, _ := population.Pattern(users, "user%05d", "pass%05d", "10.0.0.1")
+	srv := &responder.Responder{Secret: []byte("testing123"), Passwords: map[string]string{}}
+	for _, u := range pop.Users {
+		srv.Passwords[u.Name] = u.Password
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // fakeMetrics serves a policing-like /metrics page for one DC: transactions are twice the
 // requests its responder has seen (as with an accounting proxy), busy workers a constant.
 func fakeMetrics(t *testing.T, srv *responder.Responder, busy float64) string {
@@ -31,19 +47,7 @@ func fakeMetrics(t *testing.T, srv *responder.Responder, busy float64) string {
 // TestSummaryFile: --summary-file writes the compact report, per target and in total, with the
 // servers' figures of each target taken from that target's --metrics.
 func TestSummaryFile(t *testing.T) {
-	pop, _ := population.Pattern(50, "user%05d", "pass%05d", "10.0.0.1")
-	var srvs []*responder.Responder
-	for range 2 {
-		srv := &responder.Responder{Secret: []byte("testing123"), Passwords: map[string]string{}}
-		for _, u := range pop.Users {
-			srv.Passwords[u.Name] = u.Password
-		}
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(srv.Close)
-		srvs = append(srvs, srv)
-	}
+	srvs := []*responder.Responder{startResponder(t, 50), startResponder(t, 50)}
 	file := filepath.Join(t.TempDir(), "termination-log")
 	_, stderr, code := lg(t, "run", "--target", "dc1="+srvs[0].Target(), "--target", "dc2="+srvs[1].Target(),
 		"--metrics", "dc1="+fakeMetrics(t, srvs[0], 3), "--metrics", "dc2="+fakeMetrics(t, srvs[1], 5),
@@ -116,15 +120,7 @@ func TestSummaryFileError(t *testing.T) {
 // TestMetricsBestEffort: an unreadable /metrics page fails the run, unless
 // --metrics-best-effort leaves it out (the other pages still count).
 func TestMetricsBestEffort(t *testing.T) {
-	pop, _ := population.Pattern(10, "user%05d", "pass%05d", "10.0.0.1")
-	srv := &responder.Responder{Secret: []byte("testing123"), Passwords: map[string]string{}}
-	for _, u := range pop.Users {
-		srv.Passwords[u.Name] = u.Password
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startResponder(t, 10)
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
