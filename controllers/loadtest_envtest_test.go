@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 	"github.com/openaaa/openaaa/services/loadgen/summary"
@@ -198,6 +200,21 @@ func TestLoadTestValidation(t *testing.T) {
 				}
 			}
 		})
+	}
+
+	// The sample of config/samples is valid.
+	raw, err := os.ReadFile(filepath.Join("..", "config", "samples", "aaa_v1alpha1_aaaloadtest.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(raw), "\n---\n")
+	sample := &aaav1.AAALoadTest{}
+	if err := yaml.UnmarshalStrict([]byte(docs[len(docs)-1]), sample); err != nil || sample.Kind != "AAALoadTest" {
+		t.Fatalf("sample: %v", err)
+	}
+	sample.Namespace = ns
+	if err := te.c.Create(bg, sample); err != nil {
+		t.Errorf("the sample AAALoadTest is rejected: %v", err)
 	}
 
 	// A valid one is accepted with its defaults, and its spec cannot change.
