@@ -355,6 +355,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw.Flush()
 	b.WriteString("\n")
 
+	if len(r.TargetReports) > 1 {
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "target\tincoming TPS\toutgoing TPS\tworkers busy\tavg auth ms\tavg acct ms\tp99 ms\ttimeouts\t\n")
+		for _, t := range r.TargetReports {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%d\t\n", t.Name, thousands(t.IncomingTPS),
+				optf(t.OutgoingTPS, "%.1f"), optf(t.WorkersBusyAvg, "%.1f"), t.AvgAuthMs, t.AvgAcctMs, t.P99Ms, t.Timeouts)
+		}
+		tw.Flush()
+		b.WriteString("\n")
+	}
+
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "message\tcount\tavg ms\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\t\n")
 	keys := []string{}
