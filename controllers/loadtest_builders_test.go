@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"context"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 	"github.com/openaaa/openaaa/services/loadgen/summary"
@@ -322,6 +328,79 @@ func TestLoadgenAcceptsJobArgs(t *testing.T) {
 		args := append(slices.Clone(job.Spec.Template.Spec.Containers[0].Args), "--help")
 		if out, err := exec.Command(exe, args...).CombinedOutput(); err != nil {
 			t.Errorf("aaa-loadgen %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestLoadTestReconcileError: an API error while starting the run (here: listing the policing
+// pods) is returned for a retry and said in the status (Ready=False, ReconcileError), on a fake
+// client.
+func TestLoadTestReconcileError(t *testing.T) {
+	lt := newLoadTest("ns", "lt", "aaa")
+	lt.Generation = 1
+	c := minimalCluster("ns", "aaa")
+	c.Status.Datacenters = []aaav1.DatacenterStatus{{Name: "dc1", Ready: true}, {Name: "dc2", Ready: true}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nas"}, Data: map[string][]byte{"secret": []byte("s")}}
+	cl := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(lt, c, secret).WithStatusSubresource(lt, c).Build()
+	failing := interceptor.NewClient(fake.NewClientBuilder().WithScheme(testScheme).Build(), interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("pods is forbidden")
+		},
+	})
+	r := &AAALoadTestReconciler{Client: cl, APIReader: failing, Scheme: testScheme, Options: Options{Version: "v1"}}
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(lt)})
+	if err == nil || !strings.Contains(err.Error(), "pods is forbidden") {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	got := &aaav1.AAALoadTest{}
+	if err := cl.Get(context.Background(), client.ObjectKeyFromObject(lt), got); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(got.Status.Conditions, aaav1.ConditionReady)
+	if got.Status.Phase != aaav1.LoadTestPending || cond == nil || cond.Reason != ReasonReconcileError || !strings.Contains(cond.Message, "forbidden") {
+		t.Errorf("status %+v", got.Status)
+	}
+	if err := cl.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "lt-loadgen"}, &batchv1.Job{}); err == nil {
+		t.Error("a Job was created although the pods could not be listed")
+	}
+}
+
+// TestLoadTestCrossNamespaceAllowed: with --loadtest-allow-cross-namespace the Job runs in the
+// AAALoadTest's namespace against the Services of the cluster's (fake client).
+func TestLoadTestCrossNamespaceAllowed(t *testing.T) {
+	lt := newLoadTest("tests", "lt", "aaa")
+	lt.Spec.Cluster.Namespace = "prod"
+	c := minimalCluster("prod", "aaa")
+	c.Status.Datacenters = []aaav1.DatacenterStatus{{Name: "dc1", Ready: true}, {Name: "dc2", Ready: true}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tests", Name: "nas"}, Data: map[string][]byte{"secret": []byte("s")}}
+	cl := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(lt, c, secret).WithStatusSubresource(lt, c).Build()
+	for _, allowed := range []bool{false, true} {
+		r := &AAALoadTestReconciler{Client: cl, APIReader: cl, Scheme: testScheme, Options: Options{AllowCrossNamespaceLoadTests: allowed}}
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(lt)}); err != nil {
+			t.Fatal(err)
+		}
+		got := &aaav1.AAALoadTest{}
+		if err := cl.Get(context.Background(), client.ObjectKeyFromObject(lt), got); err != nil {
+			t.Fatal(err)
+		}
+		job := &batchv1.Job{}
+		jobErr := cl.Get(context.Background(), client.ObjectKey{Namespace: "tests", Name: "lt-loadgen"}, job)
+		if !allowed {
+			if got.Status.Phase != aaav1.LoadTestFailed || jobErr == nil {
+				t.Fatalf("refused: phase %s, Job %v", got.Status.Phase, jobErr)
+			}
+			// A refused run is final: start again from a fresh status.
+			got.Status = aaav1.AAALoadTestStatus{}
+			if err := cl.Status().Update(context.Background(), got); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if got.Status.Phase != aaav1.LoadTestRunning || jobErr != nil {
+			t.Fatalf("allowed: phase %s, Job %v", got.Status.Phase, jobErr)
+		}
+		if tg := argValue(job.Spec.Template.Spec.Containers[0].Args, "--target"); !slices.Equal(tg, []string{"dc1=aaa-dc1-radius.prod.svc:1812/1813", "dc2=aaa-dc2-radius.prod.svc:1812/1813"}) {
+			t.Errorf("targets %v", tg)
 		}
 	}
 }

@@ -65,16 +65,24 @@ func (r *AAALoadTestReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !lt.DeletionTimestamp.IsZero() || loadTestFinished(lt) {
 		return ctrl.Result{}, nil
 	}
-	o, requeue, err := r.run(ctx, lt)
-	if err != nil {
-		logf.FromContext(ctx).Error(err, "load test reconcile failed")
-		return ctrl.Result{}, err
+	o, requeue, runErr := r.run(ctx, lt)
+	if runErr != nil {
+		// Said in the status too; the error retries with back-off.
+		logf.FromContext(ctx).Error(runErr, "load test reconcile failed")
+		phase := lt.Status.Phase
+		if phase == "" {
+			phase = aaav1.LoadTestPending
+		}
+		o = loadTestOutcome{phase: phase, reason: ReasonReconcileError, message: runErr.Error()}
 	}
 	if err := r.writeLoadTestStatus(ctx, lt, o); err != nil {
-		if apierrors.IsConflict(err) {
+		if apierrors.IsConflict(err) && runErr == nil {
 			return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return ctrl.Result{}, runErr
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }

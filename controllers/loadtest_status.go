@@ -118,7 +118,7 @@ func computeLoadTestStatus(lt *aaav1.AAALoadTest, o loadTestOutcome) aaav1.AAALo
 
 // loadTestWarning tells which Ready reasons are recorded as Warning events.
 func loadTestWarning(phase, reason string) bool {
-	return phase == aaav1.LoadTestFailed || reason == ReasonSecretNotFound || reason == ReasonClusterNotFound
+	return phase == aaav1.LoadTestFailed || reason == ReasonSecretNotFound || reason == ReasonClusterNotFound || reason == ReasonReconcileError
 }
 
 // writeLoadTestStatus is the one writer of an AAALoadTest's status: it patches only a changed
