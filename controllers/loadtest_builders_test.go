@@ -3,10 +3,13 @@ package controllers
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"layeh.com/radius"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -293,6 +297,18 @@ func equalStatus(a, b aaav1.AAALoadTestStatus) bool {
 		slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool { return x == y })
 }
 
+// buildLoadgen builds aaa-loadgen from this tree (the Go build cache makes it quick).
+func buildLoadgen(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "aaa-loadgen")
+	build := exec.Command("go", "build", "-o", exe, "./services/loadgen")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
+}
+
 // TestLoadgenAcceptsJobArgs: aaa-loadgen, built from this tree, parses every argument the
 // operator gives it (the trailing --help stops it before it runs: exit 0; an unknown flag or
 // a bad value exits 1).
@@ -300,12 +316,7 @@ func TestLoadgenAcceptsJobArgs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds aaa-loadgen")
 	}
-	exe := filepath.Join(t.TempDir(), "aaa-loadgen")
-	build := exec.Command("go", "build", "-o", exe, "./services/loadgen")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	exe := buildLoadgen(t)
 	lt := testLoadTest()
 	c := minimalCluster("prod", "aaa")
 	cspec := withDefaults(c.Spec, Options{})
@@ -402,5 +413,92 @@ func TestLoadTestCrossNamespaceAllowed(t *testing.T) {
 		if tg := argValue(job.Spec.Template.Spec.Containers[0].Args, "--target"); !slices.Equal(tg, []string{"dc1=aaa-dc1-radius.prod.svc:1812/1813", "dc2=aaa-dc2-radius.prod.svc:1812/1813"}) {
 			t.Errorf("targets %v", tg)
 		}
+	}
+}
+
+// TestLoadgenReportReachesStatus: the whole data path without Kubernetes. aaa-loadgen, built
+// from the tree, runs with the Job's arguments (the targets pointed at two local RADIUS
+// servers, the termination log at a file) and its summary, read as the operator reads a
+// termination message, becomes the status report of both data centers.
+func TestLoadgenReportReachesStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs aaa-loadgen")
+	}
+	exe := buildLoadgen(t)
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte("testing123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	var answered [2]atomic.Int64
+	for i := range 2 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &radius.PacketServer{SecretSource: radius.StaticSecretSource([]byte("testing123")),
+			Handler: radius.HandlerFunc(func(w radius.ResponseWriter, r *radius.Request) {
+				code := radius.CodeAccessAccept
+				if r.Code == radius.CodeAccountingRequest {
+					code = radius.CodeAccountingResponse
+				}
+				answered[i].Add(1)
+				w.Write(r.Response(code))
+			})}
+		go srv.Serve(pc)
+		t.Cleanup(func() { srv.Shutdown(context.Background()) })
+		addrs = append(addrs, pc.LocalAddr().String())
+	}
+	lt := testLoadTest()
+	lt.Spec.Load = aaav1.LoadTestLoad{Duration: "1s", Concurrency: 2}
+	lt.Spec.NAS.RequireMessageAuthenticator = false
+	c := minimalCluster("prod", "aaa")
+	spec := loadTestDefaults(lt.Spec, Options{})
+	job, err := buildLoadgenJob(lt, spec, c, withDefaults(c.Spec, Options{}), []string{"dc1", "dc2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summaryFile := filepath.Join(dir, "termination-log")
+	args := slices.Clone(job.Spec.Template.Spec.Containers[0].Args)
+	target := 0
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--target":
+			name, _, _ := strings.Cut(args[i+1], "=")
+			args[i+1] = name + "=" + addrs[target] + "/" + strings.Split(addrs[target], ":")[1]
+			target++
+		case "--summary-file":
+			args[i+1] = summaryFile
+		case "--secret-file":
+			args[i+1] = secretFile
+		}
+	}
+	if out, err := exec.Command(exe, args...).CombinedOutput(); err != nil {
+		t.Fatalf("aaa-loadgen: %v\n%s", err, out)
+	}
+	msg, err := os.ReadFile(summaryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := endedJob(false, "")
+	o := loadTestFromJob(ended, false, "", "", string(msg))
+	if o.phase != aaav1.LoadTestSucceeded {
+		t.Fatalf("outcome %+v from %s", o, msg)
+	}
+	st := computeLoadTestStatus(lt, o)
+	if st.Report == nil || st.Report.Accepts == 0 || st.Report.Answered == 0 || st.Report.IncomingTPS == "0.0" || len(st.Datacenters) != 2 {
+		t.Fatalf("status %+v from %s", st, msg)
+	}
+	var sum int64
+	for i, d := range st.Datacenters {
+		// The servers may have answered a request or two in flight at the end, not counted.
+		if want := answered[i].Load(); d.Name != []string{"dc1", "dc2"}[i] || d.Answered == 0 || d.Answered > want || want-d.Answered > 2 || d.AvgAcctMs == "0.000" {
+			t.Errorf("%s: %+v; its server answered %d", d.Name, d.LoadTestFigures, want)
+		}
+		sum += d.Answered
+	}
+	if sum != st.Report.Answered {
+		t.Errorf("data centers answered %d, the total says %d", sum, st.Report.Answered)
 	}
 }
