@@ -245,10 +245,19 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // SetupWithManager registers the controller: AAALoadTests, their Jobs, and the AAAClusters
-// they wait for.
+// they wait for; nothing when the AAALoadTest CRD is not installed.
 func (r *AAALoadTestReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		return errors.New("AAALoadTestReconciler: APIReader is required")
+	}
+	// An operator upgraded where CRDs are managed apart may run before the AAALoadTest CRD is
+	// installed: it keeps reconciling AAAClusters and says so.
+	if _, err := mgr.GetRESTMapper().RESTMapping(aaav1.GroupVersion.WithKind("AAALoadTest").GroupKind(), aaav1.GroupVersion.Version); err != nil {
+		if isNoMatch(err) {
+			mgr.GetLogger().Info("AAALoadTest CRD not installed: load tests are off until it is installed and the operator restarted")
+			return nil
+		}
+		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &aaav1.AAALoadTest{}, indexLoadTestTarget,
 		func(o client.Object) []string {

@@ -545,3 +545,29 @@ func TestLoadTestFailures(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLoadTestCRDMissing: an operator started where the AAALoadTest CRD is not installed (CRDs
+// managed apart, not yet upgraded) still starts and keeps running, without the controller.
+func TestLoadTestCRDMissing(t *testing.T) {
+	assets, _ := requireEnvtest(t, false)
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", "aaa.openaaa.io_aaaclusters.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "aaaclusters.yaml"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	te, err := startEnvWith(assets, []string{dir}, func(mgr ctrl.Manager, te *testEnv) error {
+		te.lt = &AAALoadTestReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: te.recorder}
+		return te.lt.SetupWithManager(mgr)
+	})
+	if err != nil {
+		t.Fatalf("the operator does not start without the AAALoadTest CRD: %v", err)
+	}
+	select {
+	case <-te.done:
+		t.Fatal("the manager stopped")
+	case <-time.After(3 * time.Second):
+	}
+}
