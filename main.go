@@ -1,6 +1,6 @@
 // Command operator is the OpenAAA operator: it reconciles AAACluster objects
 // (aaa.openaaa.io/v1alpha1) into per-DC policing Deployments, Services, autoscalers, a
-// K8ssandraCluster and the schema migration Job. Leader election, health probes and metrics
+// K8ssandraCluster and the schema migration Job, and runs AAALoadTests as aaa-loadgen Jobs. Leader election, health probes and metrics
 // are on by default.
 package main
 
@@ -35,6 +35,8 @@ func main() {
 		leaderElect   bool
 		leaderNS      string
 		policingImage string
+		loadgenImage  string
+		crossNSTests  bool
 		namespace     string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint (0 disables it).")
@@ -44,6 +46,10 @@ func main() {
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the operator's namespace).")
 	flag.StringVar(&policingImage, "policing-image", controllers.DefaultPolicingImage+":"+version.Version,
 		"Default policing image (repository[:tag]) for AAAClusters whose spec.image leaves it out.")
+	flag.StringVar(&loadgenImage, "loadgen-image", envOr("OPENAAA_LOADGEN_IMAGE", controllers.DefaultLoadgenImage+":"+version.Version),
+		"Default aaa-loadgen image (repository[:tag]) for AAALoadTests whose spec.image leaves it out (default from $OPENAAA_LOADGEN_IMAGE when set).")
+	flag.BoolVar(&crossNSTests, "loadtest-allow-cross-namespace", false,
+		"Let an AAALoadTest target an AAACluster in another namespace (its Job still runs in the AAALoadTest's namespace).")
 	flag.StringVar(&namespace, "namespace", "", "Watch only this namespace (default: all).")
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	opts := zap.Options{Development: false}
@@ -95,6 +101,17 @@ func main() {
 		log.Error(err, "unable to set up the AAACluster controller")
 		os.Exit(1)
 	}
+	if err := (&controllers.AAALoadTestReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorderFor("openaaa-operator"),
+		Options: controllers.Options{PolicingImage: policingImage, Version: version.Version,
+			LoadgenImage: loadgenImage, AllowCrossNamespaceLoadTests: crossNSTests},
+	}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "unable to set up the AAALoadTest controller")
+		os.Exit(1)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "unable to set up the health check")
 		os.Exit(1)
@@ -103,9 +120,17 @@ func main() {
 		log.Error(err, "unable to set up the ready check")
 		os.Exit(1)
 	}
-	log.Info("starting the operator", "version", version.Version, "policingImage", policingImage)
+	log.Info("starting the operator", "version", version.Version, "policingImage", policingImage, "loadgenImage", loadgenImage)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "the manager stopped")
 		os.Exit(1)
 	}
+}
+
+// envOr is the environment variable key, or def when it is unset or empty.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }

@@ -28,6 +28,7 @@ const (
 	AdminPort                     int32 = 9812
 	DefaultScrapeInterval               = "30s"
 	DefaultPolicingImage                = "ghcr.io/openaaa/policing"
+	DefaultLoadgenImage                 = "ghcr.io/openaaa/aaa-loadgen"
 	defaultSubscriberFileKey            = "subscribers.yaml"
 	defaultLDAPPasswordKey              = "password"
 	defaultAccountingSecretKey          = "secret"
@@ -43,6 +44,12 @@ type Options struct {
 	PolicingImage string
 	// Version of the operator; the default image tag.
 	Version string
+	// LoadgenImage is the aaa-loadgen repository[:tag] of AAALoadTests whose spec.image leaves
+	// them out.
+	LoadgenImage string
+	// AllowCrossNamespaceLoadTests lets an AAALoadTest target an AAACluster of another
+	// namespace (--loadtest-allow-cross-namespace). Off: only its own namespace.
+	AllowCrossNamespaceLoadTests bool
 }
 
 // withDefaults returns a copy of spec with every default applied. Pure.
@@ -113,25 +120,7 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 	if gd := s.Monitoring.GrafanaDashboards; gd != nil && len(gd.Labels) == 0 {
 		gd.Labels = map[string]string{defaultDashboardLabel: "1"}
 	}
-	repo, tag := splitImage(opts.PolicingImage)
-	if repo == "" {
-		repo = DefaultPolicingImage
-	}
-	if tag == "" {
-		tag = opts.Version
-	}
-	if tag == "" || tag == "dev" {
-		tag = defaultImageTagWhenDevVersion
-	}
-	if s.Image.Repository == "" {
-		s.Image.Repository = repo
-	}
-	if s.Image.Tag == "" {
-		s.Image.Tag = tag
-	}
-	if s.Image.PullPolicy == "" {
-		s.Image.PullPolicy = corev1.PullIfNotPresent
-	}
+	defaultImageFields(&s.Image.Repository, &s.Image.Tag, &s.Image.PullPolicy, opts.PolicingImage, DefaultPolicingImage, opts.Version)
 	for i := range s.Datacenters {
 		dc := &s.Datacenters[i]
 		if dc.Replicas == nil && dc.Autoscaling == nil {
@@ -163,6 +152,37 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 		}
 	}
 	return s
+}
+
+// defaultImage is the repository and tag of an image flag (repository[:tag]): fallbackRepo
+// when it is empty, the operator's version when it has no tag ("latest" for a dev build).
+func defaultImage(flag, fallbackRepo, version string) (repo, tag string) {
+	repo, tag = splitImage(flag)
+	if repo == "" {
+		repo = fallbackRepo
+	}
+	if tag == "" {
+		tag = version
+	}
+	if tag == "" || tag == "dev" {
+		tag = defaultImageTagWhenDevVersion
+	}
+	return repo, tag
+}
+
+// defaultImageFields fills the empty fields of an image spec: repository and tag from the
+// operator's image flag (see defaultImage), pull policy IfNotPresent.
+func defaultImageFields(repo, tag *string, pull *corev1.PullPolicy, flag, fallbackRepo, version string) {
+	r, t := defaultImage(flag, fallbackRepo, version)
+	if *repo == "" {
+		*repo = r
+	}
+	if *tag == "" {
+		*tag = t
+	}
+	if *pull == "" {
+		*pull = corev1.PullIfNotPresent
+	}
 }
 
 // splitImage splits repository[:tag] (a registry host may carry a port: host:5000/repo:tag).

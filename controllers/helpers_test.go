@@ -173,8 +173,14 @@ func (te *testEnv) waitMigrationJob(t *testing.T, ns, cluster, replication strin
 	return job
 }
 
-// finishJob plays the Job controller: the Job succeeded (or failed).
+// finishJob plays the Job controller: the Job succeeded (or failed: BackoffLimitExceeded).
 func (te *testEnv) finishJob(t *testing.T, job *batchv1.Job, succeed bool) {
+	t.Helper()
+	te.endJob(t, job, succeed, batchv1.JobReasonBackoffLimitExceeded)
+}
+
+// endJob plays the Job controller: the Job succeeded, or failed with reason.
+func (te *testEnv) endJob(t *testing.T, job *batchv1.Job, succeed bool, reason string) {
 	t.Helper()
 	eventually(t, wait, "finish Job "+job.Name, func() error {
 		j := &batchv1.Job{}
@@ -193,8 +199,8 @@ func (te *testEnv) finishJob(t *testing.T, job *batchv1.Job, succeed bool) {
 		} else {
 			j.Status.Failed = 5
 			j.Status.Conditions = []batchv1.JobCondition{
-				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now, LastProbeTime: now},
-				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now, LastProbeTime: now},
+				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, Message: "Job failed: " + reason, LastTransitionTime: now, LastProbeTime: now},
+				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: "Job failed: " + reason, LastTransitionTime: now, LastProbeTime: now},
 			}
 		}
 		return te.c.Status().Update(bg, j)

@@ -27,7 +27,7 @@ var warningReasons = map[string]bool{
 	ReasonDatacenterNotReady:   true,
 	ReasonCassandraUnreachable: true,
 	"BackoffLimitExceeded":     true,
-	"DeadlineExceeded":         true,
+	ReasonDeadlineExceeded:     true,
 }
 
 // computeStatus turns what the steps observed into the status. Pure apart from the clock that

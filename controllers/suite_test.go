@@ -112,6 +112,7 @@ type testEnv struct {
 	cfg      *rest.Config
 	c        client.Client // direct client (no cache) for the test's own reads and writes
 	r        *AAAClusterReconciler
+	lt       *AAALoadTestReconciler // in the load test env only
 	cancel   context.CancelFunc
 	done     chan struct{}
 	writes   *writeCounter
@@ -150,8 +151,21 @@ func sharedEnv(t *testing.T) *testEnv {
 	return fullEnv
 }
 
-// startEnv starts an API server with the CRDs of dirs and the operator.
+// startEnv starts an API server with the CRDs of dirs and the AAACluster controller.
 func startEnv(assets string, crdDirs []string) (*testEnv, error) {
+	return startEnvWith(assets, crdDirs, func(mgr ctrl.Manager, te *testEnv) error {
+		te.r = &AAAClusterReconciler{
+			Client:   interceptor.NewClient(noWatch{mgr.GetClient()}, te.writes.funcs()),
+			Scheme:   mgr.GetScheme(),
+			Recorder: te.recorder,
+			Options:  Options{PolicingImage: "registry.test/openaaa/policing", Version: "v9.9.9"},
+		}
+		return te.r.SetupWithManager(mgr)
+	})
+}
+
+// startEnvWith starts an API server with the CRDs of dirs and the controllers setup registers.
+func startEnvWith(assets string, crdDirs []string, setup func(ctrl.Manager, *testEnv) error) (*testEnv, error) {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdDirs,
@@ -181,13 +195,7 @@ func startEnv(assets string, crdDirs []string) (*testEnv, error) {
 		return nil, err
 	}
 	te.recorder = &countingRecorder{inner: mgr.GetEventRecorderFor("openaaa-operator")}
-	te.r = &AAAClusterReconciler{
-		Client:   interceptor.NewClient(noWatch{mgr.GetClient()}, te.writes.funcs()),
-		Scheme:   mgr.GetScheme(),
-		Recorder: te.recorder,
-		Options:  Options{PolicingImage: "registry.test/openaaa/policing", Version: "v9.9.9"},
-	}
-	if err := te.r.SetupWithManager(mgr); err != nil {
+	if err := setup(mgr, te); err != nil {
 		stop()
 		return nil, err
 	}

@@ -56,7 +56,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# One test cluster at a time on this machine (services/.../cassandratest uses the same lock).
+# One test cluster at a time on this machine (internal/cassandratest uses the same lock).
 exec 9>"${TMPDIR:-/tmp}/openaaa-cassandra-test.lock"
 if ! flock -n 9; then
 	echo "bench-cassandra: waiting for the Cassandra test lock (a test cluster is running)"

@@ -44,12 +44,14 @@ umoci: ## Install umoci (Debian) and the CA certificates the images ship.
 	@test -f /etc/ssl/certs/ca-certificates.crt || { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ca-certificates >/dev/null; }
 
 .PHONY: images
-images: ## Build the OCI images of the operator and policing into bin/images (no Docker engine).
+images: ## Build the OCI images of the operator, policing and aaa-loadgen into bin/images (no Docker engine).
 	@mkdir -p $(IMAGE_DIR)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_DIR)/policing.bin ./services/policing
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_DIR)/openaaa-operator.bin .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_DIR)/aaa-loadgen.bin ./services/loadgen
 	$(GO) run ./internal/tools/ocibuild -name policing -binary $(IMAGE_DIR)/policing.bin -tag $(IMAGE_TAG) -out $(IMAGE_DIR) -args serve
 	$(GO) run ./internal/tools/ocibuild -name openaaa-operator -binary $(IMAGE_DIR)/openaaa-operator.bin -tag $(IMAGE_TAG) -out $(IMAGE_DIR)
+	$(GO) run ./internal/tools/ocibuild -name aaa-loadgen -binary $(IMAGE_DIR)/aaa-loadgen.bin -tag $(IMAGE_TAG) -out $(IMAGE_DIR)
 	@rm -f $(IMAGE_DIR)/*.bin
 
 .PHONY: chart-sync

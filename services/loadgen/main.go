@@ -32,6 +32,7 @@ import (
 	"github.com/openaaa/openaaa/services/loadgen/internal/procstat"
 	"github.com/openaaa/openaaa/services/loadgen/internal/report"
 	"github.com/openaaa/openaaa/services/loadgen/internal/scrape"
+	"github.com/openaaa/openaaa/services/loadgen/summary"
 )
 
 func main() {
@@ -153,7 +154,7 @@ func parseTarget(s string, i int) (engine.Target, error) {
 	return t, nil
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) error {
+func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -167,6 +168,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		retries                              int
 		requireMA, asJSON, quiet             bool
 		jsonOut, label, nasIP, nasID, logOut string
+		summaryFile                          string
+		metricsBestEffort                    bool
 		pf                                   popFlags
 	)
 	fs.Var(&targets, "target", "server [name=]host:authport[/acctport] (accounting port defaults to authport+1); repeat or comma-separate for several DCs")
@@ -187,7 +190,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&requireMA, "require-reply-ma", false, "replies must carry Message-Authenticator (always verified when present)")
 	fs.StringVar(&nasIP, "nas-ip", "127.0.0.1", "NAS-IP-Address sent")
 	fs.StringVar(&nasID, "nas-id", "aaa-loadgen", "NAS-Identifier sent (empty: none)")
-	fs.Var(&metricsURLs, "metrics", "server admin address or /metrics URL to read outgoing TPS, busy workers and drops from; repeatable")
+	fs.Var(&metricsURLs, "metrics", "[target=]server admin address or /metrics URL to read outgoing TPS, busy workers and drops from (with target=, also that target's own figures); repeatable")
+	fs.BoolVar(&metricsBestEffort, "metrics-best-effort", false, "a --metrics page that cannot be read before the run is left out (with a warning) instead of failing the run, and a failed sample is skipped")
+	fs.StringVar(&summaryFile, "summary-file", "", "also write a compact JSON summary (at most 4096 bytes, per target and in total) to this file, e.g. /dev/termination-log; on failure it holds the error")
 	fs.Var(&pids, "server-pid", "PID of a server process to charge CPU and RSS to; repeatable")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of the table")
 	fs.StringVar(&jsonOut, "json-out", "", "also write the JSON report to this file")
@@ -199,6 +204,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	pf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if summaryFile != "" {
+		// A run that cannot take place still says why where the summary is expected.
+		defer func() {
+			if err != nil {
+				if werr := writeSummary(summaryFile, summary.Summary{Error: err.Error()}); werr != nil {
+					err = errors.Join(err, werr)
+				}
+			}
+		}()
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("run: unexpected argument %q", fs.Arg(0))
@@ -221,7 +236,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg.Targets = append(cfg.Targets, t)
 	}
-	var err error
 	if cfg.Mode, err = engine.ParseMode(mode); err != nil {
 		return err
 	}
@@ -285,13 +299,22 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
+	sources, err := parseMetricsSources(metricsURLs, cfg.Targets)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := measure(ctx, &cfg, metricsURLs, pidList, stderr)
+	rep, err := measure(ctx, &cfg, sources, metricsBestEffort, pidList, stderr)
 	if err != nil {
 		return err
 	}
 	rep.Label = label
+	if summaryFile != "" {
+		if err := writeSummary(summaryFile, rep.Summary()); err != nil {
+			return err
+		}
+	}
 	if jsonOut != "" {
 		if err := population.WriteFile(jsonOut, rep.WriteJSON); err != nil {
 			return err
@@ -316,14 +339,67 @@ func netipv4(s string) ([4]byte, error) {
 	return [4]byte(ip), nil
 }
 
+// writeSummary writes the compact summary to path: a plain write, because the usual target,
+// a container's /dev/termination-log, is a file the kubelet mounted and cannot be replaced.
+func writeSummary(path string, s summary.Summary) error {
+	b, err := summary.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// metricsSource is one /metrics page and the target (index in Config.Targets; -1: none)
+// whose servers it belongs to.
+type metricsSource struct {
+	target int
+	url    string
+}
+
+// parseMetricsSources reads --metrics values: [target=]address-or-URL. A target name must be
+// one of the --target names.
+func parseMetricsSources(values []string, targets []engine.Target) ([]metricsSource, error) {
+	var out []metricsSource
+	for _, v := range values {
+		src := metricsSource{target: -1, url: v}
+		if name, rest, ok := strings.Cut(v, "="); ok && !strings.ContainsAny(name, ":/") {
+			src.url = rest
+			for i, t := range targets {
+				if t.Name == name {
+					src.target = i
+				}
+			}
+			if src.target < 0 {
+				return nil, fmt.Errorf("--metrics %q: no --target named %q", v, name)
+			}
+		}
+		src.url = scrape.URL(src.url)
+		out = append(out, src)
+	}
+	return out, nil
+}
+
 // measure runs cfg and adds what the servers say: /metrics before, during (busy workers,
 // sampled every 500 ms) and after, and CPU/RSS of the given PIDs.
-func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids []int, stderr io.Writer) (*report.Report, error) {
+func measure(ctx context.Context, cfg *engine.Config, sources []metricsSource, bestEffort bool, pids []int, stderr io.Writer) (*report.Report, error) {
 	hc := &http.Client{Timeout: 2 * time.Second}
+	if bestEffort {
+		// A page that cannot be read now (e.g. a pod gone since the addresses were chosen)
+		// would only fail the run: leave it out.
+		var ok []metricsSource
+		for _, src := range sources {
+			if _, err := scrape.Fetch(ctx, hc, src.url); err != nil {
+				fmt.Fprintf(stderr, "aaa-loadgen: leaving out %s: %v\n", src.url, err)
+				continue
+			}
+			ok = append(ok, src)
+		}
+		sources = ok
+	}
 	fetchAll := func() ([]*scrape.Snapshot, error) {
 		var out []*scrape.Snapshot
-		for _, u := range metricsURLs {
-			s, err := scrape.Fetch(ctx, hc, scrape.URL(u))
+		for _, src := range sources {
+			s, err := scrape.Fetch(ctx, hc, src.url)
 			if err != nil {
 				return nil, err
 			}
@@ -344,6 +420,7 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 	selfBefore, _ := procstat.Read(0)
 
 	var busy []float64
+	targetBusy := make([][]float64, len(cfg.Targets)) // per target: samples summed over its sources
 	var mu sync.Mutex
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -372,7 +449,7 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 			}
 		}()
 	}
-	if len(metricsURLs) > 0 {
+	if len(sources) > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -384,15 +461,30 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 					return
 				case <-t.C:
 					var sum float64
-					for _, u := range metricsURLs {
-						s, err := scrape.Fetch(sampleCtx, hc, scrape.URL(u))
+					perTarget := make([]float64, len(cfg.Targets))
+					failed := false
+					for _, src := range sources {
+						s, err := scrape.Fetch(sampleCtx, hc, src.url)
 						if err != nil {
-							return
+							failed = true
+							break
 						}
 						sum += s.WorkersBusy
+						if src.target >= 0 {
+							perTarget[src.target] += s.WorkersBusy
+						}
+					}
+					if failed {
+						if bestEffort && sampleCtx.Err() == nil {
+							continue // skip this sample
+						}
+						return
 					}
 					mu.Lock()
 					busy = append(busy, sum)
+					for i, v := range perTarget {
+						targetBusy[i] = append(targetBusy[i], v)
+					}
 					mu.Unlock()
 				}
 			}
@@ -424,7 +516,7 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 		procs = append(procs, pr)
 	}
 	rep.SetServers(procs)
-	if len(metricsURLs) > 0 {
+	if len(sources) > 0 {
 		after, err := fetchAll()
 		if err != nil {
 			fmt.Fprintf(stderr, "aaa-loadgen: metrics after the run: %v\n", err)
@@ -432,9 +524,18 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 			var tx, workers float64
 			var sessions [2]float64
 			dropped, requests := map[string]float64{}, map[string]float64{}
+			targetTx := make([]float64, len(cfg.Targets))
+			targetWorkers := make([]float64, len(cfg.Targets))
+			hasTarget := make([]bool, len(cfg.Targets))
 			for i := range after {
-				tx += after[i].Transactions - before[i].Transactions
+				d := after[i].Transactions - before[i].Transactions
+				tx += d
 				workers += after[i].Workers
+				if t := sources[i].target; t >= 0 {
+					targetTx[t] += d
+					targetWorkers[t] += after[i].Workers
+					hasTarget[t] = true
+				}
 				sessions[0] += before[i].Sessions
 				sessions[1] += after[i].Sessions
 				for k, v := range scrape.Delta(before[i].Dropped, after[i].Dropped) {
@@ -446,6 +547,11 @@ func measure(ctx context.Context, cfg *engine.Config, metricsURLs []string, pids
 			}
 			rep.SetMetrics(tx, busy, workers, dropped, requests)
 			rep.SessionsActive = &sessions
+			for t, ok := range hasTarget {
+				if ok {
+					rep.SetTargetMetrics(t, targetTx[t], targetBusy[t], targetWorkers[t])
+				}
+			}
 		}
 	}
 	return rep, nil

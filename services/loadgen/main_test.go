@@ -15,7 +15,6 @@ import (
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/loadgen/internal/population"
 	"github.com/openaaa/openaaa/services/loadgen/internal/report"
-	"github.com/openaaa/openaaa/services/loadgen/internal/responder"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -46,15 +45,7 @@ func lg(t *testing.T, args ...string) (string, string, int) {
 
 // The demo mode: a bounded number of sessions of the field flow, report as JSON.
 func TestRunJSONAgainstResponder(t *testing.T) {
-	pop, _ := population.Pattern(50, "user%05d", "pass%05d", "10.0.0.1")
-	srv := &responder.Responder{Secret: []byte("testing123"), Passwords: map[string]string{}}
-	for _, u := range pop.Users {
-		srv.Passwords[u.Name] = u.Password
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := startResponder(t, 50)
 	dir := t.TempDir()
 	jsonOut := filepath.Join(dir, "r.json")
 	out, stderr, code := lg(t, "run", "--target", srv.Target(), "--users", "50", "--sessions", "20", "--concurrency", "4",

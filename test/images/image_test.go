@@ -27,6 +27,9 @@ import (
 	"github.com/openaaa/openaaa/internal/testenv"
 )
 
+// imageNames are the images `make images` builds; each is named like its binary.
+var imageNames = []string{"policing", "openaaa-operator", "aaa-loadgen"}
+
 type descriptor struct {
 	MediaType   string            `json:"mediaType"`
 	Digest      string            `json:"digest"`
@@ -57,9 +60,10 @@ func imageDir(t *testing.T) string {
 		bin = filepath.Join(filepath.Dir(file), "..", "..", "bin")
 	}
 	dir := filepath.Join(bin, "images")
-	_, err1 := os.Stat(filepath.Join(dir, "policing", "index.json"))
-	_, err2 := os.Stat(filepath.Join(dir, "openaaa-operator", "index.json"))
-	testenv.Need(t, err1 == nil && err2 == nil, "OCI images in "+dir+" (`make images`)")
+	for _, name := range imageNames {
+		_, err := os.Stat(filepath.Join(dir, name, "index.json"))
+		testenv.Need(t, err == nil, "OCI image "+name+" in "+dir+" (`make images`)")
+	}
 	return dir
 }
 
@@ -161,7 +165,7 @@ func files(t *testing.T, layout string, layers []descriptor, diffIDs []string) m
 
 func TestImages(t *testing.T) {
 	dir := imageDir(t)
-	for _, name := range []string{"policing", "openaaa-operator"} {
+	for _, name := range imageNames {
 		t.Run(name, func(t *testing.T) {
 			layout := filepath.Join(dir, name)
 			if b, err := os.ReadFile(filepath.Join(layout, "oci-layout")); err != nil || !strings.Contains(string(b), `"imageLayoutVersion":"1.0.0"`) {
@@ -267,7 +271,7 @@ func runVersion(t *testing.T, name, exe, version string) {
 func TestUmociUnpacks(t *testing.T) {
 	dir := imageDir(t)
 	umoci := testenv.LookPath(t, "umoci", "Debian package umoci; `make provision`")
-	for _, name := range []string{"policing", "openaaa-operator"} {
+	for _, name := range imageNames {
 		t.Run(name, func(t *testing.T) {
 			layout := filepath.Join(dir, name)
 			index := readIndex(t, layout)
@@ -309,7 +313,7 @@ func TestUmociUnpacks(t *testing.T) {
 // TestArchive: the OCI archive holds the same layout.
 func TestArchive(t *testing.T) {
 	dir := imageDir(t)
-	for _, name := range []string{"policing", "openaaa-operator"} {
+	for _, name := range imageNames {
 		f, err := os.Open(filepath.Join(dir, name+".oci.tar"))
 		if err != nil {
 			t.Fatal(err)

@@ -54,3 +54,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "openaaa-operator.policingImage" -}}
 {{- printf "%s:%s" .Values.policingImage.repository (default .Chart.AppVersion .Values.policingImage.tag) }}
 {{- end }}
+
+{{- define "openaaa-operator.loadgenImage" -}}
+{{- printf "%s:%s" .Values.loadgenImage.repository (default .Chart.AppVersion .Values.loadgenImage.tag) }}
+{{- end }}

@@ -173,7 +173,9 @@ type Result struct {
 	Offered         uint64 // open loop: messages scheduled
 	Unsent          uint64 // open loop: scheduled but not sent (every session waited for a reply; no new one: Concurrency reached or every user in a session)
 	PerTarget       []uint64
-	Latency         [NumKinds]hist.H
+	// Targets is each target's share (one per DC): what was answered there and how fast.
+	Targets []TargetResult
+	Latency [NumKinds]hist.H
 	// SendLag (open loop) is how late the generator sent each message after its scheduled
 	// time: when it grows, the generator (not the server) is short of CPU.
 	SendLag hist.H
@@ -181,6 +183,32 @@ type Result struct {
 	// time: the server's part of Latency once the generator's send lag is taken out.
 	Service      hist.H
 	ErrorSamples map[string]uint64
+}
+
+// TargetResult is one target's share of a run. A request belongs to the target it was sent to.
+type TargetResult struct {
+	Answered, Timeouts, Errors, Accepts, Rejects uint64
+	Auth, Acct                                   hist.H // latency of the answered requests
+}
+
+func (t *TargetResult) merge(o *TargetResult) {
+	t.Answered += o.Answered
+	t.Timeouts += o.Timeouts
+	t.Errors += o.Errors
+	t.Accepts += o.Accepts
+	t.Rejects += o.Rejects
+	t.Auth.Merge(&o.Auth)
+	t.Acct.Merge(&o.Acct)
+}
+
+// record counts one answered request of kind k with latency lat.
+func (t *TargetResult) record(k Kind, lat time.Duration) {
+	t.Answered++
+	if k.IsAcct() {
+		t.Acct.Record(lat)
+	} else {
+		t.Auth.Record(lat)
+	}
 }
 
 // AnsweredPerSecond is the incoming TPS the servers achieved.
@@ -227,6 +255,7 @@ type worker struct {
 	c       *counters
 	lat     [NumKinds]hist.H
 	perT    []uint64
+	tgt     []TargetResult // per target; ~90 KB each, so memory grows with workers × targets
 	errs    map[string]uint64
 	hasSess bool
 }
@@ -268,7 +297,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	seed := cfg.Seed
 	for i := 0; i < cfg.Concurrency; i++ {
-		w := &worker{e: r, n: i, c: &counters{}, rnd: newRand(seed, i), perT: make([]uint64, len(cfg.Targets)), errs: map[string]uint64{}}
+		w := &worker{e: r, n: i, c: &counters{}, rnd: newRand(seed, i), perT: make([]uint64, len(cfg.Targets)), tgt: make([]TargetResult, len(cfg.Targets)), errs: map[string]uint64{}}
 		for _, t := range cfg.Targets {
 			var pair [2]*conn
 			for j, addr := range []string{t.Auth, t.Acct} {
@@ -433,7 +462,7 @@ func (r *run) progress() Progress {
 }
 
 func (r *run) collect() *Result {
-	res := &Result{PerTarget: make([]uint64, len(r.cfg.Targets)), ErrorSamples: map[string]uint64{}}
+	res := &Result{PerTarget: make([]uint64, len(r.cfg.Targets)), Targets: make([]TargetResult, len(r.cfg.Targets)), ErrorSamples: map[string]uint64{}}
 	for _, w := range r.workers {
 		c := w.c
 		res.Sent += c.sent.Load()
@@ -453,6 +482,7 @@ func (r *run) collect() *Result {
 		}
 		for i, n := range w.perT {
 			res.PerTarget[i] += n
+			res.Targets[i].merge(&w.tgt[i])
 		}
 		for k, n := range w.errs {
 			res.ErrorSamples[k] += n
@@ -600,18 +630,22 @@ func (w *worker) send(sched time.Time) {
 	reply, err := w.exchange(c, req)
 	lat := time.Since(t0)
 	final := k == KindAuth && cfg.Mode == ModeAuth || k == KindStop
+	tr := &w.tgt[ti]
 	switch {
 	case err == nil:
 		w.c.answered.Add(1)
 		w.lat[k].Record(lat)
+		tr.record(k, lat)
 		switch reply.Code {
 		case packet.CodeAccessAccept:
 			w.c.accepts.Add(1)
+			tr.Accepts++
 			if reply.HasIP {
 				s.framed = reply.FramedIP
 			}
 		case packet.CodeAccessReject, packet.CodeAccessChallenge:
 			w.c.rejects.Add(1)
+			tr.Rejects++
 			s.done = true
 		case packet.CodeAccountingResponse:
 			w.c.acct.Add(1)
@@ -624,11 +658,13 @@ func (w *worker) send(sched time.Time) {
 		s.done = true
 	case errors.Is(err, errTimeout):
 		w.c.timeouts.Add(1)
+		tr.Timeouts++
 		if k == KindAuth {
 			s.done = true
 		}
 	default:
 		w.c.errors.Add(1)
+		tr.Errors++
 		if len(w.errs) < 16 || w.errs[err.Error()] > 0 {
 			w.errs[err.Error()]++
 		}

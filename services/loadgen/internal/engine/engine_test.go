@@ -453,3 +453,54 @@ func TestOpenLoopOneSessionPerUser(t *testing.T) {
 		t.Fatalf("offered %d sent %d unsent %d sessions %d", res.Offered, res.Sent, res.Unsent, res.Sessions)
 	}
 }
+
+// TestPerTarget: each target's share (answers, timeouts, latency counts) matches what that
+// target's responder saw, closed and open loop; dc2 never answers accounting.
+func TestPerTarget(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		t.Run(fmt.Sprintf("open=%v", open), func(t *testing.T) {
+			p := pop(t, 10)
+			a, b := newResponder(t, p), newResponder(t, p)
+			b.Configure(func(r *responder.Responder) {
+				r.Drop = func(r responder.Request, n int) bool { return r.Port == "acct" }
+			})
+			cfg := baseConfig(p, target(a, "dc1"), target(b, "dc2"))
+			cfg.Timeout, cfg.Retries, cfg.MaxSessions, cfg.Concurrency = 30*time.Millisecond, 0, 4, 1
+			if open {
+				cfg.Rate, cfg.MaxMessages = 5000, 1<<40
+			}
+			res := runOnce(t, cfg)
+			if len(res.Targets) != 2 {
+				t.Fatalf("%d target results", len(res.Targets))
+			}
+			var answered, timeouts uint64
+			for i, r := range []*responder.Responder{a, b} {
+				tr := res.Targets[i]
+				acct := 0
+				for _, q := range r.Requests() {
+					if q.Port == "acct" {
+						acct++
+					}
+				}
+				seen := uint64(len(r.Requests()))
+				if seen != res.PerTarget[i] {
+					t.Errorf("target %d: responder saw %d, sent %d", i, seen, res.PerTarget[i])
+				}
+				if got := tr.Auth.Count() + tr.Acct.Count(); got != tr.Answered {
+					t.Errorf("target %d: %d latencies for %d answers", i, got, tr.Answered)
+				}
+				if i == 0 && (tr.Answered != seen || tr.Timeouts != 0 || tr.Acct.Count() != uint64(acct)) {
+					t.Errorf("dc1: answered %d timeouts %d acct %d; responder saw %d (%d acct)", tr.Answered, tr.Timeouts, tr.Acct.Count(), seen, acct)
+				}
+				if i == 1 && (tr.Acct.Count() != 0 || tr.Timeouts != uint64(acct) || acct == 0) {
+					t.Errorf("dc2: acct answered %d timeouts %d; responder dropped %d acct", tr.Acct.Count(), tr.Timeouts, acct)
+				}
+				answered += tr.Answered
+				timeouts += tr.Timeouts
+			}
+			if answered != res.Answered || timeouts != res.Timeouts {
+				t.Errorf("per target sums %d answered %d timeouts; run %d, %d", answered, timeouts, res.Answered, res.Timeouts)
+			}
+		})
+	}
+}

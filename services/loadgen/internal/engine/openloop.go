@@ -30,13 +30,15 @@ type olPending struct {
 }
 
 type olSock struct {
-	c     *net.UDPConn
-	mu    sync.Mutex
-	pend  [256]olPending
-	free  [256]byte // FIFO of free identifiers: an identifier is reused as late as possible
-	head  int
-	nfree int
-	// Owned by the socket's receiver.
+	c      *net.UDPConn
+	mu     sync.Mutex
+	pend   [256]olPending
+	free   [256]byte // FIFO of free identifiers: an identifier is reused as late as possible
+	head   int
+	nfree  int
+	target int
+	// Owned by the socket's receiver (tgt's Timeouts and Errors: written under mu).
+	tgt     TargetResult
 	lat     [NumKinds]hist.H
 	service hist.H
 	errs    map[string]uint64
@@ -84,7 +86,7 @@ func (r *run) open(ctx context.Context) (*Result, error) {
 			s.c.Close()
 		}
 	}()
-	for _, t := range cfg.Targets {
+	for ti, t := range cfg.Targets {
 		var pair [2][]*olSock
 		for j, addr := range []string{t.Auth, t.Acct} {
 			if addr == "" {
@@ -100,7 +102,7 @@ func (r *run) open(ctx context.Context) (*Result, error) {
 					return nil, fmt.Errorf("target %s: %w", addr, err)
 				}
 				c.SetReadBuffer(4 << 20)
-				s := &olSock{c: c, nfree: 256, errs: map[string]uint64{}}
+				s := &olSock{c: c, target: ti, nfree: 256, errs: map[string]uint64{}}
 				for id := range s.free {
 					s.free[id] = byte(id)
 				}
@@ -176,7 +178,7 @@ loop:
 		}
 	}
 	res := &Result{Started: r.start, Elapsed: endAt.Sub(r.start), PerTarget: o.perT, ErrorSamples: map[string]uint64{},
-		Offered: o.offered, Unsent: o.unsent}
+		Offered: o.offered, Unsent: o.unsent, Targets: make([]TargetResult, len(cfg.Targets))}
 	c := &o.c
 	res.Sent, res.Answered, res.Timeouts, res.Errors = c.sent.Load(), c.answered.Load(), c.timeouts.Load(), c.errors.Load()
 	res.Late, res.Accepts, res.Rejects, res.AcctResponses = c.late.Load(), c.accepts.Load(), c.rejects.Load(), c.acct.Load()
@@ -188,6 +190,7 @@ loop:
 			res.Latency[k].Merge(&s.lat[k])
 		}
 		res.Service.Merge(&s.service)
+		res.Targets[s.target].merge(&s.tgt)
 		for e, n := range s.errs {
 			res.ErrorSamples[e] += n
 		}
@@ -294,6 +297,7 @@ func (o *openRun) sendOne(sched time.Time, sessionsLeft *bool) bool {
 		sock.mu.Lock()
 		sock.pend[id].used = false
 		sock.put(id)
+		sock.tgt.Errors++
 		sock.mu.Unlock()
 		o.pending.Add(-1)
 		o.c.errors.Add(1)
@@ -345,6 +349,9 @@ func (o *openRun) receive(sock *olSock) {
 		}
 		now := time.Now()
 		if n < 20 {
+			sock.mu.Lock()
+			sock.tgt.Errors++
+			sock.mu.Unlock()
 			o.c.errors.Add(1)
 			continue
 		}
@@ -360,6 +367,7 @@ func (o *openRun) receive(sock *olSock) {
 		if err != nil {
 			// Keep waiting for the right reply; a late reply to an earlier user of this
 			// identifier also lands here.
+			sock.tgt.Errors++
 			sock.mu.Unlock()
 			o.c.errors.Add(1)
 			if len(sock.errs) < 16 || sock.errs[err.Error()] > 0 {
@@ -374,11 +382,14 @@ func (o *openRun) receive(sock *olSock) {
 		o.c.answered.Add(1)
 		sock.lat[p.kind].Record(now.Sub(p.sched))
 		sock.service.Record(now.Sub(p.sent))
+		sock.tgt.record(p.kind, now.Sub(p.sched))
 		switch reply.Code {
 		case packet.CodeAccessAccept:
 			o.c.accepts.Add(1)
+			sock.tgt.Accepts++
 		case packet.CodeAccessReject, packet.CodeAccessChallenge:
 			o.c.rejects.Add(1)
+			sock.tgt.Rejects++
 		case packet.CodeAccountingResponse:
 			o.c.acct.Add(1)
 		}
@@ -407,6 +418,7 @@ func (o *openRun) sweep(ctx context.Context, all []*olSock) {
 					p := &sock.pend[id]
 					if p.used && now.Sub(p.sent) > o.cfg.Timeout {
 						p.used = false
+						sock.tgt.Timeouts++
 						sock.put(byte(id))
 						exp = append(exp, expired{p.sess, p.kind})
 					}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/loadgen/internal/engine"
 	"github.com/openaaa/openaaa/services/loadgen/internal/hist"
+	"github.com/openaaa/openaaa/services/loadgen/summary"
 )
 
 // Latency is the summary of one histogram, in milliseconds.
@@ -87,6 +88,8 @@ type Report struct {
 	Sessions        uint64            `json:"sessions"`
 	SessionsDone    uint64            `json:"sessionsCompleted"`
 	PerTarget       []uint64          `json:"perTarget"`
+	// TargetReports is the report of each target (one per DC), in the order of Targets.
+	TargetReports []TargetReport `json:"targetReports,omitempty"`
 
 	Servers []Process `json:"servers,omitempty"`
 	// ServerCPUSeconds is the CPU the given server processes used during the run, and
@@ -94,6 +97,25 @@ type Report struct {
 	ServerCPUSeconds  *float64 `json:"serverCPUSeconds,omitempty"`
 	CPUMicrosPerTx    *float64 `json:"cpuMicrosPerTransaction,omitempty"`
 	LoadgenCPUSeconds float64  `json:"loadgenCPUSeconds"`
+}
+
+// TargetReport is one target's share of the run: what it answered and how fast, and its
+// servers' own figures when their /metrics were given for this target.
+type TargetReport struct {
+	Name           string   `json:"name"`
+	IncomingTPS    float64  `json:"incomingTPS"`
+	OutgoingTPS    *float64 `json:"outgoingTPS,omitempty"`
+	WorkersBusyAvg *float64 `json:"workersBusyAvg,omitempty"`
+	Workers        *float64 `json:"workers,omitempty"`
+	AvgAuthMs      float64  `json:"avgAuthMs"`
+	AvgAcctMs      float64  `json:"avgAcctMs"`
+	P99Ms          float64  `json:"p99Ms"`
+	Sent           uint64   `json:"sent"`
+	Answered       uint64   `json:"answered"`
+	Timeouts       uint64   `json:"timeouts"`
+	Errors         uint64   `json:"errors"`
+	Accepts        uint64   `json:"accepts"`
+	Rejects        uint64   `json:"rejects"`
 }
 
 // Latency keys beyond the message kinds.
@@ -161,7 +183,79 @@ func New(cfg *engine.Config, res *engine.Result) *Report {
 	r.Latency[KeyAll] = Summarize(&all)
 	r.AvgAuthMs = res.Latency[engine.KindAuth].Mean()
 	r.AvgAcctMs = acct.Mean()
+	for i, t := range res.Targets {
+		var both hist.H
+		both.Merge(&t.Auth)
+		both.Merge(&t.Acct)
+		tr := TargetReport{
+			AvgAuthMs: t.Auth.Mean(), AvgAcctMs: t.Acct.Mean(), P99Ms: both.Quantile(0.99),
+			Answered: t.Answered, Timeouts: t.Timeouts, Errors: t.Errors, Accepts: t.Accepts, Rejects: t.Rejects,
+		}
+		if i < len(r.Targets) {
+			tr.Name = r.Targets[i]
+		}
+		if i < len(res.PerTarget) {
+			tr.Sent = res.PerTarget[i]
+		}
+		if r.Seconds > 0 {
+			tr.IncomingTPS = float64(t.Answered) / r.Seconds
+		}
+		r.TargetReports = append(r.TargetReports, tr)
+	}
 	return r
+}
+
+// SetTargetMetrics records the servers' own figures of target i (its transactions over the
+// run and its busy-worker samples), as SetMetrics does for the whole run.
+func (r *Report) SetTargetMetrics(i int, transactions float64, busy []float64, workers float64) {
+	if i < 0 || i >= len(r.TargetReports) {
+		return
+	}
+	t := &r.TargetReports[i]
+	t.OutgoingTPS, t.WorkersBusyAvg, _, t.Workers = serverFigures(r.Seconds, transactions, busy, workers)
+}
+
+// serverFigures turns a run's transactions and busy-worker samples into outgoing TPS, the
+// average and maximum busy workers and the worker count (nil when unknown).
+func serverFigures(seconds, transactions float64, busy []float64, workers float64) (out, busyAvg, busyMax, wk *float64) {
+	if seconds > 0 {
+		v := transactions / seconds
+		out = &v
+	}
+	if len(busy) > 0 {
+		var sum, mx float64
+		for _, b := range busy {
+			sum += b
+			mx = max(mx, b)
+		}
+		avg := sum / float64(len(busy))
+		busyAvg, busyMax = &avg, &mx
+	}
+	if workers > 0 {
+		wk = &workers
+	}
+	return out, busyAvg, busyMax, wk
+}
+
+// Summary is the compact form of r for a container's termination message.
+func (r *Report) Summary() summary.Summary {
+	s := summary.Summary{
+		Seconds: r.Seconds,
+		Figures: summary.Figures{
+			IncomingTPS: r.IncomingTPS, OutgoingTPS: r.OutgoingTPS, WorkersBusy: r.WorkersBusyAvg, Workers: r.Workers,
+			AvgAuthMs: r.AvgAuthMs, AvgAcctMs: r.AvgAcctMs, P99Ms: r.Latency[KeyAll].P99,
+			Answered: r.Answered, Timeouts: r.Timeouts, Errors: r.Errors, Accepts: r.Accepts, Rejects: r.Rejects,
+		},
+		Sent: r.Sent, Sessions: r.Sessions, SessionsDone: r.SessionsDone,
+	}
+	for _, t := range r.TargetReports {
+		s.Targets = append(s.Targets, summary.Target{Name: t.Name, Figures: summary.Figures{
+			IncomingTPS: t.IncomingTPS, OutgoingTPS: t.OutgoingTPS, WorkersBusy: t.WorkersBusyAvg, Workers: t.Workers,
+			AvgAuthMs: t.AvgAuthMs, AvgAcctMs: t.AvgAcctMs, P99Ms: t.P99Ms,
+			Answered: t.Answered, Timeouts: t.Timeouts, Errors: t.Errors, Accepts: t.Accepts, Rejects: t.Rejects,
+		}})
+	}
+	return s
 }
 
 // SetServers records the servers' CPU and memory and derives CPU µs per transaction
@@ -185,22 +279,7 @@ func (r *Report) SetServers(ps []Process) {
 // SetMetrics records the servers' own figures: transactions (outgoing TPS over the run's
 // seconds), busy workers (average and maximum of the samples), drops and requests.
 func (r *Report) SetMetrics(transactions float64, busy []float64, workers float64, dropped, requests map[string]float64) {
-	if r.Seconds > 0 {
-		v := transactions / r.Seconds
-		r.OutgoingTPS = &v
-	}
-	if len(busy) > 0 {
-		var sum, mx float64
-		for _, b := range busy {
-			sum += b
-			mx = max(mx, b)
-		}
-		avg := sum / float64(len(busy))
-		r.WorkersBusyAvg, r.WorkersBusyMax = &avg, &mx
-	}
-	if workers > 0 {
-		r.Workers = &workers
-	}
+	r.OutgoingTPS, r.WorkersBusyAvg, r.WorkersBusyMax, r.Workers = serverFigures(r.Seconds, transactions, busy, workers)
 	r.Dropped = dropped
 	r.ServerRequests = requests
 }
@@ -275,6 +354,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t\n", thousands(r.IncomingTPS), out, busy, r.AvgAuthMs, r.AvgAcctMs, r.Latency[KeyAll].P99, optf(r.CPUMicrosPerTx, "%.1f"))
 	tw.Flush()
 	b.WriteString("\n")
+
+	if len(r.TargetReports) > 1 {
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "target\tincoming TPS\toutgoing TPS\tworkers busy\tavg auth ms\tavg acct ms\tp99 ms\ttimeouts\t\n")
+		for _, t := range r.TargetReports {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%d\t\n", t.Name, thousands(t.IncomingTPS),
+				optf(t.OutgoingTPS, "%.1f"), optf(t.WorkersBusyAvg, "%.1f"), t.AvgAuthMs, t.AvgAcctMs, t.P99Ms, t.Timeouts)
+		}
+		tw.Flush()
+		b.WriteString("\n")
+	}
 
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "message\tcount\tavg ms\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\t\n")

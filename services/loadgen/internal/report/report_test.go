@@ -277,3 +277,46 @@ func TestOverloadRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetReports: each target's share from the engine's per-target results, its servers'
+// figures, the text table and the compact summary.
+func TestTargetReports(t *testing.T) {
+	cfg, res := knownRun()
+	res.Targets = make([]engine.TargetResult, 2)
+	for _, us := range []uint64{100, 300} { // dc1: two auths, avg 0.2 ms
+		res.Targets[0].Auth.RecordMicros(us)
+	}
+	for i := uint64(1); i <= 8; i++ { // dc2: acct 1..8 ms, p99 8 ms
+		res.Targets[1].Acct.RecordMicros(1000 * i)
+	}
+	res.Targets[0].Answered, res.Targets[0].Accepts = 2, 2
+	res.Targets[1].Answered, res.Targets[1].Timeouts = 8, 1
+	r := New(cfg, res)
+	if len(r.TargetReports) != 2 {
+		t.Fatalf("%d target reports", len(r.TargetReports))
+	}
+	d1, d2 := r.TargetReports[0], r.TargetReports[1]
+	if d1.Name != "dc1" || !near(d1.IncomingTPS, 0.2) || !near(d1.AvgAuthMs, 0.2) || d1.AvgAcctMs != 0 || d1.Sent != 11 || d1.Accepts != 2 {
+		t.Errorf("dc1: %+v", d1)
+	}
+	if d2.Name != "dc2" || !near(d2.IncomingTPS, 0.8) || !near(d2.AvgAcctMs, 4.5) || !near(d2.P99Ms, 8) || d2.Timeouts != 1 || d2.Sent != 10 {
+		t.Errorf("dc2: %+v", d2)
+	}
+	r.SetTargetMetrics(1, 30, []float64{2, 4}, 64)
+	r.SetTargetMetrics(5, 1, nil, 0) // no such target: ignored
+	if d2 := r.TargetReports[1]; d2.OutgoingTPS == nil || !near(*d2.OutgoingTPS, 3) || !near(*d2.WorkersBusyAvg, 3) || *d2.Workers != 64 || r.TargetReports[0].OutgoingTPS != nil {
+		t.Errorf("dc2 server figures: %+v", d2)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "target") || !strings.Contains(text.String(), "8.000") {
+		t.Errorf("text report lacks the per-target table:\n%s", text.String())
+	}
+	s := r.Summary()
+	if len(s.Targets) != 2 || s.Targets[1].Name != "dc2" || !near(*s.Targets[1].OutgoingTPS, 3) || s.Targets[1].Timeouts != 1 ||
+		!near(s.IncomingTPS, 2) || s.Sessions != 4 || !near(s.P99Ms, r.Latency[KeyAll].P99) {
+		t.Errorf("summary: %+v", s)
+	}
+}
