@@ -39,6 +39,9 @@ const (
 	aaaNS       = "aaa"
 	release     = "edge"
 	nasSecret   = "nas-shared-secret-1"
+	// loadtestSecret is the shared secret of the NAS client entry for the pod range, where
+	// an AAALoadTest's aaa-loadgen pod sends from.
+	loadtestSecret = "loadtest-secret-1"
 	readyWithin = 5 * time.Minute
 )
 
@@ -62,7 +65,8 @@ nasClients:
   create: true
   clients:
     - {name: nas, address: %s, secret: %s}
-`, cassandraContact, clustertest.NASIP, nasSecret)
+    - {name: loadtests, address: %s, secret: %s}
+`, cassandraContact, clustertest.NASIP, nasSecret, clustertest.PodCIDR, loadtestSecret)
 }
 
 // TestAAAClusterOnCluster installs the operator chart and the aaacluster chart as a user would,
@@ -82,7 +86,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	_, err = os.Stat(helm)
 	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
 	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
-	refs, err := cluster.Import("policing", "openaaa-operator")
+	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
 	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
 	tag := refs[0][strings.LastIndex(refs[0], ":")+1:]
 	c := aaaClient(t)
@@ -98,7 +102,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 
 	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
 		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
-		"--set", "replicaCount=1", "--wait", "--timeout", "3m")
+		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(aaaclusterValues()), 0o600); err != nil {
 		t.Fatal(err)
@@ -179,12 +183,16 @@ func TestAAAClusterOnCluster(t *testing.T) {
 		t.Errorf("an unknown NAS got an answer:\n%s", out)
 	}
 
-	// 4. Under load from the NAS: the clients Secret and the subscribers change (reloaded), a
+	// 4. The capacity test as a Kubernetes object: an AAALoadTest runs aaa-loadgen in a Job and
+	// writes the field's report into its status.
+	loadTestOnCluster(t, ctx, c)
+
+	// 5. Under load from the NAS: the clients Secret and the subscribers change (reloaded), a
 	// spec change rolls the pod, a pod is deleted: no acknowledged accounting record is lost.
 	noAccountingLost(t, ctx, c, helm, root, values, auth, acct)
 	pod = policingPod(t, c, true)
 
-	// 5. Cassandra lost, a policing pod replaced: alive, not ready, no restart; back by itself.
+	// 6. Cassandra lost, a policing pod replaced: alive, not ready, no restart; back by itself.
 	if err := cass.Kill(1); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +237,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	t.Logf("policing ready %s after Cassandra's CQL port was back", time.Since(back).Round(time.Second))
 	waitCondition(t, c, aaav1.ConditionReady, metav1.ConditionTrue, "", 3*time.Minute)
 
-	// 6. Uninstall: the AAACluster's objects are collected; the CRDs stay (crds.keep).
+	// 7. Uninstall: the AAACluster's objects are collected; the CRDs stay (crds.keep).
 	runHelm(t, ctx, helm, "uninstall", release, "-n", aaaNS, "--wait", "--timeout", "2m")
 	eventually(t, 2*time.Minute, "the AAACluster's objects collected", func() error {
 		var left []string
@@ -262,6 +270,59 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "aaaclusters.aaa.openaaa.io"}, crd); err != nil {
 		t.Errorf("the AAACluster CRD should be kept after uninstall (crds.keep): %v", err)
 	}
+}
+
+// loadTestOnCluster creates an AAALoadTest against the cluster and checks its report: traffic
+// answered, the server-side figures read from policing's /metrics, conditions and the
+// columns kubectl shows.
+func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
+	t.Helper()
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS},
+		StringData: map[string]string{"secret": loadtestSecret}})
+	lt := &aaav1.AAALoadTest{
+		ObjectMeta: metav1.ObjectMeta{Name: "capacity", Namespace: aaaNS},
+		Spec: aaav1.AAALoadTestSpec{
+			Cluster:   aaav1.LoadTestClusterRef{Name: release},
+			Load:      aaav1.LoadTestLoad{Duration: "20s", Concurrency: 8},
+			Users:     aaav1.LoadTestUsers{Count: loadUsers},
+			SecretRef: aaav1.SecretKeyRef{Name: "loadtest-nas"},
+		},
+	}
+	if err := c.Create(ctx, lt); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	eventually(t, 4*time.Minute, "the AAALoadTest done", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(lt), lt); err != nil {
+			return err
+		}
+		if lt.Status.Phase != aaav1.LoadTestSucceeded {
+			b, _ := json.Marshal(lt.Status)
+			if lt.Status.Phase == aaav1.LoadTestFailed {
+				t.Fatalf("AAALoadTest failed: %s", b)
+			}
+			return fmt.Errorf("status %s", b)
+		}
+		return nil
+	})
+	r := lt.Status.Report
+	b, _ := json.Marshal(lt.Status)
+	t.Logf("AAALoadTest done in %s: %s", time.Since(start).Round(time.Second), b)
+	if r == nil || r.Answered < 100 || r.Accepts == 0 || r.IncomingTPS == "" || r.IncomingTPS == "0" ||
+		r.AvgAuthMs == "" || r.AvgAcctMs == "" || r.OutgoingTPS == "" || r.WorkersBusy == "" {
+		t.Fatalf("AAALoadTest report incomplete: %s", b)
+	}
+	if len(lt.Status.Datacenters) != 1 || lt.Status.Datacenters[0].Name != "dc1" || lt.Status.Datacenters[0].Answered == 0 {
+		t.Errorf("per-DC report: %+v", lt.Status.Datacenters)
+	}
+	if cond := meta.FindStatusCondition(lt.Status.Conditions, aaav1.ConditionComplete); cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Errorf("Complete condition: %+v", cond)
+	}
+	out, err := cluster.Kubectl(ctx, "get", "aaaloadtests", "-n", aaaNS)
+	if err != nil || !strings.Contains(out, "TPS") || !strings.Contains(out, aaav1.LoadTestSucceeded) {
+		t.Errorf("kubectl get aaaloadtests: %v\n%s", err, out)
+	}
+	t.Logf("kubectl get aaaloadtests:\n%s", out)
 }
 
 // loadUsers subscribers user00001..user00200 (aaa-loadgen's default patterns) besides alice.
