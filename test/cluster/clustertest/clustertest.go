@@ -127,12 +127,34 @@ func takeLock() (*os.File, error) {
 		if err == nil {
 			return f, nil
 		}
+		if errors.Is(err, syscall.EWOULDBLOCK) && manualCluster() {
+			f.Close()
+			return nil, fmt.Errorf("a cluster started by hand (hack/cluster.sh up) holds %s: make cluster-down", lockPath())
+		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s (another cluster is up or starting; waited %s): %w", lockPath(), wait, err)
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// manualCluster reports whether `hack/cluster.sh up` run by hand holds the lock: its holder
+// process is alive. Waiting for it would be waiting for a person.
+func manualCluster() bool {
+	dir := os.Getenv("CLUSTER_DIR")
+	if dir == "" {
+		dir = "/tmp/openaaa-cluster"
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run", "lock-holder.pid"))
+	if err != nil {
+		return false
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
 }
 
 func (c *Cluster) run(args ...string) (string, error) {
