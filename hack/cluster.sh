@@ -309,15 +309,6 @@ EOF
 	chmod 0600 "$1"
 }
 
-cluster_running() { # any process of ours alive?
-	local f
-	for f in "${DIR}"/run/*.pid; do
-		[[ -e $f ]] || continue
-		proc_pid "$f" >/dev/null && return 0
-	done
-	return 1
-}
-
 # start NAME LOG CMD...: run in the background with the lock fd closed; PID in run/NAME.pid.
 start() {
 	local name=$1 logf="${DIR}/logs/$1.log"
@@ -619,8 +610,11 @@ cmd_up() {
 	need_root up
 	cmd_check >/dev/null || die "not provisioned: run \`make cluster-provision\` (or hack/cluster.sh provision)"
 	acquire_lock 0 # one cluster per host: refuse at once
-	if cluster_running || [[ -d "${DIR}/host" ]] || ip link show "$HOST_VETH" >/dev/null 2>&1 || ip netns list | grep -qw "$NAS_NETNS"; then
-		die "a cluster is already up on this host (hack/cluster.sh down)"
+	# Whoever owns a cluster holds the lock (a holder process or a test): with the lock ours,
+	# anything left is an orphan (its test was killed, its holder died): clean it up first.
+	if ours; then
+		log "an earlier cluster left processes or state behind and its owner is gone: tearing it down first"
+		teardown
 	fi
 	rm -rf "$DIR"
 	mkdir -p "${DIR}"/{run,logs}
@@ -928,15 +922,27 @@ cmd_down() {
 
 # ---------------------------------------------------------------------------------------------
 
+rss_kb() { awk '/^VmRSS/ {print $2; f=1} END {if (!f) print 0}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
 cmd_status() {
-	local c
+	local c pid rss total=0
 	for c in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy lock-holder; do
 		if pid=$(proc_pid "${DIR}/run/${c}.pid" 2>/dev/null); then
-			printf '%-24s running pid %s rss %s kB\n' "$c" "$pid" "$(awk '/VmRSS/ {print $2}' "/proc/${pid}/status")"
+			rss=$(rss_kb "$pid")
+			total=$((total + rss))
+			printf '%-24s running pid %s rss %s kB\n' "$c" "$pid" "$rss"
 		else
 			printf '%-24s stopped\n' "$c"
 		fi
 	done
+	# The shims and every process of every pod (the kubelet's cgroups under our root).
+	local shims=0 pods=0 f
+	for pid in $(shim_pids); do shims=$((shims + $(rss_kb "$pid"))); done
+	for f in $(find "/sys/fs/cgroup/pids/${CGROUP_ROOT}" -name cgroup.procs 2>/dev/null); do
+		while read -r pid; do [[ -n $pid ]] && pods=$((pods + $(rss_kb "$pid"))); done <"$f"
+	done
+	printf '%-24s rss %s kB\n%-24s rss %s kB\n%-24s rss %s kB (%s MiB)\n' "containerd shims" "$shims" "pods" "$pods" \
+		"total" "$((total + shims + pods))" "$(((total + shims + pods) / 1024))"
 	if proc_pid "${DIR}/run/kube-apiserver.pid" >/dev/null 2>&1; then
 		kc get nodes -o wide || true
 		kc get pods -A -o wide || true

@@ -347,3 +347,13 @@ func TestNodePortKeepsNASAddress(t *testing.T) {
 		t.Errorf("a request from an address that is not a client got an answer:\n%s", out)
 	}
 }
+
+// TestFootprint logs what the cluster costs with the smoke Deployment running (docs/local-cluster.md).
+func TestFootprint(t *testing.T) {
+	deploy(t)
+	out, err := cluster.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cluster up %s (node Ready after %s)\n%s", cluster.UpTime.Round(100*time.Millisecond), cluster.NodeReady, out)
+}

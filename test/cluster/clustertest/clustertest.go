@@ -336,6 +336,10 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 	return c.runCtx(ctx, append([]string{"kubectl"}, args...)...)
 }
 
+// Status returns `hack/cluster.sh status`: each component's PID and RSS, the shims', the
+// pods' and the total, then the node and the pods.
+func (c *Cluster) Status(ctx context.Context) (string, error) { return c.runCtx(ctx, "status") }
+
 // ImageArchive returns bin/images/<name>.oci.tar (written by `make images`) and the image
 // reference it is imported as: ghcr.io/openaaa/<name>:<tag of the archive>.
 func (c *Cluster) ImageArchive(name string) (path, ref string, err error) {
