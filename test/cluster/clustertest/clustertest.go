@@ -59,6 +59,8 @@ type Cluster struct {
 	Config     *rest.Config
 	Client     client.Client
 	Clientset  kubernetes.Interface
+	// The addresses (the constants of the same names, for convenience).
+	NodeIP, NASIP, NASNetns, DNSIP string
 	// Dir is the cluster's state directory (logs in Dir/logs).
 	Dir string
 	// UpTime is how long `hack/cluster.sh up` took; NodeReady the part until the node was Ready.
@@ -183,7 +185,10 @@ func Up() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{root: root, script: filepath.Join(root, "hack", "cluster.sh"), lock: lock}
+	c := &Cluster{
+		NodeIP: NodeIP, NASIP: NASIP, NASNetns: NASNetns, DNSIP: DNSIP,
+		root: root, script: filepath.Join(root, "hack", "cluster.sh"), lock: lock,
+	}
 	start := time.Now()
 	out, err := c.run("up")
 	if err != nil {
