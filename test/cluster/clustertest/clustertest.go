@@ -63,8 +63,9 @@ type Cluster struct {
 	NodeIP, NASIP, NASNetns, DNSIP string
 	// Dir is the cluster's state directory (logs in Dir/logs).
 	Dir string
-	// UpTime is how long `hack/cluster.sh up` took; NodeReady the part until the node was Ready.
-	UpTime, NodeReady time.Duration
+	// LockWait is how long Up waited for the machine-wide lock (another cluster's tests);
+	// UpTime how long `hack/cluster.sh up` took; NodeReady the part until the node was Ready.
+	LockWait, UpTime, NodeReady time.Duration
 
 	root   string
 	script string
@@ -181,11 +182,13 @@ func Up() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	waitStart := time.Now()
 	lock, err := takeLock()
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{
+		LockWait: time.Since(waitStart),
 		NodeIP: NodeIP, NASIP: NASIP, NASNetns: NASNetns, DNSIP: DNSIP,
 		root: root, script: filepath.Join(root, "hack", "cluster.sh"), lock: lock,
 	}
@@ -264,7 +267,8 @@ func Start(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)
 	}
-	t.Logf("cluster up in %s (node Ready after %s)", c.UpTime.Round(100*time.Millisecond), c.NodeReady)
+	t.Logf("waited %s for the lock; cluster up in %s (node Ready after %s)",
+		c.LockWait.Round(100*time.Millisecond), c.UpTime.Round(100*time.Millisecond), c.NodeReady)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(c.Diagnostics())
@@ -292,12 +296,17 @@ func Main(m *testing.M, cluster **Cluster) int {
 		fmt.Fprintf(os.Stderr, "FAIL: cluster up: %v\n", err)
 		return 1
 	}
-	fmt.Printf("clustertest: cluster up in %s (node Ready after %s)\n", c.UpTime.Round(100*time.Millisecond), c.NodeReady)
+	fmt.Printf("clustertest: waited %s for the lock; cluster up in %s (node Ready after %s)\n",
+		c.LockWait.Round(100*time.Millisecond), c.UpTime.Round(100*time.Millisecond), c.NodeReady)
 	*cluster = c
+	testsStart := time.Now()
 	code := m.Run()
+	fmt.Printf("clustertest: tests took %s\n", time.Since(testsStart).Round(100*time.Millisecond))
 	if code != 0 {
 		fmt.Println(c.Diagnostics())
 	}
+	downStart := time.Now()
+	defer func() { fmt.Printf("clustertest: cluster down in %s\n", time.Since(downStart).Round(100*time.Millisecond)) }()
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "clustertest: cluster down: %v\n", err)
 		if code == 0 {
