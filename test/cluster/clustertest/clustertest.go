@@ -189,7 +189,7 @@ func Up() (*Cluster, error) {
 	}
 	c := &Cluster{
 		LockWait: time.Since(waitStart),
-		NodeIP: NodeIP, NASIP: NASIP, NASNetns: NASNetns, DNSIP: DNSIP,
+		NodeIP:   NodeIP, NASIP: NASIP, NASNetns: NASNetns, DNSIP: DNSIP,
 		root: root, script: filepath.Join(root, "hack", "cluster.sh"), lock: lock,
 	}
 	start := time.Now()
@@ -306,7 +306,9 @@ func Main(m *testing.M, cluster **Cluster) int {
 		fmt.Println(c.Diagnostics())
 	}
 	downStart := time.Now()
-	defer func() { fmt.Printf("clustertest: cluster down in %s\n", time.Since(downStart).Round(100*time.Millisecond)) }()
+	defer func() {
+		fmt.Printf("clustertest: cluster down in %s\n", time.Since(downStart).Round(100*time.Millisecond))
+	}()
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "clustertest: cluster down: %v\n", err)
 		if code == 0 {
