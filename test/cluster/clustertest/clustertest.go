@@ -70,6 +70,7 @@ type Cluster struct {
 	root   string
 	script string
 	lock   *os.File
+	before host
 }
 
 // RepoRoot returns the repository root (the directory with go.mod above the working directory).
@@ -192,6 +193,7 @@ func Up() (*Cluster, error) {
 		NodeIP:   NodeIP, NASIP: NASIP, NASNetns: NASNetns, DNSIP: DNSIP,
 		root: root, script: filepath.Join(root, "hack", "cluster.sh"), lock: lock,
 	}
+	c.before = hostState()
 	start := time.Now()
 	out, err := c.run("up")
 	if err != nil {
@@ -254,7 +256,55 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	_, err := c.run("down")
-	return err
+	if err != nil {
+		return err
+	}
+	// Still holding the lock: nobody else's cluster can be there.
+	if left := hostState().diff(c.before); left != "" {
+		return fmt.Errorf("hack/cluster.sh down left the host changed: %s", left)
+	}
+	return nil
+}
+
+// host is what the cluster changes on the host and must give back.
+type host struct {
+	sysctls  map[string]string
+	leftover []string
+}
+
+var hostSysctls = []string{"vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
+	"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes", "net.ipv4.ip_forward", "net.ipv4.conf.all.route_localnet"}
+
+func hostState() host {
+	h := host{sysctls: map[string]string{}}
+	for _, k := range hostSysctls {
+		b, _ := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
+		h.sysctls[k] = strings.TrimSpace(string(b))
+	}
+	for _, p := range []string{"/sys/class/net/oaaa-br0", "/sys/class/net/oaaa-nas0", "/run/netns/" + NASNetns,
+		"/sys/fs/cgroup/pids/openaaa-cluster", "/sys/fs/cgroup/memory/openaaa-cluster"} {
+		if _, err := os.Stat(p); err == nil {
+			h.leftover = append(h.leftover, p)
+		}
+	}
+	if out, err := exec.Command("iptables-save").Output(); err == nil && bytes.Contains(out, []byte("KUBE-")) {
+		h.leftover = append(h.leftover, "iptables KUBE-* chains")
+	}
+	if mounts, err := os.ReadFile("/proc/self/mounts"); err == nil && bytes.Contains(mounts, []byte("/openaaa-cluster/")) {
+		h.leftover = append(h.leftover, "mounts under the cluster directory")
+	}
+	return h
+}
+
+func (h host) diff(before host) string {
+	var d []string
+	for _, k := range hostSysctls {
+		if h.sysctls[k] != before.sysctls[k] {
+			d = append(d, fmt.Sprintf("%s=%s (was %s)", k, h.sysctls[k], before.sysctls[k]))
+		}
+	}
+	d = append(d, h.leftover...)
+	return strings.Join(d, ", ")
 }
 
 // Start starts a cluster for one test (or skips/fails it through testenv.Need) and stops it
