@@ -21,7 +21,8 @@
 # Usage: hack/cluster.sh COMMAND
 #   provision        install/build everything into $CACHE/cluster (idempotent; root for apt-get)
 #   up               start the cluster, wait for the node and CoreDNS to be Ready, print the
-#                    kubeconfig path; refuses when a cluster is already up on this host
+#                    kubeconfig path; refuses at once when the lock is held (a cluster is up);
+#                    with the lock free, what an orphaned cluster left is torn down first
 #   down             stop everything `up` started (by PID), remove pods, mounts, cgroups,
 #                    iptables chains, links, the netns and files; restore the sysctls the
 #                    kubelet rewrote. Idempotent: safe after a failed or partial `up`.
@@ -43,6 +44,7 @@
 #   CLUSTER_LOCK_HELD=1   the caller already holds the lock (the Go test helper does)
 #   CLUSTER_IMAGE_PREFIX  default repository prefix of `import` (ghcr.io/openaaa)
 #   CLUSTER_TIMEOUT       seconds to wait for the node and CoreDNS in `up` (default 180)
+#   VERBOSE=1             `down` says how long each step took
 set -euo pipefail
 
 HACK="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -821,7 +823,7 @@ teardown() {
 	# (veths, addresses, portmap rules) goes with their network namespaces, the IPAM
 	# directory and the chains below, which is faster than asking the kubelet pod by pod.
 	stop_all 100 kube-controller-manager kube-scheduler kubelet kube-proxy
-	vlog "teardown: 2. Whatever is left in containerd"
+	vlog "teardown: containers"
 	# 2. Whatever is left in containerd, by its API: tasks killed and deleted, containers removed.
 	if proc_pid "${DIR}/run/containerd.pid" >/dev/null; then
 		local ns id
@@ -838,7 +840,7 @@ teardown() {
 		done
 	fi
 	stop_pid containerd
-	vlog "teardown: 3. Shims that outlived"
+	vlog "teardown: shims and cgroup processes"
 	# 3. Shims that outlived containerd, then any process left in our cgroups: all ours.
 	local pid pids
 	pids=$(shim_pids)
@@ -854,7 +856,7 @@ teardown() {
 	stop_all 50 kube-apiserver
 	vlog "teardown: API server stopped"
 	stop_all 50 etcd
-	vlog "teardown: 4. Mounts"
+	vlog "teardown: mounts"
 	# 4. Mounts: pod volumes, sandbox shm, container rootfs (all under DIR), pod netns files.
 	umount_under "$DIR"
 	local n
@@ -864,7 +866,7 @@ teardown() {
 		rm -f "/run/netns/$n"
 	done
 	ip netns del "$NAS_NETNS" 2>/dev/null || true
-	vlog "teardown: 5. Packet filter"
+	vlog "teardown: packet filter, links"
 	# 5. Packet filter, links, routes (routes go with their links).
 	iptables_clean iptables
 	iptables_clean ip6tables
@@ -875,14 +877,14 @@ teardown() {
 		ip link del "$l" 2>/dev/null || true
 	done
 	ip link del "$BRIDGE" 2>/dev/null || true
-	vlog "teardown: 6. cgroups"
+	vlog "teardown: cgroups"
 	# 6. cgroups, deepest first (empty now).
 	for h in /sys/fs/cgroup/*/"${CGROUP_ROOT}"; do
 		[[ -d $h ]] || continue
 		find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
 		[[ -d $h ]] && log "cgroup $h not removed"
 	done
-	vlog "teardown: 7. sysctls"
+	vlog "teardown: sysctls"
 	# 7. sysctls back to what `up` found.
 	if [[ -f "${DIR}/host/sysctl" ]]; then
 		local kv
@@ -890,7 +892,7 @@ teardown() {
 			[[ "$(sysctl -n "${kv%%=*}" 2>/dev/null)" == "${kv#*=}" ]] || sysctl -qw "$kv" >/dev/null 2>&1 || log "cannot restore $kv"
 		done <"${DIR}/host/sysctl"
 	fi
-	vlog "teardown: 8. Paths written"
+	vlog "teardown: paths"
 	# 8. Paths written outside DIR that did not exist before `up`.
 	if [[ -f "${DIR}/host/absent" ]]; then
 		local p
