@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -303,9 +304,9 @@ func TestNodePortKeepsNASAddress(t *testing.T) {
 			tries = "1" // no answer expected: do not wait for retries
 		}
 		args := []string{"-x", "-r", tries, "-t", "2", fmt.Sprintf("%s:%d", clustertest.NodeIP, port), kind, secret}
-		cmd := clustertest.NASExec(ctx, radclient, args...)
-		if !nas {
-			cmd.Path, cmd.Args = radclient, append([]string{radclient}, args...)
+		cmd := exec.CommandContext(ctx, radclient, args...) // from the node itself
+		if nas {
+			cmd = clustertest.NASExec(ctx, radclient, args...)
 		}
 		cmd.Stdin = strings.NewReader(attrs)
 		out, err := cmd.CombinedOutput()
