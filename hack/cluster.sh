@@ -160,7 +160,8 @@ build_k8s() {
 # CoreDNS with only the plugins a cluster-local DNS needs: no forward (nothing leaves the
 # box), so a name outside cluster.local gets SERVFAIL instead of a trip to the host's resolver.
 build_coredns() {
-	local stamp="coredns=${COREDNS_VERSION} go=$(go env GOVERSION)"
+	local stamp
+	stamp="coredns=${COREDNS_VERSION} go=$(go env GOVERSION)"
 	if [[ -x "${CBIN}/coredns" && "$(cat "${CBIN}/.coredns.stamp" 2>/dev/null)" == "$stamp" ]]; then return; fi
 	local src="${CCACHE}/src/coredns"
 	mkdir -p "$src" "$CBIN"
@@ -365,13 +366,10 @@ setup_network() {
 	ip route add "$SERVICE_CIDR" dev "$BRIDGE" src "$NODE_IP"
 	sysctl -qw net.ipv4.ip_forward=1
 	# Nothing of ours is forwarded to or from an interface that is not ours.
-	local ipt
-	for ipt in iptables; do
-		$ipt -N "$FW_CHAIN"
-		$ipt -A "$FW_CHAIN" -i "oaaa+" ! -o "oaaa+" -j DROP
-		$ipt -A "$FW_CHAIN" ! -i "oaaa+" -o "oaaa+" -j DROP
-		$ipt -I FORWARD 1 -j "$FW_CHAIN"
-	done
+	iptables -N "$FW_CHAIN"
+	iptables -A "$FW_CHAIN" -i "oaaa+" ! -o "oaaa+" -j DROP
+	iptables -A "$FW_CHAIN" ! -i "oaaa+" -o "oaaa+" -j DROP
+	iptables -I FORWARD 1 -j "$FW_CHAIN"
 }
 
 setup_cgroups() {
@@ -849,7 +847,9 @@ teardown() {
 	for h in /sys/fs/cgroup/*/"${CGROUP_ROOT}"; do
 		[[ -d $h ]] || continue
 		while read -r f; do
-			while read -r pid; do [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null || true; done <"$f"
+			while read -r pid; do
+				if [[ -n $pid ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
+			done <"$f"
 		done < <(find "$h" -name cgroup.procs 2>/dev/null)
 	done
 	vlog "teardown: stopping the API server and etcd"
@@ -860,10 +860,11 @@ teardown() {
 	# 4. Mounts: pod volumes, sandbox shm, container rootfs (all under DIR), pod netns files.
 	umount_under "$DIR"
 	local n
-	for n in $(ls -1 /run/netns 2>/dev/null | grep '^cni-' || true); do
-		grep -qxF "$n" "${DIR}/host/netns" 2>/dev/null && continue
-		umount "/run/netns/$n" 2>/dev/null || umount -l "/run/netns/$n" 2>/dev/null || true
-		rm -f "/run/netns/$n"
+	for n in /run/netns/cni-*; do
+		[[ -e $n ]] || continue
+		grep -qxF "${n#/run/netns/}" "${DIR}/host/netns" 2>/dev/null && continue
+		umount "$n" 2>/dev/null || umount -l "$n" 2>/dev/null || true
+		rm -f "$n"
 	done
 	ip netns del "$NAS_NETNS" 2>/dev/null || true
 	vlog "teardown: packet filter, links"
@@ -940,9 +941,9 @@ cmd_status() {
 	# The shims and every process of every pod (the kubelet's cgroups under our root).
 	local shims=0 pods=0 f
 	for pid in $(shim_pids); do shims=$((shims + $(rss_kb "$pid"))); done
-	for f in $(find "/sys/fs/cgroup/pids/${CGROUP_ROOT}" -name cgroup.procs 2>/dev/null); do
+	while read -r f; do
 		while read -r pid; do [[ -n $pid ]] && pods=$((pods + $(rss_kb "$pid"))); done <"$f"
-	done
+	done < <(find "/sys/fs/cgroup/pids/${CGROUP_ROOT}" -name cgroup.procs 2>/dev/null)
 	printf '%-24s rss %s kB\n%-24s rss %s kB\n%-24s rss %s kB (%s MiB)\n' "containerd shims" "$shims" "pods" "$pods" \
 		"total" "$((total + shims + pods))" "$(((total + shims + pods) / 1024))"
 	if proc_pid "${DIR}/run/kube-apiserver.pid" >/dev/null 2>&1; then
