@@ -311,6 +311,9 @@ func (h host) diff(before host) string {
 // when the test ends. On failure the components' log tails are in the test output.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	if testing.Short() && !testenv.Required() {
+		t.Skip("-short: the local cluster's tests skip")
+	}
 	err := Available()
 	testenv.Need(t, err == nil, fmt.Sprint("local Kubernetes cluster: ", err))
 	c, err := Up()
@@ -333,6 +336,12 @@ func Start(t testing.TB) *Cluster {
 // Main runs a package's tests against one cluster it starts and stops (call it from
 // TestMain). *cluster stays nil when the tests are to skip; tests call Skip first.
 func Main(m *testing.M, cluster **Cluster) int {
+	for _, a := range os.Args { // flags are parsed by m.Run, after this
+		if (a == "-test.short" || a == "-test.short=true") && !testenv.Required() {
+			fmt.Println("clustertest: -short: the local cluster's tests skip")
+			return m.Run()
+		}
+	}
 	if err := Available(); err != nil {
 		if testenv.Required() {
 			fmt.Fprintf(os.Stderr, "FAIL: OPENAAA_INTEGRATION=require: %v\n", err)
