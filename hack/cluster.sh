@@ -5,8 +5,8 @@
 #   containerd 1.6 + runc + CNI plugins (bridge, host-local, portmap) from Debian;
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl
 #   built from the Go module proxy (hack/lib/kube-build.sh: one wrapper module, one set of
-#   flags, one Go build cache with hack/envtest.sh); a pause image and CoreDNS (kubernetes
-#   plugin only: no forward, so no query leaves the box) built here as OCI images; a PKI made
+#   flags, one Go build cache with hack/envtest.sh); a pause image and CoreDNS (cluster.local
+#   only: no forward plugin, so no query leaves the box) built here as OCI images; a PKI made
 #   with openssl.
 #
 # Addresses: only the RFC 2544 benchmarking range 198.18.0.0/15, on interfaces made here:
