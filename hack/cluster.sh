@@ -5,8 +5,8 @@
 #   containerd 1.6 + runc + CNI plugins (bridge, host-local, portmap) from Debian;
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl
 #   built from the Go module proxy (hack/lib/kube-build.sh: one wrapper module, one set of
-#   flags, one Go build cache with hack/envtest.sh); a pause image and CoreDNS (kubernetes
-#   plugin only: no forward, so no query leaves the box) built here as OCI images; a PKI made
+#   flags, one Go build cache with hack/envtest.sh); a pause image and CoreDNS (cluster.local
+#   only: no forward plugin, so no query leaves the box) built here as OCI images; a PKI made
 #   with openssl.
 #
 # Addresses: only the RFC 2544 benchmarking range 198.18.0.0/15, on interfaces made here:
@@ -21,7 +21,8 @@
 # Usage: hack/cluster.sh COMMAND
 #   provision        install/build everything into $CACHE/cluster (idempotent; root for apt-get)
 #   up               start the cluster, wait for the node and CoreDNS to be Ready, print the
-#                    kubeconfig path; refuses when a cluster is already up on this host
+#                    kubeconfig path; refuses at once when the lock is held (a cluster is up);
+#                    with the lock free, what an orphaned cluster left is torn down first
 #   down             stop everything `up` started (by PID), remove pods, mounts, cgroups,
 #                    iptables chains, links, the netns and files; restore the sysctls the
 #                    kubelet rewrote. Idempotent: safe after a failed or partial `up`.
@@ -43,6 +44,7 @@
 #   CLUSTER_LOCK_HELD=1   the caller already holds the lock (the Go test helper does)
 #   CLUSTER_IMAGE_PREFIX  default repository prefix of `import` (ghcr.io/openaaa)
 #   CLUSTER_TIMEOUT       seconds to wait for the node and CoreDNS in `up` (default 180)
+#   VERBOSE=1             `down` says how long each step took
 set -euo pipefail
 
 HACK="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -103,6 +105,7 @@ SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops 
 HOST_PATHS="/var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/containerd /run/netns /var/run/netns /run/kubernetes /etc/cni /opt/cni /opt/containerd /var/lib/containerd"
 
 log() { echo "cluster: $*" >&2; }
+vlog() { if [[ "${VERBOSE:-0}" == 1 ]]; then echo "cluster: [${SECONDS}s] $*" >&2; fi; }
 die() { echo "cluster: $*" >&2; exit 1; }
 need_root() { [[ $(id -u) -eq 0 ]] || die "$1 needs root"; }
 # shellcheck source=lib/proc.sh
@@ -157,7 +160,8 @@ build_k8s() {
 # CoreDNS with only the plugins a cluster-local DNS needs: no forward (nothing leaves the
 # box), so a name outside cluster.local gets SERVFAIL instead of a trip to the host's resolver.
 build_coredns() {
-	local stamp="coredns=${COREDNS_VERSION} go=$(go env GOVERSION)"
+	local stamp
+	stamp="coredns=${COREDNS_VERSION} go=$(go env GOVERSION)"
 	if [[ -x "${CBIN}/coredns" && "$(cat "${CBIN}/.coredns.stamp" 2>/dev/null)" == "$stamp" ]]; then return; fi
 	local src="${CCACHE}/src/coredns"
 	mkdir -p "$src" "$CBIN"
@@ -308,15 +312,6 @@ EOF
 	chmod 0600 "$1"
 }
 
-cluster_running() { # any process of ours alive?
-	local f
-	for f in "${DIR}"/run/*.pid; do
-		[[ -e $f ]] || continue
-		proc_pid "$f" >/dev/null && return 0
-	done
-	return 1
-}
-
 # start NAME LOG CMD...: run in the background with the lock fd closed; PID in run/NAME.pid.
 start() {
 	local name=$1 logf="${DIR}/logs/$1.log"
@@ -371,13 +366,10 @@ setup_network() {
 	ip route add "$SERVICE_CIDR" dev "$BRIDGE" src "$NODE_IP"
 	sysctl -qw net.ipv4.ip_forward=1
 	# Nothing of ours is forwarded to or from an interface that is not ours.
-	local ipt
-	for ipt in iptables; do
-		$ipt -N "$FW_CHAIN"
-		$ipt -A "$FW_CHAIN" -i "oaaa+" ! -o "oaaa+" -j DROP
-		$ipt -A "$FW_CHAIN" ! -i "oaaa+" -o "oaaa+" -j DROP
-		$ipt -I FORWARD 1 -j "$FW_CHAIN"
-	done
+	iptables -N "$FW_CHAIN"
+	iptables -A "$FW_CHAIN" -i "oaaa+" ! -o "oaaa+" -j DROP
+	iptables -A "$FW_CHAIN" ! -i "oaaa+" -o "oaaa+" -j DROP
+	iptables -I FORWARD 1 -j "$FW_CHAIN"
 }
 
 setup_cgroups() {
@@ -608,18 +600,21 @@ up_exit() {
 	teardown
 }
 
-acquire_lock() { # the lock stays with a holder process until `down`, unless the caller holds it
+acquire_lock() { # SECONDS: the lock stays with a holder process until `down`, unless the caller holds it
 	[[ "${CLUSTER_LOCK_HELD:-0}" == 1 ]] && return 0
 	exec 9>>"$LOCK"
-	flock -w 600 9 || die "another cluster operation holds ${LOCK} (waited 600 s)"
+	flock -w "$1" 9 || die "${LOCK} is held: a cluster is up or starting (by hack/cluster.sh up or a test; waited $1 s)"
 }
 
 cmd_up() {
 	need_root up
 	cmd_check >/dev/null || die "not provisioned: run \`make cluster-provision\` (or hack/cluster.sh provision)"
-	acquire_lock
-	if cluster_running || [[ -d "${DIR}/host" ]] || ip link show "$HOST_VETH" >/dev/null 2>&1 || ip netns list | grep -qw "$NAS_NETNS"; then
-		die "a cluster is already up on this host (hack/cluster.sh down)"
+	acquire_lock 0 # one cluster per host: refuse at once
+	# Whoever owns a cluster holds the lock (a holder process or a test): with the lock ours,
+	# anything left is an orphan (its test was killed, its holder died): clean it up first.
+	if ours; then
+		log "an earlier cluster left processes or state behind and its owner is gone: tearing it down first"
+		teardown
 	fi
 	rm -rf "$DIR"
 	mkdir -p "${DIR}"/{run,logs}
@@ -734,6 +729,26 @@ cmd_import() {
 
 stop_pid() { proc_stop "${DIR}/run/$1.pid" "${2:-100}"; } # TERM, KILL after 10 s by default
 
+stop_all() { # TENTHS NAME...: SIGTERM them all at once, SIGKILL what is left after TENTHS/10 s
+	local tenths=$1 n pid i left
+	shift
+	local pids=()
+	for n in "$@"; do
+		if pid=$(proc_pid "${DIR}/run/${n}.pid"); then
+			kill "$pid" 2>/dev/null || true
+			pids+=("$pid")
+		fi
+		rm -f "${DIR}/run/${n}.pid"
+	done
+	for ((i = 0; i < tenths; i++)); do
+		left=0
+		for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1; done
+		((left)) || return 0
+		sleep 0.1
+	done
+	for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+}
+
 # PIDs of the processes whose command line names our containerd socket (its shims).
 shim_pids() {
 	local f
@@ -746,21 +761,21 @@ shim_pids() {
 }
 
 iptables_clean() { # iptables|ip6tables: drop our chains and every rule that jumps to them
-	local ipt=$1 t rule chain
+	local ipt=$1 t script
 	command -v "$ipt" >/dev/null || return 0
+	local ours='^(KUBE-|CNI-|'"$FW_CHAIN"'$)'
 	for t in filter nat mangle raw; do
 		"$ipt" -t "$t" -S >/dev/null 2>&1 || continue
-		# Rules in any chain that jump to KUBE-*, CNI-* or our chain.
-		while read -r rule; do
-			[[ -n $rule ]] || continue
-			eval "\"$ipt\" -t $t ${rule/-A /-D }" 2>/dev/null || true
-		done < <("$ipt" -t "$t" -S | grep -E '^-A ' | grep -vE '^-A (KUBE-|CNI-|'"$FW_CHAIN"')' | grep -E -- '-[jg] (KUBE-|CNI-|'"$FW_CHAIN"')')
-		for chain in $("$ipt" -t "$t" -S | awk '$1 == "-N" && ($2 ~ /^(KUBE-|CNI-)/ || $2 == "'"$FW_CHAIN"'") {print $2}'); do
-			"$ipt" -t "$t" -F "$chain" 2>/dev/null || true
-		done
-		for chain in $("$ipt" -t "$t" -S | awk '$1 == "-N" && ($2 ~ /^(KUBE-|CNI-)/ || $2 == "'"$FW_CHAIN"'") {print $2}'); do
-			"$ipt" -t "$t" -X "$chain" 2>/dev/null || true
-		done
+		# One iptables-restore per table (a call per rule takes seconds with kube-proxy's
+		# hundreds): delete the rules of other chains that jump to ours, flush ours, delete ours.
+		script=$("$ipt" -t "$t" -S | awk -v ours="$ours" '
+			$1 == "-N" && $2 ~ ours { chains[++n] = $2; next }
+			$1 == "-A" && $2 !~ ours {
+				for (i = 3; i < NF; i++) if (($i == "-j" || $i == "-g") && $(i + 1) ~ ours) { sub(/^-A /, "-D "); print; break }
+			}
+			END { for (i = 1; i <= n; i++) print "-F " chains[i]; for (i = 1; i <= n; i++) print "-X " chains[i] }')
+		[[ -n $script ]] || continue
+		printf '*%s\n%s\nCOMMIT\n' "$t" "$script" | "${ipt}-restore" --noflush || log "${ipt}-restore -t $t failed"
 	done
 }
 
@@ -801,17 +816,12 @@ teardown() {
 		log "no cluster here (${DIR}): nothing to do"
 		return 0
 	fi
-	# 1. Pods: with the controllers stopped nothing recreates them; the kubelet kills their
-	# containers and tears their sandboxes down through CNI (veths, IPs, portmap rules).
-	stop_pid kube-controller-manager
-	stop_pid kube-scheduler
-	if proc_pid "${DIR}/run/kube-apiserver.pid" >/dev/null && proc_pid "${DIR}/run/kubelet.pid" >/dev/null; then
-		kc delete pods --all -A --force --grace-period=0 --wait=false >/dev/null 2>&1 || true
-		wait_for 30 "pods to stop" bash -c "[[ -z \"\$(ctr --address '${CTRD_SOCK}' -n k8s.io tasks ls -q 2>/dev/null)\" ]]" || true
-		sleep 1 # the kubelet stops the sandboxes (CNI DEL) right after their tasks
-	fi
-	stop_pid kubelet
-	stop_pid kube-proxy
+	# 1. Nothing may start or restart a pod any more: the controllers, the kubelet and
+	# kube-proxy stop together. The pods die in step 2; what CNI would have undone for each
+	# (veths, addresses, portmap rules) goes with their network namespaces, the IPAM
+	# directory and the chains below, which is faster than asking the kubelet pod by pod.
+	stop_all 100 kube-controller-manager kube-scheduler kubelet kube-proxy
+	vlog "teardown: containers"
 	# 2. Whatever is left in containerd, by its API: tasks killed and deleted, containers removed.
 	if proc_pid "${DIR}/run/containerd.pid" >/dev/null; then
 		local ns id
@@ -828,6 +838,7 @@ teardown() {
 		done
 	fi
 	stop_pid containerd
+	vlog "teardown: shims and cgroup processes"
 	# 3. Shims that outlived containerd, then any process left in our cgroups: all ours.
 	local pid pids
 	pids=$(shim_pids)
@@ -836,20 +847,27 @@ teardown() {
 	for h in /sys/fs/cgroup/*/"${CGROUP_ROOT}"; do
 		[[ -d $h ]] || continue
 		while read -r f; do
-			while read -r pid; do [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null || true; done <"$f"
+			while read -r pid; do
+				if [[ -n $pid ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
+			done <"$f"
 		done < <(find "$h" -name cgroup.procs 2>/dev/null)
 	done
-	stop_pid kube-apiserver
-	stop_pid etcd
+	vlog "teardown: stopping the API server and etcd"
+	stop_all 50 kube-apiserver
+	vlog "teardown: API server stopped"
+	stop_all 50 etcd
+	vlog "teardown: mounts"
 	# 4. Mounts: pod volumes, sandbox shm, container rootfs (all under DIR), pod netns files.
 	umount_under "$DIR"
 	local n
-	for n in $(ls -1 /run/netns 2>/dev/null | grep '^cni-' || true); do
-		grep -qxF "$n" "${DIR}/host/netns" 2>/dev/null && continue
-		umount "/run/netns/$n" 2>/dev/null || umount -l "/run/netns/$n" 2>/dev/null || true
-		rm -f "/run/netns/$n"
+	for n in /run/netns/cni-*; do
+		[[ -e $n ]] || continue
+		grep -qxF "${n#/run/netns/}" "${DIR}/host/netns" 2>/dev/null && continue
+		umount "$n" 2>/dev/null || umount -l "$n" 2>/dev/null || true
+		rm -f "$n"
 	done
 	ip netns del "$NAS_NETNS" 2>/dev/null || true
+	vlog "teardown: packet filter, links"
 	# 5. Packet filter, links, routes (routes go with their links).
 	iptables_clean iptables
 	iptables_clean ip6tables
@@ -860,12 +878,14 @@ teardown() {
 		ip link del "$l" 2>/dev/null || true
 	done
 	ip link del "$BRIDGE" 2>/dev/null || true
+	vlog "teardown: cgroups"
 	# 6. cgroups, deepest first (empty now).
 	for h in /sys/fs/cgroup/*/"${CGROUP_ROOT}"; do
 		[[ -d $h ]] || continue
 		find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
 		[[ -d $h ]] && log "cgroup $h not removed"
 	done
+	vlog "teardown: sysctls"
 	# 7. sysctls back to what `up` found.
 	if [[ -f "${DIR}/host/sysctl" ]]; then
 		local kv
@@ -873,6 +893,7 @@ teardown() {
 			[[ "$(sysctl -n "${kv%%=*}" 2>/dev/null)" == "${kv#*=}" ]] || sysctl -qw "$kv" >/dev/null 2>&1 || log "cannot restore $kv"
 		done <"${DIR}/host/sysctl"
 	fi
+	vlog "teardown: paths"
 	# 8. Paths written outside DIR that did not exist before `up`.
 	if [[ -f "${DIR}/host/absent" ]]; then
 		local p
@@ -897,22 +918,34 @@ cmd_down() {
 	# A cluster brought up by a plain `up` keeps the lock in a holder process: release it.
 	if [[ "${CLUSTER_LOCK_HELD:-0}" != 1 ]]; then
 		proc_stop "${DIR}/run/lock-holder.pid" 10
-		acquire_lock
+		acquire_lock 30 # a test holds it for its whole run: do not pull its cluster away
 	fi
 	teardown
 }
 
 # ---------------------------------------------------------------------------------------------
 
+rss_kb() { awk '/^VmRSS/ {print $2; f=1} END {if (!f) print 0}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
 cmd_status() {
-	local c
+	local c pid rss total=0
 	for c in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy lock-holder; do
 		if pid=$(proc_pid "${DIR}/run/${c}.pid" 2>/dev/null); then
-			printf '%-24s running pid %s rss %s kB\n' "$c" "$pid" "$(awk '/VmRSS/ {print $2}' "/proc/${pid}/status")"
+			rss=$(rss_kb "$pid")
+			total=$((total + rss))
+			printf '%-24s running pid %s rss %s kB\n' "$c" "$pid" "$rss"
 		else
 			printf '%-24s stopped\n' "$c"
 		fi
 	done
+	# The shims and every process of every pod (the kubelet's cgroups under our root).
+	local shims=0 pods=0 f
+	for pid in $(shim_pids); do shims=$((shims + $(rss_kb "$pid"))); done
+	while read -r f; do
+		while read -r pid; do [[ -n $pid ]] && pods=$((pods + $(rss_kb "$pid"))); done <"$f"
+	done < <(find "/sys/fs/cgroup/pids/${CGROUP_ROOT}" -name cgroup.procs 2>/dev/null)
+	printf '%-24s rss %s kB\n%-24s rss %s kB\n%-24s rss %s kB (%s MiB)\n' "containerd shims" "$shims" "pods" "$pods" \
+		"total" "$((total + shims + pods))" "$(((total + shims + pods) / 1024))"
 	if proc_pid "${DIR}/run/kube-apiserver.pid" >/dev/null 2>&1; then
 		kc get nodes -o wide || true
 		kc get pods -A -o wide || true

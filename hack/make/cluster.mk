@@ -32,4 +32,4 @@ cluster-import: images ## Import bin/images/*.oci.tar into the running cluster (
 
 .PHONY: test-cluster
 test-cluster: cluster-provision images freeradius ## The tests on the local cluster only (test/cluster; a few minutes).
-	$(TEST_ENV) $(GO) test -count=1 -v -timeout 20m ./test/cluster/...
+	$(TEST_ENV) $(GO) test -count=1 -v -timeout 45m ./test/cluster/... # may first wait up to 30 min for the lock

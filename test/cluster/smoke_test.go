@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -303,9 +304,9 @@ func TestNodePortKeepsNASAddress(t *testing.T) {
 			tries = "1" // no answer expected: do not wait for retries
 		}
 		args := []string{"-x", "-r", tries, "-t", "2", fmt.Sprintf("%s:%d", clustertest.NodeIP, port), kind, secret}
-		cmd := clustertest.NASExec(ctx, radclient, args...)
-		if !nas {
-			cmd.Path, cmd.Args = radclient, append([]string{radclient}, args...)
+		cmd := exec.CommandContext(ctx, radclient, args...) // from the node itself
+		if nas {
+			cmd = clustertest.NASExec(ctx, radclient, args...)
 		}
 		cmd.Stdin = strings.NewReader(attrs)
 		out, err := cmd.CombinedOutput()
@@ -346,4 +347,14 @@ func TestNodePortKeepsNASAddress(t *testing.T) {
 	if err == nil || strings.Contains(out, "Access-Accept") {
 		t.Errorf("a request from an address that is not a client got an answer:\n%s", out)
 	}
+}
+
+// TestFootprint logs what the cluster costs with the smoke Deployment running (docs/local-cluster.md).
+func TestFootprint(t *testing.T) {
+	deploy(t)
+	out, err := cluster.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cluster up %s (node Ready after %s)\n%s", cluster.UpTime.Round(100*time.Millisecond), cluster.NodeReady, out)
 }

@@ -59,14 +59,18 @@ type Cluster struct {
 	Config     *rest.Config
 	Client     client.Client
 	Clientset  kubernetes.Interface
+	// The addresses (the constants of the same names, for convenience).
+	NodeIP, NASIP, NASNetns, DNSIP string
 	// Dir is the cluster's state directory (logs in Dir/logs).
 	Dir string
-	// UpTime is how long `hack/cluster.sh up` took; NodeReady the part until the node was Ready.
-	UpTime, NodeReady time.Duration
+	// LockWait is how long Up waited for the machine-wide lock (another cluster's tests);
+	// UpTime how long `hack/cluster.sh up` took; NodeReady the part until the node was Ready.
+	LockWait, UpTime, NodeReady time.Duration
 
 	root   string
 	script string
 	lock   *os.File
+	before host
 }
 
 // RepoRoot returns the repository root (the directory with go.mod above the working directory).
@@ -127,12 +131,34 @@ func takeLock() (*os.File, error) {
 		if err == nil {
 			return f, nil
 		}
+		if errors.Is(err, syscall.EWOULDBLOCK) && manualCluster() {
+			f.Close()
+			return nil, fmt.Errorf("a cluster started by hand (hack/cluster.sh up) holds %s: make cluster-down", lockPath())
+		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s (another cluster is up or starting; waited %s): %w", lockPath(), wait, err)
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// manualCluster reports whether `hack/cluster.sh up` run by hand holds the lock: its holder
+// process is alive. Waiting for it would be waiting for a person.
+func manualCluster() bool {
+	dir := os.Getenv("CLUSTER_DIR")
+	if dir == "" {
+		dir = "/tmp/openaaa-cluster"
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run", "lock-holder.pid"))
+	if err != nil {
+		return false
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
 }
 
 func (c *Cluster) run(args ...string) (string, error) {
@@ -157,11 +183,17 @@ func Up() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	waitStart := time.Now()
 	lock, err := takeLock()
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{root: root, script: filepath.Join(root, "hack", "cluster.sh"), lock: lock}
+	c := &Cluster{
+		LockWait: time.Since(waitStart),
+		NodeIP:   NodeIP, NASIP: NASIP, NASNetns: NASNetns, DNSIP: DNSIP,
+		root: root, script: filepath.Join(root, "hack", "cluster.sh"), lock: lock,
+	}
+	c.before = hostState()
 	start := time.Now()
 	out, err := c.run("up")
 	if err != nil {
@@ -224,20 +256,72 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	_, err := c.run("down")
-	return err
+	if err != nil {
+		return err
+	}
+	// Still holding the lock: nobody else's cluster can be there.
+	if left := hostState().diff(c.before); left != "" {
+		return fmt.Errorf("hack/cluster.sh down left the host changed: %s", left)
+	}
+	return nil
+}
+
+// host is what the cluster changes on the host and must give back.
+type host struct {
+	sysctls  map[string]string
+	leftover []string
+}
+
+var hostSysctls = []string{"vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
+	"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes", "net.ipv4.ip_forward", "net.ipv4.conf.all.route_localnet"}
+
+func hostState() host {
+	h := host{sysctls: map[string]string{}}
+	for _, k := range hostSysctls {
+		b, _ := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
+		h.sysctls[k] = strings.TrimSpace(string(b))
+	}
+	for _, p := range []string{"/sys/class/net/oaaa-br0", "/sys/class/net/oaaa-nas0", "/run/netns/" + NASNetns,
+		"/sys/fs/cgroup/pids/openaaa-cluster", "/sys/fs/cgroup/memory/openaaa-cluster"} {
+		if _, err := os.Stat(p); err == nil {
+			h.leftover = append(h.leftover, p)
+		}
+	}
+	if out, err := exec.Command("iptables-save").Output(); err == nil && bytes.Contains(out, []byte("KUBE-")) {
+		h.leftover = append(h.leftover, "iptables KUBE-* chains")
+	}
+	if mounts, err := os.ReadFile("/proc/self/mounts"); err == nil && bytes.Contains(mounts, []byte("/openaaa-cluster/")) {
+		h.leftover = append(h.leftover, "mounts under the cluster directory")
+	}
+	return h
+}
+
+func (h host) diff(before host) string {
+	var d []string
+	for _, k := range hostSysctls {
+		if h.sysctls[k] != before.sysctls[k] {
+			d = append(d, fmt.Sprintf("%s=%s (was %s)", k, h.sysctls[k], before.sysctls[k]))
+		}
+	}
+	d = append(d, h.leftover...)
+	return strings.Join(d, ", ")
 }
 
 // Start starts a cluster for one test (or skips/fails it through testenv.Need) and stops it
 // when the test ends. On failure the components' log tails are in the test output.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	if testing.Short() && !testenv.Required() {
+		t.Skip("-short: the local cluster's tests skip")
+	}
 	err := Available()
 	testenv.Need(t, err == nil, fmt.Sprint("local Kubernetes cluster: ", err))
 	c, err := Up()
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)
 	}
-	t.Logf("cluster up in %s (node Ready after %s)", c.UpTime.Round(100*time.Millisecond), c.NodeReady)
+	t.Logf("waited %s for the lock; cluster up in %s (node Ready after %s)",
+		c.LockWait.Round(100*time.Millisecond), c.UpTime.Round(100*time.Millisecond), c.NodeReady)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(c.Diagnostics())
@@ -252,6 +336,12 @@ func Start(t testing.TB) *Cluster {
 // Main runs a package's tests against one cluster it starts and stops (call it from
 // TestMain). *cluster stays nil when the tests are to skip; tests call Skip first.
 func Main(m *testing.M, cluster **Cluster) int {
+	for _, a := range os.Args { // flags are parsed by m.Run, after this
+		if (a == "-test.short" || a == "-test.short=true") && !testenv.Required() {
+			fmt.Println("clustertest: -short: the local cluster's tests skip")
+			return m.Run()
+		}
+	}
 	if err := Available(); err != nil {
 		if testenv.Required() {
 			fmt.Fprintf(os.Stderr, "FAIL: OPENAAA_INTEGRATION=require: %v\n", err)
@@ -265,12 +355,19 @@ func Main(m *testing.M, cluster **Cluster) int {
 		fmt.Fprintf(os.Stderr, "FAIL: cluster up: %v\n", err)
 		return 1
 	}
-	fmt.Printf("clustertest: cluster up in %s (node Ready after %s)\n", c.UpTime.Round(100*time.Millisecond), c.NodeReady)
+	fmt.Printf("clustertest: waited %s for the lock; cluster up in %s (node Ready after %s)\n",
+		c.LockWait.Round(100*time.Millisecond), c.UpTime.Round(100*time.Millisecond), c.NodeReady)
 	*cluster = c
+	testsStart := time.Now()
 	code := m.Run()
+	fmt.Printf("clustertest: tests took %s\n", time.Since(testsStart).Round(100*time.Millisecond))
 	if code != 0 {
 		fmt.Println(c.Diagnostics())
 	}
+	downStart := time.Now()
+	defer func() {
+		fmt.Printf("clustertest: cluster down in %s\n", time.Since(downStart).Round(100*time.Millisecond))
+	}()
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "clustertest: cluster down: %v\n", err)
 		if code == 0 {
@@ -313,6 +410,10 @@ func (c *Cluster) Diagnostics() string {
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 	return c.runCtx(ctx, append([]string{"kubectl"}, args...)...)
 }
+
+// Status returns `hack/cluster.sh status`: each component's PID and RSS, the shims', the
+// pods' and the total, then the node and the pods.
+func (c *Cluster) Status(ctx context.Context) (string, error) { return c.runCtx(ctx, "status") }
 
 // ImageArchive returns bin/images/<name>.oci.tar (written by `make images`) and the image
 // reference it is imported as: ghcr.io/openaaa/<name>:<tag of the archive>.
