@@ -323,6 +323,18 @@ func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
 		t.Errorf("kubectl get aaaloadtests: %v\n%s", err, out)
 	}
 	t.Logf("kubectl get aaaloadtests:\n%s", out)
+	// A load test's Job goes with it.
+	if err := c.Delete(ctx, lt); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the AAALoadTest's Job collected", func() error {
+		job := &batchv1.Job{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: aaaNS, Name: lt.Status.Job}, job)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("Job %s still there (%v)", lt.Status.Job, err)
+	})
 }
 
 // loadUsers subscribers user00001..user00200 (aaa-loadgen's default patterns) besides alice.
