@@ -1,0 +1,35 @@
+# The local single-node Kubernetes cluster (issue 12): docs/local-cluster.md.
+#
+# `make provision` installs containerd, runc, the CNI plugins, iptables and nftables (Debian),
+# builds kubelet, kube-controller-manager, kube-scheduler, kube-proxy and kubectl from the same
+# wrapper module and flags as envtest's kube-apiserver (one Go build cache), CoreDNS, the pause
+# and CoreDNS images, and a PKI, all into $(CACHE)/cluster (idempotent, cached). The tests in
+# test/cluster start and stop their own cluster (test/cluster/clustertest); `make cluster-up`
+# starts one by hand.
+
+PROVISION += cluster-provision
+
+##@ Local cluster
+.PHONY: cluster-provision
+cluster-provision: envtest-assets ## Install and build what the local cluster needs (cached; root for apt-get).
+	hack/cluster.sh provision
+
+.PHONY: cluster-up
+cluster-up: cluster-provision ## Start the local single-node cluster (prints the kubeconfig path).
+	hack/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and leave the host as it was (idempotent).
+	hack/cluster.sh down
+
+.PHONY: cluster-status
+cluster-status: ## Processes, node and pods of the local cluster.
+	hack/cluster.sh status
+
+.PHONY: cluster-import
+cluster-import: images ## Import bin/images/*.oci.tar into the running cluster (ghcr.io/openaaa/<name>:<tag>).
+	hack/cluster.sh import $(IMAGE_DIR)/*.oci.tar
+
+.PHONY: test-cluster
+test-cluster: cluster-provision images freeradius ## The tests on the local cluster only (test/cluster; a few minutes).
+	$(TEST_ENV) $(GO) test -count=1 -v -timeout 45m ./test/cluster/... # may first wait up to 30 min for the lock

@@ -1,0 +1,702 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	"github.com/openaaa/openaaa/internal/cassandratest"
+	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/test/cluster/clustertest"
+)
+
+// The AAACluster of these tests: what a new user gets by following docs/operator.md with the
+// shipped charts, an external Cassandra 5 on the node's address and the NAS outside the node.
+const (
+	operatorNS  = "openaaa-system"
+	aaaNS       = "aaa"
+	release     = "edge"
+	nasSecret   = "nas-shared-secret-1"
+	// loadtestSecret is the shared secret of the NAS client entry for the pod range, where
+	// an AAALoadTest's aaa-loadgen pod sends from.
+	loadtestSecret = "loadtest-secret-1"
+	readyWithin = 5 * time.Minute
+)
+
+// Cassandra on the node's address (pods reach it), on the test port of cassandratest.
+var cassandraContact = fmt.Sprintf("%s:%d", clustertest.NodeIP, cassandratest.CQLPort)
+
+func aaaclusterValues() string {
+	return fmt.Sprintf(`datacenters:
+  - name: dc1
+    replicas: 1
+    service: {type: NodePort}
+    cassandra: {replicationFactor: 1}
+cassandra:
+  external:
+    contactPoints: [%q]
+    credentialsSecret: {name: cassandra-credentials}
+sessionStore: cassandra
+subscribers:
+  file: {configMap: {name: subscribers, key: subscribers.yaml}}
+nasClients:
+  create: true
+  clients:
+    - {name: nas, address: %s, secret: %s}
+    - {name: loadtests, address: %s, secret: %s}
+`, cassandraContact, clustertest.NASIP, nasSecret, clustertest.PodCIDR, loadtestSecret)
+}
+
+// TestAAAClusterOnCluster installs the operator chart and the aaacluster chart as a user would,
+// with Cassandra stopped at first: the AAACluster says Cassandra is unreachable; once
+// Cassandra runs, the schema Job completes and policing serves the NAS through a NodePort
+// (its own source address kept). Then Cassandra goes away again and a policing pod is
+// replaced: it waits alive and not ready (no restart, no CrashLoopBackOff) and serves within
+// seconds of Cassandra's return. Last, both releases are uninstalled and leave nothing
+// behind but the CRDs (kept on purpose).
+func TestAAAClusterOnCluster(t *testing.T) {
+	clustertest.Skip(t, cluster)
+	root, err := clustertest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := filepath.Join(root, "bin", "helm")
+	_, err = os.Stat(helm)
+	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
+	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
+	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
+	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
+	tag := refs[0][strings.LastIndex(refs[0], ":")+1:]
+	c := aaaClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+
+	// The user's Secrets and ConfigMaps: Cassandra credentials and the subscriber file.
+	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: aaaNS}})
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: aaaNS},
+		StringData: map[string]string{"username": "cassandra", "password": "cassandra"}})
+	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS},
+		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
+
+	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
+		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(aaaclusterValues()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runHelm(t, ctx, helm, "install", release, filepath.Join(root, "charts", "aaacluster"), "-n", aaaNS, "-f", values)
+	uninstalled := false
+	defer func() {
+		if !uninstalled {
+			_ = exec.Command(helm, "--kubeconfig", cluster.Kubeconfig, "uninstall", release, "-n", aaaNS).Run()
+			_ = exec.Command(helm, "--kubeconfig", cluster.Kubeconfig, "uninstall", "openaaa-operator", "-n", operatorNS).Run()
+		}
+	}()
+
+	// 1. Cassandra down at start: the conditions say so.
+	waitCondition(t, c, aaav1.ConditionCassandraReady, metav1.ConditionFalse, "CassandraUnreachable", 2*time.Minute)
+
+	// 2. Cassandra comes: schema Job, policing Ready.
+	os.Setenv("CASSANDRA_ADDRESSES", clustertest.NodeIP)
+	defer os.Unsetenv("CASSANDRA_ADDRESSES")
+	cass, err := cassandratest.Start(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cass.Stop()
+	start := time.Now()
+	ac := waitCondition(t, c, aaav1.ConditionReady, metav1.ConditionTrue, "", readyWithin)
+	t.Logf("AAACluster Ready %s after Cassandra came up", time.Since(start).Round(time.Second))
+	if ac.Status.Schema == nil || ac.Status.Schema.Replication != "dc1:1" {
+		t.Errorf("schema status: %+v", ac.Status.Schema)
+	}
+	var jobs batchv1.JobList
+	if err := c.List(ctx, &jobs, client.InNamespace(aaaNS)); err != nil {
+		t.Fatal(err)
+	}
+	succeeded := 0
+	for _, j := range jobs.Items {
+		succeeded += int(j.Status.Succeeded)
+	}
+	if succeeded == 0 {
+		t.Errorf("no completed schema Job among %d Jobs", len(jobs.Items))
+	}
+	pod := policingPod(t, c, true)
+	checkPodSecurity(t, pod)
+
+	// 3. The NAS through the NodePort: accept, accounting, the session with the NAS's address.
+	auth, acct := nodePorts(t, c)
+	out, ok := nasRadclient(t, fmt.Sprintf("%s:%d", clustertest.NodeIP, auth), "auth", nasSecret,
+		`User-Name = "alice"`, `User-Password = "wonderland"`, `Message-Authenticator = 0x00`)
+	if !ok || !strings.Contains(out, "Access-Accept") {
+		t.Fatalf("Access-Request from the NAS: no Access-Accept:\n%s", out)
+	}
+	acctAttrs := func(status string, time int) []string {
+		return []string{`User-Name = "alice"`, `Acct-Session-Id = "k8s-1"`, `Acct-Status-Type = ` + status,
+			`NAS-IP-Address = ` + clustertest.NASIP, fmt.Sprintf(`Acct-Session-Time = %d`, time), `Framed-IP-Address = 198.18.200.9`}
+	}
+	for i, st := range []string{"Start", "Interim-Update"} {
+		if out, ok := nasRadclient(t, fmt.Sprintf("%s:%d", clustertest.NodeIP, acct), "acct", nasSecret, acctAttrs(st, 60*i)...); !ok || !strings.Contains(out, "Accounting-Response") {
+			t.Fatalf("Accounting %s: no Accounting-Response:\n%s", st, out)
+		}
+	}
+	sessions := adminSessions(t, pod.Status.PodIP, "alice")
+	if len(sessions) != 1 || sessions[0]["nas"] != clustertest.NASIP {
+		t.Fatalf("alice's sessions in the admin API: %v; want one, from NAS %s", sessions, clustertest.NASIP)
+	}
+	if out, ok := nasRadclient(t, fmt.Sprintf("%s:%d", clustertest.NodeIP, acct), "acct", nasSecret, acctAttrs("Stop", 120)...); !ok || !strings.Contains(out, "Accounting-Response") {
+		t.Fatalf("Accounting Stop: no Accounting-Response:\n%s", out)
+	}
+	if s := adminSessions(t, pod.Status.PodIP, "alice"); len(s) != 0 {
+		t.Errorf("alice still active after Stop: %v", s)
+	}
+	// A wrong secret, and a client policing does not know (the host, from the node's address).
+	if out, ok := nasRadclient(t, fmt.Sprintf("%s:%d", clustertest.NodeIP, auth), "auth", "wrong-secret",
+		`User-Name = "alice"`, `User-Password = "wonderland"`, `Message-Authenticator = 0x00`); ok || strings.Contains(out, "Access-") && strings.Contains(out, "Received") {
+		t.Errorf("a wrong secret got an answer:\n%s", out)
+	}
+	if out, ok := hostRadclient(t, fmt.Sprintf("%s:%d", clustertest.NodeIP, auth), "auth", nasSecret,
+		`User-Name = "alice"`, `User-Password = "wonderland"`, `Message-Authenticator = 0x00`); ok {
+		t.Errorf("an unknown NAS got an answer:\n%s", out)
+	}
+
+	// 4. The capacity test as a Kubernetes object: an AAALoadTest runs aaa-loadgen in a Job and
+	// writes the field's report into its status.
+	loadTestOnCluster(t, ctx, c)
+
+	// 5. Under load from the NAS: the clients Secret and the subscribers change (reloaded), a
+	// spec change rolls the pod, a pod is deleted: no acknowledged accounting record is lost.
+	noAccountingLost(t, ctx, c, helm, root, values, auth, acct)
+	pod = policingPod(t, c, true)
+
+	// 6. Cassandra lost, a policing pod replaced: alive, not ready, no restart; back by itself.
+	if err := cass.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, aaav1.ConditionCassandraReady, metav1.ConditionFalse, "CassandraUnreachable", 2*time.Minute)
+	var waiting *corev1.Pod
+	eventually(t, 2*time.Minute, "a new policing pod running, not ready", func() error {
+		p := policingPod(t, c, false)
+		if p == nil || p.Name == pod.Name || p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("pod %v", podState(p))
+		}
+		if podReady(p) {
+			return fmt.Errorf("pod %s is ready without Cassandra", p.Name)
+		}
+		waiting = p
+		return nil
+	})
+	time.Sleep(20 * time.Second) // past the startup probe's first checks and a liveness period
+	if p := policingPod(t, c, false); p == nil || p.Name != waiting.Name || restarts(p) != 0 || podReady(p) {
+		t.Fatalf("the pod waiting for Cassandra: %v; want the same pod, not ready, never restarted", podState(p))
+	}
+	body := httpGet(t, fmt.Sprintf("http://%s:9812/readyz", waiting.Status.PodIP))
+	if !strings.Contains(body, "session store") {
+		t.Errorf("/readyz of the waiting pod does not say what it waits for: %q", body)
+	}
+	if err := cass.Restart(1); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	eventually(t, 2*time.Minute, "the waiting pod ready", func() error {
+		p := policingPod(t, c, false)
+		if p == nil || !podReady(p) {
+			return fmt.Errorf("pod %v", podState(p))
+		}
+		if p.Name != waiting.Name || restarts(p) != 0 {
+			return fmt.Errorf("the pod was replaced or restarted: %v", podState(p))
+		}
+		return nil
+	})
+	t.Logf("policing ready %s after Cassandra's CQL port was back", time.Since(back).Round(time.Second))
+	waitCondition(t, c, aaav1.ConditionReady, metav1.ConditionTrue, "", 3*time.Minute)
+
+	// 7. Uninstall: the AAACluster's objects are collected; the CRDs stay (crds.keep).
+	runHelm(t, ctx, helm, "uninstall", release, "-n", aaaNS, "--wait", "--timeout", "2m")
+	eventually(t, 2*time.Minute, "the AAACluster's objects collected", func() error {
+		var left []string
+		sel := client.MatchingLabels{"aaa.openaaa.io/cluster": release}
+		var deps appsv1.DeploymentList
+		var svcs corev1.ServiceList
+		var cms corev1.ConfigMapList
+		var js batchv1.JobList
+		for _, l := range []client.ObjectList{&deps, &svcs, &cms, &js} {
+			if err := c.List(ctx, l, client.InNamespace(aaaNS), sel); err != nil {
+				return err
+			}
+			items, _ := meta.ExtractList(l)
+			for _, o := range items {
+				left = append(left, fmt.Sprintf("%T %s", o, o.(client.Object).GetName()))
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("left: %v", left)
+		}
+		return nil
+	})
+	runHelm(t, ctx, helm, "uninstall", "openaaa-operator", "-n", operatorNS, "--wait", "--timeout", "2m")
+	uninstalled = true
+	var deps appsv1.DeploymentList
+	if err := c.List(ctx, &deps, client.InNamespace(operatorNS)); err != nil || len(deps.Items) != 0 {
+		t.Errorf("operator Deployments left after uninstall: %d (%v)", len(deps.Items), err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "aaaclusters.aaa.openaaa.io"}, crd); err != nil {
+		t.Errorf("the AAACluster CRD should be kept after uninstall (crds.keep): %v", err)
+	}
+}
+
+// loadTestOnCluster creates an AAALoadTest against the cluster and checks its report: traffic
+// answered, the server-side figures read from policing's /metrics, conditions and the
+// columns kubectl shows.
+func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
+	t.Helper()
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS},
+		StringData: map[string]string{"secret": loadtestSecret}})
+	lt := &aaav1.AAALoadTest{
+		ObjectMeta: metav1.ObjectMeta{Name: "capacity", Namespace: aaaNS},
+		Spec: aaav1.AAALoadTestSpec{
+			Cluster:   aaav1.LoadTestClusterRef{Name: release},
+			Load:      aaav1.LoadTestLoad{Duration: "20s", Concurrency: 8},
+			Users:     aaav1.LoadTestUsers{Count: loadUsers},
+			SecretRef: aaav1.SecretKeyRef{Name: "loadtest-nas"},
+		},
+	}
+	if err := c.Create(ctx, lt); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	eventually(t, 4*time.Minute, "the AAALoadTest done", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(lt), lt); err != nil {
+			return err
+		}
+		if lt.Status.Phase != aaav1.LoadTestSucceeded {
+			b, _ := json.Marshal(lt.Status)
+			if lt.Status.Phase == aaav1.LoadTestFailed {
+				t.Fatalf("AAALoadTest failed: %s", b)
+			}
+			return fmt.Errorf("status %s", b)
+		}
+		return nil
+	})
+	r := lt.Status.Report
+	b, _ := json.Marshal(lt.Status)
+	t.Logf("AAALoadTest done in %s: %s", time.Since(start).Round(time.Second), b)
+	if r == nil || r.Answered < 100 || r.Accepts == 0 || r.IncomingTPS == "" || r.IncomingTPS == "0" ||
+		r.AvgAuthMs == "" || r.AvgAcctMs == "" || r.OutgoingTPS == "" || r.WorkersBusy == "" {
+		t.Fatalf("AAALoadTest report incomplete: %s", b)
+	}
+	if len(lt.Status.Datacenters) != 1 || lt.Status.Datacenters[0].Name != "dc1" || lt.Status.Datacenters[0].Answered == 0 {
+		t.Errorf("per-DC report: %+v", lt.Status.Datacenters)
+	}
+	if cond := meta.FindStatusCondition(lt.Status.Conditions, aaav1.ConditionComplete); cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Errorf("Complete condition: %+v", cond)
+	}
+	out, err := cluster.Kubectl(ctx, "get", "aaaloadtests", "-n", aaaNS)
+	if err != nil || !strings.Contains(out, "TPS") || !strings.Contains(out, aaav1.LoadTestSucceeded) {
+		t.Errorf("kubectl get aaaloadtests: %v\n%s", err, out)
+	}
+	t.Logf("kubectl get aaaloadtests:\n%s", out)
+	// A load test's Job goes with it.
+	if err := c.Delete(ctx, lt); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the AAALoadTest's Job collected", func() error {
+		job := &batchv1.Job{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: aaaNS, Name: lt.Status.Job}, job)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("Job %s still there (%v)", lt.Status.Job, err)
+	})
+}
+
+// loadUsers subscribers user00001..user00200 (aaa-loadgen's default patterns) besides alice.
+const loadUsers = 200
+
+func subscribersYAML(n int, extra string) string {
+	var b strings.Builder
+	b.WriteString("subscribers:\n  - {username: alice, password: wonderland}\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - {username: user%05d, password: pass%05d}\n", i, i)
+	}
+	b.WriteString(extra)
+	return b.String()
+}
+
+// noAccountingLost runs aaa-loadgen from the NAS namespace through the NodePorts (it
+// retransmits as a NAS does) while the configuration changes and pods come and go, then
+// checks that every acknowledged accounting record is in Cassandra's history, once.
+func noAccountingLost(t *testing.T, ctx context.Context, c client.Client, helm, root, values string, auth, acct int32) {
+	t.Helper()
+	loadgen := filepath.Join(t.TempDir(), "aaa-loadgen")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", loadgen, filepath.Join(root, "services", "loadgen")).CombinedOutput(); err != nil {
+		t.Fatalf("building aaa-loadgen: %v\n%s", err, out)
+	}
+	db := cqlSession(t)
+	defer db.Close()
+	before := countRows(t, db, "SELECT count(*) FROM openaaa.acct_history")
+	first := policingPod(t, c, true)
+
+	report := filepath.Join(t.TempDir(), "report.json")
+	lctx, lcancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer lcancel()
+	run := clustertest.NASExec(lctx, loadgen, "run", "--quiet",
+		"--target", fmt.Sprintf("%s:%d/%d", clustertest.NodeIP, auth, acct), "--nas-ip", clustertest.NASIP,
+		"--secret", nasSecret, "--users", fmt.Sprint(loadUsers), "--framed-ip-base", "198.19.0.1",
+		"--concurrency", "8", "--duration", "80s", "--timeout", "2s", "--retries", "6", "--json-out", report)
+	var runOut bytes.Buffer
+	run.Stdout, run.Stderr = &runOut, &runOut
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	var startAt time.Time
+	step := func(at time.Duration, what string, f func()) {
+		select {
+		case err := <-done:
+			t.Fatalf("aaa-loadgen ended before %q: %v\n%s", what, err, runOut.String())
+		case <-time.After(time.Until(startAt.Add(at))):
+		}
+		t.Logf("+%s: %s", at, what)
+		f()
+	}
+	startAt = time.Now()
+	// A new NAS client through the chart (the clients Secret): reloaded, no roll.
+	step(10*time.Second, "helm upgrade: a second NAS client", func() {
+		extra := filepath.Join(t.TempDir(), "more.yaml")
+		if err := os.WriteFile(extra, []byte(fmt.Sprintf("nasClients:\n  create: true\n  clients:\n    - {name: nas, address: %s, secret: %s}\n    - {name: nas-2, address: 198.18.0.9, secret: other}\n", clustertest.NASIP, nasSecret)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		runHelm(t, ctx, helm, "upgrade", release, filepath.Join(root, "charts", "aaacluster"), "-n", aaaNS, "-f", values, "-f", extra)
+	})
+	step(22*time.Second, "the clients change did not roll the pod", func() {
+		if p := policingPod(t, c, true); p.Name != first.Name {
+			t.Errorf("a clients Secret change rolled the pod (%s -> %s); policing reloads it", first.Name, p.Name)
+		}
+	})
+	// The subscriber file is read at start: its change rolls the pods (docs/operator.md).
+	step(25*time.Second, "the subscriber ConfigMap changes: the pod rolls", func() {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: aaaNS, Name: "subscribers"}, cm); err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["subscribers.yaml"] = subscribersYAML(loadUsers, "  - {username: zoe, password: zzz}\n")
+		if err := c.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step(40*time.Second, "spec change (logLevel): the pod rolls", func() {
+		ac := &aaav1.AAACluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: aaaNS, Name: release}, ac); err != nil {
+			t.Fatal(err)
+		}
+		ac.Spec.LogLevel = "debug"
+		if err := c.Update(ctx, ac); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step(60*time.Second, "delete the policing pod", func() {
+		p := policingPod(t, c, true)
+		if p.Name == first.Name {
+			t.Errorf("the subscriber and spec changes did not roll the pod")
+		}
+		if err := c.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("aaa-loadgen: %v\n%s", err, runOut.String())
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		AcctResponses, Timeouts, Aborted, Accepts, Sessions, Errors uint64
+		IncomingTPS                                                 float64 `json:"incomingTPS"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("load: %d sessions, %d accepts, %d accounting acknowledged, %d timeouts, %d aborted, %d errors, %.0f TPS",
+		r.Sessions, r.Accepts, r.AcctResponses, r.Timeouts, r.Aborted, r.Errors, r.IncomingTPS)
+	if r.AcctResponses < 500 {
+		t.Fatalf("only %d accounting records acknowledged: the load did not run", r.AcctResponses)
+	}
+	// An acknowledged record is in Cassandra or in a spool: wait until the spools are empty.
+	eventually(t, time.Minute, "the policing spools empty", func() error {
+		p := policingPod(t, c, true)
+		body := httpGet(t, fmt.Sprintf("http://%s:9812/metrics", p.Status.PodIP))
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, "openaaa_spool_records ") && strings.TrimSpace(strings.TrimPrefix(line, "openaaa_spool_records ")) != "0" {
+				return fmt.Errorf("%s: %s", p.Name, line)
+			}
+		}
+		return nil
+	})
+	stored := uint64(countRows(t, db, "SELECT count(*) FROM openaaa.acct_history") - before)
+	t.Logf("accounting: %d acknowledged, %d stored", r.AcctResponses, stored)
+	if stored < r.AcctResponses {
+		t.Fatalf("ACCOUNTING LOST: %d acknowledged, %d stored", r.AcctResponses, stored)
+	}
+	if stored > r.AcctResponses+r.Timeouts+r.Aborted {
+		t.Fatalf("%d stored > %d acknowledged + %d unanswered: records stored twice?", stored, r.AcctResponses, r.Timeouts+r.Aborted)
+	}
+}
+
+
+func cqlSession(t *testing.T) *gocql.Session {
+	t.Helper()
+	cc := gocql.NewCluster(cassandraContact)
+	cc.Consistency = gocql.One
+	cc.Timeout = 10 * time.Second
+	s, err := cc.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func countRows(t *testing.T, s *gocql.Session, q string) int64 {
+	t.Helper()
+	var n int64
+	if err := s.Query(q).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func aaaClient(t *testing.T) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, aaav1.AddToScheme, apiextv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cluster.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustApply(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func runHelm(t *testing.T, ctx context.Context, helm string, args ...string) {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, helm, append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s\n%s", strings.Join(args, " "), err, out, cluster.Diagnostics())
+	}
+	t.Logf("helm %s %s: %s", args[0], args[1], time.Since(start).Round(100*time.Millisecond))
+}
+
+func waitCondition(t *testing.T, c client.Client, typ string, status metav1.ConditionStatus, reason string, within time.Duration) *aaav1.AAACluster {
+	t.Helper()
+	var ac *aaav1.AAACluster
+	eventually(t, within, fmt.Sprintf("AAACluster %s=%s %s", typ, status, reason), func() error {
+		ac = &aaav1.AAACluster{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: aaaNS, Name: release}, ac); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(ac.Status.Conditions, typ)
+		if cond == nil || cond.Status != status || (reason != "" && cond.Reason != reason) || cond.ObservedGeneration != ac.Generation {
+			b, _ := json.Marshal(ac.Status.Conditions)
+			return fmt.Errorf("conditions: %s", b)
+		}
+		return nil
+	})
+	return ac
+}
+
+// eventually polls cond every second until it returns nil or within passes; then it fails
+// with cond's last error and the cluster's diagnostics.
+func eventually(t *testing.T, within time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %v\n%s", within, what, err, cluster.Diagnostics())
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// policingPod returns the (newest, not terminating) policing pod of dc1; with must, one is
+// required.
+func policingPod(t *testing.T, c client.Client, must bool) *corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.List(context.Background(), &pods, client.InNamespace(aaaNS),
+		client.MatchingLabels{"aaa.openaaa.io/cluster": release, "aaa.openaaa.io/datacenter": "dc1", "app.kubernetes.io/component": "radius"}); err != nil {
+		t.Fatal(err)
+	}
+	var newest *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = p
+		}
+	}
+	if newest == nil && must {
+		t.Fatalf("no policing pod in %s\n%s", aaaNS, cluster.Diagnostics())
+	}
+	return newest
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, s := range p.Status.ContainerStatuses {
+		n += s.RestartCount
+	}
+	return n
+}
+
+func podState(p *corev1.Pod) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s phase=%s ready=%v restarts=%d", p.Name, p.Status.Phase, podReady(p), restarts(p))
+}
+
+// checkPodSecurity: the policing pod runs as non-root with a read-only root filesystem, no
+// privilege escalation and no capabilities — and the kubelet started it so (runAsNonRoot is
+// enforced by the kubelet against the image's user).
+func checkPodSecurity(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	if p.Spec.SecurityContext == nil || p.Spec.SecurityContext.RunAsNonRoot == nil || !*p.Spec.SecurityContext.RunAsNonRoot {
+		t.Errorf("pod %s: runAsNonRoot not set", p.Name)
+	}
+	for _, ctr := range p.Spec.Containers {
+		sc := ctr.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || len(sc.Capabilities.Drop) == 0 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("container %s: security context %+v; want read-only root, no privilege escalation, drop ALL", ctr.Name, sc)
+		}
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		t.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+	}
+}
+
+func nodePorts(t *testing.T, c client.Client) (auth, acct int32) {
+	t.Helper()
+	svc := &corev1.Service{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: aaaNS, Name: release + "-dc1-radius"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+		t.Errorf("radius Service: type %s, externalTrafficPolicy %s; want NodePort, Local", svc.Spec.Type, svc.Spec.ExternalTrafficPolicy)
+	}
+	for _, p := range svc.Spec.Ports {
+		switch p.Name {
+		case "radius-auth":
+			auth = p.NodePort
+		case "radius-acct":
+			acct = p.NodePort
+		}
+	}
+	if auth == 0 || acct == 0 {
+		t.Fatalf("radius Service ports: %+v", svc.Spec.Ports)
+	}
+	return auth, acct
+}
+
+// nasRadclient sends one request with radclient from inside the NAS's network namespace (its
+// source address is NASIP) and reports whether radclient got an answer.
+func nasRadclient(t *testing.T, server, kind, secret string, attrs ...string) (string, bool) {
+	t.Helper()
+	bin := testenv.LookPath(t, "radclient", "FreeRADIUS's freeradius-utils: make provision")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return radclientRun(clustertest.NASExec(ctx, bin, "-x", "-r", "3", "-t", "2", server, kind, secret), attrs)
+}
+
+// hostRadclient sends from the host: the source is the node's own address, no NAS's.
+func hostRadclient(t *testing.T, server, kind, secret string, attrs ...string) (string, bool) {
+	t.Helper()
+	bin := testenv.LookPath(t, "radclient", "FreeRADIUS's freeradius-utils: make provision")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return radclientRun(exec.CommandContext(ctx, bin, "-x", "-r", "2", "-t", "2", server, kind, secret), attrs)
+}
+
+func radclientRun(cmd *exec.Cmd, attrs []string) (string, bool) {
+	cmd.Stdin = strings.NewReader(strings.Join(attrs, "\n") + "\n")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err == nil
+}
+
+func adminSessions(t *testing.T, podIP, user string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	body := httpGet(t, fmt.Sprintf("http://%s:9812/api/v1/sessions?user=%s", podIP, user))
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		var wrapped struct {
+			Sessions []map[string]any `json:"sessions"`
+		}
+		if err2 := json.Unmarshal([]byte(body), &wrapped); err2 != nil {
+			t.Fatalf("sessions: %v: %s", err, body)
+		}
+		out = wrapped.Sessions
+	}
+	return out
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	hc := http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
