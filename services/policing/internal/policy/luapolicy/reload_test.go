@@ -25,7 +25,9 @@ end`
 func TestReloadSwapsAndRefusesBadScripts(t *testing.T) {
 	e := newEngine(t, rateScript("1M/1M"))
 	ctx := context.Background()
-	rate := func() string { return replyText(t, e.Authorize(ctx, request(t, "alice"), sub("gold", "")), "Mikrotik-Rate-Limit") }
+	rate := func() string {
+		return replyText(t, e.Authorize(ctx, request(t, "alice"), sub("gold", "")), "Mikrotik-Rate-Limit")
+	}
 	if rate() != "1M/1M" {
 		t.Fatal(rate())
 	}
