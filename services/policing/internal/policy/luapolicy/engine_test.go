@@ -25,7 +25,7 @@ func builtin() *policy.Default {
 	return &policy.Default{Dict: dict.Builtin, RateLimitAttribute: "Mikrotik-Rate-Limit", RejectMessage: "Authentication failed"}
 }
 
-func writeScript(t *testing.T, dir, src string) string {
+func writeScript(t testing.TB, dir, src string) string {
 	t.Helper()
 	f := filepath.Join(dir, "policy.lua")
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
