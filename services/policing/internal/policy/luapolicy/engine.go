@@ -185,7 +185,7 @@ func (e *Engine) decide(ctx context.Context, p *program, h hook, key memoKey, a 
 	if memoized {
 		sum = a.sum(ins)
 		if d, ok := p.memo.get(key, sum); ok {
-			Reuses.WithLabelValues(hookNames[h]).Inc()
+			perHook[h].reuses.Inc()
 			return d, nil
 		}
 	}
@@ -216,8 +216,8 @@ func (e *Engine) run(ctx context.Context, p *program, h hook, a args, ins []inpu
 	}
 	start := time.Now()
 	d, err := st.call(h, a, ins)
-	Duration.WithLabelValues(hookNames[h]).Observe(time.Since(start).Seconds())
-	Runs.WithLabelValues(hookNames[h]).Inc()
+	perHook[h].duration.Observe(time.Since(start).Seconds())
+	perHook[h].runs.Inc()
 	p.put(st)
 	if err != nil {
 		return decision{}, e.failed(p, h, err)

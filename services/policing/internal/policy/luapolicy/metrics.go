@@ -55,3 +55,16 @@ var (
 		Help: "Requests decided by policy.lua.failMode after a hook error: closed (rejected), open (built-in policy), acct (accounting stored without a decision).",
 	}, []string{"mode"})
 )
+
+// perHook are the children of the per-hook metrics, looked up once: a hot path pays no
+// label lookup.
+var perHook = func() (m [numHooks]struct {
+	runs, reuses prometheus.Counter
+	duration     prometheus.Observer
+}) {
+	for h := range numHooks {
+		n := hookNames[h]
+		m[h].runs, m[h].reuses, m[h].duration = Runs.WithLabelValues(n), Reuses.WithLabelValues(n), Duration.WithLabelValues(n)
+	}
+	return m
+}()

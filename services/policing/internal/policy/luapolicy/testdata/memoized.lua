@@ -1,0 +1,33 @@
+-- builtin.lua with its inputs declared (make bench-policy, BenchmarkPolicy): the Accept is
+-- remade only when the profile changes; the quota check only when the session crosses a GiB
+-- (a quota is enforced to the GiB) or the quota changes.
+
+inputs = {
+  authorize = { "sub.framedIPAddress", "sub.framedPool", "sub.sessionTimeout", "sub.idleTimeout",
+    "sub.acctInterimInterval", "sub.class", "sub.filterId", "sub.rateLimit" },
+  accounting = { "sub.quotaOctets", "session.octetsGiB" },
+}
+
+function authorize(req, sub)
+  local ip = sub.framedIPAddress
+  if ip then reply("Framed-IP-Address", ip) end
+  local pool = sub.framedPool
+  if pool then reply("Framed-Pool", pool) end
+  local v = sub.sessionTimeout
+  if v > 0 then reply("Session-Timeout", v) end
+  v = sub.idleTimeout
+  if v > 0 then reply("Idle-Timeout", v) end
+  v = sub.acctInterimInterval
+  if v > 0 then reply("Acct-Interim-Interval", v) end
+  local s = sub.class
+  if s then reply("Class", s) end
+  s = sub.filterId
+  if s then reply("Filter-Id", s) end
+  s = sub.rateLimit
+  if s then reply("Mikrotik-Rate-Limit", s) end
+end
+
+function accounting(req, session, sub)
+  local quota = sub.quotaOctets
+  if quota > 0 and session.octetsGiB * 2^30 >= quota then disconnect("quota") end
+end
