@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make bench-policy (docs/benchmarks.md, "Lua policy"): the field's flow on the embedded
 # store with three policies, side by side — the built-in policy, the same policy in Lua
-# (testdata/builtin.lua: every decision runs the script) and the same Lua policy with its
-# inputs declared (testdata/memoized.lua) — alternating the three in each of BENCH_ROUNDS
+# (services/policing/internal/policy/luapolicy/testdata/builtin.lua) with memoization off
+# (every decision runs the script), and the same script memoized — alternating the three in each of BENCH_ROUNDS
 # rounds, as hack/bench.sh alternates its A/B runs, and reporting the medians: TPS, p99,
 # server CPU µs per transaction, the Lua runs and reuses, and what Lua adds per decision.
 #
@@ -72,25 +72,9 @@ machine() {
 }
 machine | tee "$OUT/machine.txt"
 
-start_policing() { # extra --set flags
-	"${SERVER_PIN[@]}" "$POLICING" serve --config "$OUT/policing.yaml" "$@" >>"$OUT/policing.log" 2>&1 &
-	POL_PID=$!
-	local i
-	for i in $(seq 1 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$ADMIN_PORT") 2>/dev/null; then
-			return 0
-		fi
-		kill -0 "$POL_PID" 2>/dev/null || { tail -20 "$OUT/policing.log" >&2; echo "bench-policy: policing exited" >&2; exit 1; }
-		sleep 0.1
-	done
-	echo "bench-policy: policing not ready after 10 s" >&2
-	exit 1
-}
-stop_policing() {
-	kill "$POL_PID" 2>/dev/null || true
-	wait "$POL_PID" 2>/dev/null || true
-	POL_PID=""
-}
+BENCH_NAME=bench-policy
+# shellcheck source=hack/bench-lib.sh
+source "$ROOT/hack/bench-lib.sh"
 
 # lua_counters FILE: the Lua runs and reuses so far (sum over hooks), "runs reuses".
 lua_counters() {
@@ -122,8 +106,8 @@ VARIANTS=(builtin lua lua-memoized)
 flags() {
 	case $1 in
 	builtin) ;;
-	lua) echo "--set policy.lua.file=$SCRIPTS/builtin.lua" ;;
-	lua-memoized) echo "--set policy.lua.file=$SCRIPTS/memoized.lua" ;;
+	lua) echo "--set policy.lua.file=$SCRIPTS/builtin.lua --set policy.lua.memoize=false" ;;
+	lua-memoized) echo "--set policy.lua.file=$SCRIPTS/builtin.lua --set policy.lua.memoize=true" ;;
 	esac
 }
 for i in $(seq 1 "$ROUNDS"); do
