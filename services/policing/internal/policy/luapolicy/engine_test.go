@@ -316,3 +316,30 @@ func TestDisabledSubscriberRejectedBeforeTheScript(t *testing.T) {
 		t.Fatal("disabled subscriber accepted")
 	}
 }
+
+// testdata/builtin.lua decides as the built-in policy: quota reached at 100 %, and the
+// memo re-runs the check only when the percentage moves.
+func TestQuotaPercentInput(t *testing.T) {
+	o := options("testdata/builtin.lua")
+	e, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s := &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: 1000}}
+	runs := func() float64 { return testutil.ToFloat64(Runs.WithLabelValues("accounting")) }
+	r0 := runs()
+	for _, c := range []struct {
+		octets uint64
+		want   string
+		runs   float64
+	}{{100, "", 1}, {105, "", 1}, {999, "", 2}, {1000, policy.QuotaReason, 3}, {1009, policy.QuotaReason, 3}} {
+		u := &session.Update{Kind: session.KindInterim}
+		u.Session.Key = session.Key{NAS: "n", ID: "q"}
+		u.Session.InputOctets = c.octets
+		e.Accounting(context.Background(), request(t, "alice"), u, s)
+		if u.Session.DisconnectReason != c.want || runs()-r0 != c.runs {
+			t.Fatalf("%d octets of 1000: reason %q after %v runs, want %q after %v", c.octets, u.Session.DisconnectReason, runs()-r0, c.want, c.runs)
+		}
+	}
+}

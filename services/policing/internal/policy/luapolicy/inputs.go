@@ -155,38 +155,54 @@ func subValue(s *subscriber.Subscriber, name string) (val, bool) {
 const gib = 1 << 30
 
 // sessionFields are the session's fields as the accounting request carries them (counters
-// absolute, Gigawords included); octetsGiB and octetsMiB change seldom, so a hook that
-// declares them instead of octets is re-run only when a boundary is crossed.
-var sessionFields = map[string]func(*session.Update) val{
-	"kind":             func(u *session.Update) val { return str(u.Kind.String()) },
-	"userName":         func(u *session.Update) val { return str(u.Session.UserName) },
-	"nas":              func(u *session.Update) val { return str(u.Session.NAS) },
-	"acctSessionId":    func(u *session.Update) val { return str(u.Session.ID) },
-	"nasIdentifier":    func(u *session.Update) val { return str(u.Session.NASIdentifier) },
-	"callingStationId": func(u *session.Update) val { return str(u.Session.CallingStationID) },
-	"calledStationId":  func(u *session.Update) val { return str(u.Session.CalledStationID) },
-	"framedIpAddress": func(u *session.Update) val {
+// absolute, Gigawords included); octetsGiB, octetsMiB and quotaPercent change seldom, so a
+// hook that declares them instead of octets is re-run only when a boundary is crossed.
+var sessionFields = map[string]func(*session.Update, *subscriber.Subscriber) val{
+	"kind":             func(u *session.Update, _ *subscriber.Subscriber) val { return str(u.Kind.String()) },
+	"userName":         func(u *session.Update, _ *subscriber.Subscriber) val { return str(u.Session.UserName) },
+	"nas":              func(u *session.Update, _ *subscriber.Subscriber) val { return str(u.Session.NAS) },
+	"acctSessionId":    func(u *session.Update, _ *subscriber.Subscriber) val { return str(u.Session.ID) },
+	"nasIdentifier":    func(u *session.Update, _ *subscriber.Subscriber) val { return str(u.Session.NASIdentifier) },
+	"callingStationId": func(u *session.Update, _ *subscriber.Subscriber) val { return str(u.Session.CallingStationID) },
+	"calledStationId":  func(u *session.Update, _ *subscriber.Subscriber) val { return str(u.Session.CalledStationID) },
+	"framedIpAddress": func(u *session.Update, _ *subscriber.Subscriber) val {
 		if !u.Session.FramedIP.IsValid() {
 			return val{}
 		}
 		return str(u.Session.FramedIP.String())
 	},
-	"sessionTime":   func(u *session.Update) val { return num(u.Session.SessionTime) },
-	"inputOctets":   func(u *session.Update) val { return num(u.Session.InputOctets) },
-	"outputOctets":  func(u *session.Update) val { return num(u.Session.OutputOctets) },
-	"octets":        func(u *session.Update) val { return num(u.Session.InputOctets + u.Session.OutputOctets) },
-	"octetsGiB":     func(u *session.Update) val { return num((u.Session.InputOctets + u.Session.OutputOctets) / gib) },
-	"octetsMiB":     func(u *session.Update) val { return num((u.Session.InputOctets + u.Session.OutputOctets) >> 20) },
-	"inputPackets":  func(u *session.Update) val { return num(u.Session.InputPackets) },
-	"outputPackets": func(u *session.Update) val { return num(u.Session.OutputPackets) },
+	"sessionTime":  func(u *session.Update, _ *subscriber.Subscriber) val { return num(u.Session.SessionTime) },
+	"inputOctets":  func(u *session.Update, _ *subscriber.Subscriber) val { return num(u.Session.InputOctets) },
+	"outputOctets": func(u *session.Update, _ *subscriber.Subscriber) val { return num(u.Session.OutputOctets) },
+	"octets": func(u *session.Update, _ *subscriber.Subscriber) val {
+		return num(u.Session.InputOctets + u.Session.OutputOctets)
+	},
+	"octetsGiB": func(u *session.Update, _ *subscriber.Subscriber) val {
+		return num((u.Session.InputOctets + u.Session.OutputOctets) / gib)
+	},
+	"octetsMiB": func(u *session.Update, _ *subscriber.Subscriber) val {
+		return num((u.Session.InputOctets + u.Session.OutputOctets) >> 20)
+	},
+	"inputPackets":  func(u *session.Update, _ *subscriber.Subscriber) val { return num(u.Session.InputPackets) },
+	"outputPackets": func(u *session.Update, _ *subscriber.Subscriber) val { return num(u.Session.OutputPackets) },
+	// quotaPercent: octets as a whole percentage of the profile's quotaOctets, nil without a
+	// quota; a quota check that declares it runs again only when a percent is crossed.
+	"quotaPercent": func(u *session.Update, s *subscriber.Subscriber) val {
+		if s == nil || s.Profile.QuotaOctets == 0 {
+			return val{}
+		}
+		used := u.Session.InputOctets + u.Session.OutputOctets
+		q := s.Profile.QuotaOctets
+		return num(used/q*100 + used%q*100/q) // no overflow of used*100
+	},
 }
 
-func sessionValue(u *session.Update, name string) (val, bool) {
+func sessionValue(u *session.Update, sub *subscriber.Subscriber, name string) (val, bool) {
 	f, ok := sessionFields[name]
 	if !ok {
 		return val{}, false
 	}
-	return f(u), true
+	return f(u, sub), true
 }
 
 func clockValue(now time.Time, name string) val {
@@ -219,7 +235,7 @@ func (a *args) value(in input) val {
 		if a.sess == nil {
 			return val{}
 		}
-		v, _ := sessionValue(a.sess, in.name)
+		v, _ := sessionValue(a.sess, a.sub, in.name)
 		return v
 	}
 	return clockValue(a.now, in.name)

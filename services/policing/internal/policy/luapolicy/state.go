@@ -58,7 +58,7 @@ func (liveSource) get(st *state, sc scope, name string) (val, error) {
 		if st.a.sess == nil {
 			return val{}, nil
 		}
-		if v, ok := sessionValue(st.a.sess, name); ok {
+		if v, ok := sessionValue(st.a.sess, st.a.sub, name); ok {
 			return v, nil
 		}
 		return val{}, fmt.Errorf("no session field %q", name)

@@ -1,13 +1,13 @@
 -- The built-in policy written in Lua (make bench-policy, BenchmarkPolicy): the profile's
--- attributes on Access-Accept, a disconnect once the session used the profile's quota
--- (enforced to the GiB). Its inputs are declared: with policy.lua.memoize the Accept is
--- remade only when the profile changes, the quota check when the session crosses a GiB or
--- the quota changes; with memoize off every decision runs the script.
+-- attributes on Access-Accept, a disconnect once the session used the profile's quota. Its
+-- inputs are declared: with policy.lua.memoize the Accept is remade only when the profile
+-- changes, the quota check only when the session crosses a percent of its quota (never
+-- without a quota); with memoize off every decision runs the script.
 
 inputs = {
   authorize = { "sub.framedIPAddress", "sub.framedPool", "sub.sessionTimeout", "sub.idleTimeout",
     "sub.acctInterimInterval", "sub.class", "sub.filterId", "sub.rateLimit" },
-  accounting = { "sub.quotaOctets", "session.octetsGiB" },
+  accounting = { "session.quotaPercent" },
 }
 
 function authorize(req, sub)
@@ -30,6 +30,6 @@ function authorize(req, sub)
 end
 
 function accounting(req, session, sub)
-  local quota = sub.quotaOctets
-  if quota > 0 and session.octetsGiB * 2^30 >= quota then disconnect("quota") end
+  local used = session.quotaPercent
+  if used and used >= 100 then disconnect("quota") end
 end
