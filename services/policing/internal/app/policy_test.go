@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,16 +19,7 @@ function accounting(req, session, sub)
   local used = session.quotaPercent
   if used and used >= 100 then coa("Mikrotik-Rate-Limit", "1M/1M") end
 end`), 0o600))
-	n := edgeNode(t, dir, fmt.Sprintf(`
-log: {level: debug, format: text}
-radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
-admin: {address: "127.0.0.1:0"}
-clients:
-  - {name: nas1, address: 127.0.0.1, secretFile: {{dir}}/secret, coaPort: %d}
-subscribers: {source: file, file: {{dir}}/subs.yaml}
-policy: {lua: {file: {{dir}}/policy.lua}}
-coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
-`, nas.port), edgeSubs)
+	n := coaNodeIn(t, dir, nas, "policy: {lua: {file: "+filepath.Join(dir, "policy.lua")+"}}\n")
 	acct := n.AcctAddr.String()
 	radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Start", "L-1", "quota")...)
 	radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "L-1", "quota", "Acct-Input-Octets = 500")...)
