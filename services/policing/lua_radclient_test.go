@@ -131,3 +131,25 @@ function selftest() check_authorize({}, {}) end`), 0o600); err != nil {
 	mustContain(t, radclient(t, n.auth, "auth", testSecret, `User-Name = "alice"`, `User-Password = "wonderland"`, ma), `"20M/20M"`)
 	t.Logf("%d replies with the old script, %d with the new one", old, new)
 }
+
+// policing check-policy loads a script as a reload would: the shipped samples pass, a
+// script whose selftest fails does not, and the error says why.
+func TestCheckPolicy(t *testing.T) {
+	samples, _ := filepath.Glob("../../config/samples/policy/*.lua")
+	if len(samples) == 0 {
+		t.Fatal("no sample policies")
+	}
+	for _, f := range samples {
+		if out, err := exec.Command(policingBin, "check-policy", f).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", f, err, out)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.lua")
+	if err := os.WriteFile(bad, []byte("function authorize() reply(\"No-Such\", 1) end\nfunction selftest() check_authorize({}, {}) end\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(policingBin, "check-policy", bad).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `no attribute "No-Such"`) {
+		t.Fatalf("bad script: %v\n%s", err, out)
+	}
+}

@@ -2,6 +2,9 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
+
+	"github.com/openaaa/openaaa/services/policing/internal/config"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
@@ -28,6 +31,16 @@ func (n *Node) buildPolicy() (*policy.Default, policy.Policy, error) {
 	}
 	n.lua = e
 	return builtin, e, nil
+}
+
+// CheckPolicy loads cfg's Lua policy as Start would, and releases it (policing check-policy).
+func CheckPolicy(cfg *config.Config, log *slog.Logger) error {
+	n := &Node{Config: cfg, Log: log}
+	if _, _, err := n.buildPolicy(); err != nil {
+		return err
+	}
+	n.closePolicy()
+	return nil
 }
 
 // watchPolicy reloads the Lua script when its file changes (or on SIGHUP): compiled and
