@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/dict"
 )
 
 // Each escape is written so that it would succeed if the sandbox let it through (a file
@@ -106,5 +108,20 @@ end`)
 	}
 	if d := e.Authorize(context.Background(), request(t, "a"), sub("gold", "")); !d.Accept {
 		t.Fatalf("decision %+v", d)
+	}
+}
+
+// A dictionary that names them does not let a script put the attributes the server writes
+// into every reply into a (possibly shared, memoized) reply.
+func TestServerAttributesRefused(t *testing.T) {
+	d, err := dict.Parse("ATTRIBUTE\tProxy-State\t33\toctets\nATTRIBUTE\tMessage-Authenticator\t80\toctets\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Proxy-State", "Message-Authenticator"} {
+		e := newEngine(t, `function authorize(req, sub) reply("`+name+`", "0x00") end`, func(o *Options) { o.Dict = d })
+		if dec := e.Authorize(context.Background(), request(t, "alice"), sub("gold", "")); dec.Accept || dec.Reason != "policy error: decision" {
+			t.Errorf("%s: %+v", name, dec)
+		}
 	}
 }

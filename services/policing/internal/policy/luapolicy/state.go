@@ -7,6 +7,8 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 	"layeh.com/radius"
+
+	"github.com/openaaa/openaaa/internal/radiusx"
 )
 
 // state is one Lua state of a program's pool: the script's chunk has run in it (its
@@ -225,6 +227,11 @@ func (st *state) attr(L *lua.LState, fn string, to radius.Attributes) radius.Att
 	enc, err := a.Encode(v)
 	if err != nil {
 		st.fail(ErrKindDecision, "%s: %v", fn, err)
+	}
+	// The server writes these two into every reply, in place: a memoized reply shared by
+	// concurrent requests must never hold one (nor should a script forge them).
+	if enc.Type == radiusx.TypeMessageAuthenticator || enc.Type == radiusx.TypeProxyState {
+		st.fail(ErrKindDecision, "%s: %s is set by the server", fn, name)
 	}
 	if st.record != nil {
 		st.record(fn, name, v)
