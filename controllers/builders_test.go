@@ -85,7 +85,8 @@ func TestGoldenExternalConfig(t *testing.T) {
 	c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"10.1.0.1:9042", "10.2.0.1"}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass"}}
 	c.Spec.Subscribers = &aaav1.SubscribersSpec{File: &aaav1.SubscriberFileSpec{Secret: &aaav1.SecretKeyRef{Name: "subs"}}}
 	c.Spec.AccountingProxy = &aaav1.AccountingProxySpec{Servers: []aaav1.AccountingServer{{Name: "billing", Address: "billing.example.net:1813", Secret: aaav1.SecretKeyRef{Name: "billing"}}}}
-	c.Spec.Policy = &aaav1.PolicySpec{RejectMessage: "No"}
+	c.Spec.Policy = &aaav1.PolicySpec{RejectMessage: "No", Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "edge-policy"},
+		Budget: &metav1.Duration{Duration: 20 * time.Millisecond}, FailMode: "open", Memoize: ptr.To(false)}}
 	c.Spec.Radius.RequireMessageAuthenticator = ptr.To(false)
 	spec := withDefaults(c.Spec, Options{PolicingImage: "registry.example.net:5000/aaa/policing:v2"})
 	rendered := renderPolicingConfig(c, spec, "dc2")
@@ -101,11 +102,15 @@ func TestGoldenExternalConfig(t *testing.T) {
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		names = append(names, v.Name)
 	}
-	if got := strings.Join(names, ","); got != "config,clients,cassandra-credentials,tmp,state,subscribers,accounting-proxy" {
+	if got := strings.Join(names, ","); got != "config,clients,cassandra-credentials,tmp,state,subscribers,policy,accounting-proxy" {
 		t.Errorf("volumes %s", got)
 	}
 	if got := rollingSecrets(c, spec); strings.Join(got, ",") != "billing,cass,subs" {
 		t.Errorf("rolling secrets %v", got)
+	}
+	// The Lua script's ConfigMap is reloaded by policing, never part of the rolling hash.
+	if got := referencedObjects(c); strings.Contains(strings.Join(got, ","), "edge-policy") {
+		t.Errorf("referenced %v: the policy ConfigMap must not roll pods", got)
 	}
 }
 

@@ -85,8 +85,16 @@ type pcUpstream struct {
 }
 
 type pcPolicy struct {
-	RateLimitAttribute string `json:"rateLimitAttribute,omitempty"`
-	RejectMessage      string `json:"rejectMessage,omitempty"`
+	RateLimitAttribute string       `json:"rateLimitAttribute,omitempty"`
+	RejectMessage      string       `json:"rejectMessage,omitempty"`
+	Lua                *pcPolicyLua `json:"lua,omitempty"`
+}
+
+type pcPolicyLua struct {
+	File     string `json:"file"`
+	Budget   string `json:"budget,omitempty"`
+	FailMode string `json:"failMode,omitempty"`
+	Memoize  *bool  `json:"memoize,omitempty"`
 }
 
 type pcAdmin struct {
@@ -153,8 +161,16 @@ func renderPolicingConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc str
 		}
 		cfg.Proxy = p
 	}
-	if pol := spec.Policy; pol != nil && (pol.RateLimitAttribute != "" || pol.RejectMessage != "") {
+	if pol := spec.Policy; pol != nil && (pol.RateLimitAttribute != "" || pol.RejectMessage != "" || pol.Lua != nil) {
 		cfg.Policy = &pcPolicy{RateLimitAttribute: pol.RateLimitAttribute, RejectMessage: pol.RejectMessage}
+		if l := pol.Lua; l != nil {
+			// The file, not the script: its content reaches policing through the mounted
+			// ConfigMap and is reloaded there, so it is not part of the hash that rolls pods.
+			cfg.Policy.Lua = &pcPolicyLua{File: path.Join(policyDir, l.ConfigMap.Key), FailMode: l.FailMode, Memoize: l.Memoize}
+			if l.Budget != nil {
+				cfg.Policy.Lua.Budget = l.Budget.Duration.String()
+			}
+		}
 	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -139,6 +139,16 @@ func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Da
 			}
 		}
 	}
+	if pol := spec.Policy; pol != nil && pol.Lua != nil {
+		// A directory, not a subPath: the kubelet updates a mounted ConfigMap by swapping the
+		// directory's ..data symlink, which a subPath mount never sees (docs/hot-reload.md).
+		cmRef := pol.Lua.ConfigMap
+		mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: policyDir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "policy", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cmRef.Name},
+			Items:                []corev1.KeyToPath{{Key: cmRef.Key, Path: cmRef.Key}},
+		}}})
+	}
 	if ap := spec.AccountingProxy; ap != nil {
 		var sources []corev1.VolumeProjection
 		for _, s := range ap.Servers {

@@ -30,6 +30,7 @@ const (
 	DefaultPolicingImage                = "ghcr.io/openaaa/policing"
 	DefaultLoadgenImage                 = "ghcr.io/openaaa/aaa-loadgen"
 	defaultSubscriberFileKey            = "subscribers.yaml"
+	defaultPolicyKey                    = "policy.lua"
 	defaultLDAPPasswordKey              = "password"
 	defaultAccountingSecretKey          = "secret"
 	defaultSessionStore                 = "hybrid"
@@ -106,6 +107,9 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 				f.Secret.Key = defaultSubscriberFileKey
 			}
 		}
+	}
+	if pol := s.Policy; pol != nil && pol.Lua != nil && pol.Lua.ConfigMap.Key == "" {
+		pol.Lua.ConfigMap.Key = defaultPolicyKey
 	}
 	if ap := s.AccountingProxy; ap != nil {
 		for i := range ap.Servers {

@@ -47,6 +47,7 @@ const (
 	tlsDir             = configDir + "/tls"
 	ldapDir            = configDir + "/ldap"
 	subscribersDir     = configDir + "/subscribers"
+	policyDir          = configDir + "/policy"
 	accountingProxyDir = configDir + "/accounting-proxy"
 	stateDir           = "/var/lib/openaaa"
 )

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,12 @@ func TestValidation(t *testing.T) {
 			}
 		}, []string{"spec.subscribers", "exactly one of ldap or file"}},
 		{"bad port", func(c *aaav1.AAACluster) { c.Spec.Radius.AuthPort = 70000 }, []string{"spec.radius.authPort"}},
+		{"Lua budget too long", func(c *aaav1.AAACluster) {
+			c.Spec.Policy = &aaav1.PolicySpec{Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "p"}, Budget: &metav1.Duration{Duration: time.Minute}}}
+		}, []string{"spec.policy.lua.budget", "between 1ms and 10s"}},
+		{"Lua fail mode", func(c *aaav1.AAACluster) {
+			c.Spec.Policy = &aaav1.PolicySpec{Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "p"}, FailMode: "ajar"}}
+		}, []string{"spec.policy.lua.failMode"}},
 		{"name too long", func(c *aaav1.AAACluster) { c.Name = strings.Repeat("a", 31) }, []string{"metadata.name", "at most 30"}},
 	}
 	for i, tc := range create {

@@ -134,25 +134,9 @@ pin() { # on|off
 }
 [[ $PIN == all ]] && pin on
 
-start_policing() { # extra --set flags
-	"${SERVER_PIN[@]}" "$POLICING" serve --config "$OUT/policing.yaml" "$@" >>"$OUT/policing.log" 2>&1 &
-	POL_PID=$!
-	local i
-	for i in $(seq 1 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$ADMIN_PORT") 2>/dev/null; then
-			return 0
-		fi
-		kill -0 "$POL_PID" 2>/dev/null || { tail -20 "$OUT/policing.log" >&2; echo "bench: policing exited" >&2; exit 1; }
-		sleep 0.1
-	done
-	echo "bench: policing not ready after 10 s" >&2
-	exit 1
-}
-stop_policing() {
-	kill "$POL_PID" 2>/dev/null || true
-	wait "$POL_PID" 2>/dev/null || true
-	POL_PID=""
-}
+BENCH_NAME=bench
+# shellcheck source=hack/bench-lib.sh
+source "$ROOT/hack/bench-lib.sh"
 
 # run LABEL FILE TARGET PID [extra aaa-loadgen flags]
 run() {

@@ -418,7 +418,7 @@ type AccountingServer struct {
 	Secret SecretKeyRef `json:"secret"`
 }
 
-// PolicySpec tunes the built-in policy.
+// PolicySpec tunes the built-in policy and selects a Lua policy.
 type PolicySpec struct {
 	// RateLimitAttribute carries a subscriber's rate limit in the Access-Accept.
 	// +optional
@@ -426,6 +426,27 @@ type PolicySpec struct {
 	// RejectMessage is the Reply-Message of Access-Rejects.
 	// +optional
 	RejectMessage string `json:"rejectMessage,omitempty"`
+	// Lua runs a Lua policy script (docs/policy.md) kept in a ConfigMap. The ConfigMap is
+	// mounted as a directory: a change of its content rolls no pod, policing reloads the script.
+	// +optional
+	Lua *LuaPolicySpec `json:"lua,omitempty"`
+}
+
+// LuaPolicySpec is a Lua policy script and its limits (policing's policy.lua.* keys).
+type LuaPolicySpec struct {
+	// ConfigMap holding the script (key policy.lua unless key says otherwise).
+	ConfigMap ConfigMapKeyRef `json:"configMap"`
+	// Budget is the time one hook call may take (policy.lua.budget, 1ms to 10s).
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1ms') && duration(self) <= duration('10s')",message="budget must be between 1ms and 10s"
+	// +optional
+	Budget *metav1.Duration `json:"budget,omitempty"`
+	// FailMode is what a failed authorize hook decides: closed (reject) or open (the built-in policy).
+	// +kubebuilder:validation:Enum=closed;open
+	// +optional
+	FailMode string `json:"failMode,omitempty"`
+	// Memoize reuses a hook's decision while its declared inputs are unchanged (default true).
+	// +optional
+	Memoize *bool `json:"memoize,omitempty"`
 }
 
 // MonitoringSpec asks for prometheus-operator and Grafana objects. Missing CRDs are reported in

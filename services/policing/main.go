@@ -4,6 +4,7 @@
 //	policing serve --config FILE [--set path=value ...]
 //	policing migrate ...       (Cassandra schema migrations)
 //	policing check-config --config FILE
+//	policing check-policy [--config FILE] SCRIPT.lua
 //	policing version
 package main
 
@@ -34,6 +35,7 @@ const usage = `usage: policing <command> [flags]
 commands:
   serve         run the policing node (--config FILE, --set path=value)
   check-config  load and validate a configuration, print it with defaults applied
+  check-policy  compile, load and self-test a Lua policy script as a reload would (SCRIPT.lua)
   migrate       apply the Cassandra schema migrations
   ctl           operator commands against a running node (disconnect, coa)
   version       print the version
@@ -51,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stderr)
 	case "check-config":
 		return checkConfig(args[1:], stdout, stderr)
+	case "check-policy":
+		return checkPolicy(args[1:], stdout, stderr)
 	case "migrate":
 		return migrate.Main(ctx, args[1:], stdout, stderr)
 	case "ctl":
@@ -134,5 +138,34 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	}
 	out, _ := yamlOf(cfg)
 	fmt.Fprint(stdout, out)
+	return 0
+}
+
+// checkPolicy loads a Lua policy as the node would (the configuration's policy.* keys, the
+// built-in dictionary): compiled, run, its inputs checked and its selftest() run.
+func checkPolicy(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check-policy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfgFile string
+	fs.StringVar(&cfgFile, "config", "", "configuration file (policy.* keys; default: the defaults)")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: policing check-policy [--config FILE] SCRIPT.lua")
+		return 2
+	}
+	cfg := config.Default()
+	if cfgFile != "" {
+		c, err := config.Load(cfgFile, nil, nil)
+		if err != nil {
+			fmt.Fprintln(stderr, "policing:", err)
+			return 2
+		}
+		cfg = *c
+	}
+	cfg.Policy.Lua.File = fs.Arg(0)
+	log := slog.New(slog.NewTextHandler(stdout, nil))
+	if err := app.CheckPolicy(&cfg, log); err != nil {
+		fmt.Fprintln(stderr, "policing:", err)
+		return 1
+	}
 	return 0
 }

@@ -80,7 +80,7 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 			return
 		}
 		if sub := h.subscriber(ctx, u.Session.UserName); sub != nil {
-			h.Policy.Accounting(ctx, u, sub)
+			h.Policy.Accounting(ctx, r.Packet, u, sub)
 		}
 		// An Interim replaces a stale session only when it is the first message of its own
 		// session (its Start was lost). A store that says whether it created the session

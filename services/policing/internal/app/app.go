@@ -16,8 +16,8 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/admin"
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
-	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
+	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/proxy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 	"github.com/openaaa/openaaa/services/policing/internal/reload"
@@ -43,7 +43,8 @@ type Node struct {
 	RadSecAddr  net.Addr
 	Reloader    *reload.Watcher // hot reload of mounted files (app/reload.go)
 	reloadStop  func()
-	authLog     *aaa.AuthLog // the store's auth log writer; nil when the store keeps none
+	authLog     *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
+	lua         *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
 	draining    atomic.Bool
 }
 
@@ -54,12 +55,13 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	if err != nil {
 		return nil, err
 	}
-	pol := &policy.Default{Dict: dict.Builtin, RateLimitAttribute: cfg.Policy.RateLimitAttribute, RejectMessage: cfg.Policy.RejectMessage}
-	if _, ok := dict.Builtin.Lookup(cfg.Policy.RateLimitAttribute); !ok && cfg.Policy.RateLimitAttribute != "" {
-		return nil, fmt.Errorf("policy.rateLimitAttribute: no attribute %q in the dictionary", cfg.Policy.RateLimitAttribute)
-	}
-	src, err := openSubscribers(cfg, pol, log)
+	builtin, pol, err := n.buildPolicy()
 	if err != nil {
+		return nil, err
+	}
+	src, err := openSubscribers(cfg, builtin, log)
+	if err != nil {
+		n.closePolicy()
 		return nil, err
 	}
 	n.Subscribers = src
@@ -70,6 +72,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		ln, err := net.Listen("tcp", cfg.Admin.Address)
 		if err != nil {
 			n.closeSubscribers()
+			n.closePolicy()
 			return nil, fmt.Errorf("admin.address: %w", err)
 		}
 		n.AdminAddr = ln.Addr()
@@ -84,6 +87,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	if err != nil {
 		n.closeAdmin()
 		n.closeSubscribers()
+		n.closePolicy()
 		return nil, err
 	}
 	n.Store = st
@@ -91,6 +95,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	n.Radius = radiusd.New(radiusd.Options{Inline: cfg.InlineDispatch(), Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
 	n.startReload(src)
+	n.watchPolicy()
 	authLogger, _ := st.(session.AuthLogger) // the store itself: startCoA wraps it
 	st = n.startCoA(st)
 	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log}
@@ -174,6 +179,7 @@ func (n *Node) abort() {
 	_ = n.stopProxy()
 	n.closeAuthLog(context.Background())
 	_ = n.Store.Close(context.Background())
+	n.closePolicy()
 }
 
 // Shutdown drains the node: /readyz turns unready, RADIUS stops reading and answers what
@@ -187,6 +193,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		errs = append(errs, n.admin.Shutdown(ctx))
 	}
 	n.closeSubscribers()
+	n.closePolicy()
 	n.Log.Info("stopped")
 	return errors.Join(errs...)
 }

@@ -17,7 +17,13 @@ import (
 // coaNode starts a node whose only client (127.0.0.1) has its CoA port on the receiver.
 func coaNode(t *testing.T, receiver *freeRADIUS) *Node {
 	t.Helper()
-	return edgeNode(t, t.TempDir(), fmt.Sprintf(`
+	return coaNodeIn(t, t.TempDir(), receiver, "")
+}
+
+// coaNodeIn is coaNode with its files in dir and extra configuration appended.
+func coaNodeIn(t *testing.T, dir string, receiver *freeRADIUS, extra string) *Node {
+	t.Helper()
+	return edgeNode(t, dir, fmt.Sprintf(`
 log: {level: debug, format: text}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
 admin: {address: "127.0.0.1:0"}
@@ -25,7 +31,7 @@ clients:
   - {name: nas1, address: 127.0.0.1, secretFile: {{dir}}/secret, coaPort: %d}
 subscribers: {source: file, file: {{dir}}/subs.yaml}
 coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
-`, receiver.port), edgeSubs)
+`, receiver.port)+extra, edgeSubs)
 }
 
 func postCoA(t *testing.T, n *Node, path string) (int, admin.CoAReply) {

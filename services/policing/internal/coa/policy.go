@@ -6,12 +6,15 @@ import (
 	"sync"
 	"time"
 
+	"layeh.com/radius"
+
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
 // PolicyStore wraps the session store: when an accounting update that the store accepted
 // carries a DisconnectReason set by the policy (e.g. quota exhausted), a Disconnect-Request
-// goes to the session's NAS in the background. The accounting reply never waits for it.
+// goes to the session's NAS in the background; when it carries CoA attributes (a Lua
+// policy's coa()), a CoA-Request with them. The accounting reply never waits for it.
 // One session is not disconnected again within ResendAfter (the NAS may keep sending
 // interims until it acts, and each would otherwise trigger a new request).
 type PolicyStore struct {
@@ -44,13 +47,18 @@ func (p *PolicyStore) Apply(ctx context.Context, u *session.Update) error {
 	if err := p.Store.Apply(ctx, u); err != nil {
 		return err
 	}
-	if u.Kind != session.KindStop && u.Session.DisconnectReason != "" {
-		p.trigger(u.Session.Key, u.Session.DisconnectReason)
+	switch {
+	case u.Kind == session.KindStop:
+	case u.Session.DisconnectReason != "":
+		p.trigger(u.Session.Key, u.Session.DisconnectReason, nil)
+	case len(u.CoA) > 0:
+		p.trigger(u.Session.Key, "coa", u.CoA)
 	}
 	return nil
 }
 
-func (p *PolicyStore) trigger(k session.Key, reason string) {
+// trigger sends a Disconnect-Request, or a CoA-Request carrying attrs when attrs is set.
+func (p *PolicyStore) trigger(k session.Key, reason string, attrs radius.Attributes) {
 	now := time.Now()
 	p.mu.Lock()
 	if last, ok := p.lastSent[k]; ok && now.Sub(last) < p.ResendAfter {
@@ -82,6 +90,11 @@ func (p *PolicyStore) trigger(k session.Key, reason string) {
 		sess, err := p.Store.Get(ctx, k)
 		if err != nil {
 			p.Log.Warn("coa: policy disconnect: session not readable", "nas", k.NAS, "session", k.ID, "err", err)
+			return
+		}
+		if attrs != nil {
+			p.Log.Info("coa: policy CoA", "nas", k.NAS, "session", k.ID, "user", sess.UserName, "attributes", len(attrs))
+			p.Sender.CoA(ctx, sess, attrs, TriggerPolicy)
 			return
 		}
 		p.Log.Info("coa: policy disconnect", "nas", k.NAS, "session", k.ID, "user", sess.UserName, "reason", reason)

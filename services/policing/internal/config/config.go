@@ -109,12 +109,6 @@ type Embedded struct {
 	SweepInterval Duration `json:"sweepInterval"`
 }
 
-// Policy tunes the built-in policy.
-type Policy struct {
-	RateLimitAttribute string `json:"rateLimitAttribute"`
-	RejectMessage      string `json:"rejectMessage"`
-}
-
 // Admin configures the HTTP admin port (/metrics, /healthz, /readyz, /api/v1).
 type Admin struct {
 	Address string `json:"address"`
@@ -147,7 +141,7 @@ func Default() Config {
 			Embedded:       Embedded{Shards: 64, HistorySize: 10000, SweepInterval: Duration(10 * time.Second)},
 			Cassandra:      defaultCassandra(),
 		},
-		Policy: Policy{RateLimitAttribute: "Mikrotik-Rate-Limit", RejectMessage: "Authentication failed"},
+		Policy: defaultPolicy(),
 		Admin:  Admin{Address: ":9812"},
 		Reload: defaultReload(),
 		Proxy:  defaultProxy(),
@@ -429,6 +423,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Radius.RadSec.validate("radius.radsec")...)
 	errs = append(errs, c.Proxy.validate("proxy")...)
 	errs = append(errs, c.CoA.validate("coa")...)
+	errs = append(errs, c.Policy.Lua.validate("policy.lua")...)
 	if len(c.Clients) == 0 && c.ClientsFile == "" {
 		bad("clients", "no NAS clients configured (set clients or clientsFile)")
 	}

@@ -1,7 +1,7 @@
 // Package policy is the decision step between a parsed request and the store: on auth it
 // turns a subscriber's profile into reply attributes (or a reject), on accounting it may
-// mark a session for disconnect. The built-in policy lives here; Lua policies implement
-// the same interface later.
+// mark a session for disconnect or CoA. The built-in policy lives here; Lua policies
+// (policy/luapolicy, docs/policy.md) implement the same interface.
 package policy
 
 import (
@@ -36,8 +36,9 @@ type Policy interface {
 	Authorize(ctx context.Context, req *radius.Packet, sub *subscriber.Subscriber) AuthDecision
 	// Reject builds the reply for a failed authentication.
 	Reject(reason string) AuthDecision
-	// Accounting may set u.Session.DisconnectReason; it must not block on remote systems.
-	Accounting(ctx context.Context, u *session.Update, sub *subscriber.Subscriber)
+	// Accounting may set u.Session.DisconnectReason (a Disconnect-Request) or u.CoA (a
+	// CoA-Request); it must not block on remote systems. req is the Accounting-Request.
+	Accounting(ctx context.Context, req *radius.Packet, u *session.Update, sub *subscriber.Subscriber)
 }
 
 // Default is the built-in policy.
@@ -140,7 +141,7 @@ const QuotaReason = "quota"
 
 // Accounting implements Policy: a session past its profile's octet quota is marked for
 // disconnect (the CoA sender acts on the mark).
-func (d *Default) Accounting(_ context.Context, u *session.Update, sub *subscriber.Subscriber) {
+func (d *Default) Accounting(_ context.Context, _ *radius.Packet, u *session.Update, sub *subscriber.Subscriber) {
 	if sub == nil || u.Kind == session.KindStop || sub.Profile.QuotaOctets == 0 {
 		return
 	}

@@ -158,7 +158,7 @@ func TestAccountingQuota(t *testing.T) {
 	marked := 0
 	for i, c := range cases {
 		u := &session.Update{Kind: c.kind, Session: session.Session{InputOctets: c.in, OutputOctets: c.out}}
-		d.Accounting(context.Background(), u, c.sub)
+		d.Accounting(context.Background(), nil, u, c.sub)
 		if u.Session.DisconnectReason != c.want {
 			t.Errorf("case %d: DisconnectReason %q, want %q", i, u.Session.DisconnectReason, c.want)
 		}

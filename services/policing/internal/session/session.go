@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/netip"
 	"time"
+
+	"layeh.com/radius"
 )
 
 // Key identifies a session uniquely: the NAS (its NAS-Identifier when the client is
@@ -69,6 +71,9 @@ type Update struct {
 	// Created is set by Apply of the stores that implement FramedIPMatcher: true when the
 	// update created the session (a Start, or an Interim whose Start was lost).
 	Created bool
+	// CoA, set by the policy, are the attributes of a CoA-Request to send to the session's
+	// NAS once the update is stored (e.g. a throttled rate). Not stored; read-only.
+	CoA radius.Attributes
 }
 
 // Kind of accounting update.

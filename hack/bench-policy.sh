@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# make bench-policy (docs/benchmarks.md, "Lua policy"): the field's flow on the embedded
+# store with three policies, side by side — the built-in policy, the same policy in Lua
+# (services/policing/internal/policy/luapolicy/testdata/builtin.lua) with memoization off
+# (every decision runs the script), and the same script memoized — alternating the three in each of BENCH_ROUNDS
+# rounds, as hack/bench.sh alternates its A/B runs, and reporting the medians: TPS, p99,
+# server CPU µs per transaction, the Lua runs and reuses, and what Lua adds per decision.
+#
+# Knobs (environment), as in hack/bench.sh:
+#   BENCH_DURATION=10s BENCH_WARMUP=3s BENCH_ROUNDS=3 BENCH_CONCURRENCY=16 BENCH_INTERIMS=5
+#   BENCH_USERS=10000 BENCH_OUT=$CACHE/bench-policy/<timestamp> BENCH_BASE_PORT=28220
+#   BENCH_PIN=none     all: the server on CPU 1, the generator on CPU 0 (taskset)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CACHE:-$HOME/.cache/openaaa}
+BIN=${BIN:-$ROOT/bin}
+DURATION=${BENCH_DURATION:-10s}
+WARMUP=${BENCH_WARMUP:-3s}
+ROUNDS=${BENCH_ROUNDS:-3}
+CONC=${BENCH_CONCURRENCY:-16}
+INTERIMS=${BENCH_INTERIMS:-5}
+USERS=${BENCH_USERS:-10000}
+PIN=${BENCH_PIN:-none}
+OUT=${BENCH_OUT:-$CACHE/bench-policy/$(date +%Y%m%d-%H%M%S)}
+BASE=${BENCH_BASE_PORT:-28220}
+ADMIN_PORT=$((BASE + 20))
+SECRET=bench-secret-$$
+LOADGEN=$BIN/aaa-loadgen
+POLICING=$BIN/policing
+SCRIPTS=$ROOT/services/policing/internal/policy/luapolicy/testdata
+
+[[ -x $LOADGEN && -x $POLICING ]] || { echo "bench-policy: build first (make build)" >&2; exit 1; }
+[[ $ROUNDS -ge 1 ]] || { echo "bench-policy: BENCH_ROUNDS must be ≥ 1" >&2; exit 1; }
+command -v jq >/dev/null || { echo "bench-policy: needs jq" >&2; exit 1; }
+mkdir -p "$OUT"
+echo "bench-policy: reports in $OUT"
+
+SERVER_PIN=()
+GEN_PIN=()
+if [[ $PIN == all && $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
+	SERVER_PIN=(taskset -c 1)
+	GEN_PIN=(taskset -c 0)
+fi
+
+POL_PID=""
+cleanup() {
+	if [[ -n $POL_PID ]] && kill -0 "$POL_PID" 2>/dev/null; then
+		kill "$POL_PID" 2>/dev/null || true
+		wait "$POL_PID" 2>/dev/null || true
+	fi
+}
+trap cleanup EXIT INT TERM
+
+printf '%s\n' "$SECRET" >"$OUT/secret"
+"$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" >/dev/null
+cat >"$OUT/policing.yaml" <<YAML
+log: {level: warn, format: json}
+radius:
+  authAddress: 127.0.0.1:$BASE
+  acctAddress: 127.0.0.1:$((BASE + 1))
+clients:
+  - {name: loadgen, address: 127.0.0.0/8, secretFile: $OUT/secret, requireMessageAuthenticator: true}
+subscribers: {source: file, file: $OUT/subscribers.yaml}
+session: {store: embedded}
+admin: {address: 127.0.0.1:$ADMIN_PORT}
+YAML
+
+machine() {
+	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); policing: $("$POLICING" version 2>/dev/null | head -1)"
+	echo "load: aaa-loadgen flow, $INTERIMS interims, concurrency $CONC, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $USERS users, embedded store; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+machine | tee "$OUT/machine.txt"
+
+BENCH_NAME=bench-policy
+# shellcheck source=hack/bench-lib.sh
+source "$ROOT/hack/bench-lib.sh"
+
+# lua_counters FILE: the Lua runs and reuses so far (sum over hooks), "runs reuses".
+lua_counters() {
+	curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '
+		/^openaaa_policy_lua_runs_total/ { r += $NF }
+		/^openaaa_policy_lua_reuses_total/ { u += $NF }
+		END { printf "%d %d\n", r, u }'
+}
+
+run() { # LABEL FILE
+	local label=$1 file=$2 before after
+	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$BASE" --secret-file "$OUT/secret" --mode flow --interims "$INTERIMS" \
+		--users "$USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
+	before=$(lua_counters)
+	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$BASE" --secret-file "$OUT/secret" --mode flow --interims "$INTERIMS" \
+		--users "$USERS" --concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet \
+		--server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma \
+		--json-out "$OUT/$file.json" --text-out "$OUT/$file.txt" >/dev/null
+	after=$(lua_counters)
+	read -r r0 u0 <<<"$before"
+	read -r r1 u1 <<<"$after"
+	# The counters are read around the measured run: they include its last in-flight
+	# requests, a few among tens of thousands.
+	echo "$((r1 - r0)) $((u1 - u0))" >"$OUT/$file.lua"
+	echo "bench-policy: $("$LOADGEN" summary "$OUT/$file.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
+}
+
+VARIANTS=(builtin lua lua-memoized)
+flags() {
+	case $1 in
+	builtin) ;;
+	lua) echo "--set policy.lua.file=$SCRIPTS/builtin.lua --set policy.lua.memoize=false" ;;
+	lua-memoized) echo "--set policy.lua.file=$SCRIPTS/builtin.lua --set policy.lua.memoize=true" ;;
+	esac
+}
+for i in $(seq 1 "$ROUNDS"); do
+	for v in "${VARIANTS[@]}"; do
+		# shellcheck disable=SC2046 # flags are words
+		start_policing $(flags "$v")
+		run "$v" "$v-$i"
+		stop_policing
+	done
+done
+
+median() { sort -g | awk '{a[NR]=$1} END { if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
+stat() { # VARIANT JQ-EXPR
+	for i in $(seq 1 "$ROUNDS"); do jq -r "$2" "$OUT/$1-$i.json"; done | median
+}
+lua_stat() { # VARIANT COLUMN(1 runs, 2 reuses)
+	for i in $(seq 1 "$ROUNDS"); do awk -v c="$2" '{print $c}' "$OUT/$1-$i.lua"; done | median
+}
+
+{
+	echo
+	machine
+	echo
+	echo "Medians of $ROUNDS rounds. A session is 1 Access-Request + Start + $INTERIMS Interims + Stop: $((1 + 1 + INTERIMS)) policy decisions (Stop runs none) in $((3 + INTERIMS)) transactions."
+	echo
+	echo "| policy | TPS | vs built-in | p99 ms | server CPU µs/tx | Lua runs | Lua reuses | Lua CPU µs per decision |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+	base_tps=$(stat builtin '.incomingTPS')
+	base_cpu=$(stat builtin '.cpuMicrosPerTransaction // 0')
+	for v in "${VARIANTS[@]}"; do
+		tps=$(stat "$v" '.incomingTPS')
+		p99=$(stat "$v" '.latency.all.p99Ms')
+		cpu=$(stat "$v" '.cpuMicrosPerTransaction // 0')
+		runs=$(lua_stat "$v" 1)
+		reuses=$(lua_stat "$v" 2)
+		awk -v v="$v" -v tps="$tps" -v bt="$base_tps" -v p99="$p99" -v cpu="$cpu" -v bc="$base_cpu" \
+			-v runs="$runs" -v reuses="$reuses" -v tx="$((3 + INTERIMS))" -v dec="$((2 + INTERIMS))" 'BEGIN {
+			per = v == "builtin" ? "—" : sprintf("%+.1f", (cpu - bc) * tx / dec)
+			printf "| %s | %.0f | %.1f %% | %.2f | %.1f | %d | %d | %s |\n", v, tps, 100 * tps / bt, p99, cpu, runs, reuses, per
+		}'
+	done
+	echo
+	echo "Lua CPU per decision: (server CPU µs/tx − the built-in's) × transactions / decisions."
+} | tee "$OUT/report.md"
