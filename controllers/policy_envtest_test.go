@@ -27,7 +27,7 @@ func TestLuaPolicyConfigMap(t *testing.T) {
 	}
 	c := minimalCluster(ns, "lua")
 	c.Spec.Datacenters = c.Spec.Datacenters[:1]
-	c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"cassandra.example.net"}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass-creds"}}
+	c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{listenTCP(t)}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass-creds"}}
 	c.Spec.Policy = &aaav1.PolicySpec{Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "policy"}, FailMode: "open"}}
 	if err := te.c.Create(bg, c); err != nil {
 		t.Fatal(err)
