@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	lua "github.com/yuin/gopher-lua"
 	"sigs.k8s.io/yaml"
+
+	health "github.com/openaaa/openaaa/config/argocd"
 )
 
 func dir(t *testing.T) string {
@@ -20,58 +21,15 @@ func dir(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "config", "argocd")
 }
 
-type healthStatus struct {
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
-
-// toLua converts a JSON-like value (as sigs.k8s.io/yaml decodes it) into a Lua value, the way
-// Argo CD hands `obj` to a health script.
-func toLua(L *lua.LState, v any) lua.LValue {
-	switch x := v.(type) {
-	case nil:
-		return lua.LNil
-	case bool:
-		return lua.LBool(x)
-	case float64:
-		return lua.LNumber(x)
-	case int64:
-		return lua.LNumber(x)
-	case string:
-		return lua.LString(x)
-	case []any:
-		t := L.NewTable()
-		for _, e := range x {
-			t.Append(toLua(L, e))
-		}
-		return t
-	case map[string]any:
-		t := L.NewTable()
-		for k, e := range x {
-			t.RawSetString(k, toLua(L, e))
-		}
-		return t
-	}
-	panic("unexpected type")
-}
+type healthStatus = health.Status
 
 func runHealth(t *testing.T, script string, obj map[string]any) healthStatus {
 	t.Helper()
-	L := lua.NewState(lua.Options{SkipOpenLibs: false})
-	defer L.Close()
-	L.SetGlobal("obj", toLua(L, obj))
-	if err := L.DoString(script); err != nil {
-		t.Fatalf("health.lua: %v", err)
+	st, err := health.Evaluate(script, obj)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ret := L.Get(-1)
-	tbl, ok := ret.(*lua.LTable)
-	if !ok {
-		t.Fatalf("health.lua returned %s, want a table", ret.Type())
-	}
-	return healthStatus{
-		Status:  lua.LVAsString(tbl.RawGetString("status")),
-		Message: lua.LVAsString(tbl.RawGetString("message")),
-	}
+	return st
 }
 
 func TestHealth(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	"github.com/openaaa/openaaa/config/argocd"
 	"github.com/openaaa/openaaa/internal/cassandratest"
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
@@ -144,6 +145,9 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	if succeeded == 0 {
 		t.Errorf("no completed schema Job among %d Jobs", len(jobs.Items))
 	}
+	if h, err := argocd.Health(ac); err != nil || h.Status != "Healthy" {
+		t.Errorf("Argo CD health of the Ready AAACluster: %+v, %v; want Healthy", h, err)
+	}
 	pod := policingPod(t, c, true)
 	checkPodSecurity(t, pod)
 
@@ -196,10 +200,15 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	if err := cass.Kill(1); err != nil {
 		t.Fatal(err)
 	}
+	// Policing still serves (its spool takes the accounting), its Cassandra is gone: Argo CD
+	// shows the cluster Degraded, with the reason.
+	ac = waitCondition(t, c, aaav1.ConditionCassandraReady, metav1.ConditionFalse, "CassandraUnreachable", 2*time.Minute)
+	if h, err := argocd.Health(ac); err != nil || h.Status != "Degraded" || !strings.Contains(h.Message, "contact point") {
+		t.Errorf("Argo CD health with Cassandra down: %+v, %v; want Degraded naming the contact point", h, err)
+	}
 	if err := c.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, c, aaav1.ConditionCassandraReady, metav1.ConditionFalse, "CassandraUnreachable", 2*time.Minute)
 	var waiting *corev1.Pod
 	eventually(t, 2*time.Minute, "a new policing pod running, not ready", func() error {
 		p := policingPod(t, c, false)

@@ -1,0 +1,78 @@
+// Package argocd runs the Argo CD health check of AAACluster (health.lua, embedded) with
+// gopher-lua, the Lua VM Argo CD itself embeds, so that tests judge objects — samples and live
+// ones on a real cluster — exactly as Argo CD would.
+package argocd
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+//go:embed health.lua
+var healthScript string
+
+// Status is what a health script returns.
+type Status struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// Health judges an AAACluster (any JSON-shaped value of it: a typed object is converted
+// through JSON, as Argo CD sees it) with health.lua.
+func Health(obj any) (Status, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return Status{}, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Status{}, err
+	}
+	return Evaluate(healthScript, m)
+}
+
+// Evaluate runs a health script with obj as Argo CD hands it over.
+func Evaluate(script string, obj map[string]any) (Status, error) {
+	L := lua.NewState()
+	defer L.Close()
+	L.SetGlobal("obj", toLua(L, obj))
+	if err := L.DoString(script); err != nil {
+		return Status{}, fmt.Errorf("health script: %w", err)
+	}
+	tbl, ok := L.Get(-1).(*lua.LTable)
+	if !ok {
+		return Status{}, fmt.Errorf("health script returned %s, want a table", L.Get(-1).Type())
+	}
+	return Status{Status: lua.LVAsString(tbl.RawGetString("status")), Message: lua.LVAsString(tbl.RawGetString("message"))}, nil
+}
+
+// toLua converts a JSON-like value into a Lua value, the way Argo CD hands `obj` to a health
+// script.
+func toLua(L *lua.LState, v any) lua.LValue {
+	switch x := v.(type) {
+	case bool:
+		return lua.LBool(x)
+	case float64:
+		return lua.LNumber(x)
+	case int64:
+		return lua.LNumber(x)
+	case string:
+		return lua.LString(x)
+	case []any:
+		t := L.NewTable()
+		for _, e := range x {
+			t.Append(toLua(L, e))
+		}
+		return t
+	case map[string]any:
+		t := L.NewTable()
+		for k, e := range x {
+			t.RawSetString(k, toLua(L, e))
+		}
+		return t
+	}
+	return lua.LNil
+}
