@@ -36,14 +36,14 @@ import (
 // The AAACluster of these tests: what a new user gets by following docs/operator.md with the
 // shipped charts, an external Cassandra 5 on the node's address and the NAS outside the node.
 const (
-	operatorNS  = "openaaa-system"
-	aaaNS       = "aaa"
-	release     = "edge"
-	nasSecret   = "nas-shared-secret-1"
+	operatorNS = "openaaa-system"
+	aaaNS      = "aaa"
+	release    = "edge"
+	nasSecret  = "nas-shared-secret-1"
 	// loadtestSecret is the shared secret of the NAS client entry for the pod range, where
 	// an AAALoadTest's aaa-loadgen pod sends from.
 	loadtestSecret = "loadtest-secret-1"
-	readyWithin = 5 * time.Minute
+	readyWithin    = 5 * time.Minute
 )
 
 // Cassandra on the node's address (pods reach it), on the test port of cassandratest.
@@ -480,7 +480,6 @@ func noAccountingLost(t *testing.T, ctx context.Context, c client.Client, helm, 
 		t.Fatalf("%d stored > %d acknowledged + %d unanswered: records stored twice?", stored, r.AcctResponses, r.Timeouts+r.Aborted)
 	}
 }
-
 
 func cqlSession(t *testing.T) *gocql.Session {
 	t.Helper()
