@@ -18,12 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/openaaa/openaaa/internal/cassandratest"
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
 	"github.com/openaaa/openaaa/services/policing/internal/migrate"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/spool"
 	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
-	"github.com/openaaa/openaaa/internal/cassandratest"
 )
 
 var cluster *cassandratest.Cluster

@@ -18,9 +18,9 @@ import (
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2866"
 
+	"github.com/openaaa/openaaa/internal/cassandratest"
 	"github.com/openaaa/openaaa/services/policing/internal/app"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
-	"github.com/openaaa/openaaa/internal/cassandratest"
 )
 
 // TestNodeWaitsForCassandra: a policing node whose Cassandra is unreachable at start, then
