@@ -7,7 +7,6 @@ package cassandratest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openaaa/openaaa/internal/testenv"
 )
 
 // Ports used by test clusters (not the defaults, so a dev node on 9042 does not clash).
@@ -37,27 +38,9 @@ type Cluster struct {
 // Required reports whether OPENAAA_INTEGRATION=require.
 func Required() bool { return os.Getenv("OPENAAA_INTEGRATION") == "require" }
 
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for range 20 {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	return "", errors.New("cassandratest: no go.mod above the working directory")
-}
-
 // Script returns the path of hack/cassandra.sh.
 func Script() (string, error) {
-	root, err := repoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}

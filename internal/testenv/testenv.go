@@ -5,8 +5,10 @@
 package testenv
 
 import (
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -31,4 +33,24 @@ func LookPath(t testing.TB, name, hint string) string {
 	p, err := exec.LookPath(name)
 	Need(t, err == nil, name+" ("+hint+")")
 	return p
+}
+
+// RepoRoot returns the repository root: the directory with go.mod above the working directory
+// (a test runs in its package's directory).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for range 20 {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", errors.New("no go.mod above the working directory")
 }

@@ -74,23 +74,7 @@ type Cluster struct {
 }
 
 // RepoRoot returns the repository root (the directory with go.mod above the working directory).
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for range 20 {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	return "", errors.New("clustertest: no go.mod above the working directory")
-}
+func RepoRoot() (string, error) { return testenv.RepoRoot() }
 
 // Available returns nil when the cluster can be started here: root, and provisioned.
 func Available() error {
