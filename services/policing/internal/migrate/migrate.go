@@ -178,6 +178,11 @@ type Options struct {
 	Out         io.Writer
 	// FS replaces the embedded migrations (tests): NNNN_name.cql files in its "migrations" dir.
 	FS fs.FS
+
+	// Test hooks: beforeStatement runs before each statement of a migration (a slow step);
+	// renewErr, when it returns an error, stands for a failed lease renewal.
+	beforeStatement func(ctx context.Context) error
+	renewErr        func() error
 }
 
 // Result says what a run did.
@@ -187,8 +192,6 @@ type Result struct {
 	KeyspaceAction string   // "", "created", "altered"
 	RepairNeeded   []string // DCs whose replication factor grew
 }
-
-const leaseName = "migrate"
 
 // tableID derives a fixed table ID from the keyspace and table names: concurrent
 // CREATE TABLE IF NOT EXISTS of the bookkeeping tables from two DCs then converge on one
@@ -261,7 +264,7 @@ type migrator struct {
 
 func (m *migrator) say(format string, a ...any) { fmt.Fprintf(m.o.Out, format+"\n", a...) }
 
-func (m *migrator) run(ctx context.Context) (*Result, error) {
+func (m *migrator) run(ctx context.Context) (_ *Result, err error) {
 	dcs, err := m.topology(ctx)
 	if err != nil {
 		return nil, err
@@ -333,11 +336,20 @@ func (m *migrator) run(ctx context.Context) (*Result, error) {
 	if err := m.bookkeeping(ctx); err != nil {
 		return nil, err
 	}
-	release, err := m.lease(ctx)
+	lctx, release, err := m.lease(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	// Everything from here runs under the lease's context, which ends if the lease is lost:
+	// then the error says so (not just "context canceled").
+	ctx = lctx
+	defer func() {
+		if lost := leaseLost(lctx); lost != nil && err != nil {
+			m.say("stopped: %v", lost)
+			err = fmt.Errorf("%w (stopped: %v)", lost, err)
+		}
+	}()
 
 	// Under the lease: look again, another process may have done the work meanwhile.
 	current, _, err = m.keyspaceReplication(ctx)
@@ -549,8 +561,19 @@ func (m *migrator) apply(ctx context.Context, mg Migration) error {
 		return fmt.Errorf("migration %s: recording its start: %w", mg.Name, err)
 	}
 	for i, stmt := range mg.Statements {
-		if err := m.exec(ctx, qualify(stmt, m.ks)); err != nil {
+		var err error
+		if m.o.beforeStatement != nil {
+			err = m.o.beforeStatement(ctx)
+		}
+		if err == nil {
+			err = m.exec(ctx, qualify(stmt, m.ks))
+		}
+		if err != nil {
 			msg := fmt.Sprintf("statement %d of %d: %v", i+1, len(mg.Statements), err)
+			if leaseLost(ctx) != nil {
+				// The record is the new holder's now: leave it alone ("running": retried later).
+				return fmt.Errorf("migration %s: %s", mg.Name, msg)
+			}
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			if merr := m.mark(rctx, mg, "failed", msg); merr != nil {
 				msg += fmt.Sprintf(" (and recording the failure failed too: %v)", merr)
