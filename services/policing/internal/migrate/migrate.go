@@ -178,6 +178,11 @@ type Options struct {
 	Out         io.Writer
 	// FS replaces the embedded migrations (tests): NNNN_name.cql files in its "migrations" dir.
 	FS fs.FS
+
+	// Test hooks: beforeStatement runs before each statement of a migration (a slow step);
+	// renewErr, when it returns an error, stands for a failed lease renewal.
+	beforeStatement func(ctx context.Context) error
+	renewErr        func() error
 }
 
 // Result says what a run did.
@@ -187,8 +192,6 @@ type Result struct {
 	KeyspaceAction string   // "", "created", "altered"
 	RepairNeeded   []string // DCs whose replication factor grew
 }
-
-const leaseName = "migrate"
 
 // tableID derives a fixed table ID from the keyspace and table names: concurrent
 // CREATE TABLE IF NOT EXISTS of the bookkeeping tables from two DCs then converge on one
@@ -261,7 +264,7 @@ type migrator struct {
 
 func (m *migrator) say(format string, a ...any) { fmt.Fprintf(m.o.Out, format+"\n", a...) }
 
-func (m *migrator) run(ctx context.Context) (*Result, error) {
+func (m *migrator) run(ctx context.Context) (_ *Result, err error) {
 	dcs, err := m.topology(ctx)
 	if err != nil {
 		return nil, err
@@ -333,11 +336,20 @@ func (m *migrator) run(ctx context.Context) (*Result, error) {
 	if err := m.bookkeeping(ctx); err != nil {
 		return nil, err
 	}
-	release, err := m.lease(ctx)
+	lctx, release, err := m.lease(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	// Everything from here runs under the lease's context, which ends if the lease is lost:
+	// then the error says so (not just "context canceled").
+	ctx = lctx
+	defer func() {
+		if lost := leaseLost(lctx); lost != nil && err != nil {
+			m.say("stopped: %v", lost)
+			err = fmt.Errorf("%w (stopped: %v)", lost, err)
+		}
+	}()
 
 	// Under the lease: look again, another process may have done the work meanwhile.
 	current, _, err = m.keyspaceReplication(ctx)
@@ -537,70 +549,6 @@ func (m *migrator) bookkeeping(ctx context.Context) error {
 	return nil
 }
 
-// lease takes the migration lease (waiting for another holder up to LeaseWait) and keeps it
-// alive until release is called.
-func (m *migrator) lease(ctx context.Context) (func(), error) {
-	ttl := int(m.o.LeaseTTL / time.Second)
-	ins := fmt.Sprintf("INSERT INTO %s.schema_migrations_lease (name, owner, acquired_at) VALUES (?, ?, ?) IF NOT EXISTS USING TTL %d", m.ks, ttl)
-	deadline := time.Now().Add(m.o.LeaseWait)
-	said := false
-	for {
-		var owner string
-		var at time.Time
-		var name string
-		applied, err := m.s.Query(ins, leaseName, m.o.Owner, time.Now()).Consistency(gocql.Quorum).
-			SerialConsistency(gocql.Serial).ScanCASContext(ctx, &name, &at, &owner)
-		if err == nil && (applied || owner == m.o.Owner) {
-			break // owner == us: an earlier attempt timed out but did apply
-		}
-		if err != nil {
-			// A CAS write timeout leaves the outcome unknown: look, then try again.
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-		} else if !said {
-			m.say("waiting for the migration lease held by %s since %s", owner, at.Format(time.RFC3339))
-			said = true
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return nil, fmt.Errorf("taking the migration lease: %w", err)
-			}
-			return nil, fmt.Errorf("the migration lease is still held by %s after %s", owner, m.o.LeaseWait)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(m.o.LeaseTTL / 3)
-		defer t.Stop()
-		upd := fmt.Sprintf("UPDATE %s.schema_migrations_lease USING TTL %d SET owner = ?, acquired_at = ? WHERE name = ? IF owner = ?", m.ks, ttl)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				_, _ = m.s.Query(upd, m.o.Owner, time.Now(), leaseName, m.o.Owner).Consistency(gocql.Quorum).
-					SerialConsistency(gocql.Serial).ScanCASContext(ctx)
-			}
-		}
-	}()
-	return func() {
-		close(stop)
-		<-done
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_, _ = m.s.Query(fmt.Sprintf("DELETE FROM %s.schema_migrations_lease WHERE name = ? IF owner = ?", m.ks), leaseName, m.o.Owner).
-			Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).ScanCASContext(rctx)
-	}, nil
-}
-
 func (m *migrator) mark(ctx context.Context, mg Migration, status, errText string) error {
 	return m.s.Query(fmt.Sprintf(`INSERT INTO %s.schema_migrations (version, name, checksum, status, applied_by, applied_at, error, statements)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, m.ks),
@@ -613,8 +561,19 @@ func (m *migrator) apply(ctx context.Context, mg Migration) error {
 		return fmt.Errorf("migration %s: recording its start: %w", mg.Name, err)
 	}
 	for i, stmt := range mg.Statements {
-		if err := m.exec(ctx, qualify(stmt, m.ks)); err != nil {
+		var err error
+		if m.o.beforeStatement != nil {
+			err = m.o.beforeStatement(ctx)
+		}
+		if err == nil {
+			err = m.exec(ctx, qualify(stmt, m.ks))
+		}
+		if err != nil {
 			msg := fmt.Sprintf("statement %d of %d: %v", i+1, len(mg.Statements), err)
+			if leaseLost(ctx) != nil {
+				// The record is the new holder's now: leave it alone ("running": retried later).
+				return fmt.Errorf("migration %s: %s", mg.Name, msg)
+			}
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			if merr := m.mark(rctx, mg, "failed", msg); merr != nil {
 				msg += fmt.Sprintf(" (and recording the failure failed too: %v)", merr)
