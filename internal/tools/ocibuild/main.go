@@ -6,7 +6,7 @@
 // a static Go program needs, taken from the build machine's Debian packages: /etc/passwd and
 // /etc/group with a non-root user nonroot (65532), /etc/nsswitch.conf, the CA bundle of the
 // ca-certificates package, /tmp and the user's home. The second layer is the binary, in
-// /usr/local/bin, which is the entrypoint; the image runs as 65532:65532.
+// /usr/local/bin (or -bindir), which is the entrypoint; the image runs as 65532:65532.
 //
 //	go run ./internal/tools/ocibuild -name policing -binary bin/images/policing.bin \
 //	    -tag v0.1.0 -out bin/images
@@ -27,10 +27,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -77,6 +79,7 @@ func main() {
 		source  = flag.String("source", "https://github.com/openaaa/openaaa", "org.opencontainers.image.source")
 		args    = flag.String("args", "", "default arguments (CMD), space separated")
 		version = flag.String("version", "", "org.opencontainers.image.version (default: the tag)")
+		binDir  = flag.String("bindir", "/usr/local/bin", "directory of the binary in the image (some operators run a fixed path, e.g. /bin/prometheus-config-reloader)")
 	)
 	flag.Parse()
 	if *name == "" || *binary == "" {
@@ -86,7 +89,7 @@ func main() {
 	if *version == "" {
 		*version = *tag
 	}
-	if err := build(*name, *binary, *tag, *version, *out, *caFile, *arch, *source, *args); err != nil {
+	if err := build(*name, *binary, *tag, *version, *out, *caFile, *arch, *source, *args, *binDir); err != nil {
 		fmt.Fprintln(os.Stderr, "ocibuild:", err)
 		os.Exit(1)
 	}
@@ -102,7 +105,7 @@ func created() time.Time {
 	return time.Unix(0, 0).UTC()
 }
 
-func build(name, binary, tag, version, out, caFile, arch, source, args string) error {
+func build(name, binary, tag, version, out, caFile, arch, source, args, binDir string) error {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return err
@@ -125,12 +128,16 @@ func build(name, binary, tag, version, out, caFile, arch, source, args string) e
 		{name: "home/nonroot", mode: 0o700, uid: uid, dir: true},
 		{name: "tmp", mode: 0o1777, dir: true},
 	}
-	app := []file{
-		{name: "usr", mode: 0o755, dir: true},
-		{name: "usr/local", mode: 0o755, dir: true},
-		{name: "usr/local/bin", mode: 0o755, dir: true},
-		{name: "usr/local/bin/" + name, mode: 0o755, data: bin},
+	binDir = strings.Trim(path.Clean("/"+binDir), "/")
+	if binDir == "" || binDir == "etc" || binDir == "tmp" || binDir == "home" || strings.HasPrefix(binDir, "etc/") {
+		return fmt.Errorf("-bindir %q: choose a directory outside the base layer", binDir)
 	}
+	var app []file
+	for i, parts := 0, strings.Split(binDir, "/"); i < len(parts); i++ {
+		app = append(app, file{name: strings.Join(parts[:i+1], "/"), mode: 0o755, dir: true})
+	}
+	exe := binDir + "/" + name
+	app = append(app, file{name: exe, mode: 0o755, data: bin})
 
 	dir := filepath.Join(out, name)
 	if err := os.RemoveAll(dir); err != nil {
@@ -176,7 +183,7 @@ func build(name, binary, tag, version, out, caFile, arch, source, args string) e
 		"os":           "linux",
 		"config": map[string]any{
 			"User":       fmt.Sprintf("%d:%d", uid, uid),
-			"Entrypoint": []string{"/usr/local/bin/" + name},
+			"Entrypoint": []string{"/" + exe},
 			"Env": []string{
 				"PATH=/usr/local/bin:/usr/bin:/bin",
 				"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
@@ -188,7 +195,7 @@ func build(name, binary, tag, version, out, caFile, arch, source, args string) e
 		"rootfs": map[string]any{"type": "layers", "diff_ids": diffIDs},
 		"history": []map[string]any{
 			{"created": t.Format(time.RFC3339), "created_by": "ocibuild: base (passwd, group, nsswitch, CA certificates, /tmp, " + home + ")"},
-			{"created": t.Format(time.RFC3339), "created_by": "ocibuild: /usr/local/bin/" + name},
+			{"created": t.Format(time.RFC3339), "created_by": "ocibuild: /" + exe},
 		},
 	}
 	if args != "" {

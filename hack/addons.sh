@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# The real add-ons of the local cluster (issue 12), built from the Go module proxy, no Docker:
+# prometheus-operator and its prometheus-config-reloader, Prometheus, metrics-server.
+# Not cert-manager: its cmd/* modules are not on the module proxy (docs/addons.md).
+# Versions and image names are in hack/addons/images.env; manifests in hack/addons/manifests.
+#
+# Static binaries (CGO_ENABLED=0, -trimpath) and OCI archives (internal/tools/ocibuild) are
+# cached under $ADDONS_CACHE (default $CACHE/addons, $CACHE default ~/.cache/openaaa), each
+# with a stamp of its version, the Go version and the flags: a warm run takes seconds.
+#
+#   $ADDONS_CACHE/src/...             wrapper modules (go.mod, go.sum)
+#   $ADDONS_CACHE/bin/NAME            binaries
+#   $ADDONS_CACHE/images/NAME.oci.tar images (and their OCI layouts)
+#   $ADDONS_CACHE/crds/*.yaml         the CRDs the add-ons need beyond OPENAAA_THIRD_PARTY_CRDS
+#   $ADDONS_CACHE/build-times         seconds of each build (cold when the Go cache was cold)
+#
+# Usage: hack/addons.sh COMMAND
+#   build [NAME...]        binaries, images and CRDs (default: all)
+#   list                   NAME IMAGE ARCHIVE, one line each
+#   smoke                  run every binary with --version or --help
+#   crds                   print the CRD files to apply, one a line (fetched when missing)
+#   render                 the manifests with images and versions filled in, on stdout
+#   import CMD...          import every image: runs `CMD... ARCHIVE=REPO...` once, e.g.
+#                          `hack/addons.sh import hack/cluster.sh import` (REPO: the image without tag)
+#   install KUBECONFIG     apply CRDs and manifests, wait (bounded) until every add-on works
+#   verify KUBECONFIG      a ServiceMonitor target up in Prometheus, a PrometheusRule
+#                          evaluated, pod metrics from metrics.k8s.io
+#   uninstall KUBECONFIG   delete what install applied; fails naming anything left behind
+# Environment: KUBECTL (default: the envtest kubectl, else PATH), ADDONS_TIMEOUT (s, 300).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$HERE")"
+ADDONS="${HERE}/addons"
+CACHE="${CACHE:-${HOME}/.cache/openaaa}"
+ADDONS_CACHE="${ADDONS_CACHE:-${CACHE}/addons}"
+GO="${GO:-go}"
+TIMEOUT="${ADDONS_TIMEOUT:-300}"
+
+log() { echo "addons: $*" >&2; }
+die() { echo "addons: $*" >&2; exit 1; }
+
+# images.env holds KEY=value lines only; read them without executing the file.
+while IFS='=' read -r k v; do
+  [[ "$k" =~ ^[A-Z_][A-Z0-9_]*$ ]] && printf -v "$k" '%s' "$v" && export "${k?}"
+done < <(grep -E '^[A-Z_][A-Z0-9_]*=' "${ADDONS}/images.env")
+
+# The same flags every time, or the Go build cache cannot be reused.
+export GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
+# The checksum database reached through the proxy answers 404 for these two modules: their
+# hashes are recorded in the wrapper's go.sum by the first build, not checked against it.
+export GONOSUMDB="sigs.k8s.io/metrics-server,github.com/prometheus-operator/prometheus-operator/pkg/client"
+GOVERSION_TEXT="$(${GO} env GOVERSION)"
+
+# name | wrapper module (under $ADDONS_CACHE/src) | package | image | bin dir in the image
+COMPONENTS=(
+  "prometheus-operator|prometheus|github.com/prometheus-operator/prometheus-operator/cmd/operator|${IMAGE_PROMETHEUS_OPERATOR}|/usr/local/bin"
+  # prometheus-operator runs the reloader as /bin/prometheus-config-reloader (a fixed command).
+  "prometheus-config-reloader|prometheus|github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader|${IMAGE_PROMETHEUS_CONFIG_RELOADER}|/bin"
+  "prometheus|prometheus|github.com/prometheus/prometheus/cmd/prometheus|${IMAGE_PROMETHEUS}|/bin"
+  "metrics-server|metrics-server|sigs.k8s.io/metrics-server/cmd/metrics-server|${IMAGE_METRICS_SERVER}|/usr/local/bin"
+)
+
+field() { # component-line index
+  local IFS='|'; local -a f; read -r -a f <<<"$1"; echo "${f[$2]}"
+}
+
+component() { # name -> its line
+  local c
+  for c in "${COMPONENTS[@]}"; do [[ "$(field "$c" 0)" == "$1" ]] && { echo "$c"; return; }; done
+  die "unknown add-on binary $1 (one of: $(names | tr '\n' ' '))"
+}
+
+names() { local c; for c in "${COMPONENTS[@]}"; do field "$c" 0; done; }
+
+ldflags() { # name
+  local pcv="github.com/prometheus/common/version"
+  case "$1" in
+    prometheus-operator | prometheus-config-reloader)
+      echo "-s -w -X ${pcv}.Version=${PROMETHEUS_OPERATOR_VERSION#v} -X ${pcv}.Branch=HEAD -X ${pcv}.BuildUser=openaaa" ;;
+    prometheus)
+      echo "-s -w -X ${pcv}.Version=${PROMETHEUS_VERSION#v} -X ${pcv}.Branch=HEAD -X ${pcv}.BuildUser=openaaa" ;;
+    metrics-server)
+      echo "-s -w -X k8s.io/client-go/pkg/version.gitVersion=${METRICS_SERVER_VERSION} -X k8s.io/component-base/version.gitVersion=${METRICS_SERVER_VERSION}" ;;
+  esac
+}
+
+# Wrapper modules, generated under $ADDONS_CACHE/src so that go.sum updates stay out of the
+# repository.
+prepare_src() { # wrapper dir (relative)
+  local rel="$1" dir="${ADDONS_CACHE}/src/$1"
+  mkdir -p "$dir"
+  case "$rel" in
+    prometheus)
+      # One module for the operator, the reloader and Prometheus: the operator requires
+      # github.com/prometheus/prometheus ${PROMETHEUS_MODULE_VERSION} as a library, so one module
+      # graph compiles every shared package once.
+      write_if_changed "$dir/go.mod" <<EOF
+// Generated by hack/addons.sh: prometheus-operator ${PROMETHEUS_OPERATOR_VERSION} and Prometheus ${PROMETHEUS_VERSION}.
+module openaaa.local/addons/prometheus
+
+go 1.25.0
+
+require (
+	github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}
+	github.com/prometheus/prometheus ${PROMETHEUS_MODULE_VERSION}
+)
+EOF
+      ;;
+    metrics-server)
+      write_if_changed "$dir/go.mod" <<EOF
+// Generated by hack/addons.sh: metrics-server ${METRICS_SERVER_VERSION}.
+module openaaa.local/addons/metrics-server
+
+go 1.24.4
+
+require sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}
+EOF
+      ;;
+  esac
+  echo "$dir"
+}
+
+write_if_changed() { # file; content on stdin. A changed go.mod starts a fresh go.sum.
+  local new; new="$(cat)"
+  if [[ ! -f "$1" ]] || [[ "$(cat "$1")" != "$new" ]]; then
+    printf '%s\n' "$new" >"$1"
+    rm -f "$(dirname "$1")/go.sum"
+  fi
+}
+
+build_bin() { # name
+  local c name rel pkg stamp dir start
+  c="$(component "$1")"; name="$1"; rel="$(field "$c" 1)"; pkg="$(field "$c" 2)"
+  stamp="go=${GOVERSION_TEXT} pkg=${pkg} ldflags=$(ldflags "$name") $(grep -E '^[A-Z_]+_VERSION=' "${ADDONS}/images.env" | tr '\n' ' ')"
+  local out="${ADDONS_CACHE}/bin/${name}"
+  if [[ -x "$out" && -f "${out}.stamp" && "$(cat "${out}.stamp")" == "$stamp" ]]; then return; fi
+  dir="$(prepare_src "$rel")"
+  mkdir -p "${ADDONS_CACHE}/bin"
+  log "building ${name} (cold: minutes on 2 cores)..."
+  start=$SECONDS
+  (cd "$dir" && ${GO} build -trimpath -ldflags "$(ldflags "$name")" -o "${out}.tmp" "$pkg")
+  mv -f "${out}.tmp" "$out"
+  echo "$stamp" >"${out}.stamp"
+  echo "$(date -u +%FT%TZ) ${name} $((SECONDS - start))s" >>"${ADDONS_CACHE}/build-times"
+  log "built ${name} in $((SECONDS - start))s ($(du -h "$out" | cut -f1))"
+}
+
+build_image() { # name
+  local c name image bindir repo tag stamp
+  c="$(component "$1")"; name="$1"; image="$(field "$c" 3)"; bindir="$(field "$c" 4)"
+  repo="${image%:*}"; tag="${image##*:}"
+  local bin="${ADDONS_CACHE}/bin/${name}" dir="${ADDONS_CACHE}/images"
+  stamp="bin=$(sha256sum "$bin" | cut -c1-16) ocibuild=$(sha256sum "${ROOT}/internal/tools/ocibuild/main.go" | cut -c1-16) image=${image} bindir=${bindir}"
+  if [[ -f "${dir}/${name}.oci.tar" && -f "${dir}/.${name}.stamp" && "$(cat "${dir}/.${name}.stamp")" == "$stamp" ]]; then return; fi
+  mkdir -p "$dir"
+  (cd "$ROOT" && ${GO} run ./internal/tools/ocibuild -name "$name" -binary "$bin" -tag "$tag" \
+    -version "$tag" -bindir "$bindir" -source "https://${repo#openaaa.local/}" -out "$dir") >&2
+  echo "$stamp" >"${dir}/.${name}.stamp"
+}
+
+# CRDs: prometheus-operator's CRDs that envtest already fetches (OPENAAA_THIRD_PARTY_CRDS,
+# hack/envtest.sh) are used from there; the other kinds the operator watches come from the
+# same pinned module zip into $ADDONS_CACHE/crds.
+envtest_crds() { echo "${OPENAAA_THIRD_PARTY_CRDS:-$("${HERE}/envtest.sh" --print-crds)}"; }
+
+module_dir() { # module@version
+  local out dir
+  out="$(GOFLAGS=-mod=mod ${GO} mod download -json "$1")"
+  dir="$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' <<<"$out")"
+  [[ -n "$dir" && -d "$dir" ]] || die "cannot download $1: $out"
+  echo "$dir"
+}
+
+fetch_crds() {
+  local base; base="$(envtest_crds)"
+  [[ -f "${base}/monitoring.coreos.com_servicemonitors.yaml" ]] ||
+    die "third-party CRDs missing in ${base}: run \`make envtest-assets\` (hack/envtest.sh)"
+  local dir="${ADDONS_CACHE}/crds" stamp="prometheus-operator=${PROMETHEUS_OPERATOR_VERSION} base=$(cd "$base" && ls | tr '\n' ' ')"
+  if [[ -f "${dir}/.stamp" && "$(cat "${dir}/.stamp")" == "$stamp" ]]; then return; fi
+  local tmp="${dir}.tmp" d f
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  d="$(module_dir "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}")"
+  for f in "$d"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml; do
+    [[ -f "${base}/$(basename "$f")" ]] || cp "$f" "$tmp/"
+  done
+  chmod 0644 "$tmp"/*.yaml
+  echo "$stamp" >"${tmp}/.stamp"
+  rm -rf "$dir" && mv "$tmp" "$dir"
+}
+
+list_crds() {
+  fetch_crds
+  local base; base="$(envtest_crds)"
+  ls "${base}"/monitoring.coreos.com_*.yaml "${ADDONS_CACHE}"/crds/*.yaml
+}
+
+render_file() { # manifest file name: its objects with images and versions filled in
+  local sedargs=() k
+  for k in $(grep -oE '^[A-Z_][A-Z0-9_]*' "${ADDONS}/images.env"); do sedargs+=(-e "s|@${k}@|${!k}|g"); done
+  echo "---"
+  echo "# Source: hack/addons/manifests/$1"
+  sed "${sedargs[@]}" "${ADDONS}/manifests/$1"
+}
+
+render() {
+  local f
+  for f in "${ADDONS}"/manifests/*.yaml; do render_file "$(basename "$f")"; done
+}
+
+smoke() {
+  local n out
+  for n in $(names); do
+    out="$("${ADDONS_CACHE}/bin/$n" --version 2>&1)" || die "$n failed: $out"
+    echo "$n: $(grep -m1 . <<<"$out")"
+  done
+}
+
+# --- on a cluster ------------------------------------------------------------------------
+
+kubectl_bin() { # $KUBECTL, else the kubectl built with envtest (the cluster's version), else PATH
+  if [[ -n "${KUBECTL:-}" ]]; then echo "$KUBECTL"; return; fi
+  local k="${CACHE}/envtest/k8s-1.34.4/bin/kubectl"
+  if [[ -x "$k" ]]; then echo "$k"; return; fi
+  command -v kubectl || die "no kubectl: set KUBECTL, or run hack/envtest.sh --kubectl"
+}
+
+k() { "$(kubectl_bin)" --kubeconfig "$KCFG" "$@"; }
+
+# until SECONDS-deadline what cmd...: run cmd every 2 s until it succeeds, or fail naming what.
+until_ok() {
+  local deadline=$1 what=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || { log "timed out waiting for ${what}"; "$@" >&2 || true; return 1; }
+    sleep 2
+  done
+}
+
+rollout() { # namespace deployment|statefulset/name deadline
+  local left=$(($3 - SECONDS)); ((left > 0)) || left=1
+  k -n "$1" rollout status "$2" --timeout="${left}s" >&2 || { k -n "$1" describe "$2" >&2 || true; k -n "$1" get pods -o wide >&2 || true; return 1; }
+}
+
+apply_rendered() { # server-side apply of one rendered manifest file
+  render_file "$1" | k apply --server-side --field-manager=openaaa-addons --force-conflicts -f -
+}
+
+install() {
+  local deadline=$((SECONDS + TIMEOUT)) f
+  log "CRDs..."
+  for f in $(list_crds); do k apply --server-side --field-manager=openaaa-addons --force-conflicts -f "$f" >/dev/null; done
+  for f in $(list_crds); do until_ok "$deadline" "CRD $(basename "$f") established" k wait --for condition=established --timeout=5s -f "$f"; done
+  log "prometheus-operator, metrics-server..."
+  apply_rendered 00-namespaces.yaml >&2
+  apply_rendered 20-prometheus-operator.yaml >&2
+  apply_rendered 30-metrics-server.yaml >&2
+  rollout monitoring deployment/prometheus-operator "$deadline"
+  rollout kube-system deployment/metrics-server "$deadline"
+  until_ok "$deadline" "Prometheus objects to be accepted" apply_rendered 40-prometheus.yaml
+  log "waiting for Prometheus and the metrics API..."
+  until_ok "$deadline" "the Prometheus StatefulSet" k -n monitoring get statefulset prometheus-local
+  rollout monitoring statefulset/prometheus-local "$deadline"
+  until_ok "$deadline" "APIService v1beta1.metrics.k8s.io Available" k wait --for=condition=Available --timeout=5s apiservice/v1beta1.metrics.k8s.io
+  log "add-ons ready in ${SECONDS}s"
+}
+
+prom_api() { # path: GET through the API server's service proxy
+  k get --raw "/api/v1/namespaces/monitoring/services/prometheus-operated:web/proxy$1"
+}
+
+# The ServiceMonitor's target (prometheus-operator's own metrics) is scraped and up.
+prom_target_up() {
+  prom_api '/api/v1/query?query=up%7Bjob%3D%22prometheus-operator%22%7D%3D%3D1' | grep -q '"result":\[{'
+}
+
+# The PrometheusRule of 40-prometheus.yaml is loaded and its recording rule has a sample.
+prom_rule_loaded() {
+  prom_api '/api/v1/query?query=job%3Aup%3Asum%7Bjob%3D%22prometheus-operator%22%7D' | grep -q '"result":\[{'
+}
+
+pod_metrics() { # metrics.k8s.io lists pods with their usage
+  k get --raw /apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods | grep -q '"usage"'
+}
+
+verify() {
+  local deadline=$((SECONDS + TIMEOUT))
+  until_ok "$deadline" "Prometheus to scrape the prometheus-operator ServiceMonitor" prom_target_up
+  log "prometheus: target serviceMonitor/monitoring/prometheus-operator is up"
+  until_ok "$deadline" "the PrometheusRule openaaa-addons to be loaded and evaluated" prom_rule_loaded
+  log "prometheus: PrometheusRule monitoring/openaaa-addons loaded (job:up:sum evaluated)"
+  until_ok "$deadline" "pod metrics from metrics.k8s.io" pod_metrics
+  log "metrics-server: metrics.k8s.io returns pod metrics"
+}
+
+uninstall() {
+  local f left
+  # Namespaces first: their deletion takes the Prometheus StatefulSet, Secrets and the
+  # runtime Services with it; then the cluster-scoped objects and the CRDs.
+  render | k delete --ignore-not-found --wait=false -f - >/dev/null 2>&1 || true
+  k delete namespace monitoring --ignore-not-found --timeout="${TIMEOUT}s" >/dev/null
+  for f in $(list_crds); do k delete --ignore-not-found -f "$f" >/dev/null; done
+  left="$(leftovers)"
+  [[ -z "$left" ]] || die "left behind after uninstall: ${left}"
+  log "uninstalled: nothing left"
+}
+
+leftovers() { # anything of the add-ons still in the cluster, one a line
+  k get namespace monitoring --ignore-not-found -o name
+  k get crd -o name | grep -E 'monitoring\.coreos\.com' || true
+  k get apiservice v1beta1.metrics.k8s.io --ignore-not-found -o name
+  k get validatingwebhookconfiguration,mutatingwebhookconfiguration,clusterrole,clusterrolebinding -o name |
+    grep -E 'prometheus|metrics-server|aggregated-metrics-reader|openaaa-addons' || true
+  k -n kube-system get deployment,service,serviceaccount,role,rolebinding,lease,secret,configmap -o name |
+    grep -E 'metrics-server' || true
+}
+
+cmd="${1:-build}"; shift || true
+case "$cmd" in
+  build)
+    want=("$@"); ((${#want[@]})) || mapfile -t want < <(names)
+    for n in "${want[@]}"; do build_bin "$n"; done
+    for n in "${want[@]}"; do build_image "$n"; done
+    fetch_crds
+    log "binaries in ${ADDONS_CACHE}/bin, images in ${ADDONS_CACHE}/images, CRDs in ${ADDONS_CACHE}/crds" ;;
+  list)
+    for c in "${COMPONENTS[@]}"; do echo "$(field "$c" 0) $(field "$c" 3) ${ADDONS_CACHE}/images/$(field "$c" 0).oci.tar"; done ;;
+  smoke) smoke ;;
+  crds) list_crds ;;
+  render) render ;;
+  import)
+    (($#)) || die "usage: import CMD... (called as CMD... ARCHIVE=REPO...)"
+    args=()
+    for c in "${COMPONENTS[@]}"; do
+      img="$(field "$c" 3)"
+      args+=("${ADDONS_CACHE}/images/$(field "$c" 0).oci.tar=${img%:*}")
+    done
+    "$@" "${args[@]}" ;;
+  install | verify | uninstall)
+    KCFG="${1:?usage: $cmd KUBECONFIG}"; "$cmd" ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+esac

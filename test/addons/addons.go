@@ -1,0 +1,173 @@
+// Package addons gives tests the real add-ons of the local cluster (issue 12):
+// prometheus-operator with a Prometheus, metrics-server. hack/addons.sh builds them and
+// installs them; this package reads the same hack/addons/images.env and calls the same
+// script, so a cluster test does:
+//
+//	hack/cluster.sh import addons.ImportArgs(t)...  // ARCHIVE=REPO, as cluster.sh takes them
+//	addons.Install(t, ctx, kubeconfig)            // CRDs, manifests, waits until each add-on works
+//
+// docs/addons.md says what each step checks and costs. The add-ons are opt-in: their cold
+// build takes many minutes, so they are not part of `make test`; the tests here skip unless
+// OPENAAA_ADDONS=1 (`make addons addons-test` sets it).
+package addons
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openaaa/openaaa/internal/testenv"
+)
+
+// CacheDir is where hack/addons.sh keeps binaries, images and CRDs ($ADDONS_CACHE, else
+// $CACHE/addons, else ~/.cache/openaaa/addons), as the script computes it.
+func CacheDir() string {
+	if d := os.Getenv("ADDONS_CACHE"); d != "" {
+		return d
+	}
+	c := os.Getenv("CACHE")
+	if c == "" {
+		home, _ := os.UserHomeDir()
+		c = filepath.Join(home, ".cache", "openaaa")
+	}
+	return filepath.Join(c, "addons")
+}
+
+// Env reads hack/addons/images.env: versions and image references.
+func Env() (map[string]string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join(root, "hack", "addons", "images.env"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("images.env: not KEY=value: %q", line)
+		}
+		env[k] = v
+	}
+	return env, sc.Err()
+}
+
+// Image is one add-on image: its binary's name, the reference the manifests use, the OCI
+// archive to import (tag-only index: import it under Ref's repository).
+type Image struct {
+	Name, Ref, Archive string
+}
+
+// Images lists the add-on images (`hack/addons.sh list`).
+func Images(t testing.TB) []Image {
+	t.Helper()
+	out, err := Script(context.Background(), "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imgs []Image
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			t.Fatalf("hack/addons.sh list: unexpected line %q", l)
+		}
+		imgs = append(imgs, Image{Name: f[0], Ref: f[1], Archive: f[2]})
+	}
+	return imgs
+}
+
+// ImportArgs are the arguments of `hack/cluster.sh import` for every add-on image:
+// ARCHIVE=REPO (the index carries the tag).
+func ImportArgs(t testing.TB) []string {
+	t.Helper()
+	var args []string
+	for _, img := range Images(t) {
+		args = append(args, img.Archive+"="+img.Ref[:strings.LastIndex(img.Ref, ":")])
+	}
+	return args
+}
+
+// Enabled reports whether the add-ons were asked for: OPENAAA_ADDONS=1.
+func Enabled() bool { return os.Getenv("OPENAAA_ADDONS") == "1" }
+
+// NeedEnabled skips the test unless OPENAAA_ADDONS=1: the add-ons are opt-in.
+func NeedEnabled(t testing.TB) {
+	t.Helper()
+	if !Enabled() {
+		t.Skip("the add-ons are opt-in: set OPENAAA_ADDONS=1 (`make addons addons-test`, docs/addons.md)")
+	}
+}
+
+// NeedBuilt skips unless OPENAAA_ADDONS=1; then it skips (or, with
+// OPENAAA_INTEGRATION=require, fails) when the add-ons are not built.
+func NeedBuilt(t testing.TB) {
+	t.Helper()
+	NeedEnabled(t)
+	ok := true
+	for _, img := range Images(t) {
+		if _, err := os.Stat(img.Archive); err != nil {
+			ok = false
+		}
+	}
+	if ok {
+		return
+	}
+	// Not testenv.Need: the add-ons are not in `make provision`, `make addons` builds them.
+	what := "the add-on images in " + CacheDir()
+	if testenv.Required() {
+		t.Fatalf("%s are required (OPENAAA_INTEGRATION=require) but missing; run `make addons`", what)
+	}
+	t.Skipf("%s are not built; run `make addons`", what)
+}
+
+// Script runs hack/addons.sh with args and returns its standard output; the error carries
+// its standard error.
+func Script(ctx context.Context, args ...string) (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "addons.sh"), args...)
+	cmd.Dir = root
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("hack/addons.sh %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// Install installs every add-on on the cluster of kubeconfig (images already imported) and
+// waits until each works: Prometheus scrapes a ServiceMonitor target and evaluates a
+// PrometheusRule, metrics.k8s.io returns pod metrics. The
+// script's own bound is ADDONS_TIMEOUT seconds per step (default 300); ctx bounds it all.
+func Install(t testing.TB, ctx context.Context, kubeconfig string) {
+	t.Helper()
+	for _, step := range []string{"install", "verify"} {
+		out, err := Script(ctx, step, kubeconfig)
+		if err != nil {
+			t.Fatalf("%v%s", err, out)
+		}
+	}
+}
+
+// Prometheus names where the Prometheus of the add-ons answers, through the API server's
+// service proxy: GET /api/v1/namespaces/<PrometheusNamespace>/services/<PrometheusService>/proxy/api/v1/...
+const (
+	PrometheusNamespace = "monitoring"
+	PrometheusService   = "prometheus-operated:web"
+)
