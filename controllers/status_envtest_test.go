@@ -120,3 +120,34 @@ func TestStatusConflictKeepsOtherWriter(t *testing.T) {
 		t.Errorf("CassandraReady not kept: %+v", cs)
 	}
 }
+
+// TestLoadTestStatusConflictKeepsOtherWriter: the AAALoadTest writer shares patchStatus, so a
+// status computed from a stale copy keeps another writer's condition too.
+func TestLoadTestStatusConflictKeepsOtherWriter(t *testing.T) {
+	te := loadTestEnv(t)
+	ns := te.newNamespace(t, "ltrace")
+	if err := te.c.Create(bg, newLoadTest(ns, "lt", "absent")); err != nil {
+		t.Fatal(err)
+	}
+	// Pending on the missing cluster, looked at again only in 30 s.
+	stale := te.waitLoadTest(t, ns, "lt", "Pending/ClusterNotFound", func(l *aaav1.AAALoadTest) error {
+		return hasCondition(l, aaav1.ConditionReady, metav1.ConditionFalse, ReasonClusterNotFound)
+	})
+	other := stale.DeepCopy()
+	meta.SetStatusCondition(&other.Status.Conditions, metav1.Condition{
+		Type: "backup.example.com/Protected", Status: metav1.ConditionTrue, Reason: "Scheduled", Message: "written by another controller",
+	})
+	if err := te.c.Status().Update(bg, other); err != nil {
+		t.Fatal(err)
+	}
+	o := loadTestOutcome{phase: aaav1.LoadTestPending, reason: ReasonReconcileError, message: "injected step error"}
+	if err := te.lt.writeLoadTestStatus(bg, stale, o); err != nil {
+		t.Fatalf("writeLoadTestStatus: %v", err)
+	}
+	got := te.waitLoadTest(t, ns, "lt", "the write", func(l *aaav1.AAALoadTest) error {
+		return hasCondition(l, aaav1.ConditionReady, metav1.ConditionFalse, ReasonReconcileError)
+	})
+	if meta.FindStatusCondition(got.Status.Conditions, "backup.example.com/Protected") == nil {
+		t.Errorf("the other writer's condition was overwritten: %+v", got.Status.Conditions)
+	}
+}
