@@ -63,6 +63,10 @@ type state struct {
 	spec    aaav1.AAAClusterSpec // with defaults
 	status  aaav1.AAAClusterStatus
 
+	// completed: the steps that returned without error, so their observations are whole.
+	// What a step did not observe keeps its previous status.
+	completed map[string]bool
+
 	// config.go
 	configHash map[string]string // per DC: hash of its ConfigMap and the Secrets that roll pods
 	// cassandra.go
@@ -77,6 +81,27 @@ type state struct {
 	// monitoring.go
 	monitoring       *problem
 	monitoringWanted bool
+}
+
+// Names of the steps.
+const (
+	stepConfig       = "config"
+	stepCertificates = "certificates"
+	stepMonitoring   = "monitoring"
+	stepCassandra    = "cassandra"
+	stepSchema       = "schema"
+	stepDatacenters  = "datacenters"
+)
+
+func newState(cluster *aaav1.AAACluster, opts Options) *state {
+	return &state{
+		cluster:    cluster,
+		spec:       withDefaults(cluster.Spec, opts),
+		status:     *cluster.Status.DeepCopy(),
+		completed:  map[string]bool{},
+		configHash: map[string]string{},
+		dcs:        map[string]*dcObserved{},
+	}
 }
 
 type problem struct{ reason, message string }
@@ -120,20 +145,14 @@ func (r *AAAClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	st := &state{
-		cluster:    cluster,
-		spec:       withDefaults(cluster.Spec, r.Options),
-		status:     *cluster.Status.DeepCopy(),
-		configHash: map[string]string{},
-		dcs:        map[string]*dcObserved{},
-	}
+	st := newState(cluster, r.Options)
 	steps := []step{
-		{"config", r.reconcileConfig},
-		{"certificates", r.reconcileCertificates},
-		{"monitoring", r.reconcileMonitoring},
-		{"cassandra", r.reconcileCassandra},
-		{"schema", r.reconcileSchema},
-		{"datacenters", r.reconcileDatacenters},
+		{stepConfig, r.reconcileConfig},
+		{stepCertificates, r.reconcileCertificates},
+		{stepMonitoring, r.reconcileMonitoring},
+		{stepCassandra, r.reconcileCassandra},
+		{stepSchema, r.reconcileSchema},
+		{stepDatacenters, r.reconcileDatacenters},
 	}
 	var requeue time.Duration
 	var stepErr error
@@ -144,6 +163,7 @@ func (r *AAAClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			stepErr = err
 			break
 		}
+		st.completed[s.name] = true
 		if res.requeueAfter > 0 && (requeue == 0 || res.requeueAfter < requeue) {
 			requeue = res.requeueAfter
 		}
@@ -152,8 +172,8 @@ func (r *AAAClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	if err := r.writeStatus(ctx, st, stepErr); err != nil {
-		if apierrors.IsConflict(err) {
-			// Someone wrote the object meanwhile: reconcile again on the fresh copy soon.
+		if apierrors.IsConflict(err) && stepErr == nil {
+			// Still in conflict after the retries: reconcile again on the fresh copy soon.
 			return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil
 		}
 		return ctrl.Result{}, errors.Join(stepErr, err)

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -346,10 +348,11 @@ func TestComputeStatus(t *testing.T) {
 		cassandra: cassandraState{initialized: true, ready: true, reason: ReasonReady, dcReady: map[string]bool{"dc1": true, "dc2": true, "dc3": true}},
 		schema:    schemaState{ready: true, reason: ReasonReady},
 		dcs: map[string]*dcObserved{
-			"dc1": {deployed: true, deployment: avail()},
-			"dc2": {deployed: true, deployment: avail()},
-			"dc3": {deployed: true, deployment: &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}}},
+			"dc1": {complete: true, deployed: true, deployment: avail()},
+			"dc2": {complete: true, deployed: true, deployment: avail()},
+			"dc3": {complete: true, deployed: true, deployment: &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}}},
 		},
+		completed: map[string]bool{stepConfig: true, stepCertificates: true, stepMonitoring: true, stepCassandra: true, stepSchema: true, stepDatacenters: true},
 	}
 	s := computeStatus(st, nil)
 	check := func(s aaav1.AAAClusterStatus, typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
@@ -381,5 +384,17 @@ func TestComputeStatus(t *testing.T) {
 	// The monitoring condition goes away when nothing is asked for.
 	if meta.FindStatusCondition(s3.Conditions, aaav1.ConditionMonitoringReady) != nil {
 		t.Error("MonitoringReady without monitoring")
+	}
+	// An error after dc1: dc2 and dc3 were not observed and keep what was last seen; only Ready
+	// says the error.
+	st.status = s3
+	st.completed = map[string]bool{stepConfig: true, stepCertificates: true, stepMonitoring: true, stepCassandra: true, stepSchema: true}
+	st.dcs = map[string]*dcObserved{"dc1": {complete: true, deployed: true, deployment: avail()}, "dc2": {deployed: true}}
+	s4 := computeStatus(st, errors.New("get Deployment aaa-dc2: timeout"))
+	check(s4, aaav1.ConditionPolicingReady, metav1.ConditionTrue, ReasonReady)
+	check(s4, aaav1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected)
+	check(s4, aaav1.ConditionReady, metav1.ConditionFalse, ReasonReconcileError)
+	if !equality.Semantic.DeepEqual(s4.Datacenters, s3.Datacenters) || s4.ReadyDatacenters != "3/3" {
+		t.Errorf("datacenters not kept: %+v (%s), was %+v", s4.Datacenters, s4.ReadyDatacenters, s3.Datacenters)
 	}
 }

@@ -32,6 +32,7 @@ const (
 
 // dcObserved is what the datacenters step saw of one data center.
 type dcObserved struct {
+	complete   bool // every object of the DC applied: what follows is whole
 	deployed   bool
 	deployment *appsv1.Deployment
 	service    *corev1.Service
@@ -394,6 +395,7 @@ func (r *AAAClusterReconciler) reconcileDatacenters(ctx context.Context, st *sta
 		obs := &dcObserved{}
 		st.dcs[dc.Name] = obs
 		if !st.schemaDCs[dc.Name] {
+			obs.complete = true
 			continue // the keyspace does not replicate here yet
 		}
 		obs.deployed = true
@@ -424,6 +426,7 @@ func (r *AAAClusterReconciler) reconcileDatacenters(ctx context.Context, st *sta
 			}
 			keep["HorizontalPodAutoscaler/"+hpa.Name] = true
 		}
+		obs.complete = true
 	}
 	return result{}, r.pruneDatacenterObjects(ctx, c, keep)
 }

@@ -48,6 +48,16 @@ func (te *testEnv) createSecret(t *testing.T, ns, name string, data map[string]s
 	}
 }
 
+// externalCluster is minimalCluster on an external Cassandra that answers, with its
+// credentials Secret created.
+func (te *testEnv) externalCluster(t *testing.T, ns, name string) *aaav1.AAACluster {
+	t.Helper()
+	te.createSecret(t, ns, "cass-creds", map[string]string{"username": "u", "password": "p"})
+	c := minimalCluster(ns, name)
+	c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{listenTCP(t)}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass-creds"}}
+	return c
+}
+
 func (te *testEnv) getCluster(t *testing.T, ns, name string) *aaav1.AAACluster {
 	t.Helper()
 	c := &aaav1.AAACluster{}

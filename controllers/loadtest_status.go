@@ -6,10 +6,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 	"github.com/openaaa/openaaa/services/loadgen/summary"
@@ -122,15 +120,23 @@ func loadTestWarning(phase, reason string) bool {
 }
 
 // writeLoadTestStatus is the one writer of an AAALoadTest's status: it patches only a changed
-// status, and records an event (also logged) when the phase or the Ready reason changes.
+// status, and records an event (also logged) when the phase or the Ready reason changes. When
+// someone else wrote the status meanwhile, it computes it again on the fresh object.
 func (r *AAALoadTestReconciler) writeLoadTestStatus(ctx context.Context, lt *aaav1.AAALoadTest, o loadTestOutcome) error {
-	next := computeLoadTestStatus(lt, o)
-	if equality.Semantic.DeepEqual(lt.Status, next) {
-		return nil
+	var prev aaav1.AAALoadTestStatus
+	written, err := patchStatus(ctx, r.Client, lt, func() {
+		prev = *lt.Status.DeepCopy()
+		if !loadTestFinished(lt) { // else finished by the writer we raced with: it stays so
+			lt.Status = computeLoadTestStatus(lt, o)
+		}
+	})
+	if !written {
+		return err
 	}
-	prev := meta.FindStatusCondition(lt.Status.Conditions, aaav1.ConditionReady)
+	next := lt.Status
+	was := meta.FindStatusCondition(prev.Conditions, aaav1.ConditionReady)
 	cur := meta.FindStatusCondition(next.Conditions, aaav1.ConditionReady)
-	if cur != nil && (prev == nil || prev.Reason != cur.Reason || lt.Status.Phase != next.Phase) {
+	if cur != nil && (was == nil || was.Reason != cur.Reason || prev.Phase != next.Phase) {
 		eventType := corev1.EventTypeNormal
 		if loadTestWarning(next.Phase, cur.Reason) {
 			eventType = corev1.EventTypeWarning
@@ -142,7 +148,5 @@ func (r *AAALoadTestReconciler) writeLoadTestStatus(ctx context.Context, lt *aaa
 		}
 		recordEvent(ctx, r.Recorder, lt, eventType, cur.Reason, "%s: %s", next.Phase, msg)
 	}
-	orig := lt.DeepCopy()
-	lt.Status = next
-	return r.Status().Patch(ctx, lt, client.MergeFrom(orig))
+	return nil
 }

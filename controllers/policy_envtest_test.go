@@ -20,14 +20,12 @@ import (
 func TestLuaPolicyConfigMap(t *testing.T) {
 	te := sharedEnv(t)
 	ns := te.newNamespace(t, "lua")
-	te.createSecret(t, ns, "cass-creds", map[string]string{"username": "u", "password": "p"})
 	script := &corev1.ConfigMap{ObjectMeta: objKey(ns, "policy"), Data: map[string]string{"policy.lua": "x = 1\n"}}
 	if err := te.c.Create(bg, script); err != nil {
 		t.Fatal(err)
 	}
-	c := minimalCluster(ns, "lua")
+	c := te.externalCluster(t, ns, "lua")
 	c.Spec.Datacenters = c.Spec.Datacenters[:1]
-	c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{listenTCP(t)}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass-creds"}}
 	c.Spec.Policy = &aaav1.PolicySpec{Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "policy"}, FailMode: "open"}}
 	if err := te.c.Create(bg, c); err != nil {
 		t.Fatal(err)

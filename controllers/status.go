@@ -6,10 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 )
@@ -47,48 +45,53 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 		})
 	}
 
-	// CassandraReady
+	// CassandraReady. A step that did not complete observed nothing whole: its conditions
+	// keep their previous value.
 	cs := st.cassandra
-	if cs.reason != "" {
+	cassandraDone := st.completed[stepCassandra]
+	if cassandraDone {
 		set(aaav1.ConditionCassandraReady, cs.ready, cs.reason, cs.message)
 	}
 
 	// SchemaReady
 	sc := st.schema
 	switch {
-	case sc.reason != "":
+	case st.completed[stepSchema]:
 		set(aaav1.ConditionSchemaReady, sc.ready, sc.reason, sc.message)
-	case cs.reason != "" && !cs.initialized:
+	case cassandraDone && !cs.initialized:
 		set(aaav1.ConditionSchemaReady, false, ReasonWaitingCassandra, "waiting for Cassandra before migrating the schema")
 	}
 
-	// Per data center, PolicingReady.
+	// Per data center, PolicingReady. A DC the datacenters step did not finish keeps what was
+	// last seen of it.
 	var ready, deployed []string
 	var notReady []string
 	dcs := make([]aaav1.DatacenterStatus, 0, len(spec.Datacenters))
 	for _, dc := range spec.Datacenters {
+		old := findDC(st.status.Datacenters, dc.Name)
 		ds := aaav1.DatacenterStatus{Name: dc.Name, CassandraReady: cs.dcReady[dc.Name]}
-		if old := findDC(st.status.Datacenters, dc.Name); old != nil && cs.reason == "" {
-			ds.CassandraReady = old.CassandraReady // the Cassandra step did not run
+		if old != nil && !cassandraDone {
+			ds.CassandraReady = old.CassandraReady
 		}
 		if dc.Replicas != nil {
 			ds.DesiredReplicas = *dc.Replicas
 		} else if dc.Autoscaling != nil {
 			ds.DesiredReplicas = dc.Autoscaling.MinReplicas
 		}
-		if obs := st.dcs[dc.Name]; obs != nil && obs.deployed {
-			deployed = append(deployed, dc.Name)
-			if d := obs.deployment; d != nil {
-				if d.Spec.Replicas != nil {
-					ds.DesiredReplicas = *d.Spec.Replicas
+		if obs := st.dcs[dc.Name]; obs != nil && obs.complete {
+			if obs.deployed {
+				deployed = append(deployed, dc.Name)
+				if d := obs.deployment; d != nil {
+					if d.Spec.Replicas != nil {
+						ds.DesiredReplicas = *d.Spec.Replicas
+					}
+					ds.ReadyReplicas = d.Status.ReadyReplicas
+					ds.Ready = deploymentReady(d)
 				}
-				ds.ReadyReplicas = d.Status.ReadyReplicas
-				ds.Ready = deploymentReady(d)
+				ds.Endpoint = serviceEndpoint(obs.service)
 			}
-			ds.Endpoint = serviceEndpoint(obs.service)
-		} else if old := findDC(st.status.Datacenters, dc.Name); old != nil && len(st.dcs) == 0 {
-			// The datacenters step did not run: keep what was last seen.
-			ds.ReadyReplicas, ds.Ready, ds.Endpoint = old.ReadyReplicas, old.Ready, old.Endpoint
+		} else if old != nil {
+			ds.DesiredReplicas, ds.ReadyReplicas, ds.Ready, ds.Endpoint = old.DesiredReplicas, old.ReadyReplicas, old.Ready, old.Endpoint
 		}
 		if ds.Ready {
 			ready = append(ready, dc.Name)
@@ -99,12 +102,17 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 	}
 	s.Datacenters = dcs
 	s.ReadyDatacenters = fmt.Sprintf("%d/%d", len(ready), len(spec.Datacenters))
+	// An error stopped the chain before the datacenters step completed: what policing and
+	// degradation would be derived from was not all observed, so they keep their value (a
+	// stopped chain without error did observe why the DCs are where they are).
+	dcsObserved := st.completed[stepDatacenters] || stepErr == nil
 	switch {
+	case !dcsObserved:
 	case len(notReady) == 0:
 		set(aaav1.ConditionPolicingReady, true, ReasonReady, "policing is available in every data center")
-	case len(st.dcs) == 0 && stepErr == nil && !cs.initialized:
+	case !st.completed[stepDatacenters] && cassandraDone && !cs.initialized:
 		set(aaav1.ConditionPolicingReady, false, ReasonWaitingCassandra, "policing starts once Cassandra is initialized and the schema migrated")
-	case len(deployed) == 0 && len(st.dcs) > 0:
+	case len(deployed) == 0 && st.completed[stepDatacenters]:
 		set(aaav1.ConditionPolicingReady, false, ReasonWaitingForSchema, "policing starts once the schema is migrated")
 	case len(ready) == 0:
 		set(aaav1.ConditionPolicingReady, false, ReasonUnavailable, "policing is not available in: "+strings.Join(notReady, ", "))
@@ -113,13 +121,15 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 	}
 
 	// MonitoringReady
-	switch {
-	case st.monitoring != nil:
-		set(aaav1.ConditionMonitoringReady, false, st.monitoring.reason, st.monitoring.message)
-	case st.monitoringWanted:
-		set(aaav1.ConditionMonitoringReady, true, ReasonReady, "monitoring objects are in place")
-	case stepErr == nil:
-		meta.RemoveStatusCondition(&s.Conditions, aaav1.ConditionMonitoringReady)
+	if st.completed[stepMonitoring] {
+		switch {
+		case st.monitoring != nil:
+			set(aaav1.ConditionMonitoringReady, false, st.monitoring.reason, st.monitoring.message)
+		case st.monitoringWanted:
+			set(aaav1.ConditionMonitoringReady, true, ReasonReady, "monitoring objects are in place")
+		default:
+			meta.RemoveStatusCondition(&s.Conditions, aaav1.ConditionMonitoringReady)
+		}
 	}
 
 	// Degraded: serving, but not fully.
@@ -128,6 +138,7 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 		set(aaav1.ConditionDegraded, true, st.radsecProblem.reason, st.radsecProblem.message)
 	case sc.failed:
 		set(aaav1.ConditionDegraded, true, ReasonMigrationFailed, sc.message)
+	case !dcsObserved:
 	case len(ready) > 0 && len(notReady) > 0:
 		set(aaav1.ConditionDegraded, true, ReasonPartiallyAvailable, "policing is not available in: "+strings.Join(notReady, ", "))
 	case cs.initialized && !cs.ready && len(ready) > 0:
@@ -174,20 +185,31 @@ func truncate(s string) string {
 }
 
 // writeStatus is the one writer of status: it patches it only when it changed, and records
-// an event (also logged) for each condition that changed status or reason.
+// an event (also logged) for each condition that changed status or reason. When someone else
+// wrote the status meanwhile, it computes it again on the fresh object from what the steps
+// observed (stepErr included), so their write is not lost.
 func (r *AAAClusterReconciler) writeStatus(ctx context.Context, st *state, stepErr error) error {
 	c := st.cluster
-	next := computeStatus(st, stepErr)
-	if equality.Semantic.DeepEqual(c.Status, next) {
-		return nil
+	var prev aaav1.AAAClusterStatus
+	written, err := patchStatus(ctx, r.Client, c, func() {
+		// The schema step records the applied schema in st.status: keep it over the fresh copy.
+		schema := st.status.Schema
+		st.status = *c.Status.DeepCopy()
+		st.status.Schema = schema
+		prev = *c.Status.DeepCopy()
+		c.Status = computeStatus(st, stepErr)
+	})
+	if !written {
+		return err
 	}
+	// Events once the status is written, for the transitions that were written.
 	for _, typ := range []string{aaav1.ConditionCassandraReady, aaav1.ConditionSchemaReady, aaav1.ConditionPolicingReady,
 		aaav1.ConditionMonitoringReady, aaav1.ConditionDegraded, aaav1.ConditionReady} {
-		n := meta.FindStatusCondition(next.Conditions, typ)
+		n := meta.FindStatusCondition(c.Status.Conditions, typ)
 		if n == nil {
 			continue
 		}
-		o := meta.FindStatusCondition(c.Status.Conditions, typ)
+		o := meta.FindStatusCondition(prev.Conditions, typ)
 		if o != nil && o.Status == n.Status && o.Reason == n.Reason {
 			continue
 		}
@@ -197,7 +219,5 @@ func (r *AAAClusterReconciler) writeStatus(ctx context.Context, st *state, stepE
 		}
 		r.event(ctx, c, eventType, n.Reason, "%s=%s: %s", typ, n.Status, n.Message)
 	}
-	orig := c.DeepCopy()
-	c.Status = next
-	return r.Status().Patch(ctx, c, client.MergeFrom(orig))
+	return nil
 }

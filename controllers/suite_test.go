@@ -228,11 +228,30 @@ func zapLevel() zapcore.Level {
 	return zapcore.ErrorLevel
 }
 
-// writeCounter counts the writes of the reconciler per namespace.
+// writeCounter counts the writes of the reconciler per namespace, and fails the calls that
+// a test's failure function (setFail) answers with an error.
 type writeCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
 	log    map[string][]string
+	fail   func(verb string, o client.Object) error
+}
+
+// setFail makes the reconciler's calls answer fail's error (nil: go through); nil removes it.
+func (w *writeCounter) setFail(fail func(verb string, o client.Object) error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fail = fail
+}
+
+func (w *writeCounter) injected(verb string, o client.Object) error {
+	w.mu.Lock()
+	fail := w.fail
+	w.mu.Unlock()
+	if fail == nil {
+		return nil
+	}
+	return fail(verb, o)
 }
 
 func (w *writeCounter) add(ns, what string) {
@@ -256,7 +275,18 @@ func (w *writeCounter) funcs() interceptor.Funcs {
 		return fmt.Sprintf("%s %T %s", verb, o, o.GetName())
 	}
 	return interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			o.SetNamespace(key.Namespace)
+			o.SetName(key.Name)
+			if err := w.injected("get", o); err != nil {
+				return err
+			}
+			return c.Get(ctx, key, o, opts...)
+		},
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			if err := w.injected("create", o); err != nil {
+				return err
+			}
 			w.add(o.GetNamespace(), name("create", o))
 			return c.Create(ctx, o, opts...)
 		},
