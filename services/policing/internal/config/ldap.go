@@ -60,6 +60,9 @@ type LDAPAttributes struct {
 	FilterID            string `json:"filterId"`
 	RateLimit           string `json:"rateLimit"`
 	QuotaOctets         string `json:"quotaOctets"`
+	// UsedOctets: the billing period's usage so far, written by the billing system (no
+	// default: our schema has no such attribute).
+	UsedOctets string `json:"usedOctets,omitempty"`
 	// ReplyAttributes is multi-valued, each value "Attribute-Name=value".
 	ReplyAttributes string `json:"replyAttributes"`
 }
@@ -117,7 +120,7 @@ func defaultLDAP() LDAP {
 func (a LDAPAttributes) Names() []string {
 	var out []string
 	for _, n := range []string{a.Password, a.Disabled, a.FramedIPAddress, a.FramedPool, a.SessionTimeout,
-		a.IdleTimeout, a.AcctInterimInterval, a.Class, a.FilterID, a.RateLimit, a.QuotaOctets, a.ReplyAttributes} {
+		a.IdleTimeout, a.AcctInterimInterval, a.Class, a.FilterID, a.RateLimit, a.QuotaOctets, a.UsedOctets, a.ReplyAttributes} {
 		if n != "" {
 			out = append(out, n)
 		}

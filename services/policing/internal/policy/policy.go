@@ -139,13 +139,14 @@ func (d *Default) CheckProfile(p *subscriber.Profile) error {
 // QuotaReason is the DisconnectReason set when a session used its quota.
 const QuotaReason = "quota"
 
-// Accounting implements Policy: a session past its profile's octet quota is marked for
-// disconnect (the CoA sender acts on the mark).
+// Accounting implements Policy: a session past its profile's octet quota (counting the
+// period's usage before it, UsedOctets) is marked for disconnect (the CoA sender acts on the
+// mark).
 func (d *Default) Accounting(_ context.Context, _ *radius.Packet, u *session.Update, sub *subscriber.Subscriber) {
 	if sub == nil || u.Kind == session.KindStop || sub.Profile.QuotaOctets == 0 {
 		return
 	}
-	if u.Session.InputOctets+u.Session.OutputOctets >= sub.Profile.QuotaOctets {
+	if sub.Profile.UsedOctets+u.Session.InputOctets+u.Session.OutputOctets >= sub.Profile.QuotaOctets {
 		u.Session.DisconnectReason = QuotaReason
 		metrics.PolicyDisconnects.WithLabelValues(QuotaReason).Inc()
 	}

@@ -140,6 +140,7 @@ func TestCheckProfile(t *testing.T) {
 func TestAccountingQuota(t *testing.T) {
 	d := newPolicy()
 	sub := &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: 1000}}
+	period := &subscriber.Subscriber{Username: "bob", Profile: subscriber.Profile{QuotaOctets: 1000, UsedOctets: 800}}
 	before := testutil.ToFloat64(metrics.PolicyDisconnects.WithLabelValues(QuotaReason))
 	cases := []struct {
 		kind    session.Kind
@@ -154,6 +155,9 @@ func TestAccountingQuota(t *testing.T) {
 		{session.KindInterim, 5000, 5000, &subscriber.Subscriber{}, ""},
 		{session.KindInterim, 5000, 5000, nil, ""},
 		{session.KindInterim, 1 << 40, 1 << 40, sub, QuotaReason}, // beyond 32 bits (Gigawords)
+		// the billing period's usage before this session counts too
+		{session.KindInterim, 100, 99, period, ""},
+		{session.KindInterim, 100, 100, period, QuotaReason},
 	}
 	marked := 0
 	for i, c := range cases {

@@ -134,6 +134,9 @@ func overlay(base, top Profile) Profile {
 	if top.QuotaOctets != 0 {
 		out.QuotaOctets = top.QuotaOctets
 	}
+	if top.UsedOctets != 0 {
+		out.UsedOctets = top.UsedOctets
+	}
 	if len(top.ReplyAttributes) > 0 {
 		m := make(map[string]string, len(base.ReplyAttributes)+len(top.ReplyAttributes))
 		for k, v := range base.ReplyAttributes {

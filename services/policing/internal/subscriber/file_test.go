@@ -28,6 +28,7 @@ subscribers:
     profile:
       framedIPAddress: 10.1.0.1
       sessionTimeout: 7200
+      usedOctets: 400000
       replyAttributes: {Framed-MTU: "1400", Filter-Id: vip}
   - {username: bob, password: builder, profileName: gold}
   - {username: carol, password: x, disabled: true, profile: {framedPool: p2}}
@@ -44,7 +45,7 @@ func TestParseFileOverlay(t *testing.T) {
 	}
 	a := db["alice"].Profile
 	if a.SessionTimeout != 7200 || a.IdleTimeout != 600 || a.AcctInterimInterval != 300 || a.Class != "gold" ||
-		a.RateLimit != "10M/10M" || a.QuotaOctets != 1000000 || a.FramedIPAddress != "10.1.0.1" {
+		a.RateLimit != "10M/10M" || a.QuotaOctets != 1000000 || a.UsedOctets != 400000 || a.FramedIPAddress != "10.1.0.1" {
 		t.Fatalf("alice: subscriber fields must win over the profile's, the rest inherited: %+v", a)
 	}
 	want := map[string]string{"Framed-MTU": "1400", "Service-Type": "Framed-User", "Filter-Id": "vip"}

@@ -554,6 +554,7 @@ func (l *LDAP) toSubscriber(username string, entries []*ldap.Entry) (*Subscriber
 	p.FilterID = get(a.FilterID)
 	p.RateLimit = get(a.RateLimit)
 	p.QuotaOctets = num(a.QuotaOctets, 64)
+	p.UsedOctets = num(a.UsedOctets, 64)
 	if a.ReplyAttributes != "" {
 		for _, v := range e.GetEqualFoldAttributeValues(a.ReplyAttributes) {
 			name, val, ok := strings.Cut(v, "=")

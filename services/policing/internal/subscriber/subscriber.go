@@ -21,6 +21,10 @@ type Profile struct {
 	RateLimit string `json:"rateLimit,omitempty"`
 	// QuotaOctets (input+output) after which the policy marks the session for disconnect.
 	QuotaOctets uint64 `json:"quotaOctets,omitempty"`
+	// UsedOctets (input+output) the subscriber used earlier in the billing period, as the
+	// billing system keeps it in the profile (the file, or an LDAP attribute it writes): the
+	// quota counts them with the session's own, so a quota spans the period, not a session.
+	UsedOctets uint64 `json:"usedOctets,omitempty"`
 	// ReplyAttributes are extra reply attributes by dictionary name (e.g. "Framed-MTU": "1492").
 	ReplyAttributes map[string]string `json:"replyAttributes,omitempty"`
 }

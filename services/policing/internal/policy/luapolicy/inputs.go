@@ -135,6 +135,7 @@ var subFields = map[string]func(*subscriber.Subscriber) val{
 	"filterId":            func(s *subscriber.Subscriber) val { return str(s.Profile.FilterID) },
 	"rateLimit":           func(s *subscriber.Subscriber) val { return str(s.Profile.RateLimit) },
 	"quotaOctets":         func(s *subscriber.Subscriber) val { return num(s.Profile.QuotaOctets) },
+	"usedOctets":          func(s *subscriber.Subscriber) val { return num(s.Profile.UsedOctets) },
 }
 
 func subField(name string) bool {
@@ -185,13 +186,14 @@ var sessionFields = map[string]func(*session.Update, *subscriber.Subscriber) val
 	},
 	"inputPackets":  func(u *session.Update, _ *subscriber.Subscriber) val { return num(u.Session.InputPackets) },
 	"outputPackets": func(u *session.Update, _ *subscriber.Subscriber) val { return num(u.Session.OutputPackets) },
-	// quotaPercent: octets as a whole percentage of the profile's quotaOctets, nil without a
-	// quota; a quota check that declares it runs again only when a percent is crossed.
+	// quotaPercent: the period's octets (the profile's usedOctets and this session's) as a
+	// whole percentage of the profile's quotaOctets, nil without a quota; a quota check that
+	// declares it runs again only when a percent is crossed.
 	"quotaPercent": func(u *session.Update, s *subscriber.Subscriber) val {
 		if s == nil || s.Profile.QuotaOctets == 0 {
 			return val{}
 		}
-		used := u.Session.InputOctets + u.Session.OutputOctets
+		used := s.Profile.UsedOctets + u.Session.InputOctets + u.Session.OutputOctets
 		q := s.Profile.QuotaOctets
 		return num(used/q*100 + used%q*100/q) // no overflow of used*100
 	},

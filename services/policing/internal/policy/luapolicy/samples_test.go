@@ -55,22 +55,29 @@ func TestSampleSpeedTier(t *testing.T) {
 func TestSampleFairUsage(t *testing.T) {
 	e := sample(t, "fair-usage.lua", 12)
 	rate, _ := dict.Builtin.Lookup("Mikrotik-Rate-Limit")
-	interim := func(id string, octets uint64, quota uint64) *session.Update {
+	interim := func(id string, octets, quota, used uint64) *session.Update {
 		u := &session.Update{Kind: session.KindInterim}
 		u.Session.Key = session.Key{NAS: "bng", ID: id}
 		u.Session.InputOctets, u.Session.OutputOctets = octets/2, octets-octets/2
-		e.Accounting(context.Background(), request(t, "alice"), u, &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: quota}})
+		e.Accounting(context.Background(), request(t, "alice"), u, &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: quota, UsedOctets: used}})
 		return u
 	}
-	if u := interim("a", 49<<30, 0); u.CoA != nil {
+	if u := interim("a", 49<<30, 0, 0); u.CoA != nil {
 		t.Fatalf("49 GiB of 50: CoA %v", u.CoA)
 	}
-	u := interim("a", 50<<30+1, 0)
+	u := interim("a", 50<<30+1, 0, 0)
 	if v, ok := rate.Find(u.CoA); !ok || string(v) != "1M/1M" {
 		t.Fatalf("50 GiB: CoA %v", u.CoA)
 	}
-	if u := interim("b", 3<<30, 2<<30); u.CoA == nil {
+	if u := interim("b", 3<<30, 2<<30, 0); u.CoA == nil {
 		t.Fatal("profile quota of 2 GiB not applied")
+	}
+	// The billing period: 45 GiB before this session, 5 in it.
+	if u := interim("c", 4<<30, 0, 45<<30); u.CoA != nil {
+		t.Fatalf("49 GiB of the period's 50: CoA %v", u.CoA)
+	}
+	if u := interim("c", 5<<30, 0, 45<<30); u.CoA == nil {
+		t.Fatal("the period's 50 GiB used (45 before, 5 now): no CoA")
 	}
 }
 
