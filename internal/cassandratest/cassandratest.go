@@ -126,6 +126,11 @@ func (c *Cluster) StopNode(i int) error { return c.Kill(i) }
 // Restart starts node i again and waits for its CQL port.
 func (c *Cluster) Restart(i int) error { return c.run("restart", strconv.Itoa(i)) }
 
+// Nodetool runs nodetool against node i.
+func (c *Cluster) Nodetool(i int, args ...string) error {
+	return c.run(append([]string{"nodetool", strconv.Itoa(i)}, args...)...)
+}
+
 // Stop stops every node by PID, removes the data and releases the lock.
 func (c *Cluster) Stop() error {
 	err := c.run("stop")

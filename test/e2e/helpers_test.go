@@ -18,32 +18,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openaaa/openaaa/internal/cassandratest"
 	"github.com/openaaa/openaaa/internal/testenv"
-)
-
-// The test cluster uses the ports and the machine-wide lock of the store's integration tests
-// (internal/cassandratest), so that at most one test
-// cluster runs at a time whatever package starts it.
-const (
-	cqlPort     = 19042
-	storagePort = 17000
-	jmxPort     = 17199
 )
 
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 20 {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		dir = filepath.Dir(dir)
-	}
-	t.Fatal("no go.mod above the working directory")
-	return ""
+	return root
 }
 
 // buildBinaries builds policing and aaa-loadgen from this tree into a temporary directory.
@@ -60,74 +45,27 @@ func buildBinaries(t *testing.T, root string) (policing, loadgen string) {
 	return filepath.Join(dir, "policing"), filepath.Join(dir, "aaa-loadgen")
 }
 
-// cluster is a test Cassandra cluster run by hack/cassandra.sh: node i on 127.0.0.i, dc<i>.
-type cluster struct {
-	t      *testing.T
-	script string
-	dir    string
-	lock   *os.File
-}
-
-func startCluster(t *testing.T, root string, n int) *cluster {
+// startCluster starts n Cassandra nodes (node i on 127.0.0.i, dc<i>) through
+// internal/cassandratest: its ports and its machine-wide lock, so that one test cluster runs at
+// a time whatever package starts it, and acknowledged writes on disk (the test SIGKILLs a node).
+func startCluster(t *testing.T, n int) *cassandratest.Cluster {
 	t.Helper()
-	script := filepath.Join(root, "hack", "cassandra.sh")
-	err := exec.Command(script, "check").Run()
-	testenv.Need(t, err == nil, "Java 17 and the Cassandra jars (make cassandra-jars)")
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "openaaa-cassandra-test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitStart := time.Now()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		lock.Close()
-		t.Fatal(err)
-	}
-	if d := time.Since(waitStart); d > time.Second {
-		t.Logf("waited %s for the Cassandra test lock", d.Round(time.Second))
-	}
-	dir, err := os.MkdirTemp("", "openaaa-e2e-cassandra-")
-	if err != nil {
-		lock.Close()
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, script: script, dir: dir, lock: lock}
-	t.Cleanup(c.stop)
+	testenv.Need(t, cassandratest.Available() == nil, "Java 17 and the Cassandra jars (make cassandra-jars)")
 	start := time.Now()
-	if err := c.run("start", strconv.Itoa(n)); err != nil {
+	c, err := cassandratest.Start(n)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("cassandra: %d nodes up in %s", n, time.Since(start).Round(100*time.Millisecond))
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping the cluster: %v", err)
+		}
+	})
+	t.Logf("cassandra: %d nodes up in %s (lock wait included)", n, time.Since(start).Round(100*time.Millisecond))
 	return c
 }
 
-func (c *cluster) run(args ...string) error {
-	cmd := exec.Command(c.script, args...)
-	cmd.Env = append(os.Environ(),
-		"CASSANDRA_DIR="+c.dir,
-		"CASSANDRA_CQL_PORT="+strconv.Itoa(cqlPort),
-		"CASSANDRA_STORAGE_PORT="+strconv.Itoa(storagePort),
-		"CASSANDRA_JMX_PORT="+strconv.Itoa(jmxPort),
-		// Acknowledged means on disk: the test SIGKILLs a node.
-		"CASSANDRA_COMMITLOG_SYNC=group",
-	)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("hack/cassandra.sh %s: %v\n%s", strings.Join(args, " "), err, out.String())
-	}
-	return nil
-}
-
-func (c *cluster) stop() {
-	if err := c.run("stop"); err != nil {
-		c.t.Errorf("stopping the cluster: %v", err)
-	} else {
-		_ = os.RemoveAll(c.dir)
-	}
-	_ = c.lock.Close()
-}
-
-func contactPoint(i int) string { return fmt.Sprintf("127.0.0.%d:%d", i, cqlPort) }
+func contactPoint(i int) string { return fmt.Sprintf("127.0.0.%d:%d", i, cassandratest.CQLPort) }
 
 // freePorts returns n loopback ports that were free a moment ago (UDP and TCP).
 func freePorts(t *testing.T, n int) []int {

@@ -58,7 +58,7 @@ func TestMultiDC(t *testing.T) {
 	root := repoRoot(t)
 	policingBin, loadgenBin := buildBinaries(t, root)
 	t.Logf("binaries built in %s", time.Since(began).Round(100*time.Millisecond))
-	cl := startCluster(t, root, dcs) // waits for the machine-wide Cassandra test lock
+	cl := startCluster(t, dcs) // waits for the machine-wide Cassandra test lock
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
@@ -227,7 +227,7 @@ admin: {address: "127.0.0.1:%d"}
 		"--timeout", "1s", "--duration", "6m", "--sessions", "200000")...)
 	sleep(ctx, 8*time.Second)
 	before := []float64{pol[0].mustMetric("openaaa_radius_requests_total"), pol[1].mustMetric("openaaa_radius_requests_total")}
-	must(t, cl.run("kill", "3"))
+	must(t, cl.Kill(3))
 	killed := time.Now()
 	t.Logf("phase 2: Cassandra dc3 killed (SIGKILL) at +%.1f s", killed.Sub(p2start).Seconds())
 	sleep(ctx, 6*time.Second)
@@ -244,7 +244,7 @@ admin: {address: "127.0.0.1:%d"}
 		}
 	}
 	rstart := time.Now()
-	must(t, cl.run("restart", "3"))
+	must(t, cl.Restart(3))
 	t.Logf("phase 2: Cassandra dc3 back in %s", time.Since(rstart).Round(100*time.Millisecond))
 	lost.start()
 	back := time.Now()
@@ -282,7 +282,7 @@ admin: {address: "127.0.0.1:%d"}
 	if err := eventually(ctx, 60*time.Second, 2*time.Second, caughtUp); err != nil {
 		t.Logf("phase 2: dc3 not caught up by hints after 60 s (%v): nodetool repair", err)
 		how = "nodetool repair"
-		must(t, cl.run("nodetool", "3", "repair", "-full", ks))
+		must(t, cl.Nodetool(3, "repair", "-full", ks))
 		if err := eventually(ctx, 30*time.Second, 2*time.Second, caughtUp); err != nil {
 			t.Fatal("phase 2: dc3 still behind after a repair:", err)
 		}
