@@ -282,10 +282,13 @@ type RadiusSpec struct {
 	// mounted at /etc/openaaa/clients/clients.yaml and reloaded without a restart.
 	ClientsSecret corev1.LocalObjectReference `json:"clientsSecret"`
 	// RequireMessageAuthenticator: Access-Requests without a valid Message-Authenticator are
-	// dropped (BlastRADIUS, CVE-2024-3596). Default true. It is the default of every NAS client
-	// of clients.yaml (policing's radius.requireMessageAuthenticator); a client may still set
-	// its own requireMessageAuthenticator.
+	// dropped (BlastRADIUS, CVE-2024-3596). It is the default of every NAS client of
+	// clients.yaml (policing's radius.requireMessageAuthenticator). Only true is accepted: a
+	// NAS that cannot send Message-Authenticator is exempted on its own, with
+	// requireMessageAuthenticator: false on its client in clients.yaml, so one legacy NAS never
+	// opens the whole fleet.
 	// +kubebuilder:default=true
+	// +kubebuilder:validation:XValidation:rule="self == true",message="spec.radius.requireMessageAuthenticator: only true is accepted (BlastRADIUS, CVE-2024-3596); exempt a NAS that cannot send Message-Authenticator with requireMessageAuthenticator: false on its client in clients.yaml"
 	// +optional
 	RequireMessageAuthenticator *bool `json:"requireMessageAuthenticator,omitempty"`
 	// RadSec (RADIUS over TLS, RFC 6614) on TCP.
