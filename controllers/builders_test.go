@@ -77,7 +77,6 @@ func TestGoldenBuilders(t *testing.T) {
 	golden(t, "certificate.yaml", toYAML(t, buildCertificate(c, spec).Object))
 	golden(t, "servicemonitor.yaml", toYAML(t, buildServiceMonitor(c, spec).Object))
 	golden(t, "prometheusrule.yaml", toYAML(t, buildPrometheusRule(c, spec).Object))
-	golden(t, "dashboard.json", []byte(renderDashboard(c)))
 }
 
 // TestGoldenExternalConfig: the configuration with an external Cassandra, file subscribers, an
