@@ -102,7 +102,7 @@ func TestValidation(t *testing.T) {
 		t.Fatalf("a minimal AAACluster is rejected: %v", err)
 	}
 	if c.Spec.Cassandra.Keyspace != "openaaa" || c.Spec.Radius.AuthPort != 1812 || c.Spec.Radius.AcctPort != 1813 ||
-		c.Spec.Radius.RequireMessageAuthenticator == nil || !*c.Spec.Radius.RequireMessageAuthenticator || c.Spec.SessionStore != "hybrid" {
+		c.Spec.Radius.RequireMessageAuthenticator == nil || !*c.Spec.Radius.RequireMessageAuthenticator || c.Spec.SessionStore != "cassandra" {
 		t.Errorf("schema defaults not applied: %+v", c.Spec)
 	}
 
