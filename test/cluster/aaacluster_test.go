@@ -537,10 +537,16 @@ func runHelm(t *testing.T, ctx context.Context, helm string, args ...string) {
 
 func waitCondition(t *testing.T, c client.Client, typ string, status metav1.ConditionStatus, reason string, within time.Duration) *aaav1.AAACluster {
 	t.Helper()
+	return waitConditionOf(t, c, client.ObjectKey{Namespace: aaaNS, Name: release}, typ, status, reason, within)
+}
+
+// waitConditionOf waits for a condition of the AAACluster key.
+func waitConditionOf(t *testing.T, c client.Client, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string, within time.Duration) *aaav1.AAACluster {
+	t.Helper()
 	var ac *aaav1.AAACluster
-	eventually(t, within, fmt.Sprintf("AAACluster %s=%s %s", typ, status, reason), func() error {
+	eventually(t, within, fmt.Sprintf("AAACluster %s %s=%s %s", key, typ, status, reason), func() error {
 		ac = &aaav1.AAACluster{}
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: aaaNS, Name: release}, ac); err != nil {
+		if err := c.Get(context.Background(), key, ac); err != nil {
 			return err
 		}
 		cond := meta.FindStatusCondition(ac.Status.Conditions, typ)
@@ -574,9 +580,15 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() err
 // required.
 func policingPod(t *testing.T, c client.Client, must bool) *corev1.Pod {
 	t.Helper()
+	return policingPodOf(t, c, client.ObjectKey{Namespace: aaaNS, Name: release}, must)
+}
+
+// policingPodOf is policingPod of the AAACluster key.
+func policingPodOf(t *testing.T, c client.Client, key client.ObjectKey, must bool) *corev1.Pod {
+	t.Helper()
 	var pods corev1.PodList
-	if err := c.List(context.Background(), &pods, client.InNamespace(aaaNS),
-		client.MatchingLabels{"aaa.openaaa.io/cluster": release, "aaa.openaaa.io/datacenter": "dc1", "app.kubernetes.io/component": "radius"}); err != nil {
+	if err := c.List(context.Background(), &pods, client.InNamespace(key.Namespace),
+		client.MatchingLabels{"aaa.openaaa.io/cluster": key.Name, "aaa.openaaa.io/datacenter": "dc1", "app.kubernetes.io/component": "radius"}); err != nil {
 		t.Fatal(err)
 	}
 	var newest *corev1.Pod
@@ -590,7 +602,7 @@ func policingPod(t *testing.T, c client.Client, must bool) *corev1.Pod {
 		}
 	}
 	if newest == nil && must {
-		t.Fatalf("no policing pod in %s\n%s", aaaNS, cluster.Diagnostics())
+		t.Fatalf("no policing pod in %s\n%s", key.Namespace, cluster.Diagnostics())
 	}
 	return newest
 }
