@@ -73,11 +73,13 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 
 	os.Setenv("CASSANDRA_ADDRESSES", clustertest.NodeIP)
 	defer os.Unsetenv("CASSANDRA_ADDRESSES")
+	start = time.Now()
 	cass, err := cassandratest.Start(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cass.Stop()
+	t.Logf("Cassandra up in %s", time.Since(start).Round(100*time.Millisecond))
 
 	c := aaaClient(t)
 	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: radsecNS}})
@@ -94,8 +96,10 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
 		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
 	defer func() {
+		start := time.Now()
 		_ = exec.Command(helm, "--kubeconfig", cluster.Kubeconfig, "uninstall", radsecRelease, "-n", radsecNS, "--wait", "--timeout", "2m").Run()
 		_ = exec.Command(helm, "--kubeconfig", cluster.Kubeconfig, "uninstall", "openaaa-operator", "-n", operatorNS, "--wait", "--timeout", "2m").Run()
+		t.Logf("both releases uninstalled in %s", time.Since(start).Round(100*time.Millisecond))
 	}()
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	radsec := fmt.Sprintf("radius:\n  radsec: {enabled: true, issuerRef: {name: %s, kind: ClusterIssuer}}\n", addons.CertManagerCAIssuer)
@@ -114,6 +118,7 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 	}
 	t.Logf("Certificate %s/%s-radsec Ready %s after the AAACluster was installed", radsecNS, radsecRelease, time.Since(start).Round(time.Second))
 	waitConditionOf(t, c, key, aaav1.ConditionReady, metav1.ConditionTrue, "", readyWithin)
+	t.Logf("AAACluster Ready %s after it was installed", time.Since(start).Round(time.Second))
 	waitCertificateReady(t, c, radsecNS, radsecNAS)
 	pod := policingPodOf(t, c, key, true)
 
@@ -133,6 +138,7 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 	})
 
 	// 3. A RadSec client: radclient -> FreeRADIUS (UDP) -> TLS -> NodePort -> policing.
+	start = time.Now()
 	fr := startRadSecProxy(t, dir, radsecAddr)
 	if out, ok := hostRadclient(t, fr.addr, "auth", radsecProxySecret, `User-Name = "alice"`, `User-Password = "wonderland"`,
 		`Message-Authenticator = 0x00`); !ok || !strings.Contains(out, "Access-Accept") {
@@ -142,6 +148,7 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 		`Message-Authenticator = 0x00`); !strings.Contains(out, "Access-Reject") {
 		t.Errorf("a wrong password over RadSec: no Access-Reject:\n%s", out)
 	}
+	t.Logf("FreeRADIUS up; Access-Accept and Access-Reject over RadSec in %s", time.Since(start).Round(100*time.Millisecond))
 
 	// 4. Renewal as `cmctl renew` does it: condition Issuing=True on the Certificate's status.
 	restartsBefore := restarts(pod)
