@@ -79,17 +79,7 @@ nasClients:
 // behind but the CRDs (kept on purpose).
 func TestAAAClusterOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
-	root, err := clustertest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm := filepath.Join(root, "bin", "helm")
-	_, err = os.Stat(helm)
-	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
-	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
-	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
-	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
-	tag := refs[0][strings.LastIndex(refs[0], ":")+1:]
+	root, helm, tag := needOperatorImages(t)
 	c := aaaClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -101,9 +91,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS},
 		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
 
-	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
-		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
-		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
+	installOperatorChart(t, ctx, helm, root, tag)
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(aaaclusterValues()), 0o600); err != nil {
 		t.Fatal(err)
@@ -279,6 +267,32 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "aaaclusters.aaa.openaaa.io"}, crd); err != nil {
 		t.Errorf("the AAACluster CRD should be kept after uninstall (crds.keep): %v", err)
 	}
+}
+
+// needOperatorImages checks what installing the charts with an external Cassandra needs
+// (skipping, or failing under OPENAAA_INTEGRATION=require) and imports the project's images:
+// the repository root, bin/helm and the images' tag.
+func needOperatorImages(t *testing.T) (root, helm, tag string) {
+	t.Helper()
+	root, err := clustertest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm = filepath.Join(root, "bin", "helm")
+	_, err = os.Stat(helm)
+	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
+	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
+	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
+	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
+	return root, helm, refs[0][strings.LastIndex(refs[0], ":")+1:]
+}
+
+// installOperatorChart installs the operator chart with the imported images and waits for it.
+func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag string) {
+	t.Helper()
+	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
+		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
 }
 
 // loadTestOnCluster creates an AAALoadTest against the cluster and checks its report: traffic

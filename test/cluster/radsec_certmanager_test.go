@@ -47,18 +47,8 @@ const (
 func TestRadSecCertManagerOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
 	addons.NeedBuilt(t)
-	root, err := clustertest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm := filepath.Join(root, "bin", "helm")
-	_, err = os.Stat(helm)
-	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
-	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
 	testenv.LookPath(t, "freeradius", "FreeRADIUS (hack/freeradius.sh install: make provision)")
-	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
-	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
-	tag := refs[0][strings.LastIndex(refs[0], ":")+1:]
+	root, helm, tag := needOperatorImages(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
@@ -92,9 +82,7 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
-		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
-		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
+	installOperatorChart(t, ctx, helm, root, tag)
 	defer func() {
 		start := time.Now()
 		_ = exec.Command(helm, "--kubeconfig", cluster.Kubeconfig, "uninstall", radsecRelease, "-n", radsecNS, "--wait", "--timeout", "2m").Run()
