@@ -1,7 +1,8 @@
 // OpenAAA's own main for cert-manager's controller, against the library module (hack/addons.sh,
 // docs/addons.md). A module of its own so the project's root module does not depend on
-// cert-manager. Kubernetes modules at v0.34.4, as the root module and hack/lib/kube-build.sh,
-// so the Go build cache of the Kubernetes packages is shared with the other builds.
+// cert-manager. Kubernetes modules at v0.34.4, as the root module and hack/lib/kube-build.sh;
+// sigs.k8s.io/gateway-api at v1.4.1 because cert-manager's v1.1.0 does not compile against
+// them (structured-merge-diff v4 against v6).
 module openaaa.local/addons/cert-manager
 
 go 1.25.0
