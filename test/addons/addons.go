@@ -1,5 +1,5 @@
 // Package addons gives tests the real add-ons of the local cluster (issue 12):
-// prometheus-operator with a Prometheus, metrics-server. hack/addons.sh builds them and
+// prometheus-operator with a Prometheus, metrics-server, cert-manager. hack/addons.sh builds them and
 // installs them; this package reads the same hack/addons/images.env and calls the same
 // script, so a cluster test does:
 //
