@@ -1,7 +1,7 @@
 // Package addons gives tests the real add-ons of the local cluster (issue 12):
-// prometheus-operator with a Prometheus, metrics-server, cert-manager. hack/addons.sh builds them and
-// installs them; this package reads the same hack/addons/images.env and calls the same
-// script, so a cluster test does:
+// prometheus-operator with a Prometheus, metrics-server, cert-manager. hack/addons.sh builds
+// them and installs them; this package reads the same hack/addons/images.env and calls the
+// same script, so a cluster test does:
 //
 //	hack/cluster.sh import addons.ImportArgs(t)...  // ARCHIVE=REPO, as cluster.sh takes them
 //	addons.Install(t, ctx, kubeconfig)            // CRDs, manifests, waits until each add-on works
