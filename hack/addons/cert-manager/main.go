@@ -132,6 +132,8 @@ func run(ctx context.Context, o options) error {
 		}
 		loops = append(loops, named{name, c})
 	}
+	// Build is the only way to the factory's shared informer factories (the same ones every
+	// controller's Context holds).
 	base, err := factory.Build()
 	if err != nil {
 		return err
