@@ -1,7 +1,8 @@
 # The real add-ons of the local cluster (issue 12): prometheus-operator with a Prometheus,
-# metrics-server, built from the Go module proxy as static binaries and OCI images
-# (hack/addons.sh, docs/addons.md). Cold: many minutes of compiling on 2 cores the first time;
-# warm (cached under $(CACHE)/addons, keyed by versions, Go version and flags): seconds.
+# metrics-server, cert-manager (our own controller main), built from the Go module proxy as
+# static binaries and OCI images (hack/addons.sh, docs/addons.md). Cold: many minutes of
+# compiling on 2 cores the first time; warm (cached under $(CACHE)/addons, keyed by versions,
+# Go version and flags): seconds.
 # Opt-in: not in PROVISION, so not part of `make test`; `make addons addons-test` runs them.
 
 ADDONS_TESTS := ./test/addons/...

@@ -79,17 +79,7 @@ nasClients:
 // behind but the CRDs (kept on purpose).
 func TestAAAClusterOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
-	root, err := clustertest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm := filepath.Join(root, "bin", "helm")
-	_, err = os.Stat(helm)
-	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
-	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
-	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
-	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
-	tag := refs[0][strings.LastIndex(refs[0], ":")+1:]
+	root, helm, tag := needOperatorImages(t)
 	c := aaaClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -101,9 +91,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS},
 		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
 
-	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
-		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
-		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
+	installOperatorChart(t, ctx, helm, root, tag)
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(aaaclusterValues()), 0o600); err != nil {
 		t.Fatal(err)
@@ -279,6 +267,32 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "aaaclusters.aaa.openaaa.io"}, crd); err != nil {
 		t.Errorf("the AAACluster CRD should be kept after uninstall (crds.keep): %v", err)
 	}
+}
+
+// needOperatorImages checks what installing the charts with an external Cassandra needs
+// (skipping, or failing under OPENAAA_INTEGRATION=require) and imports the project's images:
+// the repository root, bin/helm and the images' tag.
+func needOperatorImages(t *testing.T) (root, helm, tag string) {
+	t.Helper()
+	root, err := clustertest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm = filepath.Join(root, "bin", "helm")
+	_, err = os.Stat(helm)
+	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
+	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
+	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
+	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
+	return root, helm, refs[0][strings.LastIndex(refs[0], ":")+1:]
+}
+
+// installOperatorChart installs the operator chart with the imported images and waits for it.
+func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag string) {
+	t.Helper()
+	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
+		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
 }
 
 // loadTestOnCluster creates an AAALoadTest against the cluster and checks its report: traffic
@@ -537,10 +551,16 @@ func runHelm(t *testing.T, ctx context.Context, helm string, args ...string) {
 
 func waitCondition(t *testing.T, c client.Client, typ string, status metav1.ConditionStatus, reason string, within time.Duration) *aaav1.AAACluster {
 	t.Helper()
+	return waitConditionOf(t, c, client.ObjectKey{Namespace: aaaNS, Name: release}, typ, status, reason, within)
+}
+
+// waitConditionOf waits for a condition of the AAACluster key.
+func waitConditionOf(t *testing.T, c client.Client, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string, within time.Duration) *aaav1.AAACluster {
+	t.Helper()
 	var ac *aaav1.AAACluster
-	eventually(t, within, fmt.Sprintf("AAACluster %s=%s %s", typ, status, reason), func() error {
+	eventually(t, within, fmt.Sprintf("AAACluster %s %s=%s %s", key, typ, status, reason), func() error {
 		ac = &aaav1.AAACluster{}
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: aaaNS, Name: release}, ac); err != nil {
+		if err := c.Get(context.Background(), key, ac); err != nil {
 			return err
 		}
 		cond := meta.FindStatusCondition(ac.Status.Conditions, typ)
@@ -574,9 +594,15 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() err
 // required.
 func policingPod(t *testing.T, c client.Client, must bool) *corev1.Pod {
 	t.Helper()
+	return policingPodOf(t, c, client.ObjectKey{Namespace: aaaNS, Name: release}, must)
+}
+
+// policingPodOf is policingPod of the AAACluster key.
+func policingPodOf(t *testing.T, c client.Client, key client.ObjectKey, must bool) *corev1.Pod {
+	t.Helper()
 	var pods corev1.PodList
-	if err := c.List(context.Background(), &pods, client.InNamespace(aaaNS),
-		client.MatchingLabels{"aaa.openaaa.io/cluster": release, "aaa.openaaa.io/datacenter": "dc1", "app.kubernetes.io/component": "radius"}); err != nil {
+	if err := c.List(context.Background(), &pods, client.InNamespace(key.Namespace),
+		client.MatchingLabels{"aaa.openaaa.io/cluster": key.Name, "aaa.openaaa.io/datacenter": "dc1", "app.kubernetes.io/component": "radius"}); err != nil {
 		t.Fatal(err)
 	}
 	var newest *corev1.Pod
@@ -590,7 +616,7 @@ func policingPod(t *testing.T, c client.Client, must bool) *corev1.Pod {
 		}
 	}
 	if newest == nil && must {
-		t.Fatalf("no policing pod in %s\n%s", aaaNS, cluster.Diagnostics())
+		t.Fatalf("no policing pod in %s\n%s", key.Namespace, cluster.Diagnostics())
 	}
 	return newest
 }
