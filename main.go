@@ -96,7 +96,7 @@ func main() {
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorderFor("openaaa-operator"),
-		Options:  controllers.Options{PolicingImage: policingImage, Version: version.Version},
+		Options:  controllers.Options{PolicingImage: policingImage, Version: version.Version, OperatorNamespace: os.Getenv("POD_NAMESPACE")},
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to set up the AAACluster controller")
 		os.Exit(1)
