@@ -52,9 +52,12 @@ const indexReferencedObjects = "aaa.openaaa.io/referenced"
 // AAAClusterReconciler reconciles AAACluster objects.
 type AAAClusterReconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder record.EventRecorder
-	Options  Options
+	// APIReader reads past the cache: only to tell why a referenced Secret or ConfigMap is
+	// not in it (watched.go). Nil: the reason is not told.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+	Options   Options
 }
 
 // state is what the steps of one reconcile share. Steps read the spec (with defaults) and
@@ -70,6 +73,7 @@ type state struct {
 
 	// config.go
 	configHash map[string]string // per DC: hash of its ConfigMap and the Secrets that roll pods
+	unwatched  []string          // "Secret/x" that exist without the watch label (watched.go)
 	// cassandra.go
 	cassandra cassandraState
 	// schema.go: the DCs the applied schema replicates to, so policing may run there
@@ -122,7 +126,7 @@ type step struct {
 // +kubebuilder:rbac:groups=aaa.openaaa.io,resources=aaaclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=aaa.openaaa.io,resources=aaaclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

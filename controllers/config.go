@@ -286,6 +286,9 @@ func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (
 		switch {
 		case apierrors.IsNotFound(err):
 			secrets[name] = nil
+			if err := r.noteUnwatched(ctx, st, "Secret", name); err != nil {
+				return result{}, err
+			}
 		case err != nil:
 			return result{}, fmt.Errorf("get Secret %s: %w", name, err)
 		default:
@@ -300,6 +303,9 @@ func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (
 		switch {
 		case apierrors.IsNotFound(err):
 			configMaps[name] = nil
+			if err := r.noteUnwatched(ctx, st, "ConfigMap", name); err != nil {
+				return result{}, err
+			}
 		case err != nil:
 			return result{}, fmt.Errorf("get ConfigMap %s: %w", name, err)
 		default:

@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,5 +132,86 @@ func TestAdminTokenAndNetworkPolicy(t *testing.T) {
 			return fmt.Errorf("still there")
 		}
 		return err
+	})
+}
+
+// The operator caches only labelled Secrets and ConfigMaps. A referenced one without the label
+// is invisible to it, and the status says so and names the label; once labelled it is used.
+func TestUnlabelledReferencesAreNotWatched(t *testing.T) {
+	te := sharedEnv(t)
+	ns := te.newNamespace(t, "unlabelled")
+	plain := &corev1.Secret{ObjectMeta: objKey(ns, "cass-plain"), StringData: map[string]string{"username": "u", "password": "p"}}
+	if err := te.c.Create(bg, plain); err != nil {
+		t.Fatal(err)
+	}
+	c := minimalCluster(ns, "hidden")
+	c.Spec.Datacenters = c.Spec.Datacenters[:1]
+	c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{listenTCP(t)}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass-plain"}}
+	if err := te.c.Create(bg, c); err != nil {
+		t.Fatal(err)
+	}
+	got := te.waitCondition(t, ns, "hidden", aaav1.ConditionCassandraReady, metav1.ConditionFalse, ReasonNotLabelled)
+	cond := meta.FindStatusCondition(got.Status.Conditions, aaav1.ConditionCassandraReady)
+	if !strings.Contains(cond.Message, "Secret/cass-plain") || !strings.Contains(cond.Message, WatchLabel+"="+WatchLabelValue) {
+		t.Errorf("CassandraReady message %q: want the Secret and the label to put on it", cond.Message)
+	}
+	// Not in the operator's cache: its client does not see it at all.
+	if err := te.r.Get(bg, client.ObjectKey{Namespace: ns, Name: "cass-plain"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the operator's cached client reads an unlabelled Secret: %v", err)
+	}
+
+	// A referenced ConfigMap without the label: Degraded, naming it.
+	subs := &corev1.ConfigMap{ObjectMeta: objKey(ns, "subs"), Data: map[string]string{"subscribers.yaml": "subscribers: []\n"}}
+	if err := te.c.Create(bg, subs); err != nil {
+		t.Fatal(err)
+	}
+	te.updateCluster(t, ns, "hidden", func(c *aaav1.AAACluster) {
+		c.Spec.Subscribers = &aaav1.SubscribersSpec{File: &aaav1.SubscriberFileSpec{ConfigMap: &aaav1.ConfigMapKeyRef{Name: "subs"}}}
+	})
+	got = te.waitCondition(t, ns, "hidden", aaav1.ConditionDegraded, metav1.ConditionTrue, ReasonNotLabelled)
+	if cond := meta.FindStatusCondition(got.Status.Conditions, aaav1.ConditionDegraded); !strings.Contains(cond.Message, "ConfigMap/subs") {
+		t.Errorf("Degraded message %q: want ConfigMap/subs", cond.Message)
+	}
+
+	// Labelled: seen, used, and the conditions move on.
+	for _, o := range []client.Object{plain, subs} {
+		o.SetLabels(map[string]string{WatchLabel: WatchLabelValue})
+		if err := te.c.Update(bg, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	te.waitCondition(t, ns, "hidden", aaav1.ConditionCassandraReady, metav1.ConditionTrue, ReasonExternalCassandra)
+	eventually(t, wait, "Degraded no longer NotLabelled", func() error {
+		cond := meta.FindStatusCondition(te.getCluster(t, ns, "hidden").Status.Conditions, aaav1.ConditionDegraded)
+		if cond != nil && cond.Reason == ReasonNotLabelled {
+			return fmt.Errorf("Degraded: %s", cond.Message)
+		}
+		return nil
+	})
+}
+
+// With a managed Cassandra, the superuser Secret comes from k8ssandra-operator without the
+// label: the operator labels it, so that it sees it.
+func TestManagedSuperuserSecretIsLabelled(t *testing.T) {
+	te := sharedEnv(t)
+	ns := te.newNamespace(t, "adopt")
+	c := minimalCluster(ns, "adopt")
+	c.Spec.Datacenters = c.Spec.Datacenters[:1]
+	if err := te.c.Create(bg, c); err != nil {
+		t.Fatal(err)
+	}
+	su := &corev1.Secret{ObjectMeta: objKey(ns, "adopt-superuser"), StringData: map[string]string{"username": "adopt-superuser", "password": "x"}}
+	if err := te.c.Create(bg, su); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the superuser Secret labelled", func() error {
+		s := &corev1.Secret{}
+		if err := te.c.Get(bg, client.ObjectKeyFromObject(su), s); err != nil {
+			return err
+		}
+		if s.Labels[WatchLabel] != WatchLabelValue {
+			return fmt.Errorf("labels %v", s.Labels)
+		}
+		return nil
 	})
 }

@@ -72,6 +72,13 @@ done
 
 printf '%s\n' "$SECRET" >"$OUT/secret"
 "$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" >/dev/null
+# pprof is behind the admin API's token (docs/security.md); curl reads the header from a file.
+(
+	umask 077
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$OUT/admin-token"
+	printf 'Authorization: Bearer %s\n' "$(cat "$OUT/admin-token")" >"$OUT/admin-header"
+)
+
 cat >"$OUT/policing.yaml" <<EOF
 log: {level: warn, format: json}
 radius:
@@ -87,7 +94,7 @@ session:
     localDC: dc1
     keyspace: bench
     spool: {dir: $OUT/spool}
-admin: {address: 127.0.0.1:$ADMIN_PORT, pprof: true}
+admin: {address: 127.0.0.1:$ADMIN_PORT, tokenFile: $OUT/admin-token, pprof: true}
 EOF
 
 machine() {
@@ -111,7 +118,7 @@ lg() { "$LOADGEN" run --target "127.0.0.1:$BASE" --secret-file "$OUT/secret" --m
 lg --concurrency "$CONC" --duration "$WARMUP" >/dev/null
 if [[ $PROFILE == 1 ]]; then
 	secs=${DURATION%s}
-	curl -fsS -o "$OUT/policing.cpu.pprof" "http://127.0.0.1:$ADMIN_PORT/debug/pprof/profile?seconds=${secs%.*}" &
+	curl -fsS -H @"$OUT/admin-header" -o "$OUT/policing.cpu.pprof" "http://127.0.0.1:$ADMIN_PORT/debug/pprof/profile?seconds=${secs%.*}" &
 	PROF_PID=$!
 fi
 lg --concurrency "$CONC" --duration "$DURATION" --label policing-cassandra --server-pid "$POL_PID" \
