@@ -208,6 +208,7 @@ func (r *AAAClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&corev1.Secret{}). // the admin token: deleted, it is made again
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referencing("Secret"))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referencing("ConfigMap")))
 	for _, gvk := range []schema.GroupVersionKind{K8ssandraClusterGVK, CertificateGVK, ServiceMonitorGVK, PrometheusRuleGVK} {

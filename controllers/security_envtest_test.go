@@ -125,6 +125,21 @@ func TestAdminTokenAndNetworkPolicy(t *testing.T) {
 		return nil
 	})
 
+	// Deleted, it is made again, with a new token.
+	if err := te.c.Delete(bg, secret); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the admin token Secret made again", func() error {
+		s := &corev1.Secret{}
+		if err := te.c.Get(bg, client.ObjectKey{Namespace: ns, Name: "sec-admin-token"}, s); err != nil {
+			return err
+		}
+		if t := string(s.Data["token"]); t == token || t == "rotated-by-the-user-0123456789abcdef" || len(t) < 32 {
+			return fmt.Errorf("token not renewed")
+		}
+		return nil
+	})
+
 	te.updateCluster(t, ns, "sec", func(c *aaav1.AAACluster) { c.Spec.NetworkPolicy.Enabled = ptr.To(false) })
 	eventually(t, wait, "NetworkPolicy removed when disabled", func() error {
 		ok, err := te.exists(&networkingv1.NetworkPolicy{ObjectMeta: objKey(ns, "sec-dc1")})
