@@ -25,6 +25,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/admin"
 )
 
 const usage = `usage: policing ctl <command> [flags]
@@ -178,10 +180,9 @@ func adminToken(file string) (string, error) {
 		}
 		file = DefaultTokenFile
 	}
-	b, err := os.ReadFile(file)
+	b, err := admin.ReadTokenFile(file) // the file as policing reads it
 	if err != nil {
 		return "", fmt.Errorf("admin token: %w", err)
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	return strings.TrimSpace(line), nil
+	return string(b), nil
 }
