@@ -71,7 +71,9 @@ func (r *AAAClusterReconciler) ensureAdminToken(ctx context.Context, c *aaav1.AA
 	if err := controllerutil.SetControllerReference(c, s, r.Scheme); err != nil {
 		return err
 	}
-	if err := r.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Create(ctx, s); apierrors.IsAlreadyExists(err) {
+		return nil // the user's, without the watch label: it is mounted all the same
+	} else if err != nil {
 		return fmt.Errorf("create Secret %s: %w", name, err)
 	}
 	r.event(ctx, c, corev1.EventTypeNormal, ReasonCreated, "created Secret %s (the admin API token)", name)
