@@ -72,12 +72,10 @@ done
 
 printf '%s\n' "$SECRET" >"$OUT/secret"
 "$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" >/dev/null
-# pprof is behind the admin API's token (docs/security.md); curl reads the header from a file.
-(
-	umask 077
-	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$OUT/admin-token"
-	printf 'Authorization: Bearer %s\n' "$(cat "$OUT/admin-token")" >"$OUT/admin-header"
-)
+# pprof is behind the admin API's token; curl reads the header from a file.
+# shellcheck source=hack/lib/admin-token.sh
+source "$ROOT/hack/lib/admin-token.sh"
+admin_token "$OUT"
 
 cat >"$OUT/policing.yaml" <<EOF
 log: {level: warn, format: json}

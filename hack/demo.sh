@@ -28,10 +28,10 @@ trap cleanup EXIT
 
 umask 077
 echo "demo-secret-$RANDOM$RANDOM" >"$work/nas-secret"
-# The admin API's bearer token (docs/security.md); curl reads the header from a file, so the
-# token is never on a command line.
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/admin-token"
-printf 'Authorization: Bearer %s\n' "$(cat "$work/admin-token")" >"$work/admin-header"
+# The admin API's bearer token; curl reads the header from a file (hack/lib/admin-token.sh).
+# shellcheck source=hack/lib/admin-token.sh
+source hack/lib/admin-token.sh
+admin_token "$work"
 
 store_flags=(--set session.embedded.snapshotFile="$work/sessions.jsonl")
 if [[ $STORE == cassandra ]]; then
