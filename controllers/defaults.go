@@ -33,7 +33,7 @@ const (
 	defaultPolicyKey                    = "policy.lua"
 	defaultLDAPPasswordKey              = "password"
 	defaultAccountingSecretKey          = "secret"
-	defaultSessionStore                 = "hybrid"
+	defaultSessionStore                 = "cassandra"
 	defaultLogLevel                     = "info"
 	defaultDashboardLabel               = "grafana_dashboard"
 	defaultImageTagWhenDevVersion       = "latest"
