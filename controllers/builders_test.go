@@ -71,6 +71,7 @@ func TestGoldenBuilders(t *testing.T) {
 	golden(t, "deployment-dc2.yaml", toYAML(t, buildDeployment(c, spec, dc2, "0123456789abcdef")))
 	golden(t, "services-dc1.yaml", toYAML(t, buildServices(c, spec, dc1)))
 	golden(t, "pdb-dc1.yaml", toYAML(t, buildPDB(c, dc1)))
+	golden(t, "networkpolicy-dc1.yaml", toYAML(t, buildNetworkPolicy(c, spec, dc1.Name, "openaaa-system")))
 	golden(t, "hpa-dc1.yaml", toYAML(t, buildHPA(c, dc1)))
 	golden(t, "k8ssandracluster.yaml", toYAML(t, buildK8ssandraCluster(c, spec, nil).Object))
 	golden(t, "migration-job.yaml", toYAML(t, buildMigrationJob(c, spec, "dc1:3,dc2:3,dc3:3")))
@@ -105,7 +106,7 @@ func TestGoldenExternalConfig(t *testing.T) {
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		names = append(names, v.Name)
 	}
-	if got := strings.Join(names, ","); got != "config,clients,cassandra-credentials,tmp,state,subscribers,policy,accounting-proxy" {
+	if got := strings.Join(names, ","); got != "config,clients,cassandra-credentials,admin-token,tmp,state,subscribers,policy,accounting-proxy" {
 		t.Errorf("volumes %s", got)
 	}
 	if got := rollingSecrets(c, spec); strings.Join(got, ",") != "billing,cass,subs" {

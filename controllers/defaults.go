@@ -51,6 +51,9 @@ type Options struct {
 	// AllowCrossNamespaceLoadTests lets an AAALoadTest target an AAACluster of another
 	// namespace (--loadtest-allow-cross-namespace). Off: only its own namespace.
 	AllowCrossNamespaceLoadTests bool
+	// OperatorNamespace is where the operator runs ($POD_NAMESPACE): its pods may reach the
+	// admin port through the NetworkPolicy. Empty: they are not let in.
+	OperatorNamespace string
 }
 
 // withDefaults returns a copy of spec with every default applied. Pure.

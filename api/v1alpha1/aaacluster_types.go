@@ -75,6 +75,12 @@ type AAAClusterSpec struct {
 	// +optional
 	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
 
+	// NetworkPolicy the operator writes per data center (docs/security.md): RADIUS and
+	// RadSec from anywhere, the admin port only from the operator, aaa-loadgen, pods labelled
+	// aaa.openaaa.io/admin-client=true in this namespace, and the monitoring namespaces.
+	// +optional
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// Image of policing (it also runs the schema migrations).
 	// +optional
 	Image ImageSpec `json:"image,omitempty"`
@@ -453,6 +459,19 @@ type LuaPolicySpec struct {
 	// Memoize reuses a hook's decision while its declared inputs are unchanged (default true).
 	// +optional
 	Memoize *bool `json:"memoize,omitempty"`
+}
+
+// NetworkPolicySpec configures the per-DC NetworkPolicy.
+type NetworkPolicySpec struct {
+	// Enabled writes the NetworkPolicy. Default true; turn it off only where another layer
+	// (a service mesh, the CNI's own policies) restricts the admin port.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// MonitoringNamespaceSelector selects the namespaces whose pods may reach the admin port
+	// for /metrics (Prometheus). Default: the namespace named "monitoring".
+	// +optional
+	MonitoringNamespaceSelector *metav1.LabelSelector `json:"monitoringNamespaceSelector,omitempty"`
 }
 
 // MonitoringSpec asks for prometheus-operator and Grafana objects. Missing CRDs are reported in

@@ -28,6 +28,7 @@ import (
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 	"github.com/openaaa/openaaa/config/argocd"
+	"github.com/openaaa/openaaa/controllers"
 	"github.com/openaaa/openaaa/internal/cassandratest"
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
@@ -45,6 +46,9 @@ const (
 	loadtestSecret = "loadtest-secret-1"
 	readyWithin    = 5 * time.Minute
 )
+
+// watched is the label the operator's cache selects Secrets and ConfigMaps by.
+var watched = map[string]string{controllers.WatchLabel: controllers.WatchLabelValue}
 
 // Cassandra on the node's address (pods reach it), on the test port of cassandratest.
 var cassandraContact = fmt.Sprintf("%s:%d", clustertest.NodeIP, cassandratest.CQLPort)
@@ -86,9 +90,9 @@ func TestAAAClusterOnCluster(t *testing.T) {
 
 	// The user's Secrets and ConfigMaps: Cassandra credentials and the subscriber file.
 	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: aaaNS}})
-	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: aaaNS},
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: aaaNS, Labels: watched},
 		StringData: map[string]string{"username": "cassandra", "password": "cassandra"}})
-	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS},
+	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS, Labels: watched},
 		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
 
 	installOperatorChart(t, ctx, helm, root, tag)
@@ -155,14 +159,14 @@ func TestAAAClusterOnCluster(t *testing.T) {
 			t.Fatalf("Accounting %s: no Accounting-Response:\n%s", st, out)
 		}
 	}
-	sessions := adminSessions(t, pod.Status.PodIP, "alice")
+	sessions := adminSessions(t, c, pod.Status.PodIP, "alice")
 	if len(sessions) != 1 || sessions[0]["nas"] != clustertest.NASIP {
 		t.Fatalf("alice's sessions in the admin API: %v; want one, from NAS %s", sessions, clustertest.NASIP)
 	}
 	if out, ok := nasRadclient(t, fmt.Sprintf("%s:%d", clustertest.NodeIP, acct), "acct", nasSecret, acctAttrs("Stop", 120)...); !ok || !strings.Contains(out, "Accounting-Response") {
 		t.Fatalf("Accounting Stop: no Accounting-Response:\n%s", out)
 	}
-	if s := adminSessions(t, pod.Status.PodIP, "alice"); len(s) != 0 {
+	if s := adminSessions(t, c, pod.Status.PodIP, "alice"); len(s) != 0 {
 		t.Errorf("alice still active after Stop: %v", s)
 	}
 	// A wrong secret, and a client policing does not know (the host, from the node's address).
@@ -300,7 +304,7 @@ func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag str
 // columns kubectl shows.
 func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
 	t.Helper()
-	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS},
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS, Labels: watched},
 		StringData: map[string]string{"secret": loadtestSecret}})
 	lt := &aaav1.AAALoadTest{
 		ObjectMeta: metav1.ObjectMeta{Name: "capacity", Namespace: aaaNS},
@@ -707,10 +711,23 @@ func radclientRun(cmd *exec.Cmd, attrs []string) (string, bool) {
 	return out.String(), err == nil
 }
 
-func adminSessions(t *testing.T, podIP, user string) []map[string]any {
+// adminSessions asks policing's admin API with the token the operator generated (Secret
+// <release>-admin-token); the same request without it must get 401 and no session.
+func adminSessions(t *testing.T, c client.Client, podIP, user string) []map[string]any {
 	t.Helper()
+	url := fmt.Sprintf("http://%s:9812/api/v1/sessions?user=%s", podIP, user)
+	if code, body := httpGetToken(t, url, ""); code != http.StatusUnauthorized || strings.Contains(body, user) {
+		t.Fatalf("admin API without the token: HTTP %d %s; want 401 showing nothing", code, body)
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: aaaNS, Name: release + "-admin-token"}, secret); err != nil {
+		t.Fatalf("the operator's admin token Secret: %v", err)
+	}
 	var out []map[string]any
-	body := httpGet(t, fmt.Sprintf("http://%s:9812/api/v1/sessions?user=%s", podIP, user))
+	code, body := httpGetToken(t, url, string(secret.Data["token"]))
+	if code != http.StatusOK {
+		t.Fatalf("admin API with the token: HTTP %d %s", code, body)
+	}
 	if err := json.Unmarshal([]byte(body), &out); err != nil {
 		var wrapped struct {
 			Sessions []map[string]any `json:"sessions"`
@@ -721,6 +738,25 @@ func adminSessions(t *testing.T, podIP, user string) []map[string]any {
 		out = wrapped.Sessions
 	}
 	return out
+}
+
+func httpGetToken(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	hc := http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func httpGet(t *testing.T, url string) string {
