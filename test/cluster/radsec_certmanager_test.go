@@ -73,9 +73,9 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 
 	c := aaaClient(t)
 	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: radsecNS}})
-	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: radsecNS},
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: radsecNS, Labels: watched},
 		StringData: map[string]string{"username": "cassandra", "password": "cassandra"}})
-	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: radsecNS},
+	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: radsecNS, Labels: watched},
 		Data: map[string]string{"subscribers.yaml": subscribersYAML(0, "")}})
 	// The RadSec client's certificate, from the same CA (policing requires client certificates).
 	if err := c.Create(ctx, certificate(radsecNS, radsecNAS, []any{"client auth"}, "nas.radsec.test")); err != nil {
