@@ -37,9 +37,10 @@ type Node struct {
 	AcctAddr    net.Addr
 	AdminAddr   net.Addr
 	admin       *http.Server
-	Proxy       *proxy.Proxy    // accounting proxy (app/proxy.go); nil when off
-	CoA         *coa.Sender     // CoA/Disconnect sender (app/coa.go)
-	RadSec      *radiusd.RadSec // RadSec listener (app/radsec.go); nil when off
+	Proxy       *proxy.Proxy       // accounting proxy (app/proxy.go); nil when off
+	CoA         *coa.Sender        // CoA/Disconnect sender (app/coa.go)
+	policyCoA   *coa.PolicyTrigger // the policy's Disconnect/CoA after a store write; nil when off
+	RadSec      *radiusd.RadSec    // RadSec listener (app/radsec.go); nil when off
 	RadSecAddr  net.Addr
 	Reloader    *reload.Watcher // hot reload of mounted files (app/reload.go)
 	reloadStop  func()
@@ -96,8 +97,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
 	n.startReload(src)
 	n.watchPolicy()
-	authLogger, _ := st.(session.AuthLogger) // the store itself: startCoA wraps it
-	st = n.startCoA(st)
+	authLogger, _ := st.(session.AuthLogger)
 	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log}
 	if cfg.Subscribers.Source != "file" {
 		auth.LookupTimeout = 2 * time.Second
@@ -113,6 +113,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	if !cfg.Session.InProcess() {
 		acct.StoreTimeout = 3 * time.Second
 	}
+	n.startCoA(acct)
 	if err := n.startProxy(acct); err != nil {
 		n.abort()
 		return nil, err
@@ -178,6 +179,7 @@ func (n *Node) abort() {
 	_ = n.Radius.Shutdown(context.Background())
 	_ = n.stopProxy()
 	n.closeAuthLog(context.Background())
+	_ = n.stopPolicyCoA(context.Background())
 	_ = n.Store.Close(context.Background())
 	n.closePolicy()
 }
@@ -188,7 +190,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.draining.Store(true)
 	n.Log.Info("draining")
 	n.stopReload()
-	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx), n.stopProxy(), n.closeAuthLog(ctx), n.Store.Close(ctx)}
+	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx), n.stopProxy(), n.closeAuthLog(ctx), n.stopPolicyCoA(ctx), n.Store.Close(ctx)}
 	if n.admin != nil {
 		errs = append(errs, n.admin.Shutdown(ctx))
 	}
