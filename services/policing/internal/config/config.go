@@ -245,6 +245,9 @@ func unknownKeys(node any, t reflect.Type, path string) error {
 		sort.Strings(keys)
 		for _, k := range keys {
 			ft, ok := fields[k]
+			if why, gone := removedKeys[joinKey(path, k)]; !ok && gone {
+				return fmt.Errorf("key %q was removed: %s", joinKey(path, k), why)
+			}
 			if !ok {
 				return fmt.Errorf("unknown key %q", joinKey(path, k))
 			}
@@ -262,6 +265,12 @@ func unknownKeys(node any, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// removedKeys are keys older configurations may still set, with what replaced them: a
+// clearer error than "unknown key".
+var removedKeys = map[string]string{
+	"radius.radsec.reloadInterval": "the RadSec certificates reload with the other mounted files, every reload.interval and on SIGHUP (docs/hot-reload.md); delete the key",
 }
 
 func joinKey(path, k string) string {
