@@ -37,16 +37,17 @@ type Node struct {
 	AcctAddr    net.Addr
 	AdminAddr   net.Addr
 	admin       *http.Server
-	Proxy       *proxy.Proxy       // accounting proxy (app/proxy.go); nil when off
-	CoA         *coa.Sender        // CoA/Disconnect sender (app/coa.go)
-	policyCoA   *coa.PolicyTrigger // the policy's Disconnect/CoA after a store write; nil when off
-	RadSec      *radiusd.RadSec    // RadSec listener (app/radsec.go); nil when off
+	Proxy       *proxy.Proxy    // accounting proxy (app/proxy.go); nil when off
+	CoA         *coa.Sender     // CoA/Disconnect sender (app/coa.go)
+	RadSec      *radiusd.RadSec // RadSec listener (app/radsec.go); nil when off
 	RadSecAddr  net.Addr
 	Reloader    *reload.Watcher // hot reload of mounted files (app/reload.go)
 	reloadStop  func()
 	authLog     *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
 	lua         *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
 	draining    atomic.Bool
+	// the policy's Disconnect/CoA after a store write (app/coa.go); nil when off
+	policyCoA *coa.PolicyTrigger
 }
 
 // Start builds every part and starts the listeners. Errors name the config key at fault.
