@@ -46,6 +46,8 @@ type Node struct {
 	authLog     *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
 	lua         *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
 	draining    atomic.Bool
+	// the policy's Disconnect/CoA after a store write (app/coa.go); nil when off
+	policyCoA *coa.PolicyTrigger
 }
 
 // Start builds every part and starts the listeners. Errors name the config key at fault.
@@ -103,8 +105,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	n.startReload(src)
 	n.watchPolicy()
 	n.watchAdminToken(token)
-	authLogger, _ := st.(session.AuthLogger) // the store itself: startCoA wraps it
-	st = n.startCoA(st)
+	authLogger, _ := st.(session.AuthLogger)
 	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log}
 	if cfg.Subscribers.Source != "file" {
 		auth.LookupTimeout = 2 * time.Second
@@ -120,6 +121,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	if !cfg.Session.InProcess() {
 		acct.StoreTimeout = 3 * time.Second
 	}
+	n.startCoA(acct)
 	if err := n.startProxy(acct); err != nil {
 		n.abort()
 		return nil, err
@@ -185,6 +187,7 @@ func (n *Node) abort() {
 	_ = n.Radius.Shutdown(context.Background())
 	_ = n.stopProxy()
 	n.closeAuthLog(context.Background())
+	_ = n.stopPolicyCoA(context.Background())
 	_ = n.Store.Close(context.Background())
 	n.closePolicy()
 }
@@ -195,7 +198,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.draining.Store(true)
 	n.Log.Info("draining")
 	n.stopReload()
-	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx), n.stopProxy(), n.closeAuthLog(ctx), n.Store.Close(ctx)}
+	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx), n.stopProxy(), n.closeAuthLog(ctx), n.stopPolicyCoA(ctx), n.Store.Close(ctx)}
 	if n.admin != nil {
 		errs = append(errs, n.admin.Shutdown(ctx))
 	}

@@ -235,15 +235,6 @@ func (p *Proxy) health() {
 	}
 }
 
-// Alive reports each upstream's state (admin/debug).
-func (p *Proxy) Alive() map[string]bool {
-	m := map[string]bool{}
-	for _, u := range p.upstreams {
-		m[u.name] = u.alive.Load()
-	}
-	return m
-}
-
 // Pending returns how many requests wait in the queue (0 in sync mode).
 func (p *Proxy) Pending() int {
 	if p.queue == nil {
