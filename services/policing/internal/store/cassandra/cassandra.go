@@ -65,6 +65,9 @@ type Store struct {
 	replayMu sync.Mutex
 	errLog   rateLimiter
 	pending  pendingSessions
+	// staleRead, set by tests only, answers the accounting path's read of a row in place of
+	// Cassandra: a replica that has not received another DC's latest writes yet.
+	staleRead func(session.Key) (*session.Session, int64, bool)
 }
 
 // pendingSessions are the sessions with records in the spool. A new record of such a session
@@ -362,16 +365,19 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 		return nil, errors.New("cassandra store: accounting update without NAS or Acct-Session-Id")
 	}
 	old, wt, err := st.readRow(ctx, k, st.cons)
+	if st.staleRead != nil {
+		if s, w, ok := st.staleRead(k); ok {
+			old, wt, err = s, w, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	u := &session.Update{Kind: rec.Kind, Session: rec.Session}
 	var merged *session.Session
-	// A Start on a stopped row is a new session when the NAS reused the Acct-Session-Id (its
-	// Start is later than the Stop); a Start no later than the Stop is that session's own,
-	// replayed from a spool or delayed, and must not revive it.
-	reused := old != nil && old.State == session.Stopped && rec.Kind == session.KindStart &&
-		rec.Session.LastSeen.After(old.StopTime)
+	// A stopped row takes a new session only by session.Reopens (a Start later than the
+	// Stop); any other record of it is late and goes to the history only.
+	reused := old != nil && old.State == session.Stopped && session.Reopens(old, u, rec.Received)
 	late := old != nil && old.State == session.Stopped && !reused
 	switch {
 	case old == nil || reused:
@@ -403,7 +409,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 			rec.HistoryOnly = true
 		}
 	}
-	ts := max(rec.Received.UnixMicro(), wt+1)
+	ts := writeTimestamp(rec, wt)
 
 	var wg sync.WaitGroup
 	var batchErr, histErr error
@@ -436,6 +442,32 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 		return nil, historyError{histErr}
 	}
 	return merged, nil
+}
+
+// stopLead puts a Stop's write after every write of its session's earlier events, even in
+// the same second (Event-Timestamp has whole seconds) and after the +1 µs steps of writes that
+// merged onto each other.
+const stopLead = time.Millisecond
+
+// writeTimestamp is the Cassandra write time of a record's row: its event time (no later than
+// its arrival: a NAS clock ahead must not pin rows in the future), a Stop stopLead later, and
+// after the row it merged onto (wt) so that what it merged wins.
+//
+// The event time, not the arrival: a record older than the Stop can be processed after it
+// in another DC — queued in an overloaded DC, or replayed from a spool when a DC comes back —
+// on a replica that has not received the Stop yet (LOCAL_* consistency). Its read misses the
+// Stop, so the checks on the row cannot catch it; with the arrival time as write time its
+// "active" won Cassandra's last-write-wins over the Stop once the replicas converged, and the
+// session came back from the dead. With the event time the Stop's cells stay the newest.
+func writeTimestamp(rec *record, wt int64) int64 {
+	at := rec.Session.LastSeen
+	if at.IsZero() || at.After(rec.Received) {
+		at = rec.Received
+	}
+	if rec.Kind == session.KindStop {
+		at = at.Add(stopLead)
+	}
+	return max(at.UnixMicro(), wt+1)
 }
 
 func ttlSeconds(d time.Duration) int {
