@@ -195,15 +195,16 @@ func (u *Update) At(now time.Time) time.Time {
 	return u.Session.LastSeen
 }
 
-// Reopens reports whether u, arriving for a session that is stopped, opens a new session
+// Reopens reports whether u, arriving for a session stopped at stopTime (the Stop's event
+// time, Session.StopTime), opens a new session
 // under the same key; every store applies this one rule. Only a Start whose event is later
 // than the Stop does: the NAS reused its Acct-Session-Id. Anything else belongs to the
 // stopped session and must not revive it — an Interim or Stop that arrives late, or a Start
 // no later than the Stop (replayed from a spool, or retransmitted): it is acknowledged and
 // goes to the history only. Decided by event time, never by arrival order, so a record
 // replayed in one DC after the Stop was written in another gives the same answer.
-func Reopens(stopped *Session, u *Update, now time.Time) bool {
-	return u.Kind == KindStart && u.At(now).After(stopped.StopTime)
+func Reopens(stopTime time.Time, u *Update, now time.Time) bool {
+	return u.Kind == KindStart && u.At(now).After(stopTime)
 }
 
 func setStr(dst *string, v string) {

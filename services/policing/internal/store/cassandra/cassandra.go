@@ -209,8 +209,8 @@ func newQueries() queries {
 		insSession: "INSERT INTO sessions (" + colList("nas", "acct_session_id") + ") VALUES (" + marks(n+2) + ") USING TTL ?",
 		insByUser:  "INSERT INTO sessions_by_user (user_name, nas, acct_session_id, framed_ip, start_time) VALUES (?, ?, ?, ?, ?) USING TTL ?",
 		delByUser:  "DELETE FROM sessions_by_user WHERE user_name = ? AND nas = ? AND acct_session_id = ?",
-		insByIP:    "INSERT INTO sessions_by_framed_ip (framed_ip, nas, acct_session_id, user_name) VALUES (?, ?, ?, ?) USING TTL ?",
-		delByIP:    "DELETE FROM sessions_by_framed_ip WHERE framed_ip = ?",
+		insByIP:    "INSERT INTO sessions_by_framed_ip (framed_ip, nas, acct_session_id, user_name) VALUES (?, ?, ?, ?) USING TTL ? AND TIMESTAMP ?",
+		delByIP:    "DELETE FROM sessions_by_framed_ip USING TIMESTAMP ? WHERE framed_ip = ?",
 		selByIP:    "SELECT nas, acct_session_id FROM sessions_by_framed_ip WHERE framed_ip = ?",
 		insByNAS:   "INSERT INTO sessions_by_nas (nas, acct_session_id, user_name) VALUES (?, ?, ?) USING TTL ?",
 		delByNAS:   "DELETE FROM sessions_by_nas WHERE nas = ? AND acct_session_id = ?",
@@ -377,7 +377,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 	var merged *session.Session
 	// A stopped row takes a new session only by session.Reopens (a Start later than the
 	// Stop); any other record of it is late and goes to the history only.
-	reused := old != nil && old.State == session.Stopped && session.Reopens(old, u, rec.Received)
+	reused := old != nil && old.State == session.Stopped && session.Reopens(old.StopTime, u, rec.Received)
 	late := old != nil && old.State == session.Stopped && !reused
 	switch {
 	case old == nil || reused:
@@ -410,6 +410,10 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 		}
 	}
 	ts := writeTimestamp(rec, wt)
+	// The framed-IP lookup is one row per address that another session can claim at the
+	// same moment (a superseding Start, and the Stop it sends to the old session): it stays
+	// in arrival order. Readers check the session it names (ByFramedIP, the Stop's delete).
+	ipTS := max(rec.Received.UnixMicro(), wt+1)
 
 	var wg sync.WaitGroup
 	var batchErr, histErr error
@@ -417,7 +421,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			batchErr = st.writeSession(ctx, old, merged, ts)
+			batchErr = st.writeSession(ctx, old, merged, ts, ipTS)
 		}()
 	}
 	histErr = st.writeHistory(ctx, rec, hist)
@@ -477,7 +481,7 @@ func ttlSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
 }
 
-func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts int64) error {
+func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts, ipTS int64) error {
 	b := st.s.Batch(gocql.LoggedBatch).Consistency(st.cons).WithTimestamp(ts)
 	k := s.Key
 	base := append([]any{k.NAS, k.ID}, values(s)...)
@@ -494,7 +498,7 @@ func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts i
 			var nas, id string
 			err := st.s.Query(st.q.selByIP, ipOrNil(ip)).Consistency(st.cons).ScanContext(ctx, &nas, &id)
 			if err == nil && nas == k.NAS && id == k.ID {
-				b.Query(st.q.delByIP, ipOrNil(ip))
+				b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
 			} else if err != nil && !errors.Is(err, gocql.ErrNotFound) {
 				return err
 			}
@@ -517,10 +521,10 @@ func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts i
 			b.Query(st.q.delByUser, u, k.NAS, k.ID)
 		}
 		if s.FramedIP.IsValid() && (fresh || old.FramedIP != s.FramedIP || old.UserName != s.UserName) {
-			b.Query(st.q.insByIP, ipOrNil(s.FramedIP), k.NAS, k.ID, uStr(s.UserName), ttl)
+			b.Query(st.q.insByIP, ipOrNil(s.FramedIP), k.NAS, k.ID, uStr(s.UserName), ttl, ipTS)
 		}
 		if ip := oldIP(old); ip.IsValid() && ip != s.FramedIP {
-			b.Query(st.q.delByIP, ipOrNil(ip))
+			b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
 		}
 		if fresh || old.UserName != s.UserName {
 			b.Query(st.q.insByNAS, k.NAS, k.ID, uStr(s.UserName), ttl)

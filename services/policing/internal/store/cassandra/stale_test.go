@@ -17,7 +17,7 @@ type settable struct {
 	now time.Time
 }
 
-func (c *settable) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *settable) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *settable) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
 
 // TestOlderRecordOnStaleReplicaKeepsSessionStopped is TestMultiDC's phase-2 defect, made
