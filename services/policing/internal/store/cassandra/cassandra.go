@@ -5,9 +5,10 @@
 // (NAS, Acct-Session-Id), with lookup tables sessions_by_user, sessions_by_framed_ip and
 // sessions_by_nas written together with the base row in one logged batch at the configured
 // consistency (LOCAL_QUORUM); an insert-only accounting history with three lookups and the
-// closed sessions per user at LOCAL_ONE with a 7-day TTL (TWCS). Every write carries a
-// client timestamp that is later than the row it merged onto, so concurrent or replayed
-// writes never roll a session back.
+// closed sessions per user at LOCAL_ONE with a 7-day TTL (TWCS). Every row write carries a
+// client timestamp from the record's event time and later than the row it merged onto
+// (writeTimestamp), so concurrent or replayed writes never roll a session back, and a record
+// older than the Stop never revives it, whatever its DC's replica had seen.
 //
 // Accounting is never lost: when Cassandra is unreachable or times out, the record goes to
 // the local spool (fsync'd) and Apply succeeds; the spool replays in order when Cassandra is
