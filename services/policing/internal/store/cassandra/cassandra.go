@@ -1,5 +1,6 @@
 // Package cassandra is the Cassandra session store (and, in hybrid.go, the hybrid store: a
-// bounded local cache in front of it).
+// bounded local cache in front of it). By job: write.go (accounting into the session row, its
+// lookups and the history), read.go (lookups), replay.go (the spool), authlog.go.
 //
 // Data model (schema in internal/migrate/migrations): the sessions table keyed by
 // (NAS, Acct-Session-Id), with lookup tables sessions_by_user, sessions_by_framed_ip and
