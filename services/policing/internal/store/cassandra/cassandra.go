@@ -216,6 +216,24 @@ func (st *Store) Close(ctx context.Context) error {
 	return err
 }
 
+// parallel runs f(0), ..., f(n-1), at most limit at once, and returns their errors joined.
+func parallel(n, limit int, f func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // rateLimiter lets one log line through per interval.
 type rateLimiter struct {
 	mu    sync.Mutex

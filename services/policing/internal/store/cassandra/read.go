@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"sync"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -57,30 +56,21 @@ func (st *Store) Get(ctx context.Context, k session.Key) (*session.Session, erro
 // getMany reads the active sessions of keys in parallel (bounded).
 func (st *Store) getMany(ctx context.Context, keys []session.Key, get func(context.Context, session.Key) (*session.Session, error)) ([]*session.Session, error) {
 	out := make([]*session.Session, len(keys))
-	errs := make([]error, len(keys))
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	for i, k := range keys {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			s, err := get(ctx, k)
-			if errors.Is(err, session.ErrNotFound) {
-				err = nil
-			}
-			out[i], errs[i] = s, err
-		}()
-	}
-	wg.Wait()
+	err := parallel(len(keys), 16, func(i int) error {
+		s, err := get(ctx, keys[i])
+		if errors.Is(err, session.ErrNotFound) {
+			return nil
+		}
+		out[i] = s
+		return err
+	})
 	res := out[:0]
 	for _, s := range out {
 		if s != nil {
 			res = append(res, s)
 		}
 	}
-	return res, errors.Join(errs...)
+	return res, err
 }
 
 func (st *Store) userKeys(ctx context.Context, user string) ([]session.Key, error) {

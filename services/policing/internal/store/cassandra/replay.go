@@ -153,28 +153,18 @@ func (st *Store) replayBatch(ctx context.Context, recs [][]byte) error {
 			counted[k]++
 		}
 	}
-	errs := make([]error, len(order))
-	sem := make(chan struct{}, replayConcurrency)
-	var wg sync.WaitGroup
-	for i, k := range order {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			for _, rec := range groups[k] {
-				rctx, cancel := context.WithTimeout(ctx, st.o.Conn.Timeout+time.Second)
-				_, err := st.applyRecord(rctx, rec)
-				cancel()
-				if err != nil {
-					errs[i] = err
-					return // the batch is replayed again: nothing of it is uncounted
-				}
+	err := parallel(len(order), replayConcurrency, func(i int) error {
+		for _, rec := range groups[order[i]] {
+			rctx, cancel := context.WithTimeout(ctx, st.o.Conn.Timeout+time.Second)
+			_, err := st.applyRecord(rctx, rec)
+			cancel()
+			if err != nil {
+				return err // the batch is replayed again: nothing of it is uncounted
 			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	// The whole batch is in Cassandra: Cassandra works, and the batch's sessions no longer

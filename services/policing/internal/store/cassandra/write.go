@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -314,19 +315,12 @@ func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Sessi
 		stmts = append(stmts, stmt{st.q.insHistByIP, []any{ipOrNil(s.FramedIP), day, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName)}})
 	}
 	stmts = append(stmts, stmt{st.q.insHistByTime, []any{minute, shard, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName), uIP(s.FramedIP)}})
-	errs := make([]error, len(stmts))
-	var wg sync.WaitGroup
-	for i, x := range stmts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			start := time.Now()
-			errs[i] = st.s.Query(x.q, x.args...).Consistency(st.hcons).WithTimestamp(rec.Received.UnixMicro()).ExecContext(ctx)
-			observe("write_history", start, errs[i])
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return parallel(len(stmts), len(stmts), func(i int) error {
+		start := time.Now()
+		err := st.s.Query(stmts[i].q, stmts[i].args...).Consistency(st.hcons).WithTimestamp(rec.Received.UnixMicro()).ExecContext(ctx)
+		observe("write_history", start, err)
+		return err
+	})
 }
 
 // CloseNAS closes every active session of a NAS (Accounting-On/Off).
@@ -335,29 +329,15 @@ func (st *Store) CloseNAS(ctx context.Context, nas string, at time.Time, cause u
 	if err != nil {
 		return 0, err
 	}
-	sem := make(chan struct{}, 16)
-	var mu sync.Mutex
-	var errs []error
-	n := 0
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			err := st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{
-				Key: session.Key{NAS: nas, ID: id}, LastSeen: at, TerminateCause: cause,
-			}})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			n++
-		}()
-	}
-	wg.Wait()
-	return n, errors.Join(errs...)
+	var n atomic.Int64
+	err = parallel(len(ids), 16, func(i int) error {
+		err := st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{
+			Key: session.Key{NAS: nas, ID: ids[i]}, LastSeen: at, TerminateCause: cause,
+		}})
+		if err == nil {
+			n.Add(1)
+		}
+		return err
+	})
+	return int(n.Load()), err
 }
