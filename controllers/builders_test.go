@@ -148,6 +148,55 @@ func TestWithDefaults(t *testing.T) {
 	}
 }
 
+// TestPolicingDownAlert: the alert sees a data center whose pods are all gone (no `up` series
+// left to be 0), not only one whose pods fail their scrapes; a data center scaled to 0 on
+// purpose does not page; `for` comes from the spec, 5m by default.
+func TestPolicingDownAlert(t *testing.T) {
+	c := &aaav1.AAACluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "aaa"}}
+	spec := withDefaults(aaav1.AAAClusterSpec{
+		Datacenters: []aaav1.Datacenter{
+			{Name: "dc1"},
+			{Name: "dc2", Autoscaling: &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3}},
+			{Name: "off", Replicas: ptr.To[int32](0)},
+		},
+		Monitoring: aaav1.MonitoringSpec{PrometheusRule: &aaav1.PrometheusRuleSpec{Enabled: true}},
+	}, Options{Version: "dev"})
+	down := alertRules(c, spec)[0].(map[string]any)
+	expr := down["expr"].(string)
+	for _, want := range []string{
+		`sum by (namespace, service) (up{namespace="aaa",service=~"edge-.+-admin"}) == 0`,
+		`absent(up{namespace="aaa",service="edge-dc1-admin"})`,
+		`absent(up{namespace="aaa",service="edge-dc2-admin"})`,
+	} {
+		if !strings.Contains(expr, want) {
+			t.Errorf("OpenAAAPolicingDown: %s\nlacks %s", expr, want)
+		}
+	}
+	if strings.Contains(expr, "edge-off-admin") {
+		t.Errorf("OpenAAAPolicingDown watches a data center scaled to 0: %s", expr)
+	}
+	if down["for"] != "5m" {
+		t.Errorf("for %v; want the default 5m", down["for"])
+	}
+	spec.Monitoring.PrometheusRule.PolicingDownFor = "30s"
+	if f := alertRules(c, spec)[0].(map[string]any)["for"]; f != "30s" {
+		t.Errorf("for %v; want 30s from the spec", f)
+	}
+}
+
+func TestHPABehavior(t *testing.T) {
+	c := &aaav1.AAACluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "aaa"}}
+	dc := aaav1.Datacenter{Name: "dc1", Autoscaling: &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3}}
+	if b := buildHPA(c, dc).Spec.Behavior; b != nil {
+		t.Errorf("behavior %+v without scaleDownStabilizationSeconds; want Kubernetes' defaults", b)
+	}
+	dc.Autoscaling.ScaleDownStabilizationSeconds = ptr.To[int32](30)
+	b := buildHPA(c, dc).Spec.Behavior
+	if b == nil || b.ScaleDown == nil || b.ScaleDown.StabilizationWindowSeconds == nil || *b.ScaleDown.StabilizationWindowSeconds != 30 || b.ScaleUp != nil {
+		t.Errorf("behavior %+v; want scaleDown.stabilizationWindowSeconds 30 and nothing else", b)
+	}
+}
+
 func TestSplitImage(t *testing.T) {
 	for in, want := range map[string][2]string{
 		"":                            {"", ""},

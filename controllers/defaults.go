@@ -27,6 +27,7 @@ const (
 	DefaultRadSecPort             int32 = 2083
 	AdminPort                     int32 = 9812
 	DefaultScrapeInterval               = "30s"
+	DefaultPolicingDownFor              = "5m"
 	DefaultPolicingImage                = "ghcr.io/openaaa/policing"
 	DefaultLoadgenImage                 = "ghcr.io/openaaa/aaa-loadgen"
 	defaultSubscriberFileKey            = "subscribers.yaml"
@@ -120,6 +121,9 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 	}
 	if sm := s.Monitoring.ServiceMonitor; sm != nil && sm.Interval == "" {
 		sm.Interval = DefaultScrapeInterval
+	}
+	if pr := s.Monitoring.PrometheusRule; pr != nil && pr.PolicingDownFor == "" {
+		pr.PolicingDownFor = DefaultPolicingDownFor
 	}
 	if gd := s.Monitoring.GrafanaDashboards; gd != nil && len(gd.Labels) == 0 {
 		gd.Labels = map[string]string{defaultDashboardLabel: "1"}

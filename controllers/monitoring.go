@@ -35,8 +35,23 @@ func buildServiceMonitor(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *unstru
 	return u
 }
 
+// policingDownExpr is OpenAAAPolicingDown's expression: every scraped policing pod of a data
+// center down, or none scraped at all while the data center wants pods (all gone with their
+// node, Pending, evicted): then there is no `up` series to be 0, and only absent() sees it.
+// A data center scaled to 0 on purpose is left out. Pure.
+func policingDownExpr(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, sel string) string {
+	expr := fmt.Sprintf(`sum by (namespace, service) (up{%s}) == 0`, sel)
+	for _, dc := range spec.Datacenters {
+		if dc.Autoscaling == nil && dc.Replicas != nil && *dc.Replicas == 0 {
+			continue
+		}
+		expr += fmt.Sprintf(` or absent(up{namespace=%q,service=%q})`, c.Namespace, adminServiceName(c, dc.Name))
+	}
+	return expr
+}
+
 // alertRules are the alerts of an AAACluster. Pure.
-func alertRules(c *aaav1.AAACluster) []any {
+func alertRules(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) []any {
 	sel := fmt.Sprintf(`namespace=%q,service=~%q`, c.Namespace, c.Name+"-.+-admin")
 	rule := func(name, expr, forDur, severity, summary string) map[string]any {
 		return map[string]any{
@@ -50,8 +65,7 @@ func alertRules(c *aaav1.AAACluster) []any {
 		}
 	}
 	return []any{
-		rule("OpenAAAPolicingDown",
-			fmt.Sprintf(`sum by (namespace, service) (up{%s}) == 0`, sel), "5m", "critical",
+		rule("OpenAAAPolicingDown", policingDownExpr(c, spec, sel), spec.Monitoring.PrometheusRule.PolicingDownFor, "critical",
 			"No policing pod of {{ $labels.service }} answers: RADIUS is down in this data center."),
 		rule("OpenAAARequestsDropped",
 			fmt.Sprintf(`sum by (namespace, service) (rate(openaaa_radius_requests_dropped_total{%s}[5m])) > 0`, sel), "10m", "warning",
@@ -72,7 +86,7 @@ func buildPrometheusRule(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *unstru
 		"kind":       PrometheusRuleGVK.Kind,
 		"metadata":   map[string]any{"name": prometheusRuleName(c), "namespace": c.Namespace},
 		"spec": map[string]any{
-			"groups": []any{map[string]any{"name": "openaaa." + c.Name, "rules": alertRules(c)}},
+			"groups": []any{map[string]any{"name": "openaaa." + c.Name, "rules": alertRules(c, spec)}},
 		},
 	}}
 	u.SetLabels(mergeLabels(clusterLabels(c, "monitoring"), spec.Monitoring.PrometheusRule.Labels))
