@@ -78,18 +78,7 @@ nasClients:
 // seconds of Cassandra's return. Last, both releases are uninstalled and leave nothing
 // behind but the CRDs (kept on purpose).
 func TestAAAClusterOnCluster(t *testing.T) {
-	clustertest.Skip(t, cluster)
-	root, err := clustertest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm := filepath.Join(root, "bin", "helm")
-	_, err = os.Stat(helm)
-	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
-	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
-	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
-	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
-	tag := refs[0][strings.LastIndex(refs[0], ":")+1:]
+	root, helm, tag := needAAA(t)
 	c := aaaClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -321,6 +310,25 @@ func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
 		}
 		return fmt.Errorf("Job %s still there (%v)", lt.Status.Job, err)
 	})
+}
+
+// needAAA skips (or fails under OPENAAA_INTEGRATION=require) without the cluster, helm or
+// Cassandra, imports the project's images and returns the repository root, helm and the
+// images' tag.
+func needAAA(t *testing.T) (root, helm, tag string) {
+	t.Helper()
+	clustertest.Skip(t, cluster)
+	root, err := clustertest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm = filepath.Join(root, "bin", "helm")
+	_, err = os.Stat(helm)
+	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
+	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
+	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
+	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
+	return root, helm, refs[0][strings.LastIndex(refs[0], ":")+1:]
 }
 
 // createLoadTest starts an AAALoadTest of the test's AAACluster: the loadtest-nas Secret,

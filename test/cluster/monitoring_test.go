@@ -20,7 +20,6 @@ import (
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 	"github.com/openaaa/openaaa/config/grafana"
 	"github.com/openaaa/openaaa/internal/cassandratest"
-	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/test/addons"
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
 )
@@ -32,19 +31,8 @@ import (
 // test ends.
 func startAAA(t *testing.T, ctx context.Context, extraValues string) client.Client {
 	t.Helper()
-	clustertest.Skip(t, cluster)
-	root, err := clustertest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm := filepath.Join(root, "bin", "helm")
-	_, err = os.Stat(helm)
-	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
-	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
+	root, helm, tag := needAAA(t)
 	addons.NeedBuilt(t)
-	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
-	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
-	tag := refs[0][strings.LastIndex(refs[0], ":")+1:]
 	start := time.Now()
 	if err := cluster.ImportArchives(addons.ImportArgs(t)...); err != nil {
 		t.Fatal(err)
@@ -434,13 +422,7 @@ func resolveVariables(t *testing.T, ctx context.Context, name string, d grafanaD
 		if v.Type != "query" {
 			continue
 		}
-		q := ""
-		switch x := v.Query.(type) {
-		case string:
-			q = x
-		case map[string]any:
-			q, _ = x["query"].(string)
-		}
+		q := grafana.VariableQuery(v.Query)
 		m := labelValuesQuery.FindStringSubmatch(strings.TrimSpace(q))
 		if m == nil {
 			t.Errorf("%s: variable %s: %q is not label_values(selector, label)", name, v.Name, q)
