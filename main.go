@@ -84,6 +84,8 @@ func main() {
 		// Only callers allowed to get /metrics (TokenReview + SubjectAccessReview).
 		mgrOpts.Metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	// Only labelled Secrets and ConfigMaps, not every one of the cluster (docs/security.md).
+	mgrOpts.Cache.ByObject = controllers.CacheByObject()
 	if namespace != "" {
 		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
@@ -93,10 +95,11 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&controllers.AAAClusterReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor("openaaa-operator"),
-		Options:  controllers.Options{PolicingImage: policingImage, Version: version.Version},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorderFor("openaaa-operator"),
+		Options:   controllers.Options{PolicingImage: policingImage, Version: version.Version, OperatorNamespace: os.Getenv("POD_NAMESPACE")},
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to set up the AAACluster controller")
 		os.Exit(1)

@@ -17,6 +17,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,9 +52,12 @@ const indexReferencedObjects = "aaa.openaaa.io/referenced"
 // AAAClusterReconciler reconciles AAACluster objects.
 type AAAClusterReconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder record.EventRecorder
-	Options  Options
+	// APIReader reads past the cache: only to tell why a referenced Secret or ConfigMap is
+	// not in it (watched.go). Nil: the reason is not told.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+	Options   Options
 }
 
 // state is what the steps of one reconcile share. Steps read the spec (with defaults) and
@@ -69,6 +73,7 @@ type state struct {
 
 	// config.go
 	configHash map[string]string // per DC: hash of its ConfigMap and the Secrets that roll pods
+	unwatched  []string          // "Secret/x" that exist without the watch label (watched.go)
 	// cassandra.go
 	cassandra cassandraState
 	// schema.go: the DCs the applied schema replicates to, so policing may run there
@@ -121,7 +126,8 @@ type step struct {
 // +kubebuilder:rbac:groups=aaa.openaaa.io,resources=aaaclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=aaa.openaaa.io,resources=aaaclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
@@ -201,6 +207,8 @@ func (r *AAAClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&corev1.Secret{}). // the admin token: deleted, it is made again
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referencing("Secret"))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referencing("ConfigMap")))
 	for _, gvk := range []schema.GroupVersionKind{K8ssandraClusterGVK, CertificateGVK, ServiceMonitorGVK, PrometheusRuleGVK} {

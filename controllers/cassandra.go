@@ -197,6 +197,11 @@ func (r *AAAClusterReconciler) reconcileCassandra(ctx context.Context, st *state
 		if apierrors.IsNotFound(err) || (err == nil && (len(secret.Data["username"]) == 0 || len(secret.Data["password"]) == 0)) {
 			cs.reason = ReasonCredentialsMissing
 			cs.message = fmt.Sprintf("Secret %s with the keys username and password not found", name)
+			if hidden, uerr := unlabelled(ctx, r.APIReader, "Secret", client.ObjectKey{Namespace: c.Namespace, Name: name}); uerr != nil {
+				return result{}, uerr
+			} else if hidden && err != nil {
+				cs.reason, cs.message = ReasonNotLabelled, notLabelledMessage([]string{"Secret/" + name})
+			}
 			return result{stop: true}, nil
 		}
 		if err != nil {

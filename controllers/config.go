@@ -98,7 +98,8 @@ type pcPolicyLua struct {
 }
 
 type pcAdmin struct {
-	Address string `json:"address"`
+	Address   string `json:"address"`
+	TokenFile string `json:"tokenFile"`
 }
 
 // renderPolicingConfig renders policing.yaml for one data center. Pure; it names files, never
@@ -123,7 +124,7 @@ func renderPolicingConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc str
 				PasswordFile:  path.Join(cassandraCredsDir, "password"),
 			},
 		},
-		Admin: pcAdmin{Address: fmt.Sprintf(":%d", AdminPort)},
+		Admin: pcAdmin{Address: fmt.Sprintf(":%d", AdminPort), TokenFile: path.Join(adminTokenDir, adminTokenKey)},
 	}
 	if radsecEnabled(spec) {
 		cfg.Radius.RadSec = &pcRadSec{
@@ -275,6 +276,9 @@ func configHash(cm *corev1.ConfigMap, secrets map[string]map[string][]byte, conf
 // reconcileConfig applies the per-DC ConfigMaps and computes the hashes that roll the pods.
 func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (result, error) {
 	c, spec := st.cluster, st.spec
+	if err := r.ensureAdminToken(ctx, c); err != nil {
+		return result{}, err
+	}
 	secrets := map[string]map[string][]byte{}
 	for _, name := range rollingSecrets(c, spec) {
 		s := &corev1.Secret{}
@@ -282,6 +286,9 @@ func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (
 		switch {
 		case apierrors.IsNotFound(err):
 			secrets[name] = nil
+			if err := r.noteUnwatched(ctx, st, "Secret", name); err != nil {
+				return result{}, err
+			}
 		case err != nil:
 			return result{}, fmt.Errorf("get Secret %s: %w", name, err)
 		default:
@@ -296,6 +303,9 @@ func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (
 		switch {
 		case apierrors.IsNotFound(err):
 			configMaps[name] = nil
+			if err := r.noteUnwatched(ctx, st, "ConfigMap", name); err != nil {
+				return result{}, err
+			}
 		case err != nil:
 			return result{}, fmt.Errorf("get ConfigMap %s: %w", name, err)
 		default:

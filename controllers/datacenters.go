@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -91,10 +92,12 @@ func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Da
 	}
 	ports = append(ports, corev1.ContainerPort{Name: portAdmin, ContainerPort: AdminPort, Protocol: corev1.ProtocolTCP})
 
+	tokenVolume, tokenMount := adminTokenVolume(c)
 	mounts := []corev1.VolumeMount{
 		{Name: "config", MountPath: configFile, SubPath: configKey, ReadOnly: true},
 		{Name: "clients", MountPath: clientsDir, ReadOnly: true},
 		{Name: "cassandra-credentials", MountPath: cassandraCredsDir, ReadOnly: true},
+		tokenMount,
 		{Name: "tmp", MountPath: "/tmp"},
 		{Name: "state", MountPath: stateDir},
 	}
@@ -106,6 +109,7 @@ func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Da
 			SecretName: spec.Radius.ClientsSecret.Name, DefaultMode: ptr.To[int32](0o440),
 		}}},
 		credentialsVolume(c, spec),
+		tokenVolume,
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(mustQty("64Mi"))}}},
 		// The accounting spool and the proxy queue (policing's defaults under /var/lib/openaaa):
 		// they survive container restarts, not the pod's rescheduling.
@@ -422,6 +426,13 @@ func (r *AAAClusterReconciler) reconcileDatacenters(ctx context.Context, st *sta
 				obs.service = live.(*corev1.Service)
 			}
 		}
+		if networkPolicyEnabled(spec) {
+			np := buildNetworkPolicy(c, spec, dc.Name, r.Options.OperatorNamespace)
+			if _, err := r.apply(ctx, c, np); err != nil {
+				return result{}, err
+			}
+			keep["NetworkPolicy/"+np.Name] = true
+		}
 		pdb := buildPDB(c, dc)
 		if _, err := r.apply(ctx, c, pdb); err != nil {
 			return result{}, err
@@ -460,6 +471,7 @@ func (r *AAAClusterReconciler) pruneDatacenterObjects(ctx context.Context, c *aa
 		"PodDisruptionBudget":     &policyv1.PodDisruptionBudgetList{},
 		"HorizontalPodAutoscaler": &autoscalingv2.HorizontalPodAutoscalerList{},
 		"ConfigMap":               &corev1.ConfigMapList{},
+		"NetworkPolicy":           &networkingv1.NetworkPolicyList{},
 	} {
 		if err := collect(kind, list); err != nil {
 			return err

@@ -27,14 +27,13 @@ const (
 	DefaultRadSecPort             int32 = 2083
 	AdminPort                     int32 = 9812
 	DefaultScrapeInterval               = "30s"
-	DefaultPolicingDownFor              = "5m"
 	DefaultPolicingImage                = "ghcr.io/openaaa/policing"
 	DefaultLoadgenImage                 = "ghcr.io/openaaa/aaa-loadgen"
 	defaultSubscriberFileKey            = "subscribers.yaml"
 	defaultPolicyKey                    = "policy.lua"
 	defaultLDAPPasswordKey              = "password"
 	defaultAccountingSecretKey          = "secret"
-	defaultSessionStore                 = "hybrid"
+	defaultSessionStore                 = "cassandra"
 	defaultLogLevel                     = "info"
 	defaultDashboardLabel               = "grafana_dashboard"
 	defaultImageTagWhenDevVersion       = "latest"
@@ -52,6 +51,9 @@ type Options struct {
 	// AllowCrossNamespaceLoadTests lets an AAALoadTest target an AAACluster of another
 	// namespace (--loadtest-allow-cross-namespace). Off: only its own namespace.
 	AllowCrossNamespaceLoadTests bool
+	// OperatorNamespace is where the operator runs ($POD_NAMESPACE): its pods may reach the
+	// admin port through the NetworkPolicy. Empty: they are not let in.
+	OperatorNamespace string
 }
 
 // withDefaults returns a copy of spec with every default applied. Pure.
@@ -121,9 +123,6 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 	}
 	if sm := s.Monitoring.ServiceMonitor; sm != nil && sm.Interval == "" {
 		sm.Interval = DefaultScrapeInterval
-	}
-	if pr := s.Monitoring.PrometheusRule; pr != nil && pr.PolicingDownFor == "" {
-		pr.PolicingDownFor = DefaultPolicingDownFor
 	}
 	if gd := s.Monitoring.GrafanaDashboards; gd != nil && len(gd.Labels) == 0 {
 		gd.Labels = map[string]string{defaultDashboardLabel: "1"}

@@ -24,6 +24,7 @@ const (
 	ReasonCassandraInit        = "CassandraInitializing"
 	ReasonDatacenterNotReady   = "CassandraDatacenterNotReady"
 	ReasonCredentialsMissing   = "CredentialsNotFound"
+	ReasonNotLabelled          = "NotLabelled"
 	ReasonExternalCassandra    = "ExternalCassandra"
 	ReasonCassandraUnreachable = "CassandraUnreachable"
 	ReasonWaitingCassandra     = "WaitingForCassandra"

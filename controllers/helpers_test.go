@@ -40,9 +40,10 @@ func loadSample(t *testing.T) *aaav1.AAACluster {
 	return c
 }
 
+// createSecret creates a Secret labelled for the operator's cache, as users are told to.
 func (te *testEnv) createSecret(t *testing.T, ns, name string, data map[string]string) {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: data}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{WatchLabel: WatchLabelValue}}, StringData: data}
 	if err := te.c.Create(bg, s); err != nil {
 		t.Fatalf("create Secret %s: %v", name, err)
 	}

@@ -195,6 +195,11 @@ func (r *AAALoadTestReconciler) checkSecret(ctx context.Context, ns string, ref 
 	s := &corev1.Secret{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
+			if hidden, uerr := unlabelled(ctx, r.APIReader, "Secret", client.ObjectKey{Namespace: ns, Name: ref.Name}); uerr != nil {
+				return "", uerr
+			} else if hidden {
+				return "spec.secretRef: " + notLabelledMessage([]string{"Secret " + ns + "/" + ref.Name}), nil
+			}
 			return fmt.Sprintf("spec.secretRef: Secret %s/%s not found", ns, ref.Name), nil
 		}
 		return "", err

@@ -2,16 +2,19 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	"github.com/openaaa/openaaa/config/grafana"
+	promrules "github.com/openaaa/openaaa/config/prometheus"
 )
 
 // buildServiceMonitor scrapes /metrics on the admin Service of every data center. Pure.
@@ -28,132 +31,107 @@ func buildServiceMonitor(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *unstru
 				"path":     "/metrics",
 				"interval": sm.Interval,
 			}},
-			"targetLabels": []any{LabelDC},
+			"targetLabels": []any{LabelCluster, LabelDC},
 		},
 	}}
 	u.SetLabels(mergeLabels(clusterLabels(c, "monitoring"), sm.Labels))
 	return u
 }
 
-// policingDownExpr is OpenAAAPolicingDown's expression: every scraped policing pod of a data
-// center down, or none scraped at all while the data center wants pods (all gone with their
-// node, Pending, evicted): then there is no `up` series to be 0, and only absent() sees it.
-// A data center scaled to 0 on purpose is left out. Pure.
-func policingDownExpr(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, sel string) string {
-	expr := fmt.Sprintf(`sum by (namespace, service) (up{%s}) == 0`, sel)
+// clusterRuleGroups are the ClusterGroups of config/prometheus/prometheusrule.yaml, every
+// selector narrowed to this AAACluster: the same alerts as the chart's rule, for one cluster.
+// Pure.
+func clusterRuleGroups(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) []any {
+	var pr struct {
+		Spec struct {
+			Groups []map[string]any `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(promrules.RuleFile(), &pr); err != nil {
+		panic(err) // embedded and checked by test/monitoring: cannot happen
+	}
+	scope := strings.NewReplacer(
+		promrules.PolicingScope, fmt.Sprintf(`%s, namespace=%q, %s=%q`, promrules.PolicingScope, c.Namespace, promLabel(LabelCluster), c.Name),
+		promrules.ClusterScope, fmt.Sprintf(`namespace=%q, name=%q`, c.Namespace, c.Name))
+	var out []any
+	for _, g := range pr.Spec.Groups {
+		if name, _ := g["name"].(string); !slices.Contains(promrules.ClusterGroups, name) {
+			continue
+		}
+		for _, r := range g["rules"].([]any) {
+			r := r.(map[string]any)
+			r["expr"] = scope.Replace(r["expr"].(string))
+			if r["alert"] == policingDownAlert {
+				r["expr"] = strings.TrimSpace(r["expr"].(string)) + policingAbsent(c, spec)
+				if f := spec.Monitoring.PrometheusRule.PolicingDownFor; f != "" {
+					// The file's description names its own `for`: say the one in force.
+					ann := r["annotations"].(map[string]any)
+					ann["description"] = strings.Replace(ann["description"].(string), "down for "+humanFor(r["for"].(string)), "down for "+f, 1)
+					r["for"] = f
+				}
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+const policingDownAlert = "OpenAAAPolicingDown"
+
+// humanFor is how the rule file's descriptions spell a `for` of whole minutes ("3m": "3
+// minutes"). Pure.
+func humanFor(f string) string {
+	return strings.TrimSuffix(f, "m") + " minutes"
+}
+
+// policingAbsent extends OpenAAAPolicingDown (every scraped policing pod of a data center
+// down) to a data center with no policing target at all while it should have pods (all gone
+// with their node, Pending, evicted): no `up` series is left to be 0 then, only absent() sees
+// it. The shared rule file cannot say this: it knows no data centers. A data center scaled to
+// 0 on purpose is left out. Pure.
+func policingAbsent(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) string {
+	var b strings.Builder
 	for _, dc := range spec.Datacenters {
 		if dc.Autoscaling == nil && dc.Replicas != nil && *dc.Replicas == 0 {
 			continue
 		}
-		expr += fmt.Sprintf(` or absent(up{namespace=%q,service=%q})`, c.Namespace, adminServiceName(c, dc.Name))
+		fmt.Fprintf(&b, "\nor absent(up{namespace=%q, %s=%q, %s=%q})", c.Namespace,
+			promLabel(LabelCluster), c.Name, promLabel(LabelDC), dc.Name)
 	}
-	return expr
+	return b.String()
 }
 
-// alertRules are the alerts of an AAACluster. Pure.
-func alertRules(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) []any {
-	sel := fmt.Sprintf(`namespace=%q,service=~%q`, c.Namespace, c.Name+"-.+-admin")
-	rule := func(name, expr, forDur, severity, summary string) map[string]any {
-		return map[string]any{
-			"alert":  name,
-			"expr":   expr,
-			"for":    forDur,
-			"labels": map[string]any{"severity": severity},
-			"annotations": map[string]any{
-				"summary": summary,
-			},
-		}
-	}
-	return []any{
-		rule("OpenAAAPolicingDown", policingDownExpr(c, spec, sel), spec.Monitoring.PrometheusRule.PolicingDownFor, "critical",
-			"No policing pod of {{ $labels.service }} answers: RADIUS is down in this data center."),
-		rule("OpenAAARequestsDropped",
-			fmt.Sprintf(`sum by (namespace, service) (rate(openaaa_radius_requests_dropped_total{%s}[5m])) > 0`, sel), "10m", "warning",
-			"{{ $labels.service }} drops RADIUS requests (queue full or too old): add replicas or Cassandra nodes."),
-		rule("OpenAAAWorkersSaturated",
-			fmt.Sprintf(`sum by (namespace, service) (openaaa_radius_workers_busy{%s}) / sum by (namespace, service) (openaaa_radius_workers{%s}) > 0.9`, sel, sel), "10m", "warning",
-			"Over 90% of the workers of {{ $labels.service }} are busy."),
-		rule("OpenAAASlowRequests",
-			fmt.Sprintf(`histogram_quantile(0.99, sum by (le, namespace, service) (rate(openaaa_radius_request_duration_seconds_bucket{%s}[5m]))) > 0.05`, sel), "10m", "warning",
-			"p99 RADIUS processing time of {{ $labels.service }} is above 50 ms (Cassandra is the usual bottleneck)."),
-	}
+// promLabel is how Prometheus spells a Kubernetes label it copies onto series.
+func promLabel(k string) string {
+	return strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(k)
 }
 
-// buildPrometheusRule holds the alerts. Pure.
+// buildPrometheusRule holds the alerts of the cluster. Pure.
 func buildPrometheusRule(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": PrometheusRuleGVK.GroupVersion().String(),
 		"kind":       PrometheusRuleGVK.Kind,
 		"metadata":   map[string]any{"name": prometheusRuleName(c), "namespace": c.Namespace},
-		"spec": map[string]any{
-			"groups": []any{map[string]any{"name": "openaaa." + c.Name, "rules": alertRules(c, spec)}},
-		},
+		"spec":       map[string]any{"groups": clusterRuleGroups(c, spec)},
 	}}
 	u.SetLabels(mergeLabels(clusterLabels(c, "monitoring"), spec.Monitoring.PrometheusRule.Labels))
 	return u
 }
 
-// renderDashboard is a Grafana dashboard of the cluster (JSON). Pure.
-func renderDashboard(c *aaav1.AAACluster) string {
-	sel := fmt.Sprintf(`namespace=%q,service=~%q`, c.Namespace, c.Name+"-.+-admin")
-	type target struct {
-		Expr         string `json:"expr"`
-		LegendFormat string `json:"legendFormat"`
-	}
-	type panel struct {
-		ID      int               `json:"id"`
-		Title   string            `json:"title"`
-		Type    string            `json:"type"`
-		GridPos map[string]int    `json:"gridPos"`
-		Targets []target          `json:"targets"`
-		Options map[string]string `json:"options,omitempty"`
-	}
-	panels := []panel{}
-	add := func(title, expr, legend string) {
-		i := len(panels)
-		panels = append(panels, panel{
-			ID: i + 1, Title: title, Type: "timeseries",
-			GridPos: map[string]int{"h": 8, "w": 12, "x": (i % 2) * 12, "y": (i / 2) * 8},
-			Targets: []target{{Expr: expr, LegendFormat: legend}},
-		})
-	}
-	add("RADIUS requests/s by data center",
-		fmt.Sprintf(`sum by (aaa_openaaa_io_datacenter) (rate(openaaa_radius_requests_total{%s}[1m]))`, sel), "{{aaa_openaaa_io_datacenter}}")
-	add("Transactions/s (incoming and outgoing)",
-		fmt.Sprintf(`sum by (aaa_openaaa_io_datacenter) (rate(openaaa_transactions_total{%s}[1m]))`, sel), "{{aaa_openaaa_io_datacenter}}")
-	add("p99 processing time",
-		fmt.Sprintf(`histogram_quantile(0.99, sum by (le, aaa_openaaa_io_datacenter) (rate(openaaa_radius_request_duration_seconds_bucket{%s}[5m])))`, sel), "{{aaa_openaaa_io_datacenter}}")
-	add("Dropped requests/s",
-		fmt.Sprintf(`sum by (aaa_openaaa_io_datacenter) (rate(openaaa_radius_requests_dropped_total{%s}[5m]))`, sel), "{{aaa_openaaa_io_datacenter}}")
-	add("Workers busy",
-		fmt.Sprintf(`sum by (aaa_openaaa_io_datacenter) (openaaa_radius_workers_busy{%s})`, sel), "{{aaa_openaaa_io_datacenter}}")
-	add("Active sessions",
-		fmt.Sprintf(`sum by (aaa_openaaa_io_datacenter) (openaaa_sessions_active{%s})`, sel), "{{aaa_openaaa_io_datacenter}}")
-	d := map[string]any{
-		"uid":           "openaaa-" + hashOf([]string{c.Namespace, c.Name})[:8],
-		"title":         fmt.Sprintf("OpenAAA %s/%s", c.Namespace, c.Name),
-		"tags":          []string{"openaaa", "radius"},
-		"schemaVersion": 39,
-		"time":          map[string]string{"from": "now-1h", "to": "now"},
-		"refresh":       "30s",
-		"panels":        panels,
-	}
-	b, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-// buildDashboardConfigMap holds the dashboard for the Grafana sidecar. Pure.
+// buildDashboardConfigMap holds the dashboards of config/grafana for the Grafana sidecar,
+// under the file names the chart uses too, so that Grafana shows each once. Pure.
 func buildDashboardConfigMap(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *corev1.ConfigMap {
+	data := map[string]string{}
+	for name, b := range grafana.Dashboards() {
+		data[name] = string(b)
+	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      dashboardConfigMapName(c),
 			Namespace: c.Namespace,
 			Labels:    mergeLabels(clusterLabels(c, componentDashboard), spec.Monitoring.GrafanaDashboards.Labels),
 		},
-		Data: map[string]string{"openaaa-" + c.Name + ".json": renderDashboard(c)},
+		Data: data,
 	}
 }
 

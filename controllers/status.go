@@ -17,6 +17,7 @@ var warningReasons = map[string]bool{
 	ReasonMigrationFailed:      true,
 	ReasonK8ssandraMissing:     true,
 	ReasonCredentialsMissing:   true,
+	ReasonNotLabelled:          true,
 	ReasonCertManagerMissing:   true,
 	ReasonCRDNotInstalled:      true,
 	ReasonReconcileError:       true,
@@ -136,6 +137,9 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 	switch {
 	case st.radsecProblem != nil:
 		set(aaav1.ConditionDegraded, true, st.radsecProblem.reason, st.radsecProblem.message)
+	case st.completed[stepConfig] && len(st.unwatched) > 0:
+		// Their changes would not reach the pods: serving, but not as configured.
+		set(aaav1.ConditionDegraded, true, ReasonNotLabelled, notLabelledMessage(st.unwatched))
 	case sc.failed:
 		set(aaav1.ConditionDegraded, true, ReasonMigrationFailed, sc.message)
 	case !dcsObserved:

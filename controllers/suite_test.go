@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -155,10 +156,11 @@ func sharedEnv(t *testing.T) *testEnv {
 func startEnv(assets string, crdDirs []string) (*testEnv, error) {
 	return startEnvWith(assets, crdDirs, func(mgr ctrl.Manager, te *testEnv) error {
 		te.r = &AAAClusterReconciler{
-			Client:   interceptor.NewClient(noWatch{mgr.GetClient()}, te.writes.funcs()),
-			Scheme:   mgr.GetScheme(),
-			Recorder: te.recorder,
-			Options:  Options{PolicingImage: "registry.test/openaaa/policing", Version: "v9.9.9"},
+			Client:    interceptor.NewClient(noWatch{mgr.GetClient()}, te.writes.funcs()),
+			APIReader: mgr.GetAPIReader(),
+			Scheme:    mgr.GetScheme(),
+			Recorder:  te.recorder,
+			Options:   Options{PolicingImage: "registry.test/openaaa/policing", Version: "v9.9.9"},
 		}
 		return te.r.SetupWithManager(mgr)
 	})
@@ -189,6 +191,7 @@ func startEnvWith(assets string, crdDirs []string, setup func(ctrl.Manager, *tes
 		LeaderElection:         false,
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Cache:                  cache.Options{ByObject: CacheByObject()}, // as main.go
 	})
 	if err != nil {
 		stop()

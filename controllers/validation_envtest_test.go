@@ -79,6 +79,8 @@ func TestValidation(t *testing.T) {
 			}
 		}, []string{"spec.subscribers", "exactly one of ldap or file"}},
 		{"bad port", func(c *aaav1.AAACluster) { c.Spec.Radius.AuthPort = 70000 }, []string{"spec.radius.authPort"}},
+		{"Message-Authenticator not required", func(c *aaav1.AAACluster) { c.Spec.Radius.RequireMessageAuthenticator = ptr.To(false) },
+			[]string{"spec.radius.requireMessageAuthenticator", "only true is accepted", "clients.yaml"}},
 		{"Lua budget too long", func(c *aaav1.AAACluster) {
 			c.Spec.Policy = &aaav1.PolicySpec{Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "p"}, Budget: &metav1.Duration{Duration: time.Minute}}}
 		}, []string{"spec.policy.lua.budget", "between 1ms and 10s"}},
@@ -109,7 +111,7 @@ func TestValidation(t *testing.T) {
 		t.Fatalf("a minimal AAACluster is rejected: %v", err)
 	}
 	if c.Spec.Cassandra.Keyspace != "openaaa" || c.Spec.Radius.AuthPort != 1812 || c.Spec.Radius.AcctPort != 1813 ||
-		c.Spec.Radius.RequireMessageAuthenticator == nil || !*c.Spec.Radius.RequireMessageAuthenticator || c.Spec.SessionStore != "hybrid" {
+		c.Spec.Radius.RequireMessageAuthenticator == nil || !*c.Spec.Radius.RequireMessageAuthenticator || c.Spec.SessionStore != "cassandra" {
 		t.Errorf("schema defaults not applied: %+v", c.Spec)
 	}
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real add-ons of the local cluster (issue 12), built from the Go module proxy, no Docker:
-# prometheus-operator and its prometheus-config-reloader, Prometheus, metrics-server.
-# Not cert-manager: its cmd/* modules are not on the module proxy (docs/addons.md).
+# prometheus-operator and its prometheus-config-reloader, Prometheus, metrics-server, and
+# cert-manager's controller (our own main against its library: hack/addons/cert-manager,
+# since upstream's cmd/* modules are not on the module proxy; docs/addons.md).
 # Versions and image names are in hack/addons/images.env; manifests in hack/addons/manifests.
 #
 # Static binaries (CGO_ENABLED=0, -trimpath) and OCI archives (internal/tools/ocibuild) are
@@ -12,6 +13,7 @@
 #   $ADDONS_CACHE/bin/NAME            binaries
 #   $ADDONS_CACHE/images/NAME.oci.tar images (and their OCI layouts)
 #   $ADDONS_CACHE/crds/*.yaml         the CRDs the add-ons need beyond OPENAAA_THIRD_PARTY_CRDS
+#   $ADDONS_CACHE/crds-cert-manager/  cert-manager's CRDs (certificates, certificaterequests, issuers)
 #   $ADDONS_CACHE/build-times         seconds of each build (cold when the Go cache was cold)
 #
 # Usage: hack/addons.sh COMMAND
@@ -23,6 +25,7 @@
 #   import CMD...          import every image: runs `CMD... ARCHIVE=REPO...` once, e.g.
 #                          `hack/addons.sh import hack/cluster.sh import` (REPO: the image without tag)
 #   install KUBECONFIG     apply CRDs and manifests, wait (bounded) until every add-on works
+#   install-cert-manager KUBECONFIG   only cert-manager and its CA ClusterIssuer (also part of install)
 #   verify KUBECONFIG      a ServiceMonitor target up in Prometheus, a PrometheusRule
 #                          evaluated, pod metrics from metrics.k8s.io
 #   uninstall KUBECONFIG   delete what install applied; fails naming anything left behind
@@ -36,6 +39,9 @@ CACHE="${CACHE:-${HOME}/.cache/openaaa}"
 ADDONS_CACHE="${ADDONS_CACHE:-${CACHE}/addons}"
 GO="${GO:-go}"
 TIMEOUT="${ADDONS_TIMEOUT:-300}"
+
+# shellcheck source=lib/cert-manager-crds.sh
+source "${HERE}/lib/cert-manager-crds.sh"
 
 log() { echo "addons: $*" >&2; }
 die() { echo "addons: $*" >&2; exit 1; }
@@ -66,6 +72,8 @@ COMPONENTS=(
   "prometheus-config-reloader|monitoring|github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader|${IMAGE_PROMETHEUS_CONFIG_RELOADER}|/bin"
   "prometheus|monitoring|github.com/prometheus/prometheus/cmd/prometheus|${IMAGE_PROMETHEUS}|/bin"
   "metrics-server|metrics-server|sigs.k8s.io/metrics-server/cmd/metrics-server|${IMAGE_METRICS_SERVER}|/usr/local/bin"
+  # Our main (hack/addons/cert-manager), not upstream's: only the CA and SelfSigned issuers.
+  "cert-manager-controller|cert-manager|openaaa.local/addons/cert-manager|${IMAGE_CERT_MANAGER_CONTROLLER}|/usr/local/bin"
 )
 
 field() { # component-line index
@@ -89,6 +97,8 @@ ldflags() { # name
       echo "-s -w -X ${pcv}.Version=${PROMETHEUS_VERSION#v} -X ${pcv}.Branch=HEAD -X ${pcv}.BuildUser=openaaa" ;;
     metrics-server)
       echo "-s -w -X k8s.io/client-go/pkg/version.gitVersion=${METRICS_SERVER_VERSION} -X k8s.io/component-base/version.gitVersion=${METRICS_SERVER_VERSION}" ;;
+    cert-manager-controller)
+      echo "-s -w -X main.version=${CERT_MANAGER_VERSION}" ;;
   esac
 }
 
@@ -113,6 +123,14 @@ prepare_src() { # wrapper dir (relative)
       K8S_PINS="api apimachinery apiserver client-go component-base kms metrics" \
         k8s_wrapper_mod metrics-server "metrics-server ${METRICS_SERVER_VERSION}" \
         "sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}" | write_if_changed "$dir/go.mod"
+      ;;
+    cert-manager)
+      # Our own module, kept in the repository (go.mod pins cert-manager and k8s.io v0.34.4);
+      # copied so that the build never writes into the work tree.
+      local f
+      for f in go.mod go.sum main.go; do
+        cmp -s "${ADDONS}/cert-manager/$f" "$dir/$f" || cp "${ADDONS}/cert-manager/$f" "$dir/$f"
+      done
       ;;
   esac
   echo "$dir"
@@ -140,6 +158,11 @@ k8s_wrapper_mod() {
   echo ")"
 }
 
+src_hash() { # wrapper dir (relative): " src=HASH" of its sources kept in the repository, if any
+  [[ -d "${ADDONS}/$1" ]] || return 0
+  echo " src=$(cat "${ADDONS}/$1"/go.mod "${ADDONS}/$1"/go.sum "${ADDONS}/$1"/*.go | sha256sum | cut -c1-16)"
+}
+
 write_if_changed() { # file; content on stdin. A changed go.mod starts a fresh go.sum.
   local new; new="$(cat)"
   if [[ ! -f "$1" ]] || [[ "$(cat "$1")" != "$new" ]]; then
@@ -150,7 +173,7 @@ write_if_changed() { # file; content on stdin. A changed go.mod starts a fresh g
 
 bin_stamp() { # name: what its binary is built from
   local c; c="$(component "$1")"
-  echo "go=${GOVERSION_TEXT} k8s=${K8S_MODULE_VERSION} module=$(field "$c" 1) pkg=$(field "$c" 2) ldflags=$(ldflags "$1") $(grep -E '^[A-Z_]+_VERSION=' "${ADDONS}/images.env" | tr '\n' ' ')"
+  echo "go=${GOVERSION_TEXT} k8s=${K8S_MODULE_VERSION} module=$(field "$c" 1) pkg=$(field "$c" 2)$(src_hash "$(field "$c" 1)") ldflags=$(ldflags "$1") $(grep -E '^[A-Z_]+_VERSION=' "${ADDONS}/images.env" | tr '\n' ' ')"
 }
 
 bin_ok() { # name
@@ -240,6 +263,24 @@ list_crds() {
   fetch_crds
   local base; base="$(envtest_crds)"
   ls "${base}"/monitoring.coreos.com_*.yaml "${ADDONS_CACHE}"/crds/*.yaml
+  cert_manager_crds
+}
+
+# cert-manager's CRDs (those its controller here watches) from the pinned module zip, in a
+# directory of their own (the stamps of crds/ stay as they were).
+cert_manager_crds() {
+  local dir="${ADDONS_CACHE}/crds-cert-manager" stamp="cert-manager=${CERT_MANAGER_VERSION}" d f
+  if [[ ! -f "${dir}/.stamp" || "$(cat "${dir}/.stamp")" != "$stamp" ]]; then
+    rm -rf "${dir}.tmp" && mkdir -p "${dir}.tmp"
+    d="$(module_dir "github.com/cert-manager/cert-manager@${CERT_MANAGER_VERSION}")"
+    for f in certificates certificaterequests issuers clusterissuers; do
+      cert_manager_crd "$d" "$f" "${dir}.tmp" || die "cert-manager CRD $f"
+    done
+    chmod 0644 "${dir}.tmp"/*.yaml
+    echo "$stamp" >"${dir}.tmp/.stamp"
+    rm -rf "$dir" && mv "${dir}.tmp" "$dir"
+  fi
+  ls "${dir}"/cert-manager.io_*.yaml
 }
 
 render_file() { # manifest file name: its objects with images and versions filled in
@@ -308,7 +349,23 @@ install() {
   until_ok "$deadline" "the Prometheus StatefulSet" k -n monitoring get statefulset prometheus-local
   rollout monitoring statefulset/prometheus-local "$deadline"
   until_ok "$deadline" "APIService v1beta1.metrics.k8s.io Available" k wait --for=condition=Available --timeout=5s apiservice/v1beta1.metrics.k8s.io
+  install_cert_manager
   log "add-ons ready in ${SECONDS}s"
+}
+
+# cert-manager's controller, then the CA chain: the ClusterIssuer openaaa-local-ca is Ready
+# only once the controller has issued the CA Certificate from the self-signed issuer.
+install_cert_manager() {
+  local deadline=$((SECONDS + TIMEOUT)) start=$SECONDS f
+  log "cert-manager..."
+  for f in $(cert_manager_crds); do k apply --server-side --field-manager=openaaa-addons --force-conflicts -f "$f" >/dev/null; done
+  for f in $(cert_manager_crds); do until_ok "$deadline" "CRD $(basename "$f") established" k wait --for condition=established --timeout=5s -f "$f"; done
+  apply_rendered 50-cert-manager.yaml >&2
+  rollout cert-manager deployment/cert-manager "$deadline"
+  until_ok "$deadline" "the issuers to be accepted" apply_rendered 51-cert-manager-issuers.yaml
+  until_ok "$deadline" "ClusterIssuer openaaa-local-ca Ready (CA Certificate issued)" \
+    k wait --for=condition=Ready --timeout=5s clusterissuer/openaaa-local-ca
+  log "cert-manager: ClusterIssuer openaaa-local-ca Ready in $((SECONDS - start))s"
 }
 
 prom_api() { # path: GET through the API server's service proxy
@@ -344,7 +401,7 @@ uninstall() {
   # Namespaces first: their deletion takes the Prometheus StatefulSet, Secrets and the
   # runtime Services with it; then the cluster-scoped objects and the CRDs.
   render | k delete --ignore-not-found --wait=false -f - >/dev/null 2>&1 || true
-  k delete namespace monitoring --ignore-not-found --timeout="${TIMEOUT}s" >/dev/null
+  k delete namespace monitoring cert-manager --ignore-not-found --timeout="${TIMEOUT}s" >/dev/null
   for f in $(list_crds); do k delete --ignore-not-found -f "$f" >/dev/null; done
   left="$(leftovers)"
   [[ -z "$left" ]] || die "left behind after uninstall: ${left}"
@@ -352,8 +409,9 @@ uninstall() {
 }
 
 leftovers() { # anything of the add-ons still in the cluster, one a line
-  k get namespace monitoring --ignore-not-found -o name
-  k get crd -o name | grep -E 'monitoring\.coreos\.com' || true
+  k get namespace monitoring cert-manager --ignore-not-found -o name
+  k get crd -o name | grep -E 'monitoring\.coreos\.com|cert-manager\.io' || true
+  k get clusterissuer -o name 2>/dev/null || true
   k get apiservice v1beta1.metrics.k8s.io --ignore-not-found -o name
   k get validatingwebhookconfiguration,mutatingwebhookconfiguration,clusterrole,clusterrolebinding -o name |
     grep -E 'prometheus|metrics-server|aggregated-metrics-reader|openaaa-addons' || true
@@ -384,5 +442,7 @@ case "$cmd" in
     "$@" "${args[@]}" ;;
   install | verify | uninstall)
     KCFG="${1:?usage: $cmd KUBECONFIG}"; "$cmd" ;;
+  install-cert-manager)
+    KCFG="${1:?usage: $cmd KUBECONFIG}"; install_cert_manager ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

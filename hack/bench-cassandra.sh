@@ -41,6 +41,8 @@ LOADGEN=$BIN/aaa-loadgen
 POLICING=$BIN/policing
 RAW=$BIN/cassandra-raw
 CASS="$ROOT/hack/cassandra.sh"
+# shellcheck source=hack/bench-lib.sh
+. "$ROOT/hack/bench-lib.sh"
 
 [[ -x $LOADGEN && -x $POLICING && -x $RAW ]] || { echo "bench-cassandra: build first (make bench-cassandra builds)" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -70,25 +72,11 @@ for ks in bench bench_raw; do
 	"$POLICING" migrate --contact-points "$CQL" --local-dc dc1 --keyspace "$ks" --replication dc1:1 >"$OUT/migrate-$ks.log"
 done
 
-printf '%s\n' "$SECRET" >"$OUT/secret"
-"$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" >/dev/null
-cat >"$OUT/policing.yaml" <<EOF
-log: {level: warn, format: json}
-radius:
-  authAddress: 127.0.0.1:$BASE
-  acctAddress: 127.0.0.1:$((BASE + 1))
-clients:
-  - {name: loadgen, address: 127.0.0.0/8, secretFile: $OUT/secret, requireMessageAuthenticator: true}
-subscribers: {source: file, file: $OUT/subscribers.yaml}
-session:
-  store: cassandra
-  cassandra:
-    contactPoints: ["$CQL"]
-    localDC: dc1
-    keyspace: bench
-    spool: {dir: $OUT/spool}
-admin: {address: 127.0.0.1:$ADMIN_PORT, pprof: true}
-EOF
+# pprof is behind the admin API's token; curl reads the header from a file.
+# shellcheck source=hack/lib/admin-token.sh
+source "$ROOT/hack/lib/admin-token.sh"
+admin_token "$OUT"
+write_bench_config "{store: cassandra, cassandra: {contactPoints: [\"$CQL\"], localDC: dc1, keyspace: bench, spool: {dir: $OUT/spool}}}" "tokenFile: $OUT/admin-token, pprof: true"
 
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -111,7 +99,7 @@ lg() { "$LOADGEN" run --target "127.0.0.1:$BASE" --secret-file "$OUT/secret" --m
 lg --concurrency "$CONC" --duration "$WARMUP" >/dev/null
 if [[ $PROFILE == 1 ]]; then
 	secs=${DURATION%s}
-	curl -fsS -o "$OUT/policing.cpu.pprof" "http://127.0.0.1:$ADMIN_PORT/debug/pprof/profile?seconds=${secs%.*}" &
+	curl -fsS -H @"$OUT/admin-header" -o "$OUT/policing.cpu.pprof" "http://127.0.0.1:$ADMIN_PORT/debug/pprof/profile?seconds=${secs%.*}" &
 	PROF_PID=$!
 fi
 lg --concurrency "$CONC" --duration "$DURATION" --label policing-cassandra --server-pid "$POL_PID" \

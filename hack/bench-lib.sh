@@ -1,4 +1,4 @@
-# Shared by hack/bench.sh and hack/bench-policy.sh (sourced): starting and stopping the
+# Shared by the hack/bench*.sh scripts (sourced): the configuration, starting and stopping the
 # policing server under test. The caller sets POLICING, OUT (holding policing.yaml),
 # ADMIN_PORT, SERVER_PIN (a command prefix, e.g. taskset, or empty) and BENCH_NAME (for
 # messages); start_policing sets POL_PID.
@@ -22,4 +22,25 @@ stop_policing() {
 	kill "$POL_PID" 2>/dev/null || true
 	wait "$POL_PID" 2>/dev/null || true
 	POL_PID=""
+}
+
+# write_bench_config SESSION [ADMIN_EXTRA]: the shared secret, USERS subscribers and
+# policing.yaml in OUT — the loadgen client (Message-Authenticator required), file
+# subscribers, auth/acct on BASE and BASE+1, the session block SESSION (flow-style YAML) and
+# the admin port ADMIN_PORT (plus ADMIN_EXTRA, e.g. "pprof: true"). The caller sets LOADGEN,
+# OUT, SECRET, USERS, BASE and ADMIN_PORT.
+write_bench_config() {
+	printf '%s\n' "$SECRET" >"$OUT/secret"
+	"$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" >/dev/null
+	cat >"$OUT/policing.yaml" <<EOF
+log: {level: warn, format: json}
+radius:
+  authAddress: 127.0.0.1:$BASE
+  acctAddress: 127.0.0.1:$((BASE + 1))
+clients:
+  - {name: loadgen, address: 127.0.0.0/8, secretFile: $OUT/secret, requireMessageAuthenticator: true}
+subscribers: {source: file, file: $OUT/subscribers.yaml}
+session: $1
+admin: {address: 127.0.0.1:$ADMIN_PORT${2:+, $2}}
+EOF
 }

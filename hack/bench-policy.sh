@@ -52,19 +52,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-printf '%s\n' "$SECRET" >"$OUT/secret"
-"$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" >/dev/null
-cat >"$OUT/policing.yaml" <<YAML
-log: {level: warn, format: json}
-radius:
-  authAddress: 127.0.0.1:$BASE
-  acctAddress: 127.0.0.1:$((BASE + 1))
-clients:
-  - {name: loadgen, address: 127.0.0.0/8, secretFile: $OUT/secret, requireMessageAuthenticator: true}
-subscribers: {source: file, file: $OUT/subscribers.yaml}
-session: {store: embedded}
-admin: {address: 127.0.0.1:$ADMIN_PORT}
-YAML
+# shellcheck source=hack/bench-lib.sh
+source "$ROOT/hack/bench-lib.sh"
+write_bench_config "{store: embedded}"
 
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); policing: $("$POLICING" version 2>/dev/null | head -1)"
@@ -73,8 +63,6 @@ machine() {
 machine | tee "$OUT/machine.txt"
 
 BENCH_NAME=bench-policy
-# shellcheck source=hack/bench-lib.sh
-source "$ROOT/hack/bench-lib.sh"
 
 # lua_counters FILE: the Lua runs and reuses so far (sum over hooks), "runs reuses".
 lua_counters() {

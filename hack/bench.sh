@@ -92,6 +92,11 @@ printf '%s\n' "$SECRET" >"$OUT/secret"
 "$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" --freeradius "$OUT/users" >/dev/null
 POP=(--users "$USERS") # the population of the runs (the overload phase has its own)
 
+# pprof is behind the admin API's token; curl reads the header from a file.
+# shellcheck source=hack/lib/admin-token.sh
+source "$ROOT/hack/lib/admin-token.sh"
+admin_token "$OUT"
+
 cat >"$OUT/policing.yaml" <<EOF
 log: {level: warn, format: json}
 radius:
@@ -101,7 +106,7 @@ clients:
   - {name: loadgen, address: 127.0.0.0/8, secretFile: $OUT/secret, requireMessageAuthenticator: true}
 subscribers: {source: file, file: $OUT/subscribers.yaml}
 session: {store: embedded}
-admin: {address: 127.0.0.1:$ADMIN_PORT, pprof: $([[ $PROFILE == 1 ]] && echo true || echo false)}
+admin: {address: 127.0.0.1:$ADMIN_PORT, tokenFile: $OUT/admin-token, pprof: $([[ $PROFILE == 1 ]] && echo true || echo false)}
 EOF
 
 machine() {
@@ -160,7 +165,7 @@ for i in $(seq 1 "$ROUNDS"); do
 	start_policing
 	if [[ $PROFILE == 1 && $i == "$ROUNDS" ]]; then
 		secs=${DURATION%s}
-		(curl -fsS -o "$OUT/policing.cpu.pprof" "http://127.0.0.1:$ADMIN_PORT/debug/pprof/profile?seconds=${secs%.*}" || echo "bench: no pprof on the admin port" >&2) &
+		(curl -fsS -H @"$OUT/admin-header" -o "$OUT/policing.cpu.pprof" "http://127.0.0.1:$ADMIN_PORT/debug/pprof/profile?seconds=${secs%.*}" || echo "bench: no pprof on the admin port" >&2) &
 		PROF_PID=$!
 	fi
 	run policing "policing-$i" "127.0.0.1:$POL_PORT" "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma

@@ -28,6 +28,10 @@ trap cleanup EXIT
 
 umask 077
 echo "demo-secret-$RANDOM$RANDOM" >"$work/nas-secret"
+# The admin API's bearer token; curl reads the header from a file (hack/lib/admin-token.sh).
+# shellcheck source=hack/lib/admin-token.sh
+source hack/lib/admin-token.sh
+admin_token "$work"
 
 store_flags=(--set session.embedded.snapshotFile="$work/sessions.jsonl")
 if [[ $STORE == cassandra ]]; then
@@ -48,7 +52,7 @@ echo "==> starting policing ($STORE store) on 127.0.0.1:$AUTH_PORT/$ACCT_PORT, a
 "$BIN/policing" serve --config config/samples/policing/policing.yaml \
 	--set log.format=text --set log.level=warn \
 	--set radius.authAddress=127.0.0.1:$AUTH_PORT --set radius.acctAddress=127.0.0.1:$ACCT_PORT \
-	--set admin.address=127.0.0.1:$ADMIN_PORT \
+	--set admin.address=127.0.0.1:$ADMIN_PORT --set admin.tokenFile="$work/admin-token" \
 	--set clients.0.address=127.0.0.0/8 --set clients.0.secretFile="$work/nas-secret" \
 	--set clients.1.secretFile="$work/nas-secret" \
 	--set subscribers.file=config/samples/policing/subscribers.yaml \
@@ -71,10 +75,14 @@ echo "==> driving $SESSIONS sessions of the field flow with aaa-loadgen (every t
 	--metrics "127.0.0.1:$ADMIN_PORT" --server-pid "$pid" --quiet --label demo
 
 echo
-echo "==> sessions of user00003 (closed by their Stop: history, newest first)"
-curl -fsS "http://127.0.0.1:$ADMIN_PORT/api/v1/history?user=user00003&limit=2"
+echo "==> the admin API without its token: refused, nothing shown"
+code=$(curl -sS -o "$work/unauth" -w '%{http_code}' "http://127.0.0.1:$ADMIN_PORT/api/v1/history?user=user00003")
+echo "HTTP $code $(cat "$work/unauth")"
+[[ $code == 401 ]] || { echo "demo: the admin API answered $code without a token, want 401" >&2; exit 1; }
+echo "==> sessions of user00003 with the token (closed by their Stop: history, newest first)"
+curl -fsS -H @"$work/admin-header" "http://127.0.0.1:$ADMIN_PORT/api/v1/history?user=user00003&limit=2"
 echo "==> active sessions of user00003 (none: every session was stopped)"
-curl -fsS "http://127.0.0.1:$ADMIN_PORT/api/v1/sessions?user=user00003"
+curl -fsS -H @"$work/admin-header" "http://127.0.0.1:$ADMIN_PORT/api/v1/sessions?user=user00003"
 echo "==> RADIUS counters"
 curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | grep -E '^openaaa_radius_(requests_total|accounting_requests_total|requests_dropped_total)' || true
 echo "==> stopping policing (SIGTERM: drain, snapshot)"

@@ -42,6 +42,8 @@ done
 # one Go build cache serves every Kubernetes binary.
 # shellcheck source=lib/kube-build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/kube-build.sh"
+# shellcheck source=lib/cert-manager-crds.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cert-manager-crds.sh"
 
 log() { echo "envtest: $*" >&2; }
 
@@ -67,15 +69,8 @@ fetch_crds() {
   cp "$d/config/crd/bases/k8ssandra.io_k8ssandraclusters.yaml" "$tmp/"
   d="$(module_dir "github.com/cert-manager/cert-manager@${CERT_MANAGER_VERSION}")"
   local f
-  for f in crd-certificates.yaml crd-issuers.yaml crd-clusterissuers.yaml; do
-    # The files are Helm templates: drop the template-only lines, give labels plain values.
-    sed -e '/{{-/d' \
-        -e "s/'{{ template \"cert-manager.name\" . }}'/cert-manager/" \
-        -e "s/'{{ .Release.Name }}'/cert-manager/" \
-        "$d/deploy/crds/$f" >"$tmp/cert-manager.io_${f#crd-}"
-    if grep -q '{{' "$tmp/cert-manager.io_${f#crd-}"; then
-      echo "envtest: unexpected Helm template left in $f" >&2; exit 1
-    fi
+  for f in certificates issuers clusterissuers; do
+    cert_manager_crd "$d" "$f" "$tmp" || exit 1
   done
   d="$(module_dir "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}")"
   cp "$d/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" \

@@ -49,10 +49,13 @@ type AAAClusterSpec struct {
 	// Radius configures the RADIUS listeners, the NAS clients and RadSec.
 	Radius RadiusSpec `json:"radius"`
 
-	// SessionStore selects how policing keeps sessions: "hybrid" (a local cache in front of
-	// Cassandra, the fastest) or "cassandra" (every read goes to Cassandra).
-	// +kubebuilder:validation:Enum=hybrid;cassandra
-	// +kubebuilder:default=hybrid
+	// SessionStore selects how policing keeps sessions: "cassandra" (the default) or "hybrid"
+	// (Cassandra plus a local cache of the sessions this pod wrote or read, for the session
+	// reads of the admin API and CoA/Disconnect by user, address or key; the RADIUS flow reads
+	// nothing from it: authentication reads no session and accounting merges onto the row
+	// read from Cassandra).
+	// +kubebuilder:validation:Enum=cassandra;hybrid
+	// +kubebuilder:default=cassandra
 	// +optional
 	SessionStore string `json:"sessionStore,omitempty"`
 
@@ -71,6 +74,12 @@ type AAAClusterSpec struct {
 	// Monitoring creates ServiceMonitor, PrometheusRule and Grafana dashboard objects.
 	// +optional
 	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
+
+	// NetworkPolicy the operator writes per data center (docs/security.md): RADIUS and
+	// RadSec from anywhere, the admin port only from the operator, aaa-loadgen, pods labelled
+	// aaa.openaaa.io/admin-client=true in this namespace, and the monitoring namespaces.
+	// +optional
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
 
 	// Image of policing (it also runs the schema migrations).
 	// +optional
@@ -290,10 +299,13 @@ type RadiusSpec struct {
 	// mounted at /etc/openaaa/clients/clients.yaml and reloaded without a restart.
 	ClientsSecret corev1.LocalObjectReference `json:"clientsSecret"`
 	// RequireMessageAuthenticator: Access-Requests without a valid Message-Authenticator are
-	// dropped (BlastRADIUS, CVE-2024-3596). Default true. It is the default of every NAS client
-	// of clients.yaml (policing's radius.requireMessageAuthenticator); a client may still set
-	// its own requireMessageAuthenticator.
+	// dropped (BlastRADIUS, CVE-2024-3596). It is the default of every NAS client of
+	// clients.yaml (policing's radius.requireMessageAuthenticator). Only true is accepted: a
+	// NAS that cannot send Message-Authenticator is exempted on its own, with
+	// requireMessageAuthenticator: false on its client in clients.yaml, so one legacy NAS never
+	// opens the whole fleet.
 	// +kubebuilder:default=true
+	// +kubebuilder:validation:XValidation:rule="self == true",message="spec.radius.requireMessageAuthenticator: only true is accepted (BlastRADIUS, CVE-2024-3596); exempt a NAS that cannot send Message-Authenticator with requireMessageAuthenticator: false on its client in clients.yaml"
 	// +optional
 	RequireMessageAuthenticator *bool `json:"requireMessageAuthenticator,omitempty"`
 	// RadSec (RADIUS over TLS, RFC 6614) on TCP.
@@ -457,16 +469,33 @@ type LuaPolicySpec struct {
 	Memoize *bool `json:"memoize,omitempty"`
 }
 
+// NetworkPolicySpec configures the per-DC NetworkPolicy.
+type NetworkPolicySpec struct {
+	// Enabled writes the NetworkPolicy. Default true; turn it off only where another layer
+	// (a service mesh, the CNI's own policies) restricts the admin port.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// MonitoringNamespaceSelector selects the namespaces whose pods may reach the admin port
+	// for /metrics (Prometheus). Default: the namespace named "monitoring".
+	// +optional
+	MonitoringNamespaceSelector *metav1.LabelSelector `json:"monitoringNamespaceSelector,omitempty"`
+}
+
 // MonitoringSpec asks for prometheus-operator and Grafana objects. Missing CRDs are reported in
 // the MonitoringReady condition, never an error.
 type MonitoringSpec struct {
 	// ServiceMonitor scraping the admin port (/metrics) of every policing pod.
 	// +optional
 	ServiceMonitor *ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
-	// PrometheusRule with the alerts of OpenAAA.
+	// PrometheusRule with the alerts of OpenAAA about this AAACluster: the groups
+	// openaaa.policing and openaaa.aaacluster of config/prometheus/prometheusrule.yaml, narrowed
+	// to it. Leave it off where the operator chart's prometheusRule.enabled covers every
+	// AAACluster.
 	// +optional
 	PrometheusRule *PrometheusRuleSpec `json:"prometheusRule,omitempty"`
-	// GrafanaDashboards as ConfigMaps for the Grafana sidecar.
+	// GrafanaDashboards: a ConfigMap for the Grafana sidecar with the dashboards of
+	// config/grafana (OpenAAA / Policing, OpenAAA / Operator), the files the chart ships.
 	// +optional
 	GrafanaDashboards *GrafanaDashboardsSpec `json:"grafanaDashboards,omitempty"`
 }
@@ -489,8 +518,9 @@ type PrometheusRuleSpec struct {
 	// Enabled creates the PrometheusRule.
 	Enabled bool `json:"enabled"`
 	// PolicingDownFor is how long no policing pod of a data center may answer Prometheus'
-	// scrapes before OpenAAAPolicingDown fires (the rule's `for`). Default 5m: a rolling
-	// restart or a rescheduled pod does not page anyone.
+	// scrapes before OpenAAAPolicingDown fires (the rule's `for`). Unset: the `for` of
+	// config/prometheus/prometheusrule.yaml, 3m, long enough that a rolling restart or a
+	// rescheduled pod pages no one.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(ms|s|m|h))+$`
 	// +optional
 	PolicingDownFor string `json:"policingDownFor,omitempty"`

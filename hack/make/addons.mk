@@ -1,9 +1,10 @@
 # The real add-ons of the local cluster (issue 12): prometheus-operator with a Prometheus,
-# metrics-server, built from the Go module proxy as static binaries and OCI images
-# (hack/addons.sh, docs/addons.md). Cold: minutes of compiling on 2 cores the first time;
-# warm (cached under $(CACHE)/addons, keyed by versions, Go version and flags): seconds.
-# Part of PROVISION: test/addons and the monitoring and autoscaling tests of test/cluster need
-# them. After cluster-provision, which builds the cluster's Kubernetes binaries first.
+# metrics-server, cert-manager (our own controller main), built from the Go module proxy as
+# static binaries and OCI images (hack/addons.sh, docs/addons.md). Cold: minutes of compiling
+# on 2 cores the first time; warm (cached under $(CACHE)/addons, keyed by versions, Go version
+# and flags): seconds. Part of PROVISION: test/addons and the cluster tests (monitoring,
+# autoscaling, RadSec with cert-manager) need them. After cluster-provision, which builds the
+# cluster's Kubernetes binaries first.
 
 PROVISION += addons
 ADDONS_TESTS := ./test/addons/...

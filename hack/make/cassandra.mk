@@ -34,5 +34,9 @@ bench-cassandra: build cassandra-jars ## policing + Cassandra store vs the raw d
 	$(GO) build -o $(BIN)/cassandra-raw ./hack/cassandra-raw
 	hack/bench-cassandra.sh
 
+.PHONY: bench-stores
+bench-stores: build cassandra-jars ## Embedded vs cassandra vs hybrid store on the field flow, one local Cassandra node (~4 min).
+	hack/bench-stores.sh
+
 # `make demo STORE=cassandra` (hack/demo.sh) runs on one local node: it needs the jars.
 demo: $(if $(filter cassandra,$(STORE)),cassandra-jars)

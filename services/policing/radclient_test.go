@@ -25,6 +25,9 @@ import (
 
 const testSecret = "radclient-secret"
 
+// testAdminToken is the admin API bearer token of the nodes these tests start.
+const testAdminToken = "radclient-admin-token-0123456789"
+
 var policingBin string
 
 func TestMain(m *testing.M) {
@@ -80,6 +83,7 @@ func startPolicing(t *testing.T, dir string, extra ...string) *node {
 		}
 	}
 	write("secret", testSecret+"\n")
+	write("admin-token", testAdminToken+"\n")
 	write("subscribers.yaml", `
 profiles:
   basic: {sessionTimeout: 7200, acctInterimInterval: 600}
@@ -94,13 +98,13 @@ subscribers:
 	write("policing.yaml", fmt.Sprintf(`
 log: {level: info}
 radius: {authAddress: %q, acctAddress: %q}
-admin: {address: %q}
+admin: {address: %q, tokenFile: %s/admin-token}
 clients:
   - {name: loopback, address: 127.0.0.1, secretFile: %s/secret}
 subscribers: {source: file, file: %s/subscribers.yaml}
 session:
   embedded: {snapshotFile: %s/sessions.jsonl}
-`, n.auth, n.acct, n.adm, dir, dir, dir))
+`, n.auth, n.acct, n.adm, dir, dir, dir, dir))
 	args := append([]string{"serve", "--config", filepath.Join(dir, "policing.yaml")}, extra...)
 	n.cmd = exec.Command(policingBin, args...)
 	pr, pw := io.Pipe()
@@ -245,11 +249,19 @@ type sessionsReply struct {
 
 func lookup(t *testing.T, n *node, path string) sessionsReply {
 	t.Helper()
-	resp, err := http.Get("http://" + n.adm + path)
+	req, err := http.NewRequest(http.MethodGet, "http://"+n.adm+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
 	var r sessionsReply
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		t.Fatal(err)

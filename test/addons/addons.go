@@ -1,7 +1,7 @@
 // Package addons gives tests the real add-ons of the local cluster (issue 12):
-// prometheus-operator with a Prometheus, metrics-server. hack/addons.sh builds them and
-// installs them; this package reads the same hack/addons/images.env and calls the same
-// script, so a cluster test does:
+// prometheus-operator with a Prometheus, metrics-server, cert-manager. hack/addons.sh builds
+// them and installs them; this package reads the same hack/addons/images.env and calls the
+// same script, so a cluster test does:
 //
 //	hack/cluster.sh import addons.ImportArgs(t)...  // ARCHIVE=REPO, as cluster.sh takes them
 //	addons.Install(t, ctx, kubeconfig)            // CRDs, manifests, waits until each add-on works
@@ -95,9 +95,14 @@ func ImportArgs(t testing.TB) []string {
 	t.Helper()
 	var args []string
 	for _, img := range Images(t) {
-		args = append(args, img.Archive+"="+img.Ref[:strings.LastIndex(img.Ref, ":")])
+		args = append(args, img.ImportArg())
 	}
 	return args
+}
+
+// ImportArg is the image's `hack/cluster.sh import` argument: ARCHIVE=REPO.
+func (img Image) ImportArg() string {
+	return img.Archive + "=" + img.Ref[:strings.LastIndex(img.Ref, ":")]
 }
 
 // NeedBuilt skips the test when the add-ons are not built (`make addons`, part of
@@ -150,3 +155,28 @@ const (
 	PrometheusNamespace = "monitoring"
 	PrometheusService   = "prometheus-operated:web"
 )
+
+// InstallCertManager installs only cert-manager and its local CA ClusterIssuer
+// (CertManagerCAIssuer) on the cluster of kubeconfig, its image already imported, and waits
+// until the ClusterIssuer is Ready. Install installs it too.
+func InstallCertManager(t testing.TB, ctx context.Context, kubeconfig string) {
+	t.Helper()
+	if out, err := Script(ctx, "install-cert-manager", kubeconfig); err != nil {
+		t.Fatalf("%v%s", err, out)
+	}
+}
+
+// CertManagerCAIssuer is the ClusterIssuer of the local CA (51-cert-manager-issuers.yaml).
+const CertManagerCAIssuer = "openaaa-local-ca"
+
+// ImportArg is the `hack/cluster.sh import` argument (ARCHIVE=REPO) of one add-on image.
+func ImportArg(t testing.TB, name string) string {
+	t.Helper()
+	for _, img := range Images(t) {
+		if img.Name == name {
+			return img.ImportArg()
+		}
+	}
+	t.Fatalf("no add-on image %s (hack/addons.sh list)", name)
+	return ""
+}

@@ -38,6 +38,9 @@ var smoke = map[string]struct {
 		return "prometheus, version " + strings.TrimPrefix(e["PROMETHEUS_VERSION"], "v")
 	}},
 	"metrics-server": {"--version", func(e map[string]string) string { return e["METRICS_SERVER_VERSION"] }},
+	"cert-manager-controller": {"--version", func(e map[string]string) string {
+		return "cert-manager-controller " + e["CERT_MANAGER_VERSION"]
+	}},
 }
 
 // TestBinariesStart: every add-on binary is static (no ELF interpreter: it runs in a
@@ -263,7 +266,7 @@ func TestManifestsServerSideDryRun(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	t.Logf("%d objects accepted: %v", len(objs), kinds)
-	for _, want := range []string{"Deployment", "APIService", "Prometheus", "ServiceMonitor", "PrometheusRule"} {
+	for _, want := range []string{"Deployment", "APIService", "Prometheus", "ServiceMonitor", "PrometheusRule", "ClusterIssuer", "Certificate"} {
 		if kinds[want] == 0 {
 			t.Errorf("no %s in the manifests", want)
 		}

@@ -28,6 +28,7 @@ import (
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 	"github.com/openaaa/openaaa/config/argocd"
+	"github.com/openaaa/openaaa/controllers"
 	"github.com/openaaa/openaaa/internal/cassandratest"
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
@@ -45,6 +46,9 @@ const (
 	loadtestSecret = "loadtest-secret-1"
 	readyWithin    = 5 * time.Minute
 )
+
+// watched is the label the operator's cache selects Secrets and ConfigMaps by.
+var watched = map[string]string{controllers.WatchLabel: controllers.WatchLabelValue}
 
 // Cassandra on the node's address (pods reach it), on the test port of cassandratest.
 var cassandraContact = fmt.Sprintf("%s:%d", clustertest.NodeIP, cassandratest.CQLPort)
@@ -78,21 +82,20 @@ nasClients:
 // seconds of Cassandra's return. Last, both releases are uninstalled and leave nothing
 // behind but the CRDs (kept on purpose).
 func TestAAAClusterOnCluster(t *testing.T) {
-	root, helm, tag := needAAA(t)
+	clustertest.Skip(t, cluster)
+	root, helm, tag := needOperatorImages(t)
 	c := aaaClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
 	// The user's Secrets and ConfigMaps: Cassandra credentials and the subscriber file.
 	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: aaaNS}})
-	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: aaaNS},
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: aaaNS, Labels: watched},
 		StringData: map[string]string{"username": "cassandra", "password": "cassandra"}})
-	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS},
+	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS, Labels: watched},
 		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
 
-	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
-		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
-		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
+	installOperatorChart(t, ctx, helm, root, tag)
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(aaaclusterValues()), 0o600); err != nil {
 		t.Fatal(err)
@@ -156,14 +159,14 @@ func TestAAAClusterOnCluster(t *testing.T) {
 			t.Fatalf("Accounting %s: no Accounting-Response:\n%s", st, out)
 		}
 	}
-	sessions := adminSessions(t, pod.Status.PodIP, "alice")
+	sessions := adminSessions(t, c, pod.Status.PodIP, "alice")
 	if len(sessions) != 1 || sessions[0]["nas"] != clustertest.NASIP {
 		t.Fatalf("alice's sessions in the admin API: %v; want one, from NAS %s", sessions, clustertest.NASIP)
 	}
 	if out, ok := nasRadclient(t, fmt.Sprintf("%s:%d", clustertest.NodeIP, acct), "acct", nasSecret, acctAttrs("Stop", 120)...); !ok || !strings.Contains(out, "Accounting-Response") {
 		t.Fatalf("Accounting Stop: no Accounting-Response:\n%s", out)
 	}
-	if s := adminSessions(t, pod.Status.PodIP, "alice"); len(s) != 0 {
+	if s := adminSessions(t, c, pod.Status.PodIP, "alice"); len(s) != 0 {
 		t.Errorf("alice still active after Stop: %v", s)
 	}
 	// A wrong secret, and a client policing does not know (the host, from the node's address).
@@ -270,12 +273,39 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	}
 }
 
+// needOperatorImages checks what installing the charts with an external Cassandra needs
+// (skipping, or failing under OPENAAA_INTEGRATION=require) and imports the project's images:
+// the repository root, bin/helm and the images' tag.
+func needOperatorImages(t *testing.T) (root, helm, tag string) {
+	t.Helper()
+	root, err := clustertest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm = filepath.Join(root, "bin", "helm")
+	_, err = os.Stat(helm)
+	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
+	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
+	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
+	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
+	return root, helm, refs[0][strings.LastIndex(refs[0], ":")+1:]
+}
+
+// installOperatorChart installs the operator chart with the imported images and waits for it.
+// extra are more helm arguments (--set ...).
+func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag string, extra ...string) {
+	t.Helper()
+	runHelm(t, ctx, helm, append([]string{"install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", operatorNS, "--create-namespace", "--set", "image.tag=" + tag, "--set", "policingImage.tag=" + tag,
+		"--set", "loadgenImage.tag=" + tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m"}, extra...)...)
+}
+
 // loadTestOnCluster creates an AAALoadTest against the cluster and checks its report: traffic
 // answered, the server-side figures read from policing's /metrics, conditions and the
 // columns kubectl shows.
 func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
 	t.Helper()
-	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS},
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS, Labels: watched},
 		StringData: map[string]string{"secret": loadtestSecret}})
 	lt := createLoadTest(t, ctx, c, "capacity", aaav1.LoadTestLoad{Duration: "20s", Concurrency: 8})
 	start := time.Now()
@@ -310,25 +340,6 @@ func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
 		}
 		return fmt.Errorf("Job %s still there (%v)", lt.Status.Job, err)
 	})
-}
-
-// needAAA skips (or fails under OPENAAA_INTEGRATION=require) without the cluster, helm or
-// Cassandra, imports the project's images and returns the repository root, helm and the
-// images' tag.
-func needAAA(t *testing.T) (root, helm, tag string) {
-	t.Helper()
-	clustertest.Skip(t, cluster)
-	root, err := clustertest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm = filepath.Join(root, "bin", "helm")
-	_, err = os.Stat(helm)
-	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
-	testenv.Need(t, cassandratest.Available() == nil, "Cassandra 5 (make cassandra-jars)")
-	refs, err := cluster.Import("policing", "openaaa-operator", "aaa-loadgen")
-	testenv.Need(t, err == nil, fmt.Sprint("the images (make images): ", err))
-	return root, helm, refs[0][strings.LastIndex(refs[0], ":")+1:]
 }
 
 // createLoadTest starts an AAALoadTest of the test's AAACluster: the loadtest-nas Secret,
@@ -559,10 +570,16 @@ func runHelm(t *testing.T, ctx context.Context, helm string, args ...string) {
 
 func waitCondition(t *testing.T, c client.Client, typ string, status metav1.ConditionStatus, reason string, within time.Duration) *aaav1.AAACluster {
 	t.Helper()
+	return waitConditionOf(t, c, client.ObjectKey{Namespace: aaaNS, Name: release}, typ, status, reason, within)
+}
+
+// waitConditionOf waits for a condition of the AAACluster key.
+func waitConditionOf(t *testing.T, c client.Client, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string, within time.Duration) *aaav1.AAACluster {
+	t.Helper()
 	var ac *aaav1.AAACluster
-	eventually(t, within, fmt.Sprintf("AAACluster %s=%s %s", typ, status, reason), func() error {
+	eventually(t, within, fmt.Sprintf("AAACluster %s %s=%s %s", key, typ, status, reason), func() error {
 		ac = &aaav1.AAACluster{}
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: aaaNS, Name: release}, ac); err != nil {
+		if err := c.Get(context.Background(), key, ac); err != nil {
 			return err
 		}
 		cond := meta.FindStatusCondition(ac.Status.Conditions, typ)
@@ -596,9 +613,15 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() err
 // required.
 func policingPod(t *testing.T, c client.Client, must bool) *corev1.Pod {
 	t.Helper()
+	return policingPodOf(t, c, client.ObjectKey{Namespace: aaaNS, Name: release}, must)
+}
+
+// policingPodOf is policingPod of the AAACluster key.
+func policingPodOf(t *testing.T, c client.Client, key client.ObjectKey, must bool) *corev1.Pod {
+	t.Helper()
 	var pods corev1.PodList
-	if err := c.List(context.Background(), &pods, client.InNamespace(aaaNS),
-		client.MatchingLabels{"aaa.openaaa.io/cluster": release, "aaa.openaaa.io/datacenter": "dc1", "app.kubernetes.io/component": "radius"}); err != nil {
+	if err := c.List(context.Background(), &pods, client.InNamespace(key.Namespace),
+		client.MatchingLabels{"aaa.openaaa.io/cluster": key.Name, "aaa.openaaa.io/datacenter": "dc1", "app.kubernetes.io/component": "radius"}); err != nil {
 		t.Fatal(err)
 	}
 	var newest *corev1.Pod
@@ -612,7 +635,7 @@ func policingPod(t *testing.T, c client.Client, must bool) *corev1.Pod {
 		}
 	}
 	if newest == nil && must {
-		t.Fatalf("no policing pod in %s\n%s", aaaNS, cluster.Diagnostics())
+		t.Fatalf("no policing pod in %s\n%s", key.Namespace, cluster.Diagnostics())
 	}
 	return newest
 }
@@ -703,10 +726,23 @@ func radclientRun(cmd *exec.Cmd, attrs []string) (string, bool) {
 	return out.String(), err == nil
 }
 
-func adminSessions(t *testing.T, podIP, user string) []map[string]any {
+// adminSessions asks policing's admin API with the token the operator generated (Secret
+// <release>-admin-token); the same request without it must get 401 and no session.
+func adminSessions(t *testing.T, c client.Client, podIP, user string) []map[string]any {
 	t.Helper()
+	url := fmt.Sprintf("http://%s:9812/api/v1/sessions?user=%s", podIP, user)
+	if code, body := httpGetToken(t, url, ""); code != http.StatusUnauthorized || strings.Contains(body, user) {
+		t.Fatalf("admin API without the token: HTTP %d %s; want 401 showing nothing", code, body)
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: aaaNS, Name: release + "-admin-token"}, secret); err != nil {
+		t.Fatalf("the operator's admin token Secret: %v", err)
+	}
 	var out []map[string]any
-	body := httpGet(t, fmt.Sprintf("http://%s:9812/api/v1/sessions?user=%s", podIP, user))
+	code, body := httpGetToken(t, url, string(secret.Data["token"]))
+	if code != http.StatusOK {
+		t.Fatalf("admin API with the token: HTTP %d %s", code, body)
+	}
 	if err := json.Unmarshal([]byte(body), &out); err != nil {
 		var wrapped struct {
 			Sessions []map[string]any `json:"sessions"`
@@ -717,6 +753,25 @@ func adminSessions(t *testing.T, podIP, user string) []map[string]any {
 		out = wrapped.Sessions
 	}
 	return out
+}
+
+func httpGetToken(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	hc := http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func httpGet(t *testing.T, url string) string {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -48,8 +47,11 @@ subscribers: {source: file, file: /etc/openaaa/subscribers/subscribers.yaml}
 session:
   store: embedded
   embedded: {snapshotFile: /var/lib/openaaa/sessions.jsonl}
-admin: {address: ":9812"}
+admin: {address: ":9812", tokenFile: /etc/openaaa/clients/admin.token}
 `
+
+// smokeAdminToken is the admin API's bearer token of the smoke test's policing.
+const smokeAdminToken = "smoke-admin-token-0123456789abcdef"
 
 // The only client is the NAS network namespace's address: a reply proves that the request
 // reached policing with the NAS's own source address (externalTrafficPolicy: Local).
@@ -101,7 +103,7 @@ func deploy(t *testing.T) *smoke {
 	mustCreate(err)
 	_, err = cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		StringData: map[string]string{"clients.yaml": clientsFile, "nas.secret": secret},
+		StringData: map[string]string{"clients.yaml": clientsFile, "nas.secret": secret, "admin.token": smokeAdminToken},
 	}, metav1.CreateOptions{})
 	mustCreate(err)
 
@@ -322,19 +324,17 @@ func TestNodePortKeepsNASAddress(t *testing.T) {
 		t.Fatalf("Accounting-Request Start from the NAS: %v\n%s", err, out)
 	}
 
-	resp, err := http.Get(fmt.Sprintf("http://%s:9812/api/v1/sessions?user=alice", s.podIP))
-	if err != nil {
-		t.Fatal(err)
+	code, body := httpGetToken(t, fmt.Sprintf("http://%s:9812/api/v1/sessions?user=alice", s.podIP), smokeAdminToken)
+	if code != http.StatusOK {
+		t.Fatalf("sessions: HTTP %d %s", code, body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	var got struct {
 		Sessions []struct {
 			NAS           string `json:"nas"`
 			AcctSessionID string `json:"acctSessionId"`
 		} `json:"sessions"`
 	}
-	if err := json.Unmarshal(body, &got); err != nil {
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("sessions: %v: %s", err, body)
 	}
 	if len(got.Sessions) != 1 || got.Sessions[0].NAS != clustertest.NASIP || got.Sessions[0].AcctSessionID != "smoke-1" {

@@ -111,6 +111,9 @@ func (p *policing) target() string {
 	return fmt.Sprintf("%s=127.0.0.1:%d/%d", p.name, p.auth, p.acct)
 }
 
+// e2eAdminToken is the admin API bearer token of the policing processes these tests run.
+const e2eAdminToken = "e2e-admin-token-0123456789abcdef"
+
 func (p *policing) adminURL(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", p.admin, path)
 }

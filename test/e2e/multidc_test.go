@@ -80,6 +80,8 @@ func TestMultiDC(t *testing.T) {
 		t.Fatalf("aaa-loadgen subscribers: %v\n%s", err, out)
 	}
 
+	tokenFile := filepath.Join(work, "admin-token")
+	must(t, os.WriteFile(tokenFile, []byte(e2eAdminToken+"\n"), 0o600))
 	ports := freePorts(t, 3*dcs)
 	pol := make([]*policing, dcs)
 	for i := range dcs {
@@ -106,8 +108,8 @@ session:
     keyspace: %s
     timeout: 2s
     spool: {dir: %s, replayInterval: 1s}
-admin: {address: "127.0.0.1:%d"}
-`, p.auth, p.acct, secret, subs, contactPoint(dc), dc, ks, filepath.Join(work, fmt.Sprintf("spool-dc%d", dc)), p.admin)
+admin: {address: "127.0.0.1:%d", tokenFile: %s}
+`, p.auth, p.acct, secret, subs, contactPoint(dc), dc, ks, filepath.Join(work, fmt.Sprintf("spool-dc%d", dc)), p.admin, tokenFile)
 		must(t, os.WriteFile(p.config, []byte(cfg), 0o600))
 		pol[i] = p
 	}
@@ -417,7 +419,12 @@ func readSessions(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[se
 
 func checkHistoryAPI(t *testing.T, p *policing, user string) {
 	t.Helper()
-	resp, err := http.Get(p.adminURL("/api/v1/history?user=" + user))
+	req, err := http.NewRequest(http.MethodGet, p.adminURL("/api/v1/history?user="+user), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

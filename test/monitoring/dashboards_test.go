@@ -236,16 +236,7 @@ func ksmNames(t *testing.T) map[string]bool {
 // TestAlertMetricsExist checks every alert's metric names: policing's and the operator's
 // registries, kube-state-metrics' AAACluster metrics (our config) and Prometheus' own `up`.
 func TestAlertMetricsExist(t *testing.T) {
-	known := map[string]bool{"up": true}
-	for n := range seriesNames(policingFamilies(t)) {
-		known[n] = true
-	}
-	for n := range seriesNames(operatorFamilies(t)) {
-		known[n] = true
-	}
-	for n := range ksmNames(t) {
-		known[n] = true
-	}
+	known := knownNames(t)
 	_, spec := rules(t)
 	b, _ := json.Marshal(spec)
 	var g ruleGroups

@@ -1,5 +1,6 @@
-// Package admin serves the admin HTTP port: /metrics, /healthz, /readyz, the session
-// lookup API under /api/v1 and the runtime log level.
+// Package admin serves the admin HTTP port: /metrics, /healthz, /readyz without a
+// credential (scrapers and probes), and behind a bearer token (auth.go) the session lookup
+// API under /api/v1, CoA and Disconnect, the runtime log level and /debug/pprof.
 package admin
 
 import (
@@ -29,7 +30,10 @@ type Server struct {
 	Pprof bool
 	// CoA sends CoA and Disconnect requests (admin/coa.go); nil: not configured.
 	CoA *coa.Sender
-	mux *http.ServeMux
+	// Token guards everything but /metrics, /healthz and /readyz; nil or unset: the API
+	// refuses every request.
+	Token *Token
+	mux   *http.ServeMux
 }
 
 // Handler returns the routes.
@@ -41,19 +45,22 @@ func (s *Server) Handler() http.Handler {
 	m.Handle("GET /metrics", promhttp.Handler())
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	m.HandleFunc("GET /readyz", s.readyz)
-	m.HandleFunc("GET /api/v1/sessions", s.sessions)
-	m.HandleFunc("GET /api/v1/sessions/{nas}/{id}", s.session)
-	m.HandleFunc("GET /api/v1/history", s.history)
-	m.HandleFunc("POST /api/v1/disconnect", s.disconnect)
-	m.HandleFunc("POST /api/v1/coa", s.coaRequest)
-	m.HandleFunc("GET /api/v1/loglevel", s.getLevel)
-	m.HandleFunc("PUT /api/v1/loglevel", s.setLevel)
+	// Everything else shows or changes state: token only (auth.go).
+	api := http.NewServeMux()
+	api.HandleFunc("GET /api/v1/sessions", s.sessions)
+	api.HandleFunc("GET /api/v1/sessions/{nas}/{id}", s.session)
+	api.HandleFunc("GET /api/v1/history", s.history)
+	api.HandleFunc("POST /api/v1/disconnect", s.disconnect)
+	api.HandleFunc("POST /api/v1/coa", s.coaRequest)
+	api.HandleFunc("GET /api/v1/loglevel", s.getLevel)
+	api.HandleFunc("PUT /api/v1/loglevel", s.setLevel)
 	if s.Pprof {
-		m.HandleFunc("/debug/pprof/", pprof.Index)
-		m.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		api.HandleFunc("/debug/pprof/", pprof.Index)
+		api.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		api.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		api.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	m.Handle("/", s.requireToken(api))
 	s.mux = m
 	return m
 }

@@ -65,6 +65,12 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		return nil, err
 	}
 	n.Subscribers = src
+	token, err := n.loadAdminToken()
+	if err != nil {
+		n.closeSubscribers()
+		n.closePolicy()
+		return nil, err
+	}
 	// The admin port comes first, so that a node waiting for its store is seen alive and
 	// not ready, with the reason (startup.go).
 	adm := newAdminSwitch()
@@ -96,6 +102,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
 	n.startReload(src)
 	n.watchPolicy()
+	n.watchAdminToken(token)
 	authLogger, _ := st.(session.AuthLogger) // the store itself: startCoA wraps it
 	st = n.startCoA(st)
 	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log}
@@ -138,7 +145,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		return nil, err
 	}
 	if n.admin != nil {
-		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof}
+		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token}
 		adm.serve(a.Handler())
 	}
 	log.Info("policing started", "store", cfg.Session.Store, "clients", len(clients.All()),

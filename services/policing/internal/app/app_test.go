@@ -27,6 +27,9 @@ import (
 
 const secret = "s3cr3t-for-tests"
 
+// adminToken is the admin API's bearer token in the nodes tests start (file admin-token).
+const adminToken = "admin-token-for-tests-0123456789"
+
 const subscribers = `
 profiles:
   gold: {sessionTimeout: 3600, acctInterimInterval: 300, class: gold, rateLimit: "10M/10M",
@@ -40,29 +43,39 @@ subscribers:
 // startNode runs a node on loopback with ephemeral ports. Extra lines are --set overrides.
 func startNode(t *testing.T, sets ...string) *Node {
 	t.Helper()
-	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(secret+"\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(subscribers), 0o600))
-	cfgText := fmt.Sprintf(`
-log: {level: debug, format: text}
-radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 4}
-admin: {address: "127.0.0.1:0"}
-clients:
-  - {name: lo, address: 127.0.0.0/8, secretFile: %s/secret}
-subscribers: {source: file, file: %s/subs.yaml}
-session:
-  embedded: {snapshotFile: %s/snap.jsonl}
-`, dir, dir, dir)
-	must(t, os.WriteFile(filepath.Join(dir, "policing.yaml"), []byte(cfgText), 0o600))
-	cfg, err := config.Load(filepath.Join(dir, "policing.yaml"), sets, nil)
-	must(t, err)
+	cfg := startNodeConfig(t, sets...)
 	level := new(slog.LevelVar)
-	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: level}))
-	n, err := Start(context.Background(), cfg, log, level)
+	level.Set(slog.LevelDebug)
+	n, err := Start(context.Background(), cfg, quietLog(), level)
 	must(t, err)
 	t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
 	return n
 }
+
+// startNodeConfig is the configuration startNode runs, its files in a new directory.
+func startNodeConfig(t *testing.T, sets ...string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(secret+"\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(subscribers), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "admin-token"), []byte(adminToken+"\n"), 0o600))
+	cfgText := fmt.Sprintf(`
+log: {level: debug, format: text}
+radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 4}
+admin: {address: "127.0.0.1:0", tokenFile: %[1]s/admin-token}
+clients:
+  - {name: lo, address: 127.0.0.0/8, secretFile: %[1]s/secret}
+subscribers: {source: file, file: %[1]s/subs.yaml}
+session:
+  embedded: {snapshotFile: %[1]s/snap.jsonl}
+`, dir)
+	must(t, os.WriteFile(filepath.Join(dir, "policing.yaml"), []byte(cfgText), 0o600))
+	cfg, err := config.Load(filepath.Join(dir, "policing.yaml"), sets, nil)
+	must(t, err)
+	return cfg
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -212,7 +225,10 @@ func acct(status rfc2866.AcctStatusType, id, user string) *radius.Packet {
 
 func getJSON(t *testing.T, n *Node, path string, v any) {
 	t.Helper()
-	resp, err := http.Get("http://" + n.AdminAddr.String() + path)
+	req, err := http.NewRequest(http.MethodGet, "http://"+n.AdminAddr.String()+path, nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {

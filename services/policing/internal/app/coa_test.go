@@ -26,7 +26,7 @@ func coaNodeIn(t *testing.T, dir string, receiver *freeRADIUS, extra string) *No
 	return edgeNode(t, dir, fmt.Sprintf(`
 log: {level: debug, format: text}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
-admin: {address: "127.0.0.1:0"}
+admin: {address: "127.0.0.1:0", tokenFile: {{dir}}/admin-token}
 clients:
   - {name: nas1, address: 127.0.0.1, secretFile: {{dir}}/secret, coaPort: %d}
 subscribers: {source: file, file: {{dir}}/subs.yaml}
@@ -36,7 +36,10 @@ coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
 
 func postCoA(t *testing.T, n *Node, path string) (int, admin.CoAReply) {
 	t.Helper()
-	resp, err := http.Post("http://"+n.AdminAddr.String()+path, "application/json", nil)
+	req, err := http.NewRequest(http.MethodPost, "http://"+n.AdminAddr.String()+path, nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	defer resp.Body.Close()
 	var r admin.CoAReply
@@ -89,7 +92,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 	adminURL := "http://" + n.AdminAddr.String()
 	runCtl := func(args ...string) (int, string) {
 		var out, errb bytes.Buffer
-		rc := ctl.Main(context.Background(), append(args, "--admin", adminURL), &out, &errb)
+		rc := ctl.Main(context.Background(), append(args, "--admin", adminURL, "--token-file", n.Config.Admin.TokenFile), &out, &errb)
 		return rc, out.String() + errb.String()
 	}
 	if rc, out := runCtl("disconnect", "--framed-ip", "10.9.0.7"); rc != 0 || !strings.Contains(out, `"ack"`) {

@@ -176,6 +176,7 @@ func edgeNode(t *testing.T, dir, cfgText string, subs string) *Node {
 	t.Helper()
 	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(radclientSecret+"\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(subs), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "admin-token"), []byte(adminToken+"\n"), 0o600))
 	cfgText = strings.ReplaceAll(cfgText, "{{dir}}", dir)
 	must(t, os.WriteFile(filepath.Join(dir, "policing.yaml"), []byte(cfgText), 0o600))
 	cfg, err := config.Load(filepath.Join(dir, "policing.yaml"), nil, nil)

@@ -112,6 +112,9 @@ type Embedded struct {
 // Admin configures the HTTP admin port (/metrics, /healthz, /readyz, /api/v1).
 type Admin struct {
 	Address string `json:"address"`
+	// TokenFile holds the bearer token of /api/v1 and /debug/pprof (reloaded on change).
+	// Empty: those answer 403 and serve nothing (docs/security.md).
+	TokenFile string `json:"tokenFile,omitempty"`
 	// Pprof serves /debug/pprof/ on the admin port (CPU and heap profiles for support).
 	Pprof bool `json:"pprof"`
 }

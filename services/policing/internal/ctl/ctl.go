@@ -1,7 +1,12 @@
 // Package ctl is `policing ctl`: operator commands that call a running node's admin API.
 //
-//	policing ctl disconnect (--user NAME | --framed-ip IP | --session NAS/ACCT-SESSION-ID) [--admin URL]
-//	policing ctl coa        (selector as above) --attr Name=value [--attr ...] [--admin URL]
+//	policing ctl disconnect (--user NAME | --framed-ip IP | --session NAS/ACCT-SESSION-ID) [--admin URL] [--token-file FILE]
+//	policing ctl coa        (selector as above) --attr Name=value [--attr ...] [--admin URL] [--token-file FILE]
+//
+// The admin API's bearer token comes from --token-file, $POLICING_ADMIN_TOKEN_FILE,
+// $POLICING_ADMIN_TOKEN, or the file the operator mounts in policing pods (DefaultTokenFile),
+// so that `kubectl exec ... policing ctl` needs no flag. Never from a flag's value: command
+// lines are visible to every process on the host.
 //
 // It prints the JSON answer (one result per session: ack, nak with its Error-Cause,
 // timeout, ...) and exits 0 when every session was ACKed, 1 when any was not, 3 when no
@@ -20,6 +25,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/admin"
 )
 
 const usage = `usage: policing ctl <command> [flags]
@@ -30,7 +37,12 @@ commands:
 
 select with one of: --user NAME, --framed-ip IP, --session NAS/ACCT-SESSION-ID
 --admin URL is the node's admin address (env POLICING_ADMIN, default http://127.0.0.1:9812)
+--token-file FILE holds the admin API's bearer token (env POLICING_ADMIN_TOKEN_FILE, or the
+  token itself in POLICING_ADMIN_TOKEN; default ` + DefaultTokenFile + ` when it exists)
 `
+
+// DefaultTokenFile is where the operator and the chart mount the admin token in policing pods.
+const DefaultTokenFile = "/etc/openaaa/admin/token"
 
 type attrFlags map[string]string
 
@@ -62,6 +74,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		def = "http://127.0.0.1:9812"
 	}
 	admin := fs.String("admin", def, "admin API base URL (env POLICING_ADMIN)")
+	tokenFile := fs.String("token-file", os.Getenv("POLICING_ADMIN_TOKEN_FILE"), "file holding the admin API's bearer token (env POLICING_ADMIN_TOKEN_FILE)")
 	user := fs.String("user", "", "every active session of this user")
 	framedIP := fs.String("framed-ip", "", "the active session holding this framed IP")
 	sess := fs.String("session", "", "one session: NAS/ACCT-SESSION-ID (NAS as shown by the sessions API)")
@@ -106,6 +119,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		b, _ := json.Marshal(map[string]any{"attributes": map[string]string(attrs)})
 		body = bytes.NewReader(b)
 	}
+	token, err := adminToken(*tokenFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "policing ctl:", err)
+		return 2
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	u := strings.TrimRight(*admin, "/") + "/api/v1/" + cmd + "?" + q.Encode()
@@ -115,6 +133,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		fmt.Fprintln(stderr, "policing ctl:", err)
@@ -127,6 +148,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case http.StatusOK:
 	case http.StatusNotFound:
 		return 3
+	case http.StatusUnauthorized, http.StatusForbidden:
+		fmt.Fprintf(stderr, "\npolicing ctl: HTTP %d: the admin API wants its token (--token-file, POLICING_ADMIN_TOKEN_FILE)\n", resp.StatusCode)
+		return 2
 	default:
 		return 2
 	}
@@ -142,4 +166,23 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// adminToken finds the bearer token: the named file, else $POLICING_ADMIN_TOKEN, else the
+// default file when it exists; "" when there is none (the API will answer 401).
+func adminToken(file string) (string, error) {
+	if file == "" {
+		if t := strings.TrimSpace(os.Getenv("POLICING_ADMIN_TOKEN")); t != "" {
+			return t, nil
+		}
+		if _, err := os.Stat(DefaultTokenFile); err != nil {
+			return "", nil
+		}
+		file = DefaultTokenFile
+	}
+	b, err := admin.ReadTokenFile(file) // the file as policing reads it
+	if err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	return string(b), nil
 }

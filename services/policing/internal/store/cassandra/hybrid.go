@@ -13,16 +13,17 @@ import (
 
 // Hybrid is a bounded local cache in front of the Cassandra store (write-through).
 //
-// Reads (Get, ByUser, ByFramedIP, ByNAS: the auth path) are answered from a cache entry
-// that is fresh — written or read by this node less than TTL ago; a miss or a stale entry
-// goes to Cassandra. When Cassandra cannot answer, a stale entry is served rather than
-// nothing (auth keeps working from what it can read).
+// Reads (Get, ByUser, ByFramedIP, ByNAS: the admin API's and CoA/Disconnect's, never the
+// RADIUS flow's) are answered from a cache entry that is fresh — written or read by this node
+// less than TTL ago; a miss or a stale entry goes to Cassandra. When Cassandra cannot answer,
+// a stale entry is served rather than nothing.
 //
 // Accounting always merges onto the row read from Cassandra, never onto the cache: the next
 // message of a session may have been handled by another DC a few milliseconds ago, and the
-// cache of this DC cannot know. So a session moving between DCs stays exact; what the
-// cache saves is the auth path's reads. The lookups (user, framed IP, NAS) always come from
-// Cassandra too (they change in other DCs); only the session rows they point to are cached.
+// cache of this DC cannot know. So a session moving between DCs stays exact, and the cache
+// saves no read of the RADIUS flow (authentication reads no session). The lookups (user,
+// framed IP, NAS) always come from Cassandra too (they change in other DCs); only the session
+// rows they point to are cached.
 type Hybrid struct {
 	*Store
 	ttl  time.Duration
