@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,7 @@ type Node struct {
 	authLog     *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
 	lua         *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
 	draining    atomic.Bool
+	shutdown    sync.Once
 }
 
 // Start builds every part and starts the listeners. Errors name the config key at fault.
@@ -182,15 +184,28 @@ func (n *Node) abort() {
 	n.closePolicy()
 }
 
-// Shutdown drains the node: /readyz turns unready, RADIUS stops reading and answers what
-// it holds, then the store is closed (the embedded store writes its snapshot).
+// Shutdown drains the node once: /readyz turns unready, RADIUS stops reading and answers
+// what it holds, the accounting spool and the proxy queue are delivered (shutdown.go), then
+// the store is closed (the embedded store writes its snapshot).
 func (n *Node) Shutdown(ctx context.Context) error {
+	var err error
+	n.shutdown.Do(func() { err = n.drain(ctx) })
+	return err
+}
+
+func (n *Node) drain(ctx context.Context) error {
 	n.draining.Store(true)
+	nodeDraining.Set(1)
+	defer nodeDraining.Set(0)
 	n.Log.Info("draining")
 	n.stopReload()
-	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx), n.stopProxy(), n.closeAuthLog(ctx), n.Store.Close(ctx)}
+	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx)}
+	errs = append(errs, n.deliverQueues(ctx)...) // shutdown.go
 	if n.admin != nil {
-		errs = append(errs, n.admin.Shutdown(ctx))
+		// Its own short deadline: the drain may have used all of ctx.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		errs = append(errs, n.admin.Shutdown(actx))
+		cancel()
 	}
 	n.closeSubscribers()
 	n.closePolicy()
