@@ -48,6 +48,7 @@ func (st *Store) drain(ctx context.Context) error {
 	}
 	st.log.Info("spool: delivering before shutdown", "records", st.o.Spool.Records(), "localDC", st.o.Conn.LocalDC,
 		"remoteDCs", len(st.o.RemoteDCs))
+	warn := rateLimiter{every: 10 * time.Second} // a round a second: say it now and then
 	remotes := map[string]*Store{}
 	defer func() {
 		for _, r := range remotes {
@@ -62,7 +63,7 @@ func (st *Store) drain(ctx context.Context) error {
 			spoolDrained.WithLabelValues(name).Add(float64(n))
 			st.log.Info("spool: delivered at shutdown", "dc", name, "records", n, "left", st.o.Spool.Records())
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && warn.ok() {
 			st.log.Warn("spool: datacenter did not take the spool", "dc", name, "err", err, "left", st.o.Spool.Records())
 		}
 		return !st.o.Spool.Pending()
@@ -79,7 +80,9 @@ func (st *Store) drain(ctx context.Context) error {
 			if r == nil {
 				var err error
 				if r, err = st.remote(ctx, dc); err != nil {
-					st.log.Warn("spool: cannot reach a remote datacenter", "dc", dc.Name, "err", err)
+					if warn.ok() {
+						st.log.Warn("spool: cannot reach a remote datacenter", "dc", dc.Name, "err", err)
+					}
 					continue
 				}
 				remotes[dc.Name] = r
