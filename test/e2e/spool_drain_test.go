@@ -92,14 +92,19 @@ admin: {address: "127.0.0.1:%d"}
 	// SIGTERM: not ready at once, then dc2 returns while dc1 stays down.
 	stopAt := time.Now()
 	must(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	waitUntil(t, 10*time.Second, "/readyz 503 while draining", func() bool {
+	if err := eventually(ctx, 10*time.Second, 100*time.Millisecond, func() error {
 		resp, err := http.Get(p.adminURL("/readyz"))
 		if err != nil {
-			return false
+			return err
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusServiceUnavailable
-	})
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			return fmt.Errorf("/readyz %d", resp.StatusCode)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("not unready while draining: %v", err)
+	}
 	must(t, cl.Restart(2))
 	select {
 	case <-p.done:
@@ -156,16 +161,5 @@ func sendAcct(t *testing.T, port int, secret, id string, status rfc2866.AcctStat
 	resp, err := radius.Exchange(ctx, pkt, fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil || resp.Code != radius.CodeAccountingResponse {
 		t.Fatalf("accounting %s: no Accounting-Response: %v", id, err)
-	}
-}
-
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
