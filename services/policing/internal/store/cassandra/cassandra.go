@@ -921,19 +921,29 @@ func (st *Store) replayer() {
 }
 
 // Close stops the replayer, delivers the spool to any datacenter that takes it until ctx
-// ends (drain.go), closes the spool and the driver. It fails when records are left.
+// ends (drain.go; at most closeDrain when ctx has no deadline), closes the spool and the
+// driver. It fails when records are left.
 func (st *Store) Close(ctx context.Context) error {
 	var err error
 	st.closeMu.Do(func() {
 		close(st.stop)
 		<-st.stopped
 		if st.o.Spool != nil {
+			if _, ok := ctx.Deadline(); !ok {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, closeDrain)
+				defer cancel()
+			}
 			err = errors.Join(st.drain(ctx), st.o.Spool.Close())
 		}
 		st.s.Close()
 	})
 	return err
 }
+
+// closeDrain bounds the delivery of the spool by a Close without a deadline (a node that
+// failed to start, tools, tests): the records stay on disk for the next start.
+const closeDrain = 5 * time.Second
 
 // rateLimiter lets one log line through per interval.
 type rateLimiter struct {
