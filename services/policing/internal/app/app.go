@@ -46,6 +46,7 @@ type Node struct {
 	reloadStop  func()
 	authLog     *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
 	lua         *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
+	spool       spooler           // the store's spool, nil without one (shutdown.go)
 	draining    atomic.Bool
 	shutdown    sync.Once
 }
@@ -93,6 +94,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		return nil, err
 	}
 	n.Store = st
+	n.spool, _ = st.(spooler) // the store itself: startCoA may wrap n.Store (shutdown.go)
 	r := cfg.Radius
 	n.Radius = radiusd.New(radiusd.Options{Inline: cfg.InlineDispatch(), Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)

@@ -49,14 +49,13 @@ func (n *Node) deliverQueues(ctx context.Context) []error {
 			}
 		}()
 	}
-	sp, _ := n.Store.(spooler)
 	before := 0
-	if sp != nil {
-		before = sp.Spooled()
+	if n.spool != nil {
+		before = n.spool.Spooled()
 	}
 	errs := []error{n.closeAuthLog(ctx), n.Store.Close(ctx)}
-	if sp != nil {
-		errs = append(errs, n.accountDrain("spool", n.Config.Session.Cassandra.Spool.Dir, before, sp.Spooled()))
+	if n.spool != nil {
+		errs = append(errs, n.accountDrain("spool", n.Config.Session.Cassandra.Spool.Dir, before, n.spool.Spooled()))
 	}
 	wg.Wait()
 	return append(errs, proxyErr)
