@@ -55,18 +55,27 @@ func (st *Store) drain(ctx context.Context) error {
 			r.s.Close()
 		}
 	}()
+	// try delivers to one datacenter for as long as it makes progress (a large spool takes
+	// more than one attempt), and reports whether the spool is empty.
 	try := func(name string, target *Store) bool {
-		actx, cancel := context.WithTimeout(ctx, st.drainAttempt())
-		n, err := target.ReplayNow(actx)
-		cancel()
-		if n > 0 {
-			spoolDrained.WithLabelValues(name).Add(float64(n))
-			st.log.Info("spool: delivered at shutdown", "dc", name, "records", n, "left", st.o.Spool.Records())
+		for {
+			actx, cancel := context.WithTimeout(ctx, st.drainAttempt())
+			n, err := target.ReplayNow(actx)
+			cancel()
+			if n > 0 {
+				spoolDrained.WithLabelValues(name).Add(float64(n))
+				st.log.Info("spool: delivered at shutdown", "dc", name, "records", n, "left", st.o.Spool.Records())
+			}
+			if !st.o.Spool.Pending() {
+				return true
+			}
+			if n == 0 || ctx.Err() != nil {
+				if err != nil && ctx.Err() == nil && warn.ok() {
+					st.log.Warn("spool: datacenter did not take the spool", "dc", name, "err", err, "left", st.o.Spool.Records())
+				}
+				return false
+			}
 		}
-		if err != nil && ctx.Err() == nil && warn.ok() {
-			st.log.Warn("spool: datacenter did not take the spool", "dc", name, "err", err, "left", st.o.Spool.Records())
-		}
-		return !st.o.Spool.Pending()
 	}
 	for {
 		if try(st.o.Conn.LocalDC, st) {
