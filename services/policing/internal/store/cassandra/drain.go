@@ -20,8 +20,8 @@ type RemoteDC struct {
 
 var spoolDrained = promauto.NewCounterVec(prometheus.CounterOpts{
 	Namespace: metrics.Namespace, Subsystem: "spool", Name: "drained_total",
-	Help: "Spooled accounting records delivered at shutdown, by the datacenter that took them.",
-}, []string{"dc"})
+	Help: "Spooled accounting records delivered at shutdown, by connection: local (the store's own, which the driver may route to another datacenter) or a remote datacenter's.",
+}, []string{"via"})
 
 // Spooled returns how many accounting records wait in the spool (0 without one).
 func (st *Store) Spooled() int {
@@ -64,21 +64,21 @@ func (st *Store) drain(ctx context.Context) error {
 			cancel()
 			if n > 0 {
 				spoolDrained.WithLabelValues(name).Add(float64(n))
-				st.log.Info("spool: delivered at shutdown", "dc", name, "records", n, "left", st.o.Spool.Records())
+				st.log.Info("spool: delivered at shutdown", "via", name, "records", n, "left", st.o.Spool.Records())
 			}
 			if !st.o.Spool.Pending() {
 				return true
 			}
 			if n == 0 || ctx.Err() != nil {
 				if err != nil && ctx.Err() == nil && warn.ok() {
-					st.log.Warn("spool: datacenter did not take the spool", "dc", name, "err", err, "left", st.o.Spool.Records())
+					st.log.Warn("spool: datacenter did not take the spool", "via", name, "err", err, "left", st.o.Spool.Records())
 				}
 				return false
 			}
 		}
 	}
 	for {
-		if try(st.o.Conn.LocalDC, st) {
+		if try("local", st) {
 			return nil
 		}
 		for _, dc := range st.o.RemoteDCs {
