@@ -64,6 +64,7 @@ cassandra:
     contactPoints: [%q]
     credentialsSecret: {name: cassandra-credentials}
 sessionStore: cassandra
+spool: {terminationGracePeriodSeconds: 300}
 subscribers:
   file: {configMap: {name: subscribers, key: subscribers.yaml}}
 nasClients:
@@ -198,6 +199,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	if h, err := argocd.Health(ac); err != nil || h.Status != "Degraded" || !strings.Contains(h.Message, "contact point") {
 		t.Errorf("Argo CD health with Cassandra down: %+v, %v; want Degraded naming the contact point", h, err)
 	}
+	spooled := spoolWhileCassandraDown(t, acct) // spool_test.go
 	if err := c.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +238,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 		return nil
 	})
 	t.Logf("policing ready %s after Cassandra's CQL port was back", time.Since(back).Round(time.Second))
+	spooledRecordsDelivered(t, ctx, c, pod, spooled)
 	waitCondition(t, c, aaav1.ConditionReady, metav1.ConditionTrue, "", 3*time.Minute)
 
 	// 7. Uninstall: the AAACluster's objects are collected; the CRDs stay (crds.keep).
