@@ -88,6 +88,12 @@ func TestValidation(t *testing.T) {
 			c.Spec.Policy = &aaav1.PolicySpec{Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "p"}, FailMode: "ajar"}}
 		}, []string{"spec.policy.lua.failMode"}},
 		{"name too long", func(c *aaav1.AAACluster) { c.Name = strings.Repeat("a", 31) }, []string{"metadata.name", "at most 30"}},
+		{"grace period leaving no time to drain", func(c *aaav1.AAACluster) {
+			c.Spec.Spool = aaav1.SpoolSpec{TerminationGracePeriodSeconds: ptr.To[int64](30), PreStopDelaySeconds: ptr.To[int64](20)}
+		}, []string{"spec.spool.terminationGracePeriodSeconds", "at least 15 seconds after preStopDelaySeconds"}},
+		{"grace period with the default delay", func(c *aaav1.AAACluster) {
+			c.Spec.Spool = aaav1.SpoolSpec{TerminationGracePeriodSeconds: ptr.To[int64](16)}
+		}, []string{"spec.spool.terminationGracePeriodSeconds"}},
 	}
 	for i, tc := range create {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,6 +119,10 @@ func TestValidation(t *testing.T) {
 	if c.Spec.Cassandra.Keyspace != "openaaa" || c.Spec.Radius.AuthPort != 1812 || c.Spec.Radius.AcctPort != 1813 ||
 		c.Spec.Radius.RequireMessageAuthenticator == nil || !*c.Spec.Radius.RequireMessageAuthenticator || c.Spec.SessionStore != "cassandra" {
 		t.Errorf("schema defaults not applied: %+v", c.Spec)
+	}
+	if g, d := c.Spec.Spool.TerminationGracePeriodSeconds, c.Spec.Spool.PreStopDelaySeconds; g == nil || *g != DefaultTerminationGraceSeconds ||
+		d == nil || *d != DefaultPreStopDelaySeconds || c.Spec.Spool.Persistence != nil {
+		t.Errorf("spool defaults not applied: %+v", c.Spec.Spool)
 	}
 
 	update := []struct {

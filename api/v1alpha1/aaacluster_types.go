@@ -71,6 +71,15 @@ type AAAClusterSpec struct {
 	// +optional
 	Policy *PolicySpec `json:"policy,omitempty"`
 
+	// Spool says how a stopping policing pod keeps the accounting it acknowledged to NASes
+	// and has not delivered yet: its spool (records Cassandra could not take) and its proxy
+	// queue. On deletion the pod stops taking requests and delivers both (the spool to any
+	// datacenter's Cassandra, the local one first; the queue to any live upstream) within
+	// its termination grace period; persistence keeps what is left on a volume of its own.
+	// +kubebuilder:default={}
+	// +optional
+	Spool SpoolSpec `json:"spool,omitempty"`
+
 	// Monitoring creates ServiceMonitor, PrometheusRule and Grafana dashboard objects.
 	// +optional
 	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
@@ -279,6 +288,45 @@ type ExternalCassandra struct {
 	ContactPoints []string `json:"contactPoints"`
 	// CredentialsSecret holds the keys username and password.
 	CredentialsSecret corev1.LocalObjectReference `json:"credentialsSecret"`
+}
+
+// SpoolSpec configures how policing pods stop and where they keep undelivered accounting.
+// +kubebuilder:validation:XValidation:rule="!has(self.preStopDelaySeconds) || !has(self.terminationGracePeriodSeconds) || self.preStopDelaySeconds + 15 <= self.terminationGracePeriodSeconds",message="terminationGracePeriodSeconds must leave at least 15 seconds after preStopDelaySeconds to deliver the spool",fieldPath=".terminationGracePeriodSeconds"
+type SpoolSpec struct {
+	// TerminationGracePeriodSeconds of the policing pods: the preStop delay, then the time
+	// to answer requests in flight and deliver the spool and the proxy queue (policing gets
+	// this minus the delay minus 5 seconds as radius.drainTimeout). Records still
+	// undelivered when it runs out are lost, unless persistence is set. Default 120.
+	// +kubebuilder:validation:Minimum=15
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=120
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// PreStopDelaySeconds: a deleted pod keeps serving this long (a preStop sleep) while
+	// the Services and the NAS-facing load balancers stop sending to it, then stops reading
+	// and drains. Default 5.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=120
+	// +kubebuilder:default=5
+	// +optional
+	PreStopDelaySeconds *int64 `json:"preStopDelaySeconds,omitempty"`
+	// Persistence gives every policing pod a PersistentVolumeClaim of its own for the spool
+	// and the proxy queue: the data center then runs as a StatefulSet, and a pod that could
+	// not deliver everything leaves it on its claim for its successor of the same name.
+	// Without it they live in an emptyDir that is deleted with the pod. See docs/operator.md
+	// for the trade-offs.
+	// +optional
+	Persistence *SpoolPersistence `json:"persistence,omitempty"`
+}
+
+// SpoolPersistence is the PersistentVolumeClaim of each policing pod.
+type SpoolPersistence struct {
+	// Size of each claim. Default 2Gi.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// StorageClassName of the claims. Default: the cluster's default class.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
 // RadiusSpec configures the RADIUS side of policing.

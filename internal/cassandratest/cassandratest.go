@@ -108,20 +108,8 @@ func Start(n int) (*Cluster, error) {
 	return c, nil
 }
 
-// Grow starts nodes up to n (the new ones join as seeds in their own DCs).
-func (c *Cluster) Grow(n int) error {
-	if err := c.run("start", strconv.Itoa(n)); err != nil {
-		return err
-	}
-	c.Nodes = n
-	return nil
-}
-
 // Kill SIGKILLs node i.
 func (c *Cluster) Kill(i int) error { return c.run("kill", strconv.Itoa(i)) }
-
-// StopNode stops node i gracefully... by SIGKILL: tests want the abrupt case.
-func (c *Cluster) StopNode(i int) error { return c.Kill(i) }
 
 // Restart starts node i again and waits for its CQL port.
 func (c *Cluster) Restart(i int) error { return c.run("restart", strconv.Itoa(i)) }

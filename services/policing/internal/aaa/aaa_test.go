@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -614,5 +615,31 @@ func TestU32(t *testing.T) {
 	}
 	if u32(p, rfc2866.AcctInputOctets_Type) != 77 || u32(p, rfc2866.AcctOutputOctets_Type) != 0 {
 		t.Fatal("u32")
+	}
+}
+
+// The step after the store write (the policy's Disconnect, coa.PolicyTrigger) sees only
+// updates the store accepted, once it accepted them.
+func TestAcctStoredStepRunsAfterTheWrite(t *testing.T) {
+	st := &fakeStore{}
+	h := acctHandler(st, &fakeSource{})
+	var seen []*session.Update
+	h.Stored = func(u *session.Update) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if !slices.Contains(st.updates, u) {
+			t.Errorf("Stored ran before the store had the update %+v", u.Session.Key)
+		}
+		seen = append(seen, u)
+	}
+	w := &recWriter{}
+	h.ServeRADIUS(w, acctRequest(rfc2866.AcctStatusType_Value_InterimUpdate, "s", nil))
+	if len(seen) != 1 || len(w.replies) != 1 {
+		t.Fatalf("accepted write: Stored ran %d times, %d replies", len(seen), len(w.replies))
+	}
+	st.fail = errors.New("store down")
+	h.ServeRADIUS(w, acctRequest(rfc2866.AcctStatusType_Value_InterimUpdate, "s", nil))
+	if len(seen) != 1 {
+		t.Fatal("Stored ran for an update the store refused")
 	}
 }

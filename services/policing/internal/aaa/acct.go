@@ -36,6 +36,9 @@ type Acct struct {
 	// Forward, when set, passes the request on after local processing succeeded (the
 	// accounting proxy, docs/proxy.md); an error means the NAS gets no reply.
 	Forward func(ctx context.Context, r *radiusd.Request) error
+	// Stored, when set, is the step after a Start, Interim or Stop the store accepted (the
+	// policy's Disconnect/CoA, coa.PolicyTrigger); it must not block the reply.
+	Stored func(u *session.Update)
 	// SupersedeStale closes the stale session a Start or Interim replaces (supersede.go): a
 	// lookup per Interim, for stores whose lookups are in memory.
 	SupersedeStale bool
@@ -95,6 +98,9 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 		}
 		if after && u.Created {
 			h.supersede(ctx, u)
+		}
+		if h.Stored != nil {
+			h.Stored(u)
 		}
 	case statusOn, statusOff:
 		cause := uint32(causeNASReboot)

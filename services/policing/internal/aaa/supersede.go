@@ -108,19 +108,10 @@ func closeStale(ctx context.Context, st session.Store, k session.Key, at time.Ti
 	return st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k, LastSeen: at}})
 }
 
-// matcherOf returns the store's FramedIPMatcher, looking through wrappers, or nil.
+// matcherOf returns the store's FramedIPMatcher, or nil.
 func matcherOf(st session.Store) session.FramedIPMatcher {
-	for st != nil {
-		if m, ok := st.(session.FramedIPMatcher); ok {
-			return m
-		}
-		w, ok := st.(session.Wrapper)
-		if !ok {
-			return nil
-		}
-		st = w.Unwrap()
-	}
-	return nil
+	m, _ := st.(session.FramedIPMatcher)
+	return m
 }
 
 // replaces reports whether the new session in, started at started, ends old: another

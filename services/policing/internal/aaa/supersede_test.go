@@ -204,16 +204,13 @@ func TestSupersedeChain(t *testing.T) {
 	}
 }
 
-// wrapping stands for a store wrapper (coa.PolicyStore): the in-place match of the store
-// inside is found through Unwrap, and the copying lookup is not used.
-type wrapping struct {
-	session.Store
+// inPlaceOnly is a store that matches in place: the copying lookup must not be used.
+type inPlaceOnly struct {
+	*embedded.Store
 	t *testing.T
 }
 
-func (w wrapping) Unwrap() session.Store { return w.Store }
-
-func (w wrapping) ByFramedIP(context.Context, netip.Addr) (*session.Session, error) {
+func (w inPlaceOnly) ByFramedIP(context.Context, netip.Addr) (*session.Session, error) {
 	w.t.Error("ByFramedIP called: the store's MatchFramedIP was not used")
 	return nil, session.ErrNotFound
 }
@@ -234,7 +231,7 @@ func TestSupersedeChainInPlace(t *testing.T) {
 	if err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *other}); err != nil {
 		t.Fatal(err)
 	}
-	h.Store = wrapping{Store: st, t: t}
+	h.Store = inPlaceOnly{Store: st, t: t}
 	before := testutil.ToFloat64(metrics.SessionsSuperseded)
 	send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
 	if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != 2 {

@@ -1,22 +1,32 @@
 package app
 
 import (
+	"context"
+
+	"github.com/openaaa/openaaa/services/policing/internal/aaa"
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
-	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
 // startCoA builds the CoA/Disconnect sender (admin API, CLI) and, when policy disconnects
-// are on, wraps the store so that a session the policy marks is disconnected (docs/coa.md).
-// It returns the store the handlers use.
-func (n *Node) startCoA(st session.Store) session.Store {
+// are on, makes it the accounting step after the store write, so that a session the policy
+// marks is disconnected (docs/coa.md).
+func (n *Node) startCoA(acct *aaa.Acct) {
 	c := n.Config.CoA
-	n.CoA = &coa.Sender{Store: st, Clients: func() *nas.Table { return n.Radius.Clients() },
+	n.CoA = &coa.Sender{Store: n.Store, Clients: func() *nas.Table { return n.Radius.Clients() },
 		Timeout: c.Timeout.D(), Retries: c.Retries, Log: n.Log}
 	if !c.PolicyDisconnect {
-		return st
+		return
 	}
-	ps := coa.NewPolicyStore(st, n.CoA, c.ResendAfter.D(), c.Concurrency, n.Log)
-	n.Store = ps
-	return ps
+	n.policyCoA = coa.NewPolicyTrigger(n.Store, n.CoA, c.ResendAfter.D(), c.Concurrency, n.Log)
+	acct.Stored = n.policyCoA.Stored
+}
+
+// stopPolicyCoA waits for the policy's requests in flight (bounded by ctx): they read the
+// store, which closes after.
+func (n *Node) stopPolicyCoA(ctx context.Context) error {
+	if n.policyCoA != nil {
+		n.policyCoA.Close(ctx)
+	}
+	return nil
 }

@@ -15,10 +15,7 @@ func (n *Node) startRadSec(auth, acct radiusd.Handler) error {
 	}
 	opt := radiusd.RadSecOptions{
 		CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, Secret: []byte(c.Secret),
-		ReloadInterval: c.ReloadInterval.D(), IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections,
-	}
-	if n.Reloader != nil {
-		opt.ReloadInterval = -1 // the hot-reload watcher polls the files (app/reload.go)
+		IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections,
 	}
 	rs, err := n.Radius.ListenRadSec(c.Address, opt, auth, acct)
 	if err != nil {
@@ -26,12 +23,11 @@ func (n *Node) startRadSec(auth, acct radiusd.Handler) error {
 	}
 	n.RadSec = rs
 	n.RadSecAddr = rs.Addr()
-	if n.Reloader != nil {
-		n.Reloader.Watch("certificates", []string{c.CertFile, c.KeyFile, c.CAFile}, func() error {
-			_, err := rs.Reload()
-			return err
-		})
-	}
+	// The certificates reload with the other mounted files (app/reload.go).
+	n.Reloader.Watch("certificates", []string{c.CertFile, c.KeyFile, c.CAFile}, func() error {
+		_, err := rs.Reload()
+		return err
+	})
 	return nil
 }
 

@@ -46,8 +46,9 @@ radius:
   authAddress: "127.0.0.1:0"
   acctAddress: "127.0.0.1:0"
   workers: 8
-  radsec: {address: "`+radsecAddr+`", certFile: {{dir}}/tls.crt, keyFile: {{dir}}/tls.key, caFile: {{dir}}/ca.crt, reloadInterval: 200ms}
+  radsec: {address: "`+radsecAddr+`", certFile: {{dir}}/tls.crt, keyFile: {{dir}}/tls.key, caFile: {{dir}}/ca.crt}
 admin: {address: "127.0.0.1:0"}
+reload: {interval: 200ms}
 clients:
   - {name: lo, address: 127.0.0.1, secretFile: {{dir}}/secret}
 subscribers: {source: file, file: {{dir}}/subs.yaml}
@@ -75,7 +76,8 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 		t.Fatalf("session from RadSec accounting: %+v %v", s, err)
 	}
 
-	// Rotation: new certificate and key files are picked up without restart.
+	// Rotation: new certificate and key files are picked up without restart, by the
+	// hot-reload watcher (reload.interval).
 	if s, err := peerSerial(t, radsecAddr, pki.pem, cliCert, cliKey); err != nil || s != "100" {
 		t.Fatalf("serial before rotation: %q %v", s, err)
 	}

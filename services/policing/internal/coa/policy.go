@@ -11,14 +11,15 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
-// PolicyStore wraps the session store: when an accounting update that the store accepted
-// carries a DisconnectReason set by the policy (e.g. quota exhausted), a Disconnect-Request
-// goes to the session's NAS in the background; when it carries CoA attributes (a Lua
-// policy's coa()), a CoA-Request with them. The accounting reply never waits for it.
-// One session is not disconnected again within ResendAfter (the NAS may keep sending
-// interims until it acts, and each would otherwise trigger a new request).
-type PolicyStore struct {
-	session.Store
+// PolicyTrigger is the accounting pipeline's step after the store write (aaa.Acct.Stored):
+// when an update that the store accepted carries a DisconnectReason set by the policy (e.g.
+// quota exhausted), a Disconnect-Request goes to the session's NAS in the background; when
+// it carries CoA attributes (a Lua policy's coa()), a CoA-Request with them. The accounting
+// reply never waits for it. One session is not disconnected again within ResendAfter (the
+// NAS may keep sending interims until it acts, and each would otherwise trigger a new
+// request).
+type PolicyTrigger struct {
+	Store       session.Store // read for the stored session the request is built from
 	Sender      *Sender
 	ResendAfter time.Duration
 	Log         *slog.Logger
@@ -31,22 +32,16 @@ type PolicyStore struct {
 	cancel   context.CancelFunc
 }
 
-// NewPolicyStore wraps st; concurrency bounds the disconnects in flight.
-func NewPolicyStore(st session.Store, s *Sender, resendAfter time.Duration, concurrency int, log *slog.Logger) *PolicyStore {
-	p := &PolicyStore{Store: st, Sender: s, ResendAfter: resendAfter, Log: log,
+// NewPolicyTrigger reads sessions from st; concurrency bounds the requests in flight.
+func NewPolicyTrigger(st session.Store, s *Sender, resendAfter time.Duration, concurrency int, log *slog.Logger) *PolicyTrigger {
+	p := &PolicyTrigger{Store: st, Sender: s, ResendAfter: resendAfter, Log: log,
 		sem: make(chan struct{}, concurrency), lastSent: map[session.Key]time.Time{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
 }
 
-// Unwrap implements session.Wrapper.
-func (p *PolicyStore) Unwrap() session.Store { return p.Store }
-
-// Apply implements session.Store.
-func (p *PolicyStore) Apply(ctx context.Context, u *session.Update) error {
-	if err := p.Store.Apply(ctx, u); err != nil {
-		return err
-	}
+// Stored acts on an update the store accepted; it never blocks.
+func (p *PolicyTrigger) Stored(u *session.Update) {
 	switch {
 	case u.Kind == session.KindStop:
 	case u.Session.DisconnectReason != "":
@@ -54,11 +49,10 @@ func (p *PolicyStore) Apply(ctx context.Context, u *session.Update) error {
 	case len(u.CoA) > 0:
 		p.trigger(u.Session.Key, "coa", u.CoA)
 	}
-	return nil
 }
 
 // trigger sends a Disconnect-Request, or a CoA-Request carrying attrs when attrs is set.
-func (p *PolicyStore) trigger(k session.Key, reason string, attrs radius.Attributes) {
+func (p *PolicyTrigger) trigger(k session.Key, reason string, attrs radius.Attributes) {
 	now := time.Now()
 	p.mu.Lock()
 	if last, ok := p.lastSent[k]; ok && now.Sub(last) < p.ResendAfter {
@@ -102,8 +96,9 @@ func (p *PolicyStore) trigger(k session.Key, reason string, attrs radius.Attribu
 	}()
 }
 
-// Close waits for the disconnects in flight (bounded by ctx), then closes the store.
-func (p *PolicyStore) Close(ctx context.Context) error {
+// Close waits for the requests in flight (bounded by ctx, then cancelled); the store stays
+// open for its owner to close after.
+func (p *PolicyTrigger) Close(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	select {
@@ -112,5 +107,5 @@ func (p *PolicyStore) Close(ctx context.Context) error {
 		p.cancel()
 	}
 	p.cancel()
-	return p.Store.Close(ctx)
+	p.wg.Wait()
 }

@@ -248,6 +248,9 @@ func unknownKeys(node any, t reflect.Type, path string) error {
 		sort.Strings(keys)
 		for _, k := range keys {
 			ft, ok := fields[k]
+			if why, gone := removedKeys[joinKey(path, k)]; !ok && gone {
+				return fmt.Errorf("key %q was removed: %s", joinKey(path, k), why)
+			}
 			if !ok {
 				return fmt.Errorf("unknown key %q", joinKey(path, k))
 			}
@@ -265,6 +268,12 @@ func unknownKeys(node any, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// removedKeys are keys older configurations may still set, with what replaced them: a
+// clearer error than "unknown key".
+var removedKeys = map[string]string{
+	"radius.radsec.reloadInterval": "the RadSec certificates reload with the other mounted files, every reload.interval and on SIGHUP (docs/hot-reload.md); delete the key",
 }
 
 func joinKey(path, k string) string {
@@ -326,8 +335,8 @@ func isIndex(s string) bool {
 // envOverrides maps POLICING_RADIUS_AUTHADDRESS=... to radius.authAddress for every scalar key.
 func envOverrides(environ []string) [][2]string {
 	byEnv := map[string]string{}
-	for _, p := range scalarPaths(reflect.TypeOf(Config{}), "") {
-		byEnv["POLICING_"+strings.ToUpper(strings.ReplaceAll(p, ".", "_"))] = p
+	for _, kv := range EnvNames() {
+		byEnv[kv[0]] = kv[1]
 	}
 	var out [][2]string
 	for _, e := range environ {
@@ -364,7 +373,8 @@ func scalarPaths(t reflect.Type, prefix string) []string {
 	return out
 }
 
-// EnvNames lists every POLICING_* variable with the key it sets (for docs and --help).
+// EnvNames lists every POLICING_* variable with the key it sets: the one naming rule that
+// envOverrides applies and the docs test checks.
 func EnvNames() [][2]string {
 	var out [][2]string
 	for _, p := range scalarPaths(reflect.TypeOf(Config{}), "") {
@@ -441,9 +451,7 @@ func (c *Config) Validate() error {
 	case "ldap":
 		errs = append(errs, c.Subscribers.LDAP.validate("subscribers.ldap")...)
 	default:
-		if !validSubscriberSource(c.Subscribers.Source) {
-			bad("subscribers.source", "%q is not a known source", c.Subscribers.Source)
-		}
+		bad("subscribers.source", "%q is not one of file, ldap", c.Subscribers.Source)
 	}
 	switch c.Session.Store {
 	case "embedded", "none":
@@ -470,11 +478,6 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Reload.validate("reload")...)
 	return errors.Join(errs...)
 }
-
-// subscriberSources lets other files (ldap.go) register the sources they validate.
-var subscriberSources = map[string]bool{}
-
-func validSubscriberSource(s string) bool { return subscriberSources[s] }
 
 func (cl Client) validate(key string) []error {
 	var errs []error

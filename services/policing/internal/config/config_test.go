@@ -167,6 +167,22 @@ func TestUnknownKeyRejected(t *testing.T) {
 	}
 }
 
+// A key that was removed says what replaced it, in the file and in --set.
+func TestRemovedKeyExplained(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		sets []string
+	}{
+		{minimal + "radius: {radsec: {reloadInterval: 5s}}\n", nil},
+		{minimal, []string{"radius.radsec.reloadInterval=5s"}},
+	} {
+		_, err := load(t, c.text, c.sets, nil)
+		if err == nil || !strings.Contains(err.Error(), `"radius.radsec.reloadInterval" was removed`) || !strings.Contains(err.Error(), "reload.interval") {
+			t.Fatalf("removed key: %v", err)
+		}
+	}
+}
+
 func TestSetOverrides(t *testing.T) {
 	c, err := load(t, minimal, []string{
 		"radius.workers=8",

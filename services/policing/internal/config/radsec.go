@@ -13,15 +13,12 @@ type RadSec struct {
 	Address string `json:"address,omitempty"`
 	// CertFile, KeyFile and CAFile are PEM files (a mounted cert-manager Secret: tls.crt,
 	// tls.key, ca.crt). Client certificates must chain to CAFile. All three are reloaded
-	// when they change, without restart.
+	// when they change, without restart, by the hot-reload watcher (reload.interval).
 	CertFile string `json:"certFile,omitempty"`
 	KeyFile  string `json:"keyFile,omitempty"`
 	CAFile   string `json:"caFile,omitempty"`
 	// Secret is the RADIUS shared secret over TLS: "radsec" (RFC 6614 §2.3).
 	Secret string `json:"secret"`
-	// ReloadInterval is how often the listener checks the files itself when no hot-reload
-	// watcher does (under `policing serve` the watcher checks them every reload.interval).
-	ReloadInterval Duration `json:"reloadInterval"`
 	// IdleTimeout closes a connection that carried nothing for this long.
 	IdleTimeout Duration `json:"idleTimeout"`
 	// MaxConnections bounds the TLS connections open at once.
@@ -29,7 +26,7 @@ type RadSec struct {
 }
 
 func defaultRadSec() RadSec {
-	return RadSec{Secret: "radsec", ReloadInterval: Duration(5 * time.Second),
+	return RadSec{Secret: "radsec",
 		IdleTimeout: Duration(10 * time.Minute), MaxConnections: 1024}
 }
 
@@ -51,9 +48,6 @@ func (r RadSec) validate(key string) []error {
 	}
 	if r.Secret == "" {
 		bad("secret", "must not be empty (RFC 6614: \"radsec\")")
-	}
-	if r.ReloadInterval <= 0 {
-		bad("reloadInterval", "must be positive")
 	}
 	if r.IdleTimeout <= 0 {
 		bad("idleTimeout", "must be positive")

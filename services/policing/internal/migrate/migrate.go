@@ -13,18 +13,13 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
-	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -34,138 +29,6 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
 )
-
-//go:embed migrations/*.cql
-var embedded embed.FS
-
-// Migration is one versioned CQL file.
-type Migration struct {
-	Version    int
-	Name       string // e.g. 0001_sessions
-	Statements []string
-	Checksum   string // sha256 of the file
-}
-
-var fileRE = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.cql$`)
-
-// Migrations returns the embedded migrations in order.
-func Migrations() ([]Migration, error) { return load(embedded, "migrations") }
-
-func load(fsys fs.FS, dir string) ([]Migration, error) {
-	ents, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []Migration
-	for _, e := range ents {
-		m := fileRE.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("migration file %s: name must be NNNN_name.cql", e.Name())
-		}
-		raw, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		v, _ := strconv.Atoi(m[1])
-		sum := sha256.Sum256(raw)
-		stmts := SplitStatements(string(raw))
-		if len(stmts) == 0 {
-			return nil, fmt.Errorf("migration %s has no statement", e.Name())
-		}
-		out = append(out, Migration{
-			Version: v, Name: strings.TrimSuffix(e.Name(), ".cql"),
-			Statements: stmts, Checksum: hex.EncodeToString(sum[:]),
-		})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	for i := range out {
-		if out[i].Version != i+1 {
-			return nil, fmt.Errorf("migration %s: versions must be 1, 2, 3... without gaps", out[i].Name)
-		}
-	}
-	return out, nil
-}
-
-// SplitStatements removes -- comments and splits CQL text on semicolons.
-func SplitStatements(text string) []string {
-	var b strings.Builder
-	for line := range strings.SplitSeq(text, "\n") {
-		if i := strings.Index(line, "--"); i >= 0 {
-			line = line[:i]
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	var out []string
-	for s := range strings.SplitSeq(b.String(), ";") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// Replication is a replication factor per DC, in the order given.
-type Replication []DCFactor
-
-// DCFactor is one DC's replication factor.
-type DCFactor struct {
-	DC string
-	RF int
-}
-
-// ParseReplication parses "dc1:3,dc2:3".
-func ParseReplication(s string) (Replication, error) {
-	var out Replication
-	seen := map[string]bool{}
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		dc, rf, ok := strings.Cut(part, ":")
-		if !ok || dc == "" {
-			return nil, fmt.Errorf("--replication: %q is not dc:factor", part)
-		}
-		n, err := strconv.Atoi(rf)
-		if err != nil || n < 0 || n > 9 {
-			return nil, fmt.Errorf("--replication: %q: factor must be 0..9", part)
-		}
-		if seen[dc] {
-			return nil, fmt.Errorf("--replication: %s given twice", dc)
-		}
-		seen[dc] = true
-		out = append(out, DCFactor{dc, n})
-	}
-	if len(out) == 0 {
-		return nil, errors.New("--replication: empty")
-	}
-	return out, nil
-}
-
-func (r Replication) String() string {
-	var parts []string
-	for _, f := range r {
-		parts = append(parts, fmt.Sprintf("%s:%d", f.DC, f.RF))
-	}
-	return strings.Join(parts, ",")
-}
-
-func (r Replication) cql() string {
-	parts := []string{"'class': 'NetworkTopologyStrategy'"}
-	for _, f := range r {
-		if f.RF > 0 {
-			parts = append(parts, fmt.Sprintf("'%s': %d", strings.ReplaceAll(f.DC, "'", "''"), f.RF))
-		}
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-func (r Replication) get(dc string) int {
-	for _, f := range r {
-		if f.DC == dc {
-			return f.RF
-		}
-	}
-	return 0
-}
 
 // Options of one run.
 type Options struct {
@@ -587,91 +450,4 @@ func (m *migrator) apply(ctx context.Context, mg Migration) error {
 	}
 	m.say("migration %s: applied", mg.Name)
 	return nil
-}
-
-var tableRE = regexp.MustCompile(`(?i)^(CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS|CREATE\s+TABLE|ALTER\s+TABLE|DROP\s+TABLE\s+IF\s+EXISTS|DROP\s+TABLE|CREATE\s+TYPE\s+IF\s+NOT\s+EXISTS|CREATE\s+TYPE)\s+([a-z_][a-z0-9_]*)\b`)
-
-// qualify prefixes the table of a DDL statement with the keyspace: migrations name tables
-// without a keyspace so that the same files serve any keyspace.
-func qualify(stmt, ks string) string {
-	if loc := tableRE.FindStringSubmatchIndex(stmt); loc != nil {
-		return stmt[:loc[4]] + ks + "." + stmt[loc[4]:]
-	}
-	return stmt
-}
-
-// Main runs `policing migrate` and returns the exit code.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("policing migrate", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	contact := fl.String("contact-points", "127.0.0.1", "Cassandra contact points, host[:port] separated by commas")
-	port := fl.Int("port", 9042, "CQL port for contact points without one")
-	keyspace := fl.String("keyspace", "openaaa", "keyspace to create and migrate")
-	localDC := fl.String("local-dc", "", "datacenter of this Job (required)")
-	repl := fl.String("replication", "", "replication factor per DC, e.g. dc1:3,dc2:3 (default: keep; new keyspace: 3, at most the nodes, per DC)")
-	dry := fl.Bool("dry-run", false, "print the plan, change nothing")
-	userFile := fl.String("username-file", "", "file holding the Cassandra username")
-	passFile := fl.String("password-file", "", "file holding the Cassandra password")
-	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
-	leaseWait := fl.Duration("lease-wait", 5*time.Minute, "how long to wait for another migration's lease")
-	fl.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: policing migrate --local-dc DC [--contact-points H1,H2] [--keyspace K] [--replication dc1:3,dc2:3] [--dry-run]")
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "policing migrate: unexpected argument %q\n", fl.Arg(0))
-		return 2
-	}
-	if *localDC == "" {
-		fmt.Fprintln(stderr, "policing migrate: --local-dc is required")
-		return 2
-	}
-	if !config.ValidKeyspaceName(*keyspace) {
-		fmt.Fprintf(stderr, "policing migrate: --keyspace %q is not a valid keyspace name\n", *keyspace)
-		return 2
-	}
-	var replication Replication
-	if *repl != "" {
-		r, err := ParseReplication(*repl)
-		if err != nil {
-			fmt.Fprintf(stderr, "policing migrate: %v\n", err)
-			return 2
-		}
-		replication = r
-	}
-	user, pass, err := cassandra.ReadCredentials(*userFile, *passFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "policing migrate: %v\n", err)
-		return 2
-	}
-	var cps []string
-	for cp := range strings.SplitSeq(*contact, ",") {
-		if cp = strings.TrimSpace(cp); cp != "" {
-			cps = append(cps, cp)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	_, err = Run(ctx, Options{
-		Conn: cassandra.ConnOptions{
-			ContactPoints: cps, Port: *port, LocalDC: *localDC, Keyspace: *keyspace,
-			Timeout: 10 * time.Second, ConnectTimeout: 10 * time.Second, NumConns: 1,
-			Username: user, Password: pass,
-		},
-		Replication: replication,
-		DryRun:      *dry,
-		LeaseWait:   *leaseWait,
-		Out:         stdout,
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "policing migrate: %v\n", err)
-		return 1
-	}
-	return 0
 }

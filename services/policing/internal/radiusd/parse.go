@@ -16,6 +16,8 @@ type arena struct {
 	pkt   radius.Packet
 	req   Request
 	w     responseWriter
+	in    inbound
+	udp   udpOut
 }
 
 // parse decodes a length-checked request into layeh's Packet. The attribute values alias

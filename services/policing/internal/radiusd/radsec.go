@@ -7,10 +7,10 @@ package radiusd
 // handlers; replies carry Message-Authenticator. There is no duplicate cache on TCP: the
 // transport is reliable and RFC 6613 §2.6 forbids retransmission on one connection.
 //
-// Certificate, key and CA are files (a mounted cert-manager Secret). They are read again
-// when they change: polled every ReloadInterval by content hash (Kubernetes swaps Secret
-// volumes through symlinks, so modification times are not enough), or on Reload (for a
-// file watcher). A bad new set is rejected with a logged reason; the old one stays.
+// Certificate, key and CA are files (a mounted cert-manager Secret). Reload reads them again
+// and puts a changed set in force; the caller's file watcher (policing serve: the hot-reload
+// watcher, every reload.interval and on SIGHUP) calls it. A bad new set is rejected with a
+// logged reason; the old one stays.
 
 import (
 	"bytes"
@@ -40,11 +40,8 @@ import (
 type RadSecOptions struct {
 	CertFile, KeyFile, CAFile string
 	Secret                    []byte
-	// ReloadInterval is the period of the listener's own polling of the files; negative
-	// disables it (a file watcher calls Reload instead).
-	ReloadInterval time.Duration
-	IdleTimeout    time.Duration
-	MaxConnections int
+	IdleTimeout               time.Duration
+	MaxConnections            int
 	// PerConnection bounds the requests processed at once on one connection (default 64).
 	PerConnection int
 }
@@ -63,7 +60,6 @@ type RadSec struct {
 	slots  chan struct{}
 	wg     sync.WaitGroup // connections
 	reqs   sync.WaitGroup // requests in flight
-	done   chan struct{}
 	closed atomic.Bool
 }
 
@@ -71,9 +67,6 @@ type RadSec struct {
 func (s *Server) ListenRadSec(addr string, opt RadSecOptions, auth, acct Handler) (*RadSec, error) {
 	if len(opt.Secret) == 0 {
 		opt.Secret = []byte("radsec")
-	}
-	if opt.ReloadInterval == 0 {
-		opt.ReloadInterval = 5 * time.Second
 	}
 	if opt.IdleTimeout <= 0 {
 		opt.IdleTimeout = 10 * time.Minute
@@ -84,7 +77,7 @@ func (s *Server) ListenRadSec(addr string, opt RadSecOptions, auth, acct Handler
 	if opt.PerConnection <= 0 {
 		opt.PerConnection = 64
 	}
-	r := &RadSec{s: s, opt: opt, auth: auth, acct: acct, slots: make(chan struct{}, opt.MaxConnections), done: make(chan struct{})}
+	r := &RadSec{s: s, opt: opt, auth: auth, acct: acct, slots: make(chan struct{}, opt.MaxConnections)}
 	if _, err := r.Reload(); err != nil {
 		return nil, fmt.Errorf("radsec: %w", err)
 	}
@@ -95,10 +88,6 @@ func (s *Server) ListenRadSec(addr string, opt RadSecOptions, auth, acct Handler
 	r.ln = ln
 	r.wg.Add(1)
 	go r.accept()
-	if opt.ReloadInterval > 0 {
-		r.wg.Add(1)
-		go r.poll()
-	}
 	s.opt.Log.Info("radsec listener started", "address", ln.Addr().String(), "cert", opt.CertFile, "ca", opt.CAFile)
 	return r, nil
 }
@@ -109,7 +98,7 @@ func (r *RadSec) Addr() net.Addr { return r.ln.Addr() }
 // Reload reads the certificate, key and CA files; when their content changed it puts the
 // new set in force for new connections (open ones keep theirs). It reports whether
 // anything changed. On error the set in force stays. The caller logs and counts errors
-// (poll, or the hot-reload watcher).
+// (the hot-reload watcher).
 func (r *RadSec) Reload() (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -152,27 +141,6 @@ func (r *RadSec) Reload() (bool, error) {
 }
 
 func (r *RadSec) rejected(err error) error { return err }
-
-func (r *RadSec) poll() {
-	defer r.wg.Done()
-	t := time.NewTicker(r.opt.ReloadInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.done:
-			return
-		case <-t.C:
-			changed, err := r.Reload()
-			switch {
-			case err != nil:
-				metrics.ConfigReloads.WithLabelValues("certificates", "rejected").Inc()
-				r.s.opt.Log.Error("radsec certificates not reloaded; the previous ones stay in force", "err", err.Error())
-			case changed:
-				metrics.ConfigReloads.WithLabelValues("certificates", "ok").Inc()
-			}
-		}
-	}
-}
 
 func (r *RadSec) accept() {
 	defer r.wg.Done()
@@ -276,6 +244,9 @@ func (r *RadSec) client(from netip.AddrPort, pkt []byte, cn string) *nas.Client 
 	return c
 }
 
+// serve picks the handler by code (one port takes both kinds) and hands the request to the
+// same pipeline as UDP, without duplicate detection (RFC 6613 §2.6: no retransmission on a
+// connection).
 func (r *RadSec) serve(sc *streamConn, pkt []byte, from netip.AddrPort, cn string, at time.Time) {
 	code := radius.Code(pkt[0])
 	var h Handler
@@ -290,55 +261,22 @@ func (r *RadSec) serve(sc *streamConn, pkt []byte, from netip.AddrPort, cn strin
 		r.s.drop(metrics.DropUnsupported, from, fmt.Errorf("radsec: code %d", code))
 		return
 	}
-	client := r.client(from, pkt, cn)
-	if reason, err := verify(pkt, client); err != nil {
-		r.s.drop(reason, from, err)
-		return
-	}
-	p, err := radius.Parse(pkt, client.Secret)
-	if err != nil {
-		r.s.drop(metrics.DropMalformed, from, err)
-		return
-	}
-	w := &streamWriter{s: r.s, sc: sc, secret: client.Secret, req: p}
-	if code == radius.CodeStatusServer {
-		r.s.statusServer(w, p, kind)
-		return
-	}
-	h.ServeRADIUS(w, &Request{Packet: p, Client: client, RemoteAddr: from, Received: at, ctx: r.s.ctx})
+	r.s.handle(&inbound{pkt: pkt, from: from, kind: kind, handler: h, client: r.client(from, pkt, cn), at: at, out: sc}, new(arena))
 }
 
+// streamConn is one RadSec connection's reply side: replies of concurrent requests are
+// written whole, one at a time.
 type streamConn struct {
 	mu sync.Mutex
 	c  *tls.Conn
 }
 
-type streamWriter struct {
-	s      *Server
-	sc     *streamConn
-	secret []byte
-	req    *radius.Packet
-	wrote  bool
-}
-
-// Write signs the reply as on UDP (Message-Authenticator always) and writes it whole.
-func (w *streamWriter) Write(reply *radius.Packet) error {
-	if w.wrote {
-		return errors.New("radius: reply already written")
-	}
-	b, err := encodeReply(reply, w.req, w.secret)
-	if err != nil {
-		return err
-	}
-	w.wrote = true
-	w.sc.mu.Lock()
-	defer w.sc.mu.Unlock()
-	_ = w.sc.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	if _, err := w.sc.c.Write(b); err != nil {
-		w.s.opt.Log.Warn("radsec reply not sent", "err", err)
-		return err
-	}
-	return nil
+func (sc *streamConn) send(b []byte) error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	_ = sc.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, err := sc.c.Write(b)
+	return err
 }
 
 // Close stops accepting, lets the requests in flight finish (bounded by ctx), then closes
@@ -347,7 +285,6 @@ func (r *RadSec) Close(ctx context.Context) error {
 	if !r.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	close(r.done)
 	_ = r.ln.Close()
 	// Unblock readers waiting for the next packet; replies in flight can still be written.
 	r.conns.Range(func(k, _ any) bool {

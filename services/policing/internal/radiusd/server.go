@@ -294,8 +294,8 @@ func (s *Server) serveCounted(j *job, mem *arena) {
 	metrics.WorkersBusy.Dec()
 }
 
-// serve checks and dispatches one datagram; the parsed request lives in mem and aliases
-// j.buf, both reused once it returns.
+// serve frames one datagram and hands it to the request pipeline; the parsed request lives
+// in mem and aliases j.buf, both reused once it returns.
 func (s *Server) serve(j *job, mem *arena) {
 	n, err := radiusx.PacketLen(j.buf[:j.n])
 	if err != nil {
@@ -313,43 +313,73 @@ func (s *Server) serve(j *job, mem *arena) {
 		s.drop(metrics.DropUnknownClient, j.from, nil)
 		return
 	}
-	if reason, err := verify(pkt, client); err != nil {
-		s.drop(reason, j.from, err)
+	mem.udp = udpOut{conn: j.conn, to: j.from}
+	mem.in = inbound{pkt: pkt, from: j.from, kind: j.kind, handler: j.handler, client: client, at: j.at,
+		out: &mem.udp, dups: s.dups}
+	s.handle(&mem.in, mem)
+}
+
+// inbound is one request as its transport read it (UDP datagram or RadSec record) with the
+// client it comes from. Everything after reading is one pipeline for every transport
+// (handle); a transport only reads packets, finds the client and writes replies (out).
+type inbound struct {
+	pkt     []byte // one whole, length-checked packet
+	from    netip.AddrPort
+	kind    Kind
+	handler Handler
+	client  *nas.Client
+	at      time.Time
+	out     replyOut
+	dups    *dupCache // nil: no duplicate detection (a reliable transport)
+}
+
+// replyOut writes one encoded reply on the request's transport.
+type replyOut interface {
+	send(b []byte) error
+}
+
+// handle is the request pipeline: verify, deduplicate, parse, serve (or answer
+// Status-Server), reply. The parsed request lives in mem and aliases in.pkt, both reused
+// once it returns.
+func (s *Server) handle(in *inbound, mem *arena) {
+	pkt := in.pkt
+	if reason, err := verify(pkt, in.client); err != nil {
+		s.drop(reason, in.from, err)
 		return
 	}
 	var key dupKey
-	if s.dups != nil {
-		key = dupKey{from: j.from, id: pkt[1], code: pkt[0]}
+	if in.dups != nil {
+		key = dupKey{from: in.from, id: pkt[1], code: pkt[0]}
 		copy(key.auth[:], pkt[4:20])
-		reply, state := s.dups.begin(key, j.at)
+		reply, state := in.dups.begin(key, in.at)
 		switch state {
 		case dupInFlight:
-			s.drop(metrics.DropDuplicate, j.from, nil)
+			s.drop(metrics.DropDuplicate, in.from, nil)
 			return
 		case dupAnswered:
 			metrics.DuplicatesAnswered.Inc()
-			_, _ = j.conn.WriteToUDPAddrPort(reply, j.from)
+			_ = in.out.send(reply)
 			return
 		}
 	}
-	p, err := mem.parse(pkt, client.Secret)
+	p, err := mem.parse(pkt, in.client.Secret)
 	if err != nil {
-		s.dups.abort(key)
-		s.drop(metrics.DropMalformed, j.from, err)
+		in.dups.abort(key)
+		s.drop(metrics.DropMalformed, in.from, err)
 		return
 	}
-	mem.w = responseWriter{s: s, conn: j.conn, to: j.from, secret: client.Secret, key: key, req: p}
+	mem.w = responseWriter{s: s, out: in.out, to: in.from, dups: in.dups, secret: in.client.Secret, key: key, req: p}
 	w := &mem.w
-	if code == radius.CodeStatusServer {
-		s.statusServer(w, p, j.kind)
+	if radius.Code(pkt[0]) == radius.CodeStatusServer {
+		s.statusServer(w, p, in.kind)
 	} else {
-		mem.req = Request{Packet: p, Client: client, RemoteAddr: j.from, Received: j.at, ctx: s.ctx}
-		j.handler.ServeRADIUS(w, &mem.req)
+		mem.req = Request{Packet: p, Client: in.client, RemoteAddr: in.from, Received: in.at, ctx: s.ctx}
+		in.handler.ServeRADIUS(w, &mem.req)
 	}
 	if !w.wrote {
-		s.dups.abort(key)
+		in.dups.abort(key)
 	}
-	// The request's memory is reused from now on. Zeroing the datagram makes anything kept
+	// The request's memory is reused from now on. Zeroing the packet makes anything kept
 	// by mistake read as empty (tests catch it) and leaves no password behind.
 	clear(pkt)
 }
@@ -402,17 +432,20 @@ func (s *Server) statusServer(w ResponseWriter, p *radius.Packet, k Kind) {
 	_ = w.Write(p.Response(code))
 }
 
+// responseWriter is the one reply writer of every transport.
 type responseWriter struct {
 	s      *Server
-	conn   *net.UDPConn
+	out    replyOut
 	to     netip.AddrPort
+	dups   *dupCache
 	secret []byte
 	key    dupKey
 	req    *radius.Packet
 	wrote  bool
 }
 
-// Write encodes the reply with a Message-Authenticator (always: BlastRADIUS) and sends it.
+// Write encodes the reply with a Message-Authenticator (always: BlastRADIUS), remembers it
+// for duplicates and sends it.
 func (w *responseWriter) Write(reply *radius.Packet) error {
 	if w.wrote {
 		return errors.New("radius: reply already written")
@@ -422,12 +455,23 @@ func (w *responseWriter) Write(reply *radius.Packet) error {
 		return err
 	}
 	w.wrote = true
-	w.s.dups.finish(w.key, b)
-	if _, err := w.conn.WriteToUDPAddrPort(b, w.to); err != nil {
+	w.dups.finish(w.key, b)
+	if err := w.out.send(b); err != nil {
 		w.s.opt.Log.Warn("radius reply not sent", "to", w.to.String(), "err", err)
 		return err
 	}
 	return nil
+}
+
+// udpOut sends replies as datagrams to the request's source.
+type udpOut struct {
+	conn *net.UDPConn
+	to   netip.AddrPort
+}
+
+func (u *udpOut) send(b []byte) error {
+	_, err := u.conn.WriteToUDPAddrPort(b, u.to)
+	return err
 }
 
 // encodeReply encodes the reply to req on any transport: the request's Proxy-State

@@ -221,12 +221,6 @@ type FramedIPMatcher interface {
 	MatchFramedIP(ip netip.Addr, max int, match func(*Session) bool) []Key
 }
 
-// Wrapper is implemented by stores that add behaviour around another store, so that the
-// optional interfaces of the inner store can be found.
-type Wrapper interface {
-	Unwrap() Store
-}
-
 // AuthLogger is implemented by the stores that keep an auth log (Cassandra, hybrid). It is
 // optional: the auth handler writes to it asynchronously when the store has it.
 type AuthLogger interface {
