@@ -45,11 +45,11 @@ func startAAA(t *testing.T, ctx context.Context, extraValues string) client.Clie
 
 	c := aaaClient(t)
 	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: aaaNS}})
-	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: aaaNS},
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cassandra-credentials", Namespace: aaaNS, Labels: watched},
 		StringData: map[string]string{"username": "cassandra", "password": "cassandra"}})
-	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS},
+	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS, Labels: watched},
 		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
-	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS},
+	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS, Labels: watched},
 		StringData: map[string]string{"secret": loadtestSecret}})
 
 	// The operator's own metrics are scraped too: the operator dashboard reads them.
