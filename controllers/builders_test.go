@@ -207,11 +207,11 @@ func TestPolicingDownAlert(t *testing.T) {
 func TestHPABehavior(t *testing.T) {
 	c := &aaav1.AAACluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "aaa"}}
 	dc := aaav1.Datacenter{Name: "dc1", Autoscaling: &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3}}
-	if b := buildHPA(c, dc).Spec.Behavior; b != nil {
+	if b := buildHPA(c, aaav1.AAAClusterSpec{}, dc).Spec.Behavior; b != nil {
 		t.Errorf("behavior %+v without scaleDownStabilizationSeconds; want Kubernetes' defaults", b)
 	}
 	dc.Autoscaling.ScaleDownStabilizationSeconds = ptr.To[int32](30)
-	b := buildHPA(c, dc).Spec.Behavior
+	b := buildHPA(c, aaav1.AAAClusterSpec{}, dc).Spec.Behavior
 	if b == nil || b.ScaleDown == nil || b.ScaleDown.StabilizationWindowSeconds == nil || *b.ScaleDown.StabilizationWindowSeconds != 30 || b.ScaleUp != nil {
 		t.Errorf("behavior %+v; want scaleDown.stabilizationWindowSeconds 30 and nothing else", b)
 	}
