@@ -154,6 +154,69 @@ func TestWithDefaults(t *testing.T) {
 	}
 }
 
+// TestPolicingDownAlert: the operator's OpenAAAPolicingDown also sees a data center whose pods
+// are all gone (no `up` series left to be 0), not only one whose pods fail their scrapes; a
+// data center scaled to 0 on purpose does not page; `for` is the rule file's unless the spec
+// sets policingDownFor, and the description says the one in force.
+func TestPolicingDownAlert(t *testing.T) {
+	c := &aaav1.AAACluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "aaa"}}
+	spec := withDefaults(aaav1.AAAClusterSpec{
+		Datacenters: []aaav1.Datacenter{
+			{Name: "dc1"},
+			{Name: "dc2", Autoscaling: &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3}},
+			{Name: "off", Replicas: ptr.To[int32](0)},
+		},
+		Monitoring: aaav1.MonitoringSpec{PrometheusRule: &aaav1.PrometheusRuleSpec{Enabled: true}},
+	}, Options{Version: "dev"})
+	down := func() map[string]any {
+		for _, g := range clusterRuleGroups(c, spec) {
+			for _, r := range g.(map[string]any)["rules"].([]any) {
+				if r := r.(map[string]any); r["alert"] == policingDownAlert {
+					return r
+				}
+			}
+		}
+		t.Fatal("no OpenAAAPolicingDown")
+		return nil
+	}
+	r := down()
+	expr := r["expr"].(string)
+	for _, want := range []string{
+		`(up{aaa_openaaa_io_datacenter!="", namespace="aaa", aaa_openaaa_io_cluster="edge"}) == 0`,
+		`or absent(up{namespace="aaa", aaa_openaaa_io_cluster="edge", aaa_openaaa_io_datacenter="dc1"})`,
+		`or absent(up{namespace="aaa", aaa_openaaa_io_cluster="edge", aaa_openaaa_io_datacenter="dc2"})`,
+	} {
+		if !strings.Contains(expr, want) {
+			t.Errorf("OpenAAAPolicingDown: %s\nlacks %s", expr, want)
+		}
+	}
+	if strings.Contains(expr, `"off"`) {
+		t.Errorf("OpenAAAPolicingDown watches a data center scaled to 0: %s", expr)
+	}
+	if r["for"] != "3m" {
+		t.Errorf("for %v; want the rule file's 3m", r["for"])
+	}
+	spec.Monitoring.PrometheusRule.PolicingDownFor = "30s"
+	r = down()
+	desc := r["annotations"].(map[string]any)["description"].(string)
+	if r["for"] != "30s" || !strings.Contains(desc, "down for 30s") {
+		t.Errorf("for %v, description %q; want 30s from the spec in both", r["for"], desc)
+	}
+}
+
+func TestHPABehavior(t *testing.T) {
+	c := &aaav1.AAACluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "aaa"}}
+	dc := aaav1.Datacenter{Name: "dc1", Autoscaling: &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3}}
+	if b := buildHPA(c, aaav1.AAAClusterSpec{}, dc).Spec.Behavior; b != nil {
+		t.Errorf("behavior %+v without scaleDownStabilizationSeconds; want Kubernetes' defaults", b)
+	}
+	dc.Autoscaling.ScaleDownStabilizationSeconds = ptr.To[int32](30)
+	b := buildHPA(c, aaav1.AAAClusterSpec{}, dc).Spec.Behavior
+	if b == nil || b.ScaleDown == nil || b.ScaleDown.StabilizationWindowSeconds == nil || *b.ScaleDown.StabilizationWindowSeconds != 30 || b.ScaleUp != nil {
+		t.Errorf("behavior %+v; want scaleDown.stabilizationWindowSeconds 30 and nothing else", b)
+	}
+}
+
 func TestSplitImage(t *testing.T) {
 	for in, want := range map[string][2]string{
 		"":                            {"", ""},

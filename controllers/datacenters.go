@@ -434,6 +434,12 @@ func buildHPA(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacente
 			},
 		})
 	}
+	var behavior *autoscalingv2.HorizontalPodAutoscalerBehavior
+	if as.ScaleDownStabilizationSeconds != nil {
+		behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{
+			ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: as.ScaleDownStabilizationSeconds},
+		}
+	}
 	return &autoscalingv2.HorizontalPodAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Name: hpaName(c, dc.Name), Namespace: c.Namespace, Labels: dcLabels(c, dc.Name, componentRadius)},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
@@ -441,6 +447,7 @@ func buildHPA(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacente
 			MinReplicas:    ptr.To(as.MinReplicas),
 			MaxReplicas:    as.MaxReplicas,
 			Metrics:        metrics,
+			Behavior:       behavior,
 		},
 	}
 }

@@ -49,6 +49,15 @@ func TestValidation(t *testing.T) {
 		{"autoscaling min above max", func(c *aaav1.AAACluster) {
 			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 5, MaxReplicas: 3}
 		}, []string{"spec.datacenters[0].autoscaling.maxReplicas", "greater than or equal to minReplicas"}},
+		{"scale-down stabilization above an hour", func(c *aaav1.AAACluster) {
+			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3, ScaleDownStabilizationSeconds: ptr.To[int32](3601)}
+		}, []string{"spec.datacenters[0].autoscaling.scaleDownStabilizationSeconds"}},
+		{"negative scale-down stabilization", func(c *aaav1.AAACluster) {
+			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3, ScaleDownStabilizationSeconds: ptr.To[int32](-1)}
+		}, []string{"spec.datacenters[0].autoscaling.scaleDownStabilizationSeconds"}},
+		{"policingDownFor not a duration", func(c *aaav1.AAACluster) {
+			c.Spec.Monitoring.PrometheusRule = &aaav1.PrometheusRuleSpec{Enabled: true, PolicingDownFor: "5 minutes"}
+		}, []string{"spec.monitoring.prometheusRule.policingDownFor"}},
 		{"replicas and autoscaling", func(c *aaav1.AAACluster) {
 			c.Spec.Datacenters[0].Replicas = ptr.To[int32](2)
 			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 3}

@@ -164,6 +164,14 @@ type AutoscalingSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	RequestsMetricName string `json:"requestsMetricName,omitempty"`
+	// ScaleDownStabilizationSeconds is how long the HorizontalPodAutoscaler looks back before
+	// it removes pods: it scales down to the highest recommendation of that window, so a
+	// short lull does not drop pods a returning load needs. Unset: Kubernetes' default, 300
+	// seconds. 0 scales down as soon as the load falls.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	ScaleDownStabilizationSeconds *int32 `json:"scaleDownStabilizationSeconds,omitempty"`
 }
 
 // SchedulingSpec places the policing pods.
@@ -557,6 +565,13 @@ type ServiceMonitorSpec struct {
 type PrometheusRuleSpec struct {
 	// Enabled creates the PrometheusRule.
 	Enabled bool `json:"enabled"`
+	// PolicingDownFor is how long no policing pod of a data center may answer Prometheus'
+	// scrapes before OpenAAAPolicingDown fires (the rule's `for`). Unset: the `for` of
+	// config/prometheus/prometheusrule.yaml, 3m, long enough that a rolling restart or a
+	// rescheduled pod pages no one.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(ms|s|m|h))+$`
+	// +optional
+	PolicingDownFor string `json:"policingDownFor,omitempty"`
 	// Labels added to the PrometheusRule (to match the Prometheus ruleSelector).
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`

@@ -354,11 +354,12 @@ func needOperatorImages(t *testing.T) (root, helm, tag string) {
 }
 
 // installOperatorChart installs the operator chart with the imported images and waits for it.
-func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag string) {
+// extra are more helm arguments (--set ...).
+func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag string, extra ...string) {
 	t.Helper()
-	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
-		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
-		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
+	runHelm(t, ctx, helm, append([]string{"install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", operatorNS, "--create-namespace", "--set", "image.tag=" + tag, "--set", "policingImage.tag=" + tag,
+		"--set", "loadgenImage.tag=" + tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m"}, extra...)...)
 }
 
 // loadTestOnCluster creates an AAALoadTest against the cluster and checks its report: traffic
@@ -368,32 +369,9 @@ func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
 	t.Helper()
 	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS, Labels: watched},
 		StringData: map[string]string{"secret": loadtestSecret}})
-	lt := &aaav1.AAALoadTest{
-		ObjectMeta: metav1.ObjectMeta{Name: "capacity", Namespace: aaaNS},
-		Spec: aaav1.AAALoadTestSpec{
-			Cluster:   aaav1.LoadTestClusterRef{Name: release},
-			Load:      aaav1.LoadTestLoad{Duration: "20s", Concurrency: 8},
-			Users:     aaav1.LoadTestUsers{Count: loadUsers},
-			SecretRef: aaav1.SecretKeyRef{Name: "loadtest-nas"},
-		},
-	}
-	if err := c.Create(ctx, lt); err != nil {
-		t.Fatal(err)
-	}
+	lt := createLoadTest(t, ctx, c, "capacity", aaav1.LoadTestLoad{Duration: "20s", Concurrency: 8})
 	start := time.Now()
-	eventually(t, 4*time.Minute, "the AAALoadTest done", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(lt), lt); err != nil {
-			return err
-		}
-		if lt.Status.Phase != aaav1.LoadTestSucceeded {
-			b, _ := json.Marshal(lt.Status)
-			if lt.Status.Phase == aaav1.LoadTestFailed {
-				t.Fatalf("AAALoadTest failed: %s", b)
-			}
-			return fmt.Errorf("status %s", b)
-		}
-		return nil
-	})
+	waitLoadTest(t, ctx, c, lt, 4*time.Minute)
 	r := lt.Status.Report
 	b, _ := json.Marshal(lt.Status)
 	t.Logf("AAALoadTest done in %s: %s", time.Since(start).Round(time.Second), b)
@@ -423,6 +401,43 @@ func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
 			return nil
 		}
 		return fmt.Errorf("Job %s still there (%v)", lt.Status.Job, err)
+	})
+}
+
+// createLoadTest starts an AAALoadTest of the test's AAACluster: the loadtest-nas Secret,
+// loadUsers users.
+func createLoadTest(t *testing.T, ctx context.Context, c client.Client, name string, load aaav1.LoadTestLoad) *aaav1.AAALoadTest {
+	t.Helper()
+	lt := &aaav1.AAALoadTest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: aaaNS},
+		Spec: aaav1.AAALoadTestSpec{
+			Cluster:   aaav1.LoadTestClusterRef{Name: release},
+			Load:      load,
+			Users:     aaav1.LoadTestUsers{Count: loadUsers},
+			SecretRef: aaav1.SecretKeyRef{Name: "loadtest-nas"},
+		},
+	}
+	if err := c.Create(ctx, lt); err != nil {
+		t.Fatal(err)
+	}
+	return lt
+}
+
+// waitLoadTest waits until lt succeeded (into lt); a failed one fails the test.
+func waitLoadTest(t *testing.T, ctx context.Context, c client.Client, lt *aaav1.AAALoadTest, within time.Duration) {
+	t.Helper()
+	eventually(t, within, "the AAALoadTest done", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(lt), lt); err != nil {
+			return err
+		}
+		if lt.Status.Phase != aaav1.LoadTestSucceeded {
+			b, _ := json.Marshal(lt.Status)
+			if lt.Status.Phase == aaav1.LoadTestFailed {
+				t.Fatalf("AAALoadTest failed: %s", b)
+			}
+			return fmt.Errorf("status %s", b)
+		}
+		return nil
 	})
 }
 
