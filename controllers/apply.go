@@ -123,6 +123,14 @@ func preserve(existing, desired client.Object) {
 		if d.Annotations[annotationAutoscaled] == "true" && e.Spec.Replicas != nil {
 			d.Spec.Replicas = e.Spec.Replicas
 		}
+	case *appsv1.StatefulSet:
+		e := existing.(*appsv1.StatefulSet)
+		if d.Annotations[annotationAutoscaled] == "true" && e.Spec.Replicas != nil {
+			d.Spec.Replicas = e.Spec.Replicas
+		}
+		// The claim templates are immutable: a new size or class applies to claims made
+		// after a re-creation only (docs/operator.md).
+		d.Spec.VolumeClaimTemplates = e.Spec.VolumeClaimTemplates
 	case *unstructured.Unstructured:
 		// Keep what other controllers or webhooks added to fields we do not set.
 		e := existing.(*unstructured.Unstructured)

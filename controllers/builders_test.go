@@ -72,7 +72,11 @@ func TestGoldenBuilders(t *testing.T) {
 	golden(t, "services-dc1.yaml", toYAML(t, buildServices(c, spec, dc1)))
 	golden(t, "pdb-dc1.yaml", toYAML(t, buildPDB(c, dc1)))
 	golden(t, "networkpolicy-dc1.yaml", toYAML(t, buildNetworkPolicy(c, spec, dc1.Name, "openaaa-system")))
-	golden(t, "hpa-dc1.yaml", toYAML(t, buildHPA(c, dc1)))
+	golden(t, "hpa-dc1.yaml", toYAML(t, buildHPA(c, spec, dc1)))
+	persistent := *spec.DeepCopy()
+	persistent.Spool.Persistence = &aaav1.SpoolPersistence{StorageClassName: ptr.To("fast-local")}
+	persistent = withDefaults(persistent, Options{Version: "v1.2.3"})
+	golden(t, "statefulset-dc1.yaml", toYAML(t, buildWorkload(c, persistent, persistent.Datacenters[0], "0123456789abcdef")))
 	golden(t, "k8ssandracluster.yaml", toYAML(t, buildK8ssandraCluster(c, spec, nil).Object))
 	golden(t, "migration-job.yaml", toYAML(t, buildMigrationJob(c, spec, "dc1:3,dc2:3,dc3:3")))
 	golden(t, "certificate.yaml", toYAML(t, buildCertificate(c, spec).Object))
@@ -147,6 +151,69 @@ func TestWithDefaults(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// TestPolicingDownAlert: the operator's OpenAAAPolicingDown also sees a data center whose pods
+// are all gone (no `up` series left to be 0), not only one whose pods fail their scrapes; a
+// data center scaled to 0 on purpose does not page; `for` is the rule file's unless the spec
+// sets policingDownFor, and the description says the one in force.
+func TestPolicingDownAlert(t *testing.T) {
+	c := &aaav1.AAACluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "aaa"}}
+	spec := withDefaults(aaav1.AAAClusterSpec{
+		Datacenters: []aaav1.Datacenter{
+			{Name: "dc1"},
+			{Name: "dc2", Autoscaling: &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3}},
+			{Name: "off", Replicas: ptr.To[int32](0)},
+		},
+		Monitoring: aaav1.MonitoringSpec{PrometheusRule: &aaav1.PrometheusRuleSpec{Enabled: true}},
+	}, Options{Version: "dev"})
+	down := func() map[string]any {
+		for _, g := range clusterRuleGroups(c, spec) {
+			for _, r := range g.(map[string]any)["rules"].([]any) {
+				if r := r.(map[string]any); r["alert"] == policingDownAlert {
+					return r
+				}
+			}
+		}
+		t.Fatal("no OpenAAAPolicingDown")
+		return nil
+	}
+	r := down()
+	expr := r["expr"].(string)
+	for _, want := range []string{
+		`(up{aaa_openaaa_io_datacenter!="", namespace="aaa", aaa_openaaa_io_cluster="edge"}) == 0`,
+		`or absent(up{namespace="aaa", aaa_openaaa_io_cluster="edge", aaa_openaaa_io_datacenter="dc1"})`,
+		`or absent(up{namespace="aaa", aaa_openaaa_io_cluster="edge", aaa_openaaa_io_datacenter="dc2"})`,
+	} {
+		if !strings.Contains(expr, want) {
+			t.Errorf("OpenAAAPolicingDown: %s\nlacks %s", expr, want)
+		}
+	}
+	if strings.Contains(expr, `"off"`) {
+		t.Errorf("OpenAAAPolicingDown watches a data center scaled to 0: %s", expr)
+	}
+	if r["for"] != "3m" {
+		t.Errorf("for %v; want the rule file's 3m", r["for"])
+	}
+	spec.Monitoring.PrometheusRule.PolicingDownFor = "30s"
+	r = down()
+	desc := r["annotations"].(map[string]any)["description"].(string)
+	if r["for"] != "30s" || !strings.Contains(desc, "down for 30s") {
+		t.Errorf("for %v, description %q; want 30s from the spec in both", r["for"], desc)
+	}
+}
+
+func TestHPABehavior(t *testing.T) {
+	c := &aaav1.AAACluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "aaa"}}
+	dc := aaav1.Datacenter{Name: "dc1", Autoscaling: &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3}}
+	if b := buildHPA(c, aaav1.AAAClusterSpec{}, dc).Spec.Behavior; b != nil {
+		t.Errorf("behavior %+v without scaleDownStabilizationSeconds; want Kubernetes' defaults", b)
+	}
+	dc.Autoscaling.ScaleDownStabilizationSeconds = ptr.To[int32](30)
+	b := buildHPA(c, aaav1.AAAClusterSpec{}, dc).Spec.Behavior
+	if b == nil || b.ScaleDown == nil || b.ScaleDown.StabilizationWindowSeconds == nil || *b.ScaleDown.StabilizationWindowSeconds != 30 || b.ScaleUp != nil {
+		t.Errorf("behavior %+v; want scaleDown.stabilizationWindowSeconds 30 and nothing else", b)
 	}
 }
 
@@ -318,15 +385,24 @@ func TestPodSecurity(t *testing.T) {
 
 func TestConfigHash(t *testing.T) {
 	c, spec := sampleForBuilders(t)
-	cm := buildConfigMap(c, spec, "dc1")
+	cm := rollingConfig(c, spec, "dc1")
 	a := configHash(cm, map[string]map[string][]byte{"aaa-superuser": {"password": []byte("1")}}, nil)
 	b := configHash(cm, map[string]map[string][]byte{"aaa-superuser": {"password": []byte("2")}}, nil)
 	absent := configHash(cm, map[string]map[string][]byte{"aaa-superuser": nil}, nil)
 	if a == b || a == absent {
 		t.Error("a Secret change does not change the hash")
 	}
-	if a != configHash(buildConfigMap(c, spec, "dc1"), map[string]map[string][]byte{"aaa-superuser": {"password": []byte("1")}}, nil) {
+	if a != configHash(rollingConfig(c, spec, "dc1"), map[string]map[string][]byte{"aaa-superuser": {"password": []byte("1")}}, nil) {
 		t.Error("hash not stable")
+	}
+	// A new data center is a remote DC of dc1's pods, but does not roll them.
+	more := *spec.DeepCopy()
+	more.Datacenters = append(more.Datacenters, aaav1.Datacenter{Name: "dc9"})
+	if !strings.Contains(renderPolicingConfig(c, more, "dc1"), "name: dc9") {
+		t.Error("dc1's policing.yaml does not list the new data center dc9 as a remote DC")
+	}
+	if a != configHash(rollingConfig(c, more, "dc1"), map[string]map[string][]byte{"aaa-superuser": {"password": []byte("1")}}, nil) {
+		t.Error("adding a data center changes dc1's hash: its pods would roll")
 	}
 	if got := rollingSecrets(c, spec); strings.Join(got, ",") != "aaa-ldap-bind,aaa-superuser" {
 		t.Errorf("rolling secrets %v (the clients Secret is reloaded, not rolled)", got)
@@ -350,9 +426,9 @@ func TestComputeStatus(t *testing.T) {
 		cassandra: cassandraState{initialized: true, ready: true, reason: ReasonReady, dcReady: map[string]bool{"dc1": true, "dc2": true, "dc3": true}},
 		schema:    schemaState{ready: true, reason: ReasonReady},
 		dcs: map[string]*dcObserved{
-			"dc1": {complete: true, deployed: true, deployment: avail()},
-			"dc2": {complete: true, deployed: true, deployment: avail()},
-			"dc3": {complete: true, deployed: true, deployment: &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}}},
+			"dc1": {complete: true, deployed: true, workload: observeWorkload(avail())},
+			"dc2": {complete: true, deployed: true, workload: observeWorkload(avail())},
+			"dc3": {complete: true, deployed: true, workload: observeWorkload(&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}})},
 		},
 		completed: map[string]bool{stepConfig: true, stepCertificates: true, stepMonitoring: true, stepCassandra: true, stepSchema: true, stepDatacenters: true},
 	}
@@ -372,7 +448,7 @@ func TestComputeStatus(t *testing.T) {
 		t.Errorf("readyDatacenters %s observedGeneration %d", s.ReadyDatacenters, s.ObservedGeneration)
 	}
 	// dc3 becomes available: Ready; then the same observation again keeps the times.
-	st.dcs["dc3"].deployment = avail()
+	st.dcs["dc3"].workload = observeWorkload(avail())
 	st.status = s
 	s2 := computeStatus(st, nil)
 	ready := check(s2, aaav1.ConditionReady, metav1.ConditionTrue, ReasonReady)
@@ -391,12 +467,72 @@ func TestComputeStatus(t *testing.T) {
 	// says the error.
 	st.status = s3
 	st.completed = map[string]bool{stepConfig: true, stepCertificates: true, stepMonitoring: true, stepCassandra: true, stepSchema: true}
-	st.dcs = map[string]*dcObserved{"dc1": {complete: true, deployed: true, deployment: avail()}, "dc2": {deployed: true}}
+	st.dcs = map[string]*dcObserved{"dc1": {complete: true, deployed: true, workload: observeWorkload(avail())}, "dc2": {deployed: true}}
 	s4 := computeStatus(st, errors.New("get Deployment aaa-dc2: timeout"))
 	check(s4, aaav1.ConditionPolicingReady, metav1.ConditionTrue, ReasonReady)
 	check(s4, aaav1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected)
 	check(s4, aaav1.ConditionReady, metav1.ConditionFalse, ReasonReconcileError)
 	if !equality.Semantic.DeepEqual(s4.Datacenters, s3.Datacenters) || s4.ReadyDatacenters != "3/3" {
 		t.Errorf("datacenters not kept: %+v (%s), was %+v", s4.Datacenters, s4.ReadyDatacenters, s3.Datacenters)
+	}
+}
+
+// TestPodStopsWithinItsGracePeriod (issue 13): a deleted policing pod keeps serving through the
+// preStop delay, then drains its spool and proxy queue in what is left of the grace period —
+// policing's radius.drainTimeout is that rest, less a margin to exit before SIGKILL.
+func TestPodStopsWithinItsGracePeriod(t *testing.T) {
+	c, spec := sampleForBuilders(t)
+	spec.Spool.TerminationGracePeriodSeconds = ptr.To[int64](300)
+	spec.Spool.PreStopDelaySeconds = ptr.To[int64](10)
+	pod := buildDeployment(c, spec, spec.Datacenters[0], "h").Spec.Template.Spec
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g != 300 {
+		t.Errorf("terminationGracePeriodSeconds = %v, want 300", g)
+	}
+	ctr := pod.Containers[0]
+	if ctr.Lifecycle == nil || ctr.Lifecycle.PreStop == nil || ctr.Lifecycle.PreStop.Sleep == nil || ctr.Lifecycle.PreStop.Sleep.Seconds != 10 {
+		t.Errorf("preStop = %+v, want a 10 s sleep", ctr.Lifecycle)
+	}
+	cfg := renderPolicingConfig(c, spec, "dc1")
+	if !strings.Contains(cfg, "drainTimeout: 285s") {
+		t.Errorf("policing.yaml has no drainTimeout of 300-10-5 s:\n%s", cfg)
+	}
+	// Every other data center is a remote DC of dc1, with its own contact points.
+	for _, dc := range spec.Datacenters[1:] {
+		if !strings.Contains(cfg, "name: "+dc.Name) {
+			t.Errorf("policing.yaml of dc1 lacks remote DC %s:\n%s", dc.Name, cfg)
+		}
+	}
+	if strings.Contains(cfg, "name: dc1\n") {
+		t.Errorf("dc1 lists itself as a remote DC:\n%s", cfg)
+	}
+	// No preStop delay: no hook.
+	spec.Spool.PreStopDelaySeconds = ptr.To[int64](0)
+	if l := buildDeployment(c, spec, spec.Datacenters[0], "h").Spec.Template.Spec.Containers[0].Lifecycle; l != nil {
+		t.Errorf("lifecycle %+v with no preStop delay", l)
+	}
+	// Persistence: a StatefulSet whose claim, not an emptyDir, holds the state directory; the
+	// HPA scales it.
+	spec.Spool.Persistence = &aaav1.SpoolPersistence{}
+	spec = withDefaults(spec, Options{})
+	ss, ok := buildWorkload(c, spec, spec.Datacenters[0], "h").(*appsv1.StatefulSet)
+	if !ok {
+		t.Fatalf("persistence: workload is not a StatefulSet")
+	}
+	for _, v := range ss.Spec.Template.Spec.Volumes {
+		if v.Name == stateVolume {
+			t.Errorf("persistence: the pod still has a volume %q (%+v) shadowing the claim", v.Name, v.VolumeSource)
+		}
+	}
+	if len(ss.Spec.VolumeClaimTemplates) != 1 || ss.Spec.VolumeClaimTemplates[0].Name != stateVolume ||
+		ss.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != DefaultSpoolVolumeSize {
+		t.Errorf("claim templates %+v", ss.Spec.VolumeClaimTemplates)
+	}
+	if p := ss.Spec.PersistentVolumeClaimRetentionPolicy; p == nil || p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType || p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+		t.Errorf("claims must outlive their pods: retention %+v", p)
+	}
+	dc := spec.Datacenters[0]
+	dc.Replicas, dc.Autoscaling = nil, &aaav1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 4}
+	if k := buildHPA(c, spec, dc).Spec.ScaleTargetRef.Kind; k != "StatefulSet" {
+		t.Errorf("HPA scales a %s", k)
 	}
 }

@@ -37,6 +37,7 @@ type pcRadius struct {
 	AuthAddress                 string    `json:"authAddress"`
 	AcctAddress                 string    `json:"acctAddress"`
 	RequireMessageAuthenticator bool      `json:"requireMessageAuthenticator"`
+	DrainTimeout                string    `json:"drainTimeout"`
 	RadSec                      *pcRadSec `json:"radsec,omitempty"`
 }
 
@@ -67,11 +68,17 @@ type pcSession struct {
 }
 
 type pcCassandra struct {
+	ContactPoints []string     `json:"contactPoints"`
+	LocalDC       string       `json:"localDC"`
+	RemoteDCs     []pcRemoteDC `json:"remoteDCs,omitempty"`
+	Keyspace      string       `json:"keyspace"`
+	UsernameFile  string       `json:"usernameFile"`
+	PasswordFile  string       `json:"passwordFile"`
+}
+
+type pcRemoteDC struct {
+	Name          string   `json:"name"`
 	ContactPoints []string `json:"contactPoints"`
-	LocalDC       string   `json:"localDC"`
-	Keyspace      string   `json:"keyspace"`
-	UsernameFile  string   `json:"usernameFile"`
-	PasswordFile  string   `json:"passwordFile"`
 }
 
 type pcProxy struct {
@@ -105,6 +112,18 @@ type pcAdmin struct {
 // renderPolicingConfig renders policing.yaml for one data center. Pure; it names files, never
 // secrets: credentials stay in mounted Secrets.
 func renderPolicingConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) string {
+	return renderConfig(c, spec, dc, true)
+}
+
+// rollingConfig is what of policing.yaml rolls the pods when it changes: all but the remote
+// DCs, so that adding a data center does not roll the others. A pod reads the list when it
+// starts and needs it only at shutdown: pods started before the new data center deliver their
+// spool to the data centers they know.
+func rollingConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) map[string]string {
+	return map[string]string{configKey: renderConfig(c, spec, dc, false)}
+}
+
+func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, withRemoteDCs bool) string {
 	cfg := policingConfig{
 		Log: pcLog{Level: spec.LogLevel, Format: "json"},
 		Radius: pcRadius{
@@ -112,6 +131,7 @@ func renderPolicingConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc str
 			AcctAddress: fmt.Sprintf(":%d", spec.Radius.AcctPort),
 			// Defaulted to true by the schema and by defaults.go; nil never reaches here.
 			RequireMessageAuthenticator: spec.Radius.RequireMessageAuthenticator == nil || *spec.Radius.RequireMessageAuthenticator,
+			DrainTimeout:                fmt.Sprintf("%ds", drainSeconds(spec)),
 		},
 		ClientsFile: path.Join(clientsDir, clientsKey),
 		Session: pcSession{
@@ -119,6 +139,7 @@ func renderPolicingConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc str
 			Cassandra: pcCassandra{
 				ContactPoints: contactPoints(c, spec, dc),
 				LocalDC:       dc,
+				RemoteDCs:     remoteDCs(c, spec, dc, withRemoteDCs),
 				Keyspace:      spec.Cassandra.Keyspace,
 				UsernameFile:  path.Join(cassandraCredsDir, "username"),
 				PasswordFile:  path.Join(cassandraCredsDir, "password"),
@@ -192,6 +213,34 @@ func contactPoints(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) []
 	return []string{fmt.Sprintf("%s.%s.svc", cassandraServiceName(c, dc), c.Namespace)}
 }
 
+// remoteDCs are the other data centers with their contact points: at shutdown a pod delivers
+// the spool its own datacenter cannot take to the first of them that can (none when !want).
+func remoteDCs(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, want bool) []pcRemoteDC {
+	var out []pcRemoteDC
+	if !want {
+		return nil
+	}
+	for _, other := range spec.Datacenters {
+		if other.Name != dc {
+			out = append(out, pcRemoteDC{Name: other.Name, ContactPoints: contactPoints(c, spec, other.Name)})
+		}
+	}
+	return out
+}
+
+// drainSeconds is policing's shutdown budget (radius.drainTimeout): the grace period less the
+// preStop delay (the kubelet counts both) and a margin to exit before SIGKILL.
+func drainSeconds(spec aaav1.AAAClusterSpec) int64 {
+	grace, delay := DefaultTerminationGraceSeconds, DefaultPreStopDelaySeconds
+	if g := spec.Spool.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	if d := spec.Spool.PreStopDelaySeconds; d != nil {
+		delay = *d
+	}
+	return max(grace-delay-drainExitMargin, 1)
+}
+
 // buildConfigMap is the ConfigMap holding policing.yaml of one data center.
 func buildConfigMap(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
@@ -263,14 +312,14 @@ func uniqueSorted(in []string) []string {
 	return out
 }
 
-// configHash hashes a data center's configuration and the content of the Secrets and
-// ConfigMaps that roll its pods (absent ones count as absent).
-func configHash(cm *corev1.ConfigMap, secrets map[string]map[string][]byte, configMaps map[string]map[string]string) string {
+// configHash hashes a data center's configuration (rollingConfig) and the content of the
+// Secrets and ConfigMaps that roll its pods (absent ones count as absent).
+func configHash(config map[string]string, secrets map[string]map[string][]byte, configMaps map[string]map[string]string) string {
 	return hashOf(struct {
 		Config     map[string]string
 		Secrets    map[string]map[string][]byte
 		ConfigMaps map[string]map[string]string
-	}{cm.Data, secrets, configMaps})
+	}{config, secrets, configMaps})
 }
 
 // reconcileConfig applies the per-DC ConfigMaps and computes the hashes that roll the pods.
@@ -317,7 +366,7 @@ func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (
 		if _, err := r.apply(ctx, c, cm); err != nil {
 			return result{}, err
 		}
-		st.configHash[dc.Name] = configHash(cm, secrets, configMaps)
+		st.configHash[dc.Name] = configHash(rollingConfig(c, spec, dc.Name), secrets, configMaps)
 	}
 	// ConfigMaps of removed data centers go with their Deployments (datacenters.go).
 	return result{}, nil

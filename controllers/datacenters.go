@@ -31,12 +31,34 @@ const (
 	portAdmin  = "admin"
 )
 
+// stateVolume holds the accounting spool and the proxy queue (an emptyDir, or the
+// StatefulSet's claim with spec.spool.persistence).
+const stateVolume = "state"
+
 // dcObserved is what the datacenters step saw of one data center.
 type dcObserved struct {
-	complete   bool // every object of the DC applied: what follows is whole
-	deployed   bool
-	deployment *appsv1.Deployment
-	service    *corev1.Service
+	complete bool // every object of the DC applied: what follows is whole
+	deployed bool
+	workload *workloadObserved // the Deployment or StatefulSet; nil when not applied
+	service  *corev1.Service
+}
+
+// workloadObserved is what status needs of a data center's Deployment or StatefulSet.
+type workloadObserved struct {
+	replicas      *int32
+	readyReplicas int32
+	ready         bool
+}
+
+// observeWorkload reads the applied Deployment or StatefulSet. Pure.
+func observeWorkload(o client.Object) *workloadObserved {
+	switch w := o.(type) {
+	case *appsv1.Deployment:
+		return &workloadObserved{replicas: w.Spec.Replicas, readyReplicas: w.Status.ReadyReplicas, ready: deploymentReady(w)}
+	case *appsv1.StatefulSet:
+		return &workloadObserved{replicas: w.Spec.Replicas, readyReplicas: w.Status.ReadyReplicas, ready: statefulSetReady(w)}
+	}
+	return nil
 }
 
 func mustQty(s string) resource.Quantity { return resource.MustParse(s) }
@@ -78,10 +100,9 @@ func radsecSecretName(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) string {
 	return certificateSecretName(c)
 }
 
-// buildDeployment is the policing Deployment of one data center. configHash goes into the pod
+// buildPodTemplate is the policing pod of one data center. configHash goes into the pod
 // template so a change of configuration or Secrets rolls the pods. Pure.
-func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacenter, configHash string) *appsv1.Deployment {
-	labels := dcLabels(c, dc.Name, componentRadius)
+func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacenter, configHash string) corev1.PodTemplateSpec {
 	podLabels := mergeLabels(podSelector(c, dc.Name), map[string]string{LabelCluster: c.Name, LabelDC: dc.Name, LabelPartOf: partOf, LabelComponent: componentRadius})
 	ports := []corev1.ContainerPort{
 		{Name: portAuth, ContainerPort: spec.Radius.AuthPort, Protocol: corev1.ProtocolUDP},
@@ -99,7 +120,7 @@ func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Da
 		{Name: "cassandra-credentials", MountPath: cassandraCredsDir, ReadOnly: true},
 		tokenMount,
 		{Name: "tmp", MountPath: "/tmp"},
-		{Name: "state", MountPath: stateDir},
+		{Name: stateVolume, MountPath: stateDir},
 	}
 	volumes := []corev1.Volume{
 		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -111,9 +132,13 @@ func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Da
 		credentialsVolume(c, spec),
 		tokenVolume,
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(mustQty("64Mi"))}}},
+	}
+	if spec.Spool.Persistence == nil {
 		// The accounting spool and the proxy queue (policing's defaults under /var/lib/openaaa):
-		// they survive container restarts, not the pod's rescheduling.
-		{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(mustQty("2Gi"))}}},
+		// they survive container restarts, not the pod's deletion — the pod delivers them
+		// before it exits (preStop, grace period). With persistence the StatefulSet's claim
+		// of the same name is mounted instead (buildStatefulSet).
+		volumes = append(volumes, corev1.Volume{Name: stateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(mustQty("2Gi"))}}})
 	}
 	if radsecEnabled(spec) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "radsec-tls", MountPath: tlsDir, ReadOnly: true})
@@ -177,12 +202,6 @@ func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Da
 			LabelSelector:     &metav1.LabelSelector{MatchLabels: podSelector(c, dc.Name)},
 		}}
 	}
-	replicas := dc.Replicas
-	annotations := map[string]string{}
-	if dc.Autoscaling != nil {
-		replicas = ptr.To(dc.Autoscaling.MinReplicas)
-		annotations[annotationAutoscaled] = "true"
-	}
 	probe := func(p string, period int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: p, Port: intstr.FromString(portAdmin)}},
@@ -209,13 +228,64 @@ func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Da
 		LivenessProbe:   probe("/healthz", 10),
 		StartupProbe:    &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(portAdmin)}}, PeriodSeconds: 2, FailureThreshold: 60},
 	}
-	return &appsv1.Deployment{
+	if d := ptr.Deref(spec.Spool.PreStopDelaySeconds, DefaultPreStopDelaySeconds); d > 0 {
+		// A deleted pod keeps answering while the Services and load balancers stop sending
+		// to it (the endpoint removal lag); SIGTERM follows and policing drains (shutdown.go).
+		container.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: d}}}
+	}
+	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        deploymentName(c, dc.Name),
-			Namespace:   c.Namespace,
-			Labels:      labels,
-			Annotations: annotations,
+			Labels:      podLabels,
+			Annotations: map[string]string{AnnotationConfigHash: configHash},
 		},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{container},
+			Volumes:                       volumes,
+			SecurityContext:               podSecurityContext(),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To(ptr.Deref(spec.Spool.TerminationGracePeriodSeconds, DefaultTerminationGraceSeconds)),
+			ImagePullSecrets:              spec.Image.PullSecrets,
+			NodeSelector:                  dc.Scheduling.NodeSelector,
+			Tolerations:                   dc.Scheduling.Tolerations,
+			Affinity:                      dc.Scheduling.Affinity,
+			TopologySpreadConstraints:     spread,
+			PriorityClassName:             dc.Scheduling.PriorityClassName,
+		},
+	}
+}
+
+// workloadMeta is the metadata and replicas of a data center's Deployment or StatefulSet.
+func workloadMeta(c *aaav1.AAACluster, dc aaav1.Datacenter) (metav1.ObjectMeta, *int32) {
+	replicas := dc.Replicas
+	annotations := map[string]string{}
+	if dc.Autoscaling != nil {
+		replicas = ptr.To(dc.Autoscaling.MinReplicas)
+		annotations[annotationAutoscaled] = "true"
+	}
+	return metav1.ObjectMeta{
+		Name:        deploymentName(c, dc.Name),
+		Namespace:   c.Namespace,
+		Labels:      dcLabels(c, dc.Name, componentRadius),
+		Annotations: annotations,
+	}, replicas
+}
+
+// buildWorkload runs the policing pods of one data center: a Deployment, or a StatefulSet
+// when the spool is persistent. Pure.
+func buildWorkload(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacenter, configHash string) client.Object {
+	if spec.Spool.Persistence != nil {
+		return buildStatefulSet(c, spec, dc, configHash)
+	}
+	return buildDeployment(c, spec, dc, configHash)
+}
+
+// buildDeployment is the policing Deployment of one data center: a rolling update starts the
+// new pod before it stops an old one. Pure.
+func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacenter, configHash string) *appsv1.Deployment {
+	meta, replicas := workloadMeta(c, dc)
+	return &appsv1.Deployment{
+		ObjectMeta: meta,
 		Spec: appsv1.DeploymentSpec{
 			Replicas: replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: podSelector(c, dc.Name)},
@@ -226,26 +296,44 @@ func buildDeployment(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Da
 					MaxSurge:       ptr.To(intstr.FromInt32(1)),
 				},
 			},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      podLabels,
-					Annotations: map[string]string{AnnotationConfigHash: configHash},
-				},
-				Spec: corev1.PodSpec{
-					Containers:                    []corev1.Container{container},
-					Volumes:                       volumes,
-					SecurityContext:               podSecurityContext(),
-					AutomountServiceAccountToken:  ptr.To(false),
-					EnableServiceLinks:            ptr.To(false),
-					TerminationGracePeriodSeconds: ptr.To[int64](30),
-					ImagePullSecrets:              spec.Image.PullSecrets,
-					NodeSelector:                  dc.Scheduling.NodeSelector,
-					Tolerations:                   dc.Scheduling.Tolerations,
-					Affinity:                      dc.Scheduling.Affinity,
-					TopologySpreadConstraints:     spread,
-					PriorityClassName:             dc.Scheduling.PriorityClassName,
-				},
+			Template: buildPodTemplate(c, spec, dc, configHash),
+		},
+	}
+}
+
+// buildStatefulSet is the policing StatefulSet of one data center with persistent spools:
+// each pod mounts a claim of its own at the state directory, kept when the pod is deleted,
+// rescheduled or scaled away (Retain), so the next pod of that name delivers what is left.
+// Pods start and stop in parallel (no order matters); a rolling update stops a pod before it
+// starts its successor (a StatefulSet cannot surge). Pure.
+func buildStatefulSet(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacenter, configHash string) *appsv1.StatefulSet {
+	meta, replicas := workloadMeta(c, dc)
+	p := spec.Spool.Persistence
+	size := mustQty(DefaultSpoolVolumeSize)
+	if p.Size != nil {
+		size = *p.Size
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: meta,
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            replicas,
+			Selector:            &metav1.LabelSelector{MatchLabels: podSelector(c, dc.Name)},
+			ServiceName:         adminServiceName(c, dc.Name),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 			},
+			Template: buildPodTemplate(c, spec, dc, configHash),
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: stateVolume, Labels: dcLabels(c, dc.Name, componentRadius)},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: p.StorageClassName,
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+				},
+			}},
 		},
 	}
 }
@@ -316,8 +404,16 @@ func buildPDB(c *aaav1.AAACluster, dc aaav1.Datacenter) *policyv1.PodDisruptionB
 	}
 }
 
+// workloadKind is the kind buildWorkload makes. Pure.
+func workloadKind(spec aaav1.AAAClusterSpec) string {
+	if spec.Spool.Persistence != nil {
+		return "StatefulSet"
+	}
+	return "Deployment"
+}
+
 // buildHPA is the HorizontalPodAutoscaler of a data center, nil without autoscaling. Pure.
-func buildHPA(c *aaav1.AAACluster, dc aaav1.Datacenter) *autoscalingv2.HorizontalPodAutoscaler {
+func buildHPA(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacenter) *autoscalingv2.HorizontalPodAutoscaler {
 	as := dc.Autoscaling
 	if as == nil {
 		return nil
@@ -338,13 +434,20 @@ func buildHPA(c *aaav1.AAACluster, dc aaav1.Datacenter) *autoscalingv2.Horizonta
 			},
 		})
 	}
+	var behavior *autoscalingv2.HorizontalPodAutoscalerBehavior
+	if as.ScaleDownStabilizationSeconds != nil {
+		behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{
+			ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: as.ScaleDownStabilizationSeconds},
+		}
+	}
 	return &autoscalingv2.HorizontalPodAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Name: hpaName(c, dc.Name), Namespace: c.Namespace, Labels: dcLabels(c, dc.Name, componentRadius)},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: deploymentName(c, dc.Name)},
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: workloadKind(spec), Name: deploymentName(c, dc.Name)},
 			MinReplicas:    ptr.To(as.MinReplicas),
 			MaxReplicas:    as.MaxReplicas,
 			Metrics:        metrics,
+			Behavior:       behavior,
 		},
 	}
 }
@@ -367,6 +470,18 @@ func deploymentReady(d *appsv1.Deployment) bool {
 		}
 	}
 	return want == 0
+}
+
+// statefulSetReady tells whether a StatefulSet has rolled out and all its pods are ready. Pure.
+func statefulSetReady(s *appsv1.StatefulSet) bool {
+	if s == nil || s.Status.ObservedGeneration < s.Generation {
+		return false
+	}
+	want := int32(1)
+	if s.Spec.Replicas != nil {
+		want = *s.Spec.Replicas
+	}
+	return s.Status.UpdatedReplicas >= want && s.Status.ReadyReplicas >= want && s.Status.AvailableReplicas >= want
 }
 
 // serviceEndpoint is the address NAS use: the load balancer's, else the cluster IP. Pure.
@@ -403,12 +518,17 @@ func (r *AAAClusterReconciler) reconcileDatacenters(ctx context.Context, st *sta
 			continue // the keyspace does not replicate here yet
 		}
 		obs.deployed = true
-		live, err := r.apply(ctx, c, buildDeployment(c, spec, dc, st.configHash[dc.Name]))
+		w := buildWorkload(c, spec, dc, st.configHash[dc.Name])
+		live, err := r.apply(ctx, c, w)
 		if err != nil {
 			return result{}, err
 		}
-		obs.deployment = live.(*appsv1.Deployment)
-		keep["Deployment/"+live.GetName()] = true
+		obs.workload = observeWorkload(live)
+		if _, ok := w.(*appsv1.StatefulSet); ok {
+			keep["StatefulSet/"+live.GetName()] = true
+		} else {
+			keep["Deployment/"+live.GetName()] = true
+		}
 		for _, svc := range buildServices(c, spec, dc) {
 			live, err := r.apply(ctx, c, svc)
 			if err != nil {
@@ -431,7 +551,7 @@ func (r *AAAClusterReconciler) reconcileDatacenters(ctx context.Context, st *sta
 			return result{}, err
 		}
 		keep["PodDisruptionBudget/"+pdb.Name] = true
-		if hpa := buildHPA(c, dc); hpa != nil {
+		if hpa := buildHPA(c, spec, dc); hpa != nil {
 			if _, err := r.apply(ctx, c, hpa); err != nil {
 				return result{}, err
 			}
@@ -460,6 +580,7 @@ func (r *AAAClusterReconciler) pruneDatacenterObjects(ctx context.Context, c *aa
 	}
 	for kind, list := range map[string]client.ObjectList{
 		"Deployment":              &appsv1.DeploymentList{},
+		"StatefulSet":             &appsv1.StatefulSetList{},
 		"Service":                 &corev1.ServiceList{},
 		"PodDisruptionBudget":     &policyv1.PodDisruptionBudgetList{},
 		"HorizontalPodAutoscaler": &autoscalingv2.HorizontalPodAutoscalerList{},

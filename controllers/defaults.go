@@ -39,6 +39,16 @@ const (
 	defaultImageTagWhenDevVersion       = "latest"
 )
 
+// How policing pods stop (spec.spool, docs/operator.md).
+const (
+	DefaultTerminationGraceSeconds int64 = 120
+	DefaultPreStopDelaySeconds     int64 = 5
+	DefaultSpoolVolumeSize               = "2Gi"
+	// drainExitMargin is the part of the grace period policing leaves itself to exit after
+	// its drain deadline, before the kubelet's SIGKILL.
+	drainExitMargin int64 = 5
+)
+
 // Options are the operator-wide settings (flags of main.go).
 type Options struct {
 	// PolicingImage is repository[:tag] used when spec.image leaves them out.
@@ -126,6 +136,16 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 	}
 	if gd := s.Monitoring.GrafanaDashboards; gd != nil && len(gd.Labels) == 0 {
 		gd.Labels = map[string]string{defaultDashboardLabel: "1"}
+	}
+	if s.Spool.TerminationGracePeriodSeconds == nil {
+		s.Spool.TerminationGracePeriodSeconds = ptr.To(DefaultTerminationGraceSeconds)
+	}
+	if s.Spool.PreStopDelaySeconds == nil {
+		s.Spool.PreStopDelaySeconds = ptr.To(DefaultPreStopDelaySeconds)
+	}
+	if p := s.Spool.Persistence; p != nil && p.Size == nil {
+		q := resource.MustParse(DefaultSpoolVolumeSize)
+		p.Size = &q
 	}
 	defaultImageFields(&s.Image.Repository, &s.Image.Tag, &s.Image.PullPolicy, opts.PolicingImage, DefaultPolicingImage, opts.Version)
 	for i := range s.Datacenters {

@@ -41,7 +41,7 @@ func buildServiceMonitor(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *unstru
 // clusterRuleGroups are the ClusterGroups of config/prometheus/prometheusrule.yaml, every
 // selector narrowed to this AAACluster: the same alerts as the chart's rule, for one cluster.
 // Pure.
-func clusterRuleGroups(c *aaav1.AAACluster) []any {
+func clusterRuleGroups(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) []any {
 	var pr struct {
 		Spec struct {
 			Groups []map[string]any `json:"groups"`
@@ -61,10 +61,44 @@ func clusterRuleGroups(c *aaav1.AAACluster) []any {
 		for _, r := range g["rules"].([]any) {
 			r := r.(map[string]any)
 			r["expr"] = scope.Replace(r["expr"].(string))
+			if r["alert"] == policingDownAlert {
+				r["expr"] = strings.TrimSpace(r["expr"].(string)) + policingAbsent(c, spec)
+				if f := spec.Monitoring.PrometheusRule.PolicingDownFor; f != "" {
+					// The file's description names its own `for`: say the one in force.
+					ann := r["annotations"].(map[string]any)
+					ann["description"] = strings.Replace(ann["description"].(string), "down for "+humanFor(r["for"].(string)), "down for "+f, 1)
+					r["for"] = f
+				}
+			}
 		}
 		out = append(out, g)
 	}
 	return out
+}
+
+const policingDownAlert = "OpenAAAPolicingDown"
+
+// humanFor is how the rule file's descriptions spell a `for` of whole minutes ("3m": "3
+// minutes"). Pure.
+func humanFor(f string) string {
+	return strings.TrimSuffix(f, "m") + " minutes"
+}
+
+// policingAbsent extends OpenAAAPolicingDown (every scraped policing pod of a data center
+// down) to a data center with no policing target at all while it should have pods (all gone
+// with their node, Pending, evicted): no `up` series is left to be 0 then, only absent() sees
+// it. The shared rule file cannot say this: it knows no data centers. A data center scaled to
+// 0 on purpose is left out. Pure.
+func policingAbsent(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) string {
+	var b strings.Builder
+	for _, dc := range spec.Datacenters {
+		if dc.Autoscaling == nil && dc.Replicas != nil && *dc.Replicas == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nor absent(up{namespace=%q, %s=%q, %s=%q})", c.Namespace,
+			promLabel(LabelCluster), c.Name, promLabel(LabelDC), dc.Name)
+	}
+	return b.String()
 }
 
 // promLabel is how Prometheus spells a Kubernetes label it copies onto series.
@@ -78,7 +112,7 @@ func buildPrometheusRule(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *unstru
 		"apiVersion": PrometheusRuleGVK.GroupVersion().String(),
 		"kind":       PrometheusRuleGVK.Kind,
 		"metadata":   map[string]any{"name": prometheusRuleName(c), "namespace": c.Namespace},
-		"spec":       map[string]any{"groups": clusterRuleGroups(c)},
+		"spec":       map[string]any{"groups": clusterRuleGroups(c, spec)},
 	}}
 	u.SetLabels(mergeLabels(clusterLabels(c, "monitoring"), spec.Monitoring.PrometheusRule.Labels))
 	return u

@@ -82,12 +82,12 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 		if obs := st.dcs[dc.Name]; obs != nil && obs.complete {
 			if obs.deployed {
 				deployed = append(deployed, dc.Name)
-				if d := obs.deployment; d != nil {
-					if d.Spec.Replicas != nil {
-						ds.DesiredReplicas = *d.Spec.Replicas
+				if w := obs.workload; w != nil {
+					if w.replicas != nil {
+						ds.DesiredReplicas = *w.replicas
 					}
-					ds.ReadyReplicas = d.Status.ReadyReplicas
-					ds.Ready = deploymentReady(d)
+					ds.ReadyReplicas = w.readyReplicas
+					ds.Ready = w.ready
 				}
 				ds.Endpoint = serviceEndpoint(obs.service)
 			}

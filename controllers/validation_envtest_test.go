@@ -49,6 +49,15 @@ func TestValidation(t *testing.T) {
 		{"autoscaling min above max", func(c *aaav1.AAACluster) {
 			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 5, MaxReplicas: 3}
 		}, []string{"spec.datacenters[0].autoscaling.maxReplicas", "greater than or equal to minReplicas"}},
+		{"scale-down stabilization above an hour", func(c *aaav1.AAACluster) {
+			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3, ScaleDownStabilizationSeconds: ptr.To[int32](3601)}
+		}, []string{"spec.datacenters[0].autoscaling.scaleDownStabilizationSeconds"}},
+		{"negative scale-down stabilization", func(c *aaav1.AAACluster) {
+			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 1, MaxReplicas: 3, ScaleDownStabilizationSeconds: ptr.To[int32](-1)}
+		}, []string{"spec.datacenters[0].autoscaling.scaleDownStabilizationSeconds"}},
+		{"policingDownFor not a duration", func(c *aaav1.AAACluster) {
+			c.Spec.Monitoring.PrometheusRule = &aaav1.PrometheusRuleSpec{Enabled: true, PolicingDownFor: "5 minutes"}
+		}, []string{"spec.monitoring.prometheusRule.policingDownFor"}},
 		{"replicas and autoscaling", func(c *aaav1.AAACluster) {
 			c.Spec.Datacenters[0].Replicas = ptr.To[int32](2)
 			c.Spec.Datacenters[0].Autoscaling = &aaav1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 3}
@@ -79,6 +88,12 @@ func TestValidation(t *testing.T) {
 			c.Spec.Policy = &aaav1.PolicySpec{Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "p"}, FailMode: "ajar"}}
 		}, []string{"spec.policy.lua.failMode"}},
 		{"name too long", func(c *aaav1.AAACluster) { c.Name = strings.Repeat("a", 31) }, []string{"metadata.name", "at most 30"}},
+		{"grace period leaving no time to drain", func(c *aaav1.AAACluster) {
+			c.Spec.Spool = aaav1.SpoolSpec{TerminationGracePeriodSeconds: ptr.To[int64](30), PreStopDelaySeconds: ptr.To[int64](20)}
+		}, []string{"spec.spool.terminationGracePeriodSeconds", "at least 15 seconds after preStopDelaySeconds"}},
+		{"grace period with the default delay", func(c *aaav1.AAACluster) {
+			c.Spec.Spool = aaav1.SpoolSpec{TerminationGracePeriodSeconds: ptr.To[int64](16)}
+		}, []string{"spec.spool.terminationGracePeriodSeconds"}},
 	}
 	for i, tc := range create {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +119,10 @@ func TestValidation(t *testing.T) {
 	if c.Spec.Cassandra.Keyspace != "openaaa" || c.Spec.Radius.AuthPort != 1812 || c.Spec.Radius.AcctPort != 1813 ||
 		c.Spec.Radius.RequireMessageAuthenticator == nil || !*c.Spec.Radius.RequireMessageAuthenticator || c.Spec.SessionStore != "cassandra" {
 		t.Errorf("schema defaults not applied: %+v", c.Spec)
+	}
+	if g, d := c.Spec.Spool.TerminationGracePeriodSeconds, c.Spec.Spool.PreStopDelaySeconds; g == nil || *g != DefaultTerminationGraceSeconds ||
+		d == nil || *d != DefaultPreStopDelaySeconds || c.Spec.Spool.Persistence != nil {
+		t.Errorf("spool defaults not applied: %+v", c.Spec.Spool)
 	}
 
 	update := []struct {

@@ -71,6 +71,15 @@ type AAAClusterSpec struct {
 	// +optional
 	Policy *PolicySpec `json:"policy,omitempty"`
 
+	// Spool says how a stopping policing pod keeps the accounting it acknowledged to NASes
+	// and has not delivered yet: its spool (records Cassandra could not take) and its proxy
+	// queue. On deletion the pod stops taking requests and delivers both (the spool to any
+	// datacenter's Cassandra, the local one first; the queue to any live upstream) within
+	// its termination grace period; persistence keeps what is left on a volume of its own.
+	// +kubebuilder:default={}
+	// +optional
+	Spool SpoolSpec `json:"spool,omitempty"`
+
 	// Monitoring creates ServiceMonitor, PrometheusRule and Grafana dashboard objects.
 	// +optional
 	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
@@ -155,6 +164,14 @@ type AutoscalingSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	RequestsMetricName string `json:"requestsMetricName,omitempty"`
+	// ScaleDownStabilizationSeconds is how long the HorizontalPodAutoscaler looks back before
+	// it removes pods: it scales down to the highest recommendation of that window, so a
+	// short lull does not drop pods a returning load needs. Unset: Kubernetes' default, 300
+	// seconds. 0 scales down as soon as the load falls.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	ScaleDownStabilizationSeconds *int32 `json:"scaleDownStabilizationSeconds,omitempty"`
 }
 
 // SchedulingSpec places the policing pods.
@@ -271,6 +288,45 @@ type ExternalCassandra struct {
 	ContactPoints []string `json:"contactPoints"`
 	// CredentialsSecret holds the keys username and password.
 	CredentialsSecret corev1.LocalObjectReference `json:"credentialsSecret"`
+}
+
+// SpoolSpec configures how policing pods stop and where they keep undelivered accounting.
+// +kubebuilder:validation:XValidation:rule="!has(self.preStopDelaySeconds) || !has(self.terminationGracePeriodSeconds) || self.preStopDelaySeconds + 15 <= self.terminationGracePeriodSeconds",message="terminationGracePeriodSeconds must leave at least 15 seconds after preStopDelaySeconds to deliver the spool",fieldPath=".terminationGracePeriodSeconds"
+type SpoolSpec struct {
+	// TerminationGracePeriodSeconds of the policing pods: the preStop delay, then the time
+	// to answer requests in flight and deliver the spool and the proxy queue (policing gets
+	// this minus the delay minus 5 seconds as radius.drainTimeout). Records still
+	// undelivered when it runs out are lost, unless persistence is set. Default 120.
+	// +kubebuilder:validation:Minimum=15
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=120
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// PreStopDelaySeconds: a deleted pod keeps serving this long (a preStop sleep) while
+	// the Services and the NAS-facing load balancers stop sending to it, then stops reading
+	// and drains. Default 5.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=120
+	// +kubebuilder:default=5
+	// +optional
+	PreStopDelaySeconds *int64 `json:"preStopDelaySeconds,omitempty"`
+	// Persistence gives every policing pod a PersistentVolumeClaim of its own for the spool
+	// and the proxy queue: the data center then runs as a StatefulSet, and a pod that could
+	// not deliver everything leaves it on its claim for its successor of the same name.
+	// Without it they live in an emptyDir that is deleted with the pod. See docs/operator.md
+	// for the trade-offs.
+	// +optional
+	Persistence *SpoolPersistence `json:"persistence,omitempty"`
+}
+
+// SpoolPersistence is the PersistentVolumeClaim of each policing pod.
+type SpoolPersistence struct {
+	// Size of each claim. Default 2Gi.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// StorageClassName of the claims. Default: the cluster's default class.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
 // RadiusSpec configures the RADIUS side of policing.
@@ -509,6 +565,13 @@ type ServiceMonitorSpec struct {
 type PrometheusRuleSpec struct {
 	// Enabled creates the PrometheusRule.
 	Enabled bool `json:"enabled"`
+	// PolicingDownFor is how long no policing pod of a data center may answer Prometheus'
+	// scrapes before OpenAAAPolicingDown fires (the rule's `for`). Unset: the `for` of
+	// config/prometheus/prometheusrule.yaml, 3m, long enough that a rolling restart or a
+	// rescheduled pod pages no one.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(ms|s|m|h))+$`
+	// +optional
+	PolicingDownFor string `json:"policingDownFor,omitempty"`
 	// Labels added to the PrometheusRule (to match the Prometheus ruleSelector).
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`

@@ -27,3 +27,16 @@ func Dashboards() map[string][]byte {
 	}
 	return out
 }
+
+// VariableQuery is the query of a template variable: its "query" field, a string in older
+// dashboards, an object with a "query" string in newer ones.
+func VariableQuery(query any) string {
+	switch q := query.(type) {
+	case string:
+		return q
+	case map[string]any:
+		s, _ := q["query"].(string)
+		return s
+	}
+	return ""
+}

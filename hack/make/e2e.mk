@@ -9,5 +9,5 @@
 
 ##@ End-to-end
 .PHONY: test-e2e
-test-e2e: cassandra-jars ## The end-to-end tests only (multi-DC Cassandra: 3 nodes, 3 policing; ~5-6 min).
-	OPENAAA_E2E=1 $(TEST_ENV) $(GO) test -count=1 -v -timeout 20m ./test/e2e/...
+test-e2e: cassandra-jars ## The end-to-end tests only (multi-DC Cassandra: 3 nodes, 3 policing; the spool drained to another DC at shutdown: 2 nodes; ~8-9 min).
+	OPENAAA_E2E=1 $(TEST_ENV) $(GO) test -count=1 -v -timeout 30m ./test/e2e/...

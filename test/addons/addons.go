@@ -6,9 +6,8 @@
 //	hack/cluster.sh import addons.ImportArgs(t)...  // ARCHIVE=REPO, as cluster.sh takes them
 //	addons.Install(t, ctx, kubeconfig)            // CRDs, manifests, waits until each add-on works
 //
-// docs/addons.md says what each step checks and costs. The add-ons are opt-in: their cold
-// build takes many minutes, so they are not part of `make test`; the tests here skip unless
-// OPENAAA_ADDONS=1 (`make addons addons-test` sets it).
+// docs/addons.md says what each step checks and costs. `make provision` builds them
+// (`make addons`); without them the tests skip, or fail under OPENAAA_INTEGRATION=require.
 package addons
 
 import (
@@ -106,37 +105,17 @@ func (img Image) ImportArg() string {
 	return img.Archive + "=" + img.Ref[:strings.LastIndex(img.Ref, ":")]
 }
 
-// Enabled reports whether the add-ons were asked for: OPENAAA_ADDONS=1.
-func Enabled() bool { return os.Getenv("OPENAAA_ADDONS") == "1" }
-
-// NeedEnabled skips the test unless OPENAAA_ADDONS=1: the add-ons are opt-in.
-func NeedEnabled(t testing.TB) {
-	t.Helper()
-	if !Enabled() {
-		t.Skip("the add-ons are opt-in: set OPENAAA_ADDONS=1 (`make addons addons-test`, docs/addons.md)")
-	}
-}
-
-// NeedBuilt skips unless OPENAAA_ADDONS=1; then it skips (or, with
-// OPENAAA_INTEGRATION=require, fails) when the add-ons are not built.
+// NeedBuilt skips the test when the add-ons are not built (`make addons`, part of
+// `make provision`); with OPENAAA_INTEGRATION=require (make test) it fails instead.
 func NeedBuilt(t testing.TB) {
 	t.Helper()
-	NeedEnabled(t)
-	ok := true
+	missing := ""
 	for _, img := range Images(t) {
 		if _, err := os.Stat(img.Archive); err != nil {
-			ok = false
+			missing += " " + img.Name
 		}
 	}
-	if ok {
-		return
-	}
-	// Not testenv.Need: the add-ons are not in `make provision`, `make addons` builds them.
-	what := "the add-on images in " + CacheDir()
-	if testenv.Required() {
-		t.Fatalf("%s are required (OPENAAA_INTEGRATION=require) but missing; run `make addons`", what)
-	}
-	t.Skipf("%s are not built; run `make addons`", what)
+	testenv.Need(t, missing == "", "the add-on images"+missing+" in "+CacheDir()+" (make addons)")
 }
 
 // Script runs hack/addons.sh with args and returns its standard output; the error carries

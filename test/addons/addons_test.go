@@ -200,7 +200,6 @@ func rendered(t *testing.T) []*unstructured.Unstructured {
 // TestManifestsLocalOnly: every container runs one of our images, never pulled; nothing
 // points outside the machine (no remote write, no Alertmanager, no registry).
 func TestManifestsLocalOnly(t *testing.T) {
-	NeedEnabled(t)
 	env, err := Env()
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +243,6 @@ func TestManifestsLocalOnly(t *testing.T) {
 // the CRDs install applies (server-side apply, dry-run): the API server's schemas, the CRDs'
 // schemas and their CEL rules validate them. The namespaces are created for real first.
 func TestManifestsServerSideDryRun(t *testing.T) {
-	NeedEnabled(t)
 	c := apiClient(t)
 	objs := rendered(t)
 	kinds := map[string]int{}
@@ -337,7 +335,6 @@ func TestMain(m *testing.M) {
 // TestDryRunCatchesUnknownFields shows the dry-run is strict: a misspelt field in a custom
 // resource is rejected, not silently pruned.
 func TestDryRunCatchesUnknownFields(t *testing.T) {
-	NeedEnabled(t)
 	c := apiClient(t)
 	for _, o := range rendered(t) {
 		if o.GetKind() != "Prometheus" {
@@ -362,7 +359,6 @@ func TestDryRunCatchesUnknownFields(t *testing.T) {
 // import) and checks they work. Skipped without it: the cluster tests (test/cluster) start
 // their own cluster and call Install themselves.
 func TestInstallOnCluster(t *testing.T) {
-	NeedEnabled(t)
 	kcfg := os.Getenv("OPENAAA_ADDONS_KUBECONFIG")
 	if kcfg == "" {
 		t.Skip("OPENAAA_ADDONS_KUBECONFIG not set")

@@ -16,8 +16,12 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,6 +68,7 @@ cassandra:
     contactPoints: [%q]
     credentialsSecret: {name: cassandra-credentials}
 sessionStore: cassandra
+spool: {terminationGracePeriodSeconds: 300}
 subscribers:
   file: {configMap: {name: subscribers, key: subscribers.yaml}}
 nasClients:
@@ -198,6 +203,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	if h, err := argocd.Health(ac); err != nil || h.Status != "Degraded" || !strings.Contains(h.Message, "contact point") {
 		t.Errorf("Argo CD health with Cassandra down: %+v, %v; want Degraded naming the contact point", h, err)
 	}
+	spooled := spoolWhileCassandraDown(t, acct) // spool_test.go
 	if err := c.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -236,40 +242,96 @@ func TestAAAClusterOnCluster(t *testing.T) {
 		return nil
 	})
 	t.Logf("policing ready %s after Cassandra's CQL port was back", time.Since(back).Round(time.Second))
+	spooledRecordsDelivered(t, ctx, c, pod, spooled)
 	waitCondition(t, c, aaav1.ConditionReady, metav1.ConditionTrue, "", 3*time.Minute)
 
-	// 7. Uninstall: the AAACluster's objects are collected; the CRDs stay (crds.keep).
+	// 7. The operator chart upgraded (a new operator pod): policing keeps running untouched.
+	upgradeOperatorChart(t, ctx, c, helm, root)
+
+	// 8. Uninstall: the AAACluster's objects are collected; the CRDs stay (crds.keep).
 	runHelm(t, ctx, helm, "uninstall", release, "-n", aaaNS, "--wait", "--timeout", "2m")
 	eventually(t, 2*time.Minute, "the AAACluster's objects collected", func() error {
-		var left []string
-		sel := client.MatchingLabels{"aaa.openaaa.io/cluster": release}
-		var deps appsv1.DeploymentList
-		var svcs corev1.ServiceList
-		var cms corev1.ConfigMapList
-		var js batchv1.JobList
-		for _, l := range []client.ObjectList{&deps, &svcs, &cms, &js} {
-			if err := c.List(ctx, l, client.InNamespace(aaaNS), sel); err != nil {
-				return err
-			}
-			items, _ := meta.ExtractList(l)
-			for _, o := range items {
-				left = append(left, fmt.Sprintf("%T %s", o, o.(client.Object).GetName()))
-			}
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("left: %v", left)
-		}
-		return nil
+		return leftovers(ctx, c, client.InNamespace(aaaNS), client.MatchingLabels{"aaa.openaaa.io/cluster": release})
 	})
 	runHelm(t, ctx, helm, "uninstall", "openaaa-operator", "-n", operatorNS, "--wait", "--timeout", "2m")
 	uninstalled = true
-	var deps appsv1.DeploymentList
-	if err := c.List(ctx, &deps, client.InNamespace(operatorNS)); err != nil || len(deps.Items) != 0 {
-		t.Errorf("operator Deployments left after uninstall: %d (%v)", len(deps.Items), err)
-	}
+	eventually(t, time.Minute, "the operator chart's objects removed", func() error {
+		return leftovers(ctx, c, client.MatchingLabels{"app.kubernetes.io/instance": "openaaa-operator"})
+	})
 	crd := &apiextv1.CustomResourceDefinition{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "aaaclusters.aaa.openaaa.io"}, crd); err != nil {
 		t.Errorf("the AAACluster CRD should be kept after uninstall (crds.keep): %v", err)
+	}
+}
+
+// leftovers lists the objects of the kinds a chart or the operator creates that match opts.
+func leftovers(ctx context.Context, c client.Client, opts ...client.ListOption) error {
+	var left []string
+	for _, l := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{},
+		&corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceAccountList{}, &batchv1.JobList{},
+		&policyv1.PodDisruptionBudgetList{}, &autoscalingv2.HorizontalPodAutoscalerList{},
+		&networkingv1.NetworkPolicyList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{},
+		&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}} {
+		if err := c.List(ctx, l, opts...); err != nil {
+			return err
+		}
+		items, _ := meta.ExtractList(l)
+		for _, o := range items {
+			left = append(left, fmt.Sprintf("%T %s/%s", o, o.(client.Object).GetNamespace(), o.(client.Object).GetName()))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("left: %v", left)
+	}
+	return nil
+}
+
+// upgradeOperatorChart upgrades the operator chart with a changed value, as a user's
+// `helm upgrade` does: the operator's pods are replaced and take over, the AAACluster stays
+// Ready and the policing pod is neither replaced nor restarted (the policing it renders is
+// unchanged).
+func upgradeOperatorChart(t *testing.T, ctx context.Context, c client.Client, helm, root string) {
+	t.Helper()
+	before := policingPod(t, c, true)
+	var dep appsv1.Deployment
+	key := client.ObjectKey{Namespace: operatorNS, Name: "openaaa-operator"}
+	if err := c.Get(ctx, key, &dep); err != nil {
+		t.Fatal(err)
+	}
+	gen := dep.Generation
+	runHelm(t, ctx, helm, "upgrade", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", operatorNS, "--reuse-values", "--set", "logLevel=debug", "--wait", "--timeout", "3m")
+	if err := c.Get(ctx, key, &dep); err != nil {
+		t.Fatal(err)
+	}
+	if dep.Generation == gen || dep.Status.ObservedGeneration < dep.Generation || dep.Status.UpdatedReplicas != *dep.Spec.Replicas {
+		t.Fatalf("the operator Deployment was not rolled by the upgrade: generation %d -> %d, observed %d, updated %d",
+			gen, dep.Generation, dep.Status.ObservedGeneration, dep.Status.UpdatedReplicas)
+	}
+	// The new operator reconciles: an object it owns, deleted, comes back.
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := c.List(ctx, &pdbs, client.InNamespace(aaaNS), client.MatchingLabels{"aaa.openaaa.io/cluster": release}); err != nil || len(pdbs.Items) == 0 {
+		t.Fatalf("no PodDisruptionBudget of the AAACluster (%v)", err)
+	}
+	old := pdbs.Items[0]
+	if err := c.Delete(ctx, &old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the upgraded operator recreates the deleted PodDisruptionBudget", func() error {
+		var p policyv1.PodDisruptionBudget
+		if err := c.Get(ctx, client.ObjectKeyFromObject(&old), &p); err != nil {
+			return err
+		}
+		if p.UID == old.UID {
+			return fmt.Errorf("still the old one")
+		}
+		return nil
+	})
+	waitCondition(t, c, aaav1.ConditionReady, metav1.ConditionTrue, "", 2*time.Minute)
+	after := policingPod(t, c, true)
+	if after.UID != before.UID || restarts(after) != restarts(before) {
+		t.Errorf("the operator upgrade touched policing: pod %s (%d restarts) -> %s (%d restarts)",
+			before.Name, restarts(before), after.Name, restarts(after))
 	}
 }
 
@@ -292,11 +354,12 @@ func needOperatorImages(t *testing.T) (root, helm, tag string) {
 }
 
 // installOperatorChart installs the operator chart with the imported images and waits for it.
-func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag string) {
+// extra are more helm arguments (--set ...).
+func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag string, extra ...string) {
 	t.Helper()
-	runHelm(t, ctx, helm, "install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
-		"-n", operatorNS, "--create-namespace", "--set", "image.tag="+tag, "--set", "policingImage.tag="+tag,
-		"--set", "loadgenImage.tag="+tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m")
+	runHelm(t, ctx, helm, append([]string{"install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", operatorNS, "--create-namespace", "--set", "image.tag=" + tag, "--set", "policingImage.tag=" + tag,
+		"--set", "loadgenImage.tag=" + tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m"}, extra...)...)
 }
 
 // loadTestOnCluster creates an AAALoadTest against the cluster and checks its report: traffic
@@ -306,32 +369,9 @@ func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
 	t.Helper()
 	mustApply(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loadtest-nas", Namespace: aaaNS, Labels: watched},
 		StringData: map[string]string{"secret": loadtestSecret}})
-	lt := &aaav1.AAALoadTest{
-		ObjectMeta: metav1.ObjectMeta{Name: "capacity", Namespace: aaaNS},
-		Spec: aaav1.AAALoadTestSpec{
-			Cluster:   aaav1.LoadTestClusterRef{Name: release},
-			Load:      aaav1.LoadTestLoad{Duration: "20s", Concurrency: 8},
-			Users:     aaav1.LoadTestUsers{Count: loadUsers},
-			SecretRef: aaav1.SecretKeyRef{Name: "loadtest-nas"},
-		},
-	}
-	if err := c.Create(ctx, lt); err != nil {
-		t.Fatal(err)
-	}
+	lt := createLoadTest(t, ctx, c, "capacity", aaav1.LoadTestLoad{Duration: "20s", Concurrency: 8})
 	start := time.Now()
-	eventually(t, 4*time.Minute, "the AAALoadTest done", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(lt), lt); err != nil {
-			return err
-		}
-		if lt.Status.Phase != aaav1.LoadTestSucceeded {
-			b, _ := json.Marshal(lt.Status)
-			if lt.Status.Phase == aaav1.LoadTestFailed {
-				t.Fatalf("AAALoadTest failed: %s", b)
-			}
-			return fmt.Errorf("status %s", b)
-		}
-		return nil
-	})
+	waitLoadTest(t, ctx, c, lt, 4*time.Minute)
 	r := lt.Status.Report
 	b, _ := json.Marshal(lt.Status)
 	t.Logf("AAALoadTest done in %s: %s", time.Since(start).Round(time.Second), b)
@@ -361,6 +401,43 @@ func loadTestOnCluster(t *testing.T, ctx context.Context, c client.Client) {
 			return nil
 		}
 		return fmt.Errorf("Job %s still there (%v)", lt.Status.Job, err)
+	})
+}
+
+// createLoadTest starts an AAALoadTest of the test's AAACluster: the loadtest-nas Secret,
+// loadUsers users.
+func createLoadTest(t *testing.T, ctx context.Context, c client.Client, name string, load aaav1.LoadTestLoad) *aaav1.AAALoadTest {
+	t.Helper()
+	lt := &aaav1.AAALoadTest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: aaaNS},
+		Spec: aaav1.AAALoadTestSpec{
+			Cluster:   aaav1.LoadTestClusterRef{Name: release},
+			Load:      load,
+			Users:     aaav1.LoadTestUsers{Count: loadUsers},
+			SecretRef: aaav1.SecretKeyRef{Name: "loadtest-nas"},
+		},
+	}
+	if err := c.Create(ctx, lt); err != nil {
+		t.Fatal(err)
+	}
+	return lt
+}
+
+// waitLoadTest waits until lt succeeded (into lt); a failed one fails the test.
+func waitLoadTest(t *testing.T, ctx context.Context, c client.Client, lt *aaav1.AAALoadTest, within time.Duration) {
+	t.Helper()
+	eventually(t, within, "the AAALoadTest done", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(lt), lt); err != nil {
+			return err
+		}
+		if lt.Status.Phase != aaav1.LoadTestSucceeded {
+			b, _ := json.Marshal(lt.Status)
+			if lt.Status.Phase == aaav1.LoadTestFailed {
+				t.Fatalf("AAALoadTest failed: %s", b)
+			}
+			return fmt.Errorf("status %s", b)
+		}
+		return nil
 	})
 }
 

@@ -100,13 +100,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 			if v.Type != "query" {
 				continue
 			}
-			q := ""
-			switch x := v.Query.(type) {
-			case string:
-				q = x
-			case map[string]any:
-				q, _ = x["query"].(string)
-			}
+			q := grafana.VariableQuery(v.Query)
 			m := labelValues.FindStringSubmatch(q)
 			if m == nil {
 				t.Errorf("%s: variable %s: query %q is not label_values(metric...)", name, v.Name, q)

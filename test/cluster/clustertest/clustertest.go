@@ -455,6 +455,14 @@ func (c *Cluster) Import(names ...string) ([]string, error) {
 	return refs, nil
 }
 
+// ImportArchives imports OCI archives into the node's containerd as `hack/cluster.sh import`
+// takes them: PATH, or PATH=REPOSITORY for an index that carries only a tag (the add-ons'
+// archives: test/addons.ImportArgs).
+func (c *Cluster) ImportArchives(args ...string) error {
+	_, err := c.run(append([]string{"import"}, args...)...)
+	return err
+}
+
 // NASExec returns a command that runs name args... inside the NAS network namespace: its
 // packets come from NASIP, as an external NAS's would.
 func NASExec(ctx context.Context, name string, args ...string) *exec.Cmd {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,7 +46,9 @@ type Node struct {
 	reloadStop  func()
 	authLog     *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
 	lua         *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
+	spool       spooler           // the store's spool, nil without one (shutdown.go)
 	draining    atomic.Bool
+	shutdown    sync.Once
 	// the policy's Disconnect/CoA after a store write (app/coa.go); nil when off
 	policyCoA *coa.PolicyTrigger
 }
@@ -99,6 +102,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		return nil, err
 	}
 	n.Store = st
+	n.spool, _ = st.(spooler) // the store itself: startCoA may wrap n.Store (shutdown.go)
 	r := cfg.Radius
 	n.Radius = radiusd.New(radiusd.Options{Inline: cfg.InlineDispatch(), Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
@@ -192,15 +196,28 @@ func (n *Node) abort() {
 	n.closePolicy()
 }
 
-// Shutdown drains the node: /readyz turns unready, RADIUS stops reading and answers what
-// it holds, then the store is closed (the embedded store writes its snapshot).
+// Shutdown drains the node once: /readyz turns unready, RADIUS stops reading and answers
+// what it holds, the accounting spool and the proxy queue are delivered (shutdown.go), then
+// the store is closed (the embedded store writes its snapshot).
 func (n *Node) Shutdown(ctx context.Context) error {
+	var err error
+	n.shutdown.Do(func() { err = n.drain(ctx) })
+	return err
+}
+
+func (n *Node) drain(ctx context.Context) error {
 	n.draining.Store(true)
+	nodeDraining.Set(1)
+	defer nodeDraining.Set(0)
 	n.Log.Info("draining")
 	n.stopReload()
-	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx), n.stopProxy(), n.closeAuthLog(ctx), n.stopPolicyCoA(ctx), n.Store.Close(ctx)}
+	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx)}
+	errs = append(errs, n.deliverQueues(ctx)...) // shutdown.go
 	if n.admin != nil {
-		errs = append(errs, n.admin.Shutdown(ctx))
+		// Its own short deadline: the drain may have used all of ctx.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		errs = append(errs, n.admin.Shutdown(actx))
+		cancel()
 	}
 	n.closeSubscribers()
 	n.closePolicy()

@@ -16,8 +16,13 @@ type Cassandra struct {
 	Port int `json:"port"`
 	// LocalDC is this node's datacenter: queries go to its replicas first (token- and
 	// DC-aware routing) and LOCAL_* consistencies count its replicas.
-	LocalDC  string `json:"localDC,omitempty"`
-	Keyspace string `json:"keyspace"`
+	LocalDC string `json:"localDC,omitempty"`
+	// RemoteDCs are the other datacenters of the cluster, each with contact points of its own.
+	// At shutdown, spooled accounting that the local datacenter cannot take is delivered to
+	// the first of them that can (a connection of its own, LOCAL_* counted there), so a
+	// node stopping while its datacenter is down loses nothing (docs/cassandra.md).
+	RemoteDCs []RemoteDC `json:"remoteDCs,omitempty"`
+	Keyspace  string     `json:"keyspace"`
 	// Consistency of the sessions table and its lookups (reads and writes).
 	Consistency string `json:"consistency"`
 	// HistoryConsistency of the insert-only accounting history and auth log.
@@ -37,6 +42,13 @@ type Cassandra struct {
 	Spool Spool `json:"spool"`
 	// Cache is the local cache of the hybrid store.
 	Cache Cache `json:"cache"`
+}
+
+// RemoteDC is another datacenter of the Cassandra cluster and how to reach it.
+type RemoteDC struct {
+	Name string `json:"name"`
+	// ContactPoints are host or host:port entries (port defaults to the store's port).
+	ContactPoints []string `json:"contactPoints"`
 }
 
 // Spool is the local append-only accounting spool.
@@ -118,17 +130,35 @@ func (c Cassandra) validate(key string) []error {
 	if len(c.ContactPoints) == 0 {
 		bad("contactPoints", "at least one contact point is required")
 	}
-	for i, cp := range c.ContactPoints {
-		host := cp
-		if h, p, err := net.SplitHostPort(cp); err == nil {
-			host = h
-			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-				bad(fmt.Sprintf("contactPoints[%d]", i), "%q has no valid port", cp)
+	checkContactPoints := func(k string, cps []string) {
+		for i, cp := range cps {
+			host := cp
+			if h, p, err := net.SplitHostPort(cp); err == nil {
+				host = h
+				if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+					bad(fmt.Sprintf("%s[%d]", k, i), "%q has no valid port", cp)
+				}
+			}
+			if strings.TrimSpace(host) == "" {
+				bad(fmt.Sprintf("%s[%d]", k, i), "empty host")
 			}
 		}
-		if strings.TrimSpace(host) == "" {
-			bad(fmt.Sprintf("contactPoints[%d]", i), "empty host")
+	}
+	checkContactPoints("contactPoints", c.ContactPoints)
+	seen := map[string]bool{c.LocalDC: true}
+	for i, r := range c.RemoteDCs {
+		k := fmt.Sprintf("remoteDCs[%d]", i)
+		switch {
+		case r.Name == "":
+			bad(k+".name", "required")
+		case seen[r.Name]:
+			bad(k+".name", "%q is the local DC or listed twice", r.Name)
 		}
+		seen[r.Name] = true
+		if len(r.ContactPoints) == 0 {
+			bad(k+".contactPoints", "at least one contact point is required")
+		}
+		checkContactPoints(k+".contactPoints", r.ContactPoints)
 	}
 	if c.Port < 1 || c.Port > 65535 {
 		bad("port", "%d is not a port", c.Port)

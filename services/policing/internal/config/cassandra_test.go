@@ -38,6 +38,9 @@ func TestCassandraValidationNamesTheKey(t *testing.T) {
 		{func(c *Cassandra) { c.Cache.Size = 0 }, "session.cassandra.cache.size: "},
 		{func(c *Cassandra) { c.Cache.TTL = -1 }, "session.cassandra.cache.ttl: "},
 		{func(c *Cassandra) { c.Port = 70000 }, "session.cassandra.port: "},
+		{func(c *Cassandra) { c.RemoteDCs = []RemoteDC{{Name: "dc1", ContactPoints: []string{"h"}}} }, "session.cassandra.remoteDCs[0].name: \"dc1\" is the local DC"},
+		{func(c *Cassandra) { c.RemoteDCs = []RemoteDC{{Name: "dc2"}} }, "session.cassandra.remoteDCs[0].contactPoints: at least one"},
+		{func(c *Cassandra) { c.RemoteDCs = []RemoteDC{{Name: "dc2", ContactPoints: []string{"h:0"}}} }, "session.cassandra.remoteDCs[0].contactPoints[0]: "},
 	} {
 		c := validCassandra()
 		tc.mut(&c)

@@ -243,8 +243,28 @@ func (p *Proxy) Pending() int {
 	return p.queue.sp.Records()
 }
 
+// Drain waits until the queue is delivered to an upstream of the pool (any live one: the
+// strategy and the health checks as usual) or ctx ends, and returns how many requests are
+// left. Call it once no more requests come (the listeners are shut), before Close.
+func (p *Proxy) Drain(ctx context.Context) int {
+	if p.queue == nil {
+		return 0
+	}
+	p.queue.poke()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for p.queue.sp.Pending() {
+		select {
+		case <-ctx.Done():
+			return p.queue.sp.Records()
+		case <-t.C:
+		}
+	}
+	return 0
+}
+
 // Close stops the health checks and the queue; queued requests stay on disk for the next
-// start.
+// start (Drain delivers them first).
 func (p *Proxy) Close() error {
 	p.cancel()
 	p.wg.Wait()

@@ -44,7 +44,9 @@ type Options struct {
 	// Spool, when set, takes accounting records Cassandra cannot take. The store closes it.
 	Spool          *spool.Spool
 	ReplayInterval time.Duration // default 1s
-	Log            *slog.Logger
+	// RemoteDCs take the spool at shutdown when the local datacenter cannot (drain.go).
+	RemoteDCs []RemoteDC
+	Log       *slog.Logger
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -197,24 +199,30 @@ func (st *Store) Ready(ctx context.Context) error {
 	return fmt.Errorf("cassandra: %w", err)
 }
 
-// Close stops the replayer (one last replay, bounded), closes the spool and the driver.
+// Close stops the replayer, delivers the spool to any datacenter that takes it until ctx
+// ends (drain.go; at most closeDrain when ctx has no deadline), closes the spool and the
+// driver. It fails when records are left.
 func (st *Store) Close(ctx context.Context) error {
 	var err error
 	st.closeMu.Do(func() {
 		close(st.stop)
 		<-st.stopped
 		if st.o.Spool != nil {
-			if st.o.Spool.Pending() {
-				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, _ = st.ReplayNow(rctx)
-				cancel()
+			if _, ok := ctx.Deadline(); !ok {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, closeDrain)
+				defer cancel()
 			}
-			err = st.o.Spool.Close()
+			err = errors.Join(st.drain(ctx), st.o.Spool.Close())
 		}
 		st.s.Close()
 	})
 	return err
 }
+
+// closeDrain bounds the delivery of the spool by a Close without a deadline (a node that
+// failed to start, tools, tests): the records stay on disk for the next start.
+const closeDrain = 5 * time.Second
 
 // parallel runs f(0), ..., f(n-1), at most limit at once, and returns their errors joined.
 func parallel(n, limit int, f func(i int) error) error {

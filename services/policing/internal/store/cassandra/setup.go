@@ -36,7 +36,7 @@ func FromConfig(ctx context.Context, kind string, c config.Cassandra, expiry fun
 	}
 	st, err := Open(ctx, Options{
 		Conn: conn, HistoryConsistency: hcons, Expiry: expiry, StoppedTTL: c.StoppedTTL.D(),
-		Spool: sp, ReplayInterval: c.Spool.ReplayInterval.D(), Log: log,
+		Spool: sp, ReplayInterval: c.Spool.ReplayInterval.D(), RemoteDCs: remoteDCs(c.RemoteDCs), Log: log,
 	})
 	if err != nil {
 		if sp != nil {
@@ -48,4 +48,12 @@ func FromConfig(ctx context.Context, kind string, c config.Cassandra, expiry fun
 		return NewHybrid(st, c.Cache.Size, c.Cache.TTL.D()), nil
 	}
 	return st, nil
+}
+
+func remoteDCs(in []config.RemoteDC) []RemoteDC {
+	out := make([]RemoteDC, 0, len(in))
+	for _, r := range in {
+		out = append(out, RemoteDC{Name: r.Name, ContactPoints: r.ContactPoints})
+	}
+	return out
 }

@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+)
+
+// autoscalingValues: dc1 autoscales between 1 and 3 pods on CPU. The request is small (50m,
+// target 50 %: 25m a pod) so that the bounded load below is far above it and an idle pod far
+// below; scale-down looks back 15 s instead of Kubernetes' 300 s
+// (spec.datacenters[].autoscaling.scaleDownStabilizationSeconds).
+const autoscalingValues = `datacenters:
+  - name: dc1
+    service: {type: NodePort}
+    cassandra: {replicationFactor: 1}
+    resources: {requests: {cpu: 50m}}
+    autoscaling: {minReplicas: 1, maxReplicas: 3, targetCPUUtilizationPercentage: 50, scaleDownStabilizationSeconds: 15}
+`
+
+// TestAutoscalingOnCluster: the HorizontalPodAutoscaler the operator makes for
+// spec.datacenters[].autoscaling, fed by the real metrics-server, adds policing pods while an
+// AAALoadTest (aaa-loadgen, 90 s, 16 concurrent sessions) loads the data center, and takes
+// them away after it, within the stabilization window the spec asks for.
+func TestAutoscalingOnCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := startAAA(t, ctx, autoscalingValues)
+	key := client.ObjectKey{Namespace: aaaNS, Name: release + "-dc1"}
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	dep := &appsv1.Deployment{}
+	hpaState := func() string {
+		b, _ := json.Marshal(hpa.Status)
+		return string(b)
+	}
+
+	// Idle: the HPA reads the pods' CPU from metrics.k8s.io and keeps the minimum.
+	start := time.Now()
+	eventually(t, 3*time.Minute, "the HPA reading the CPU of idle policing", func() error {
+		if err := c.Get(ctx, key, hpa); err != nil {
+			return err
+		}
+		if len(hpa.Status.CurrentMetrics) == 0 || hpa.Status.CurrentMetrics[0].Resource == nil ||
+			hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization == nil {
+			return fmt.Errorf("no CPU metric yet: %s", hpaState())
+		}
+		return nil
+	})
+	t.Logf("HPA has metrics %s after Ready: %s", time.Since(start).Round(time.Second), hpaState())
+	if b := hpa.Spec.Behavior; b == nil || b.ScaleDown == nil || b.ScaleDown.StabilizationWindowSeconds == nil || *b.ScaleDown.StabilizationWindowSeconds != 15 {
+		t.Fatalf("HPA behavior %+v; want scaleDown.stabilizationWindowSeconds 15 from the spec", b)
+	}
+	if u := *hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization; u >= 50 || hpa.Status.DesiredReplicas != 1 {
+		t.Fatalf("idle policing at %d %% of its CPU request, %d replicas desired: the load below would prove nothing", u, hpa.Status.DesiredReplicas)
+	}
+
+	// Under load: more pods, and they become ready.
+	lt := createLoadTest(t, ctx, c, "autoscaling", aaav1.LoadTestLoad{Duration: "90s", Concurrency: 16})
+	loadStart := time.Now()
+	eventually(t, 3*time.Minute, "policing scaled up under load", func() error {
+		if err := c.Get(ctx, key, hpa); err != nil {
+			return err
+		}
+		if err := c.Get(ctx, key, dep); err != nil {
+			return err
+		}
+		if dep.Status.ReadyReplicas < 2 {
+			return fmt.Errorf("deployment %d/%d ready; HPA %s", dep.Status.ReadyReplicas, *dep.Spec.Replicas, hpaState())
+		}
+		return nil
+	})
+	t.Logf("scaled up to %d ready pods %s after the load started: HPA %s", dep.Status.ReadyReplicas, time.Since(loadStart).Round(time.Second), hpaState())
+	waitLoadTest(t, ctx, c, lt, 4*time.Minute)
+	if r := lt.Status.Report; r == nil || r.Answered == 0 {
+		t.Errorf("the load test answered nothing: %+v", lt.Status)
+	}
+
+	// After the load: back to the minimum.
+	after := time.Now()
+	eventually(t, 4*time.Minute, "policing scaled back down after the load", func() error {
+		if err := c.Get(ctx, key, hpa); err != nil {
+			return err
+		}
+		if err := c.Get(ctx, key, dep); err != nil {
+			return err
+		}
+		if *dep.Spec.Replicas != 1 || dep.Status.Replicas != 1 {
+			return fmt.Errorf("deployment wants %d, has %d; HPA %s", *dep.Spec.Replicas, dep.Status.Replicas, hpaState())
+		}
+		return nil
+	})
+	t.Logf("back to 1 pod %s after the load test ended: HPA %s", time.Since(after).Round(time.Second), hpaState())
+	if err := c.Delete(ctx, lt); err != nil {
+		t.Error(err)
+	}
+}
