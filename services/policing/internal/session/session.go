@@ -164,10 +164,7 @@ func Merge(s *Session, u *Update, now time.Time) {
 	}
 	setU32(&s.InterimInterval, in.InterimInterval)
 	setStr(&s.DisconnectReason, in.DisconnectReason)
-	at := in.LastSeen
-	if at.IsZero() {
-		at = now
-	}
+	at := u.At(now)
 	if s.StartTime.IsZero() {
 		// Without a Start the best estimate is now minus the reported session time.
 		s.StartTime = at.Add(-time.Duration(s.SessionTime) * time.Second)
@@ -187,6 +184,27 @@ func Merge(s *Session, u *Update, now time.Time) {
 	default:
 		s.State = Active
 	}
+}
+
+// At is when the update's event happened: the time the message carries (Event-Timestamp, or
+// arrival less Acct-Delay-Time), else now.
+func (u *Update) At(now time.Time) time.Time {
+	if u.Session.LastSeen.IsZero() {
+		return now
+	}
+	return u.Session.LastSeen
+}
+
+// Reopens reports whether u, arriving for a session stopped at stopTime (the Stop's event
+// time, Session.StopTime), opens a new session
+// under the same key; every store applies this one rule. Only a Start whose event is later
+// than the Stop does: the NAS reused its Acct-Session-Id. Anything else belongs to the
+// stopped session and must not revive it — an Interim or Stop that arrives late, or a Start
+// no later than the Stop (replayed from a spool, or retransmitted): it is acknowledged and
+// goes to the history only. Decided by event time, never by arrival order, so a record
+// replayed in one DC after the Stop was written in another gives the same answer.
+func Reopens(stopTime time.Time, u *Update, now time.Time) bool {
+	return u.Kind == KindStart && u.At(now).After(stopTime)
 }
 
 func setStr(dst *string, v string) {

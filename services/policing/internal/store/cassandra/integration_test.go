@@ -24,6 +24,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/spool"
 	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
+	"github.com/openaaa/openaaa/services/policing/internal/store/storetest"
 )
 
 var cluster *cassandratest.Cluster
@@ -737,4 +738,17 @@ func TestConcurrentMigrationsOneApplies(t *testing.T) {
 	if err := sess.Query("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = ?", ks).Scan(&n); err != nil || n != 12 {
 		t.Fatalf("tables in %s: %d (%v)", ks, n, err)
 	}
+}
+
+// The session.Store contract (storetest), on the Cassandra store and the hybrid store.
+func TestContract(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	st := openStore(t, ks, cassandra.Options{})
+	defer st.Close(context.Background())
+	t.Run("cassandra", func(t *testing.T) { storetest.Run(t, st, "cas") })
+	h := cassandra.NewHybrid(openStore(t, ks, cassandra.Options{}), 100, time.Minute)
+	defer h.Close(context.Background())
+	t.Run("hybrid", func(t *testing.T) { storetest.Run(t, h, "hyb") })
 }

@@ -62,8 +62,12 @@ type shard struct {
 	byNAS  map[string]map[session.Key]struct{}
 	// Tombstones in two generations: when the newer one is full it becomes the older one and
 	// the older one is dropped, so their number stays bounded (Options.MaxTombstones).
-	stopped, stoppedOld map[session.Key]time.Time
+	stopped, stoppedOld map[session.Key]tomb
 }
+
+// tomb is what a tombstone remembers: when it was made (it is forgotten TombstoneTTL later)
+// and the Stop's event time (session.Reopens).
+type tomb struct{ at, stop time.Time }
 
 // ipShard holds the sessions claiming each framed IP, for the addresses hashed to it. Sharded
 // by address rather than by session, a lookup by address takes one lock, not one per session
@@ -106,8 +110,8 @@ func Open(opt Options) (*Store, error) {
 		sh.sessions = map[session.Key]*session.Session{}
 		sh.byUser = map[string][]session.Key{}
 		sh.byNAS = map[string]map[session.Key]struct{}{}
-		sh.stopped = map[session.Key]time.Time{}
-		sh.stoppedOld = map[session.Key]time.Time{}
+		sh.stopped = map[session.Key]tomb{}
+		sh.stoppedOld = map[session.Key]tomb{}
 		s.ips[i].claim = map[netip.Addr][]session.Key{}
 	}
 	if opt.SnapshotFile != "" {
@@ -148,7 +152,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 	sh.mu.Lock()
 	cur, ok := sh.sessions[k]
 	if !ok {
-		if sh.dead(k) && u.Kind != session.KindStart {
+		if tb, dead := sh.dead(k); dead && !session.Reopens(tb.stop, u, now) {
 			sh.mu.Unlock()
 			if u.Kind == session.KindStop {
 				// The Stop of a session already closed (a retransmission, or the real Stop of a
@@ -156,7 +160,8 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 				// rather than adding a second one.
 				s.history.mergeStop(u, now)
 			}
-			// A late Interim-Update of a session already stopped: acknowledge, keep it closed.
+			// A late Interim-Update, or a Start no later than the Stop (replayed, retransmitted),
+			// of a session already stopped: acknowledge, keep it closed.
 			return nil
 		}
 		delete(sh.stopped, k)
@@ -172,7 +177,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 			s.active.Add(-1)
 			metrics.SessionsActive.Dec()
 		}
-		s.tombstone(sh, k, now)
+		s.tombstone(sh, k, now, cur.StopTime)
 		sh.mu.Unlock()
 		s.history.add(cur)
 		return nil
@@ -267,7 +272,7 @@ func (s *Store) closeWhere(sh *shard, keys []session.Key, at time.Time, cause ui
 		}
 		s.unindex(sh, entryOf(x))
 		delete(sh.sessions, k)
-		s.tombstone(sh, k, at)
+		s.tombstone(sh, k, at, at)
 		x.State, x.StopTime, x.TerminateCause = session.Stopped, at, cause
 		s.history.add(x)
 		n++
@@ -456,9 +461,9 @@ func (s *Store) Sweep() int {
 			}
 		}
 		expired += s.closeWhere(sh, keys, now, terminateCauseLostService)
-		for _, m := range []map[session.Key]time.Time{sh.stopped, sh.stoppedOld} {
-			for k, at := range m {
-				if now.Sub(at) > s.opt.TombstoneTTL {
+		for _, m := range []map[session.Key]tomb{sh.stopped, sh.stoppedOld} {
+			for k, tb := range m {
+				if now.Sub(tb.at) > s.opt.TombstoneTTL {
 					delete(m, k)
 				}
 			}
@@ -472,22 +477,22 @@ func (s *Store) Sweep() int {
 	return expired
 }
 
-// tombstone remembers that k stopped at at (sh locked).
-func (s *Store) tombstone(sh *shard, k session.Key, at time.Time) {
+// tombstone remembers at at that k stopped, its Stop's event time stop (sh locked).
+func (s *Store) tombstone(sh *shard, k session.Key, at, stop time.Time) {
 	if 2*len(sh.stopped) >= s.opt.MaxTombstones/len(s.shards) {
 		sh.stopped, sh.stoppedOld = sh.stoppedOld, sh.stopped
 		clear(sh.stopped)
 	}
-	sh.stopped[k] = at
+	sh.stopped[k] = tomb{at, stop}
 }
 
-// dead reports whether k is a remembered stopped session (sh locked).
-func (sh *shard) dead(k session.Key) bool {
-	if _, ok := sh.stopped[k]; ok {
-		return true
+// dead returns the tombstone of k if it is a remembered stopped session (sh locked).
+func (sh *shard) dead(k session.Key) (tomb, bool) {
+	if tb, ok := sh.stopped[k]; ok {
+		return tb, true
 	}
-	_, ok := sh.stoppedOld[k]
-	return ok
+	tb, ok := sh.stoppedOld[k]
+	return tb, ok
 }
 
 func clone(x *session.Session) *session.Session {

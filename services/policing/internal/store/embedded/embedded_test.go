@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/store/storetest"
 )
 
 var (
@@ -211,7 +212,7 @@ func TestStopFreesLookupsAndGoesToHistory(t *testing.T) {
 }
 
 // A late Interim-Update after the Stop must not bring the session back; a new Start with
-// the same key does open it again.
+// the same key, later than the Stop, opens it again (session.Reopens).
 func TestTombstone(t *testing.T) {
 	s, clk := open(t, Options{HistorySize: 10, TombstoneTTL: 10 * time.Minute})
 	k := key("bng", "s")
@@ -235,9 +236,14 @@ func TestTombstone(t *testing.T) {
 		t.Fatal("Interim long after the tombstone expired must create the session")
 	}
 	apply(t, s, session.KindStop, k, nil)
+	apply(t, s, session.KindStart, k, user("alice", "")) // no later than the Stop: its own
+	if _, err := s.Get(ctx, k); !errors.Is(err, session.ErrNotFound) {
+		t.Fatal("a Start no later than the Stop revived the session")
+	}
+	clk.Add(time.Second)
 	apply(t, s, session.KindStart, k, user("alice", ""))
 	if _, err := s.Get(ctx, k); err != nil {
-		t.Fatal("a new Start with a stopped key must open it")
+		t.Fatal("a new Start with a stopped key, later than the Stop, must open it")
 	}
 }
 
@@ -702,4 +708,9 @@ func TestCreatedAndMatchFramedIP(t *testing.T) {
 	if got := s.MatchFramedIP(ip, 1, func(*session.Session) bool { return true }); len(got) != 1 {
 		t.Fatalf("max 1: %v", got)
 	}
+}
+
+func TestContract(t *testing.T) {
+	s, _ := open(t, Options{HistorySize: 100})
+	storetest.Run(t, s, "emb")
 }

@@ -1,0 +1,189 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+func (st *Store) readRow(ctx context.Context, k session.Key, cons gocql.Consistency) (*session.Session, int64, error) {
+	var r row
+	var wt int64
+	start := time.Now()
+	err := st.s.Query(st.q.selSession, k.NAS, k.ID).Consistency(cons).ScanContext(ctx, append(r.dest(), &wt)...)
+	observe("read_session", start, err)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	s := r.session()
+	s.Key = k
+	return s, wt, nil
+}
+
+func (st *Store) nasIDs(ctx context.Context, nas string) ([]string, error) {
+	start := time.Now()
+	it := st.s.Query(st.q.selByNAS, nas).Consistency(st.cons).PageSize(5000).IterContext(ctx)
+	var ids []string
+	var id string
+	for it.Scan(&id) {
+		ids = append(ids, id)
+	}
+	err := it.Close()
+	observe("lookup_nas", start, err)
+	return ids, err
+}
+
+// Get returns an active session by key.
+func (st *Store) Get(ctx context.Context, k session.Key) (*session.Session, error) {
+	s, _, err := st.readRow(ctx, k, st.cons)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil || s.State != session.Active {
+		return nil, session.ErrNotFound
+	}
+	return s, nil
+}
+
+// getMany reads the active sessions of keys in parallel (bounded).
+func (st *Store) getMany(ctx context.Context, keys []session.Key, get func(context.Context, session.Key) (*session.Session, error)) ([]*session.Session, error) {
+	out := make([]*session.Session, len(keys))
+	err := parallel(len(keys), 16, func(i int) error {
+		s, err := get(ctx, keys[i])
+		if errors.Is(err, session.ErrNotFound) {
+			return nil
+		}
+		out[i] = s
+		return err
+	})
+	res := out[:0]
+	for _, s := range out {
+		if s != nil {
+			res = append(res, s)
+		}
+	}
+	return res, err
+}
+
+func (st *Store) userKeys(ctx context.Context, user string) ([]session.Key, error) {
+	start := time.Now()
+	it := st.s.Query(st.q.selByUser, user).Consistency(st.cons).IterContext(ctx)
+	var keys []session.Key
+	var k session.Key
+	for it.Scan(&k.NAS, &k.ID) {
+		keys = append(keys, k)
+	}
+	err := it.Close()
+	observe("lookup_user", start, err)
+	return keys, err
+}
+
+// ByUser returns the active sessions of a user.
+func (st *Store) ByUser(ctx context.Context, user string) ([]*session.Session, error) {
+	keys, err := st.userKeys(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	return st.getMany(ctx, keys, st.Get)
+}
+
+func (st *Store) framedIPKey(ctx context.Context, ip netip.Addr) (session.Key, error) {
+	var k session.Key
+	start := time.Now()
+	err := st.s.Query(st.q.selByIP, ipOrNil(ip)).Consistency(st.cons).ScanContext(ctx, &k.NAS, &k.ID)
+	observe("lookup_framed_ip", start, err)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return k, session.ErrNotFound
+	}
+	return k, err
+}
+
+// ByFramedIP returns the active session holding a framed IP.
+func (st *Store) ByFramedIP(ctx context.Context, ip netip.Addr) (*session.Session, error) {
+	if !ip.IsValid() {
+		return nil, session.ErrNotFound
+	}
+	k, err := st.framedIPKey(ctx, ip)
+	if err != nil {
+		return nil, err
+	}
+	s, err := st.Get(ctx, k)
+	if err == nil && s.FramedIP != ip {
+		return nil, session.ErrNotFound
+	}
+	return s, err
+}
+
+// ByNAS returns the active sessions of a NAS.
+func (st *Store) ByNAS(ctx context.Context, nas string) ([]*session.Session, error) {
+	ids, err := st.nasIDs(ctx, nas)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]session.Key, len(ids))
+	for i, id := range ids {
+		keys[i] = session.Key{NAS: nas, ID: id}
+	}
+	return st.getMany(ctx, keys, st.Get)
+}
+
+// History returns the most recent closed sessions of a user, newest first.
+func (st *Store) History(ctx context.Context, user string, limit int) ([]*session.Session, error) {
+	start := time.Now()
+	var q *gocql.Query
+	if limit > 0 {
+		q = st.s.Query(st.q.selClosed, user, limit)
+	} else {
+		q = st.s.Query(st.q.selClosedAll, user)
+	}
+	it := q.Consistency(st.hcons).IterContext(ctx)
+	var out []*session.Session
+	for {
+		var r row
+		var k session.Key
+		if !it.Scan(append([]any{&k.NAS, &k.ID}, r.dest()...)...) {
+			break
+		}
+		s := r.session()
+		s.Key = k
+		out = append(out, s)
+	}
+	err := it.Close()
+	observe("read_history", start, err)
+	return out, err
+}
+
+// HistoryRecord is one row of the accounting history.
+type HistoryRecord struct {
+	ID      gocql.UUID
+	Kind    string
+	At      time.Time
+	Session *session.Session // the session with the record's own time, counters and state
+}
+
+// SessionHistory returns every accounting record of a session, oldest first (support tools,
+// tests).
+func (st *Store) SessionHistory(ctx context.Context, k session.Key) ([]HistoryRecord, error) {
+	it := st.s.Query(st.q.selHistory, k.NAS, k.ID).Consistency(st.hcons).IterContext(ctx)
+	var out []HistoryRecord
+	for {
+		var r row
+		var h HistoryRecord
+		if !it.Scan(append([]any{&h.ID, &h.Kind, &h.At}, r.dest()...)...) {
+			break
+		}
+		h.Session = r.session()
+		h.Session.Key = k
+		h.At = h.At.UTC()
+		out = append(out, h)
+	}
+	return out, it.Close()
+}

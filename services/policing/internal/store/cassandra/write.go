@@ -1,0 +1,343 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// record is one accounting message as applied (and as spooled).
+type record struct {
+	Kind        session.Kind    `json:"kind"`
+	Session     session.Session `json:"session"`
+	ID          gocql.UUID      `json:"id"`       // the history row's id (idempotent replays)
+	Received    time.Time       `json:"received"` // when policing received it
+	HistoryOnly bool            `json:"historyOnly,omitempty"`
+}
+
+// Apply merges an accounting update into its session (session.Store).
+func (st *Store) Apply(ctx context.Context, u *session.Update) error {
+	_, err := st.apply(ctx, u)
+	return err
+}
+
+// apply returns the merged session when it was written to Cassandra (nil when spooled or
+// when nothing changed).
+func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session, error) {
+	now := st.o.Now()
+	rec := &record{Kind: u.Kind, Session: u.Session, Received: now}
+	if rec.Session.LastSeen.IsZero() {
+		rec.Session.LastSeen = now // what Merge would use: fixed now so a replay merges the same
+	}
+	rec.ID = historyID(rec.Kind, &rec.Session)
+	if st.o.Spool != nil && st.pending.enqueue(rec.Session.Key) {
+		err := st.toSpool(rec, nil)
+		if err != nil {
+			st.pending.add(rec.Session.Key, -1)
+		}
+		return nil, err
+	}
+	merged, err := st.applyRecord(ctx, rec)
+	if err != nil && st.o.Spool != nil && spoolOnFailure(err, ctx.Err() != nil) {
+		// From now on this session's records queue behind this one.
+		d := 0
+		if !rec.HistoryOnly {
+			d = 1
+		}
+		st.pending.add(rec.Session.Key, d)
+		st.pending.setDown(true)
+		if err := st.toSpool(rec, err); err != nil {
+			st.pending.add(rec.Session.Key, -d)
+			return nil, err
+		}
+		return nil, nil
+	}
+	return merged, err
+}
+
+// rowError: the history was written but the session row was not.
+type rowError struct{ err error }
+
+func (r rowError) Error() string { return "writing the session row: " + r.err.Error() }
+
+func (r rowError) Unwrap() error { return r.err }
+
+// historyError: the session row was written but the history was not.
+type historyError struct{ err error }
+
+func (h historyError) Error() string { return "writing the accounting history: " + h.err.Error() }
+
+func (h historyError) Unwrap() error { return h.err }
+
+// applyRecord reads the row, merges, and writes the row, its lookups and the history.
+func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session, error) {
+	k := rec.Session.Key
+	if k.NAS == "" || k.ID == "" {
+		return nil, errors.New("cassandra store: accounting update without NAS or Acct-Session-Id")
+	}
+	old, wt, err := st.readRow(ctx, k, st.cons)
+	if st.staleRead != nil {
+		if s, w, ok := st.staleRead(k); ok {
+			old, wt, err = s, w, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	u := &session.Update{Kind: rec.Kind, Session: rec.Session}
+	var merged *session.Session
+	// A stopped row takes a new session only by session.Reopens (a Start later than the
+	// Stop); any other record of it is late and goes to the history only.
+	reused := old != nil && old.State == session.Stopped && session.Reopens(old.StopTime, u, rec.Received)
+	late := old != nil && old.State == session.Stopped && !reused
+	switch {
+	case old == nil || reused:
+		merged = &session.Session{}
+		session.Merge(merged, u, rec.Received)
+		if old != nil && old.State == session.Stopped {
+			old = nil // the NAS reused the id: a new session
+		}
+	default:
+		c := *old
+		c.Class = append([]byte(nil), old.Class...)
+		merged = &c
+		session.Merge(merged, u, rec.Received)
+	}
+	if late {
+		// A late message of a stopped session: history only, the row stays stopped.
+		rec.HistoryOnly = true
+	}
+	hist := merged // the session the history row describes (historyRow)
+	if old != nil && sameRow(old, merged) {
+		// Nothing to write in the row: a copy of the record that made it, or an older record
+		// (replayed from a spool after the session's later ones were applied in another DC).
+		// The history is written all the same: a copy lands on its original's row, which the
+		// original may have missed (its row write can land while its history write fails); an
+		// older record gets its own.
+		hist = old
+		if !rec.HistoryOnly {
+			writesSkipped.Inc()
+			rec.HistoryOnly = true
+		}
+	}
+	ts := writeTimestamp(rec, wt)
+	// The framed-IP lookup is one row per address that another session can claim at the
+	// same moment (a superseding Start, and the Stop it sends to the old session): it stays
+	// in arrival order. Readers check the session it names (ByFramedIP, the Stop's delete).
+	ipTS := max(rec.Received.UnixMicro(), wt+1)
+
+	var wg sync.WaitGroup
+	var batchErr, histErr error
+	if !rec.HistoryOnly {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			batchErr = st.writeSession(ctx, old, merged, ts, ipTS)
+		}()
+	}
+	histErr = st.writeHistory(ctx, rec, hist)
+	wg.Wait()
+	if batchErr != nil {
+		if histErr == nil {
+			return nil, rowError{batchErr}
+		}
+		return nil, batchErr
+	}
+	if late {
+		merged = old
+	}
+	if histErr != nil {
+		if st.o.Spool != nil && spoolable(histErr) {
+			// The row is in; only the history is missing: spool just that, even when the
+			// request's deadline has passed (the rest of a written record must follow).
+			h := *rec
+			h.HistoryOnly = true
+			return merged, st.toSpool(&h, histErr)
+		}
+		return nil, historyError{histErr}
+	}
+	return merged, nil
+}
+
+// stopLead puts a Stop's write after every write of its session's earlier events, even in
+// the same second (Event-Timestamp has whole seconds) and after the +1 µs steps of writes that
+// merged onto each other.
+const stopLead = time.Millisecond
+
+// writeTimestamp is the Cassandra write time of a record's row: its event time (no later than
+// its arrival: a NAS clock ahead must not pin rows in the future), a Stop stopLead later, and
+// after the row it merged onto (wt) so that what it merged wins.
+//
+// The event time, not the arrival: a record older than the Stop can be processed after it
+// in another DC — queued in an overloaded DC, or replayed from a spool when a DC comes back —
+// on a replica that has not received the Stop yet (LOCAL_* consistency). Its read misses the
+// Stop, so the checks on the row cannot catch it; with the arrival time as write time its
+// "active" won Cassandra's last-write-wins over the Stop once the replicas converged, and the
+// session came back from the dead. With the event time the Stop's cells stay the newest.
+func writeTimestamp(rec *record, wt int64) int64 {
+	at := rec.Session.LastSeen
+	if at.IsZero() || at.After(rec.Received) {
+		at = rec.Received
+	}
+	if rec.Kind == session.KindStop {
+		at = at.Add(stopLead)
+	}
+	return max(at.UnixMicro(), wt+1)
+}
+
+func ttlSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Second - 1) / time.Second)
+}
+
+func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts, ipTS int64) error {
+	b := st.s.Batch(gocql.LoggedBatch).Consistency(st.cons).WithTimestamp(ts)
+	k := s.Key
+	base := append([]any{k.NAS, k.ID}, values(s)...)
+	kind := "write_session"
+	if s.State == session.Stopped {
+		kind = "stop_session"
+		b.Query(st.q.insSession, append(base, ttlSeconds(st.o.StoppedTTL))...)
+		for _, user := range uniq(s.UserName, oldUser(old)) {
+			b.Query(st.q.delByUser, user, k.NAS, k.ID)
+		}
+		b.Query(st.q.delByNAS, k.NAS, k.ID)
+		for _, ip := range uniqIP(s.FramedIP, oldIP(old)) {
+			// Another session may hold the address by now (out-of-order Start/Stop).
+			var nas, id string
+			err := st.s.Query(st.q.selByIP, ipOrNil(ip)).Consistency(st.cons).ScanContext(ctx, &nas, &id)
+			if err == nil && nas == k.NAS && id == k.ID {
+				b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
+			} else if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+				return err
+			}
+		}
+		if s.UserName != "" {
+			b.Query(st.q.insClosed, base...)
+		}
+	} else {
+		var ttl int
+		if st.o.Expiry != nil {
+			ttl = ttlSeconds(st.o.Expiry(s))
+		}
+		b.Query(st.q.insSession, append(base, ttl)...)
+		// Lookups: written when new or changed, or to refresh their TTL.
+		fresh := old == nil || ttl > 0
+		if s.UserName != "" && (fresh || old.UserName != s.UserName || old.FramedIP != s.FramedIP || !old.StartTime.Equal(s.StartTime)) {
+			b.Query(st.q.insByUser, s.UserName, k.NAS, k.ID, uIP(s.FramedIP), uTime(s.StartTime), ttl)
+		}
+		if u := oldUser(old); u != "" && u != s.UserName {
+			b.Query(st.q.delByUser, u, k.NAS, k.ID)
+		}
+		if s.FramedIP.IsValid() && (fresh || old.FramedIP != s.FramedIP || old.UserName != s.UserName) {
+			b.Query(st.q.insByIP, ipOrNil(s.FramedIP), k.NAS, k.ID, uStr(s.UserName), ttl, ipTS)
+		}
+		if ip := oldIP(old); ip.IsValid() && ip != s.FramedIP {
+			b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
+		}
+		if fresh || old.UserName != s.UserName {
+			b.Query(st.q.insByNAS, k.NAS, k.ID, uStr(s.UserName), ttl)
+		}
+	}
+	start := time.Now()
+	err := b.ExecContext(ctx)
+	observe(kind, start, err)
+	return err
+}
+
+func oldUser(s *session.Session) string {
+	if s == nil {
+		return ""
+	}
+	return s.UserName
+}
+
+func oldIP(s *session.Session) netip.Addr {
+	if s == nil {
+		return netip.Addr{}
+	}
+	return s.FramedIP
+}
+
+func uniq(a, b string) []string {
+	var out []string
+	if a != "" {
+		out = append(out, a)
+	}
+	if b != "" && b != a {
+		out = append(out, b)
+	}
+	return out
+}
+
+func uniqIP(a, b netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	if a.IsValid() {
+		out = append(out, a)
+	}
+	if b.IsValid() && b != a {
+		out = append(out, b)
+	}
+	return out
+}
+
+// writeHistory inserts the record into acct_history and its lookups (LOCAL_ONE, in parallel).
+func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Session) error {
+	s = historyRow(rec.Kind, &rec.Session, s)
+	k := s.Key
+	at := rec.Session.LastSeen
+	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
+	minute := at.UTC().Truncate(time.Minute)
+	h := fnv.New32a()
+	h.Write([]byte(k.NAS))
+	h.Write([]byte(k.ID))
+	shard := int(h.Sum32() % 16)
+	kind := rec.Kind.String()
+	type stmt struct {
+		q    string
+		args []any
+	}
+	stmts := []stmt{{st.q.insHistory, append([]any{k.NAS, k.ID, rec.ID, kind, at}, values(s)...)}}
+	if s.UserName != "" {
+		stmts = append(stmts, stmt{st.q.insHistByUser, []any{s.UserName, day, rec.ID, k.NAS, k.ID, kind, uIP(s.FramedIP)}})
+	}
+	if s.FramedIP.IsValid() {
+		stmts = append(stmts, stmt{st.q.insHistByIP, []any{ipOrNil(s.FramedIP), day, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName)}})
+	}
+	stmts = append(stmts, stmt{st.q.insHistByTime, []any{minute, shard, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName), uIP(s.FramedIP)}})
+	return parallel(len(stmts), len(stmts), func(i int) error {
+		start := time.Now()
+		err := st.s.Query(stmts[i].q, stmts[i].args...).Consistency(st.hcons).WithTimestamp(rec.Received.UnixMicro()).ExecContext(ctx)
+		observe("write_history", start, err)
+		return err
+	})
+}
+
+// CloseNAS closes every active session of a NAS (Accounting-On/Off).
+func (st *Store) CloseNAS(ctx context.Context, nas string, at time.Time, cause uint32) (int, error) {
+	ids, err := st.nasIDs(ctx, nas)
+	if err != nil {
+		return 0, err
+	}
+	var n atomic.Int64
+	err = parallel(len(ids), 16, func(i int) error {
+		err := st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{
+			Key: session.Key{NAS: nas, ID: ids[i]}, LastSeen: at, TerminateCause: cause,
+		}})
+		if err == nil {
+			n.Add(1)
+		}
+		return err
+	})
+	return int(n.Load()), err
+}

@@ -1,0 +1,111 @@
+// Package storetest is the contract every session.Store keeps, as one test suite that each
+// store's tests run against a store of their own (embedded; Cassandra and hybrid on real
+// Cassandra): the stores may differ in how they keep sessions, never in what they answer.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// T0 is the event time the suite's sessions start at.
+var T0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// Run runs the contract against st, a fresh store keeping a history of closed sessions.
+// Keys and users are prefixed by prefix, so that one store can serve several runs.
+func Run(t *testing.T, st session.Store, prefix string) {
+	c := context.Background()
+	nas := prefix + "-nas"
+	key := func(id string) session.Key { return session.Key{NAS: nas, ID: id} }
+	user := func(id string) string { return prefix + "-" + id }
+	ip := func(n byte) netip.Addr { return netip.AddrFrom4([4]byte{10, 99, 0, n}) }
+	apply := func(t *testing.T, kind session.Kind, id string, n byte, at time.Time) {
+		t.Helper()
+		u := &session.Update{Kind: kind, Session: session.Session{
+			Key: key(id), UserName: user(id), FramedIP: ip(n), LastSeen: at,
+			SessionTime: uint32(at.Sub(T0) / time.Second), InputOctets: uint64(at.Sub(T0) / time.Second),
+		}}
+		if kind == session.KindStart {
+			u.Session.StartTime = at
+		}
+		if err := st.Apply(c, u); err != nil {
+			t.Fatalf("%s %s: %v", kind, id, err)
+		}
+	}
+	active := func(t *testing.T, id string) *session.Session {
+		t.Helper()
+		s, err := st.Get(c, key(id))
+		if err != nil {
+			t.Fatalf("Get %s: %v; want the session active", id, err)
+		}
+		if ss, err := st.ByUser(c, user(id)); err != nil || len(ss) != 1 {
+			t.Fatalf("ByUser %s = %d sessions, %v; want 1", id, len(ss), err)
+		}
+		return s
+	}
+	stopped := func(t *testing.T, id string, n byte) {
+		t.Helper()
+		if s, err := st.Get(c, key(id)); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("Get %s = %+v, %v; want it stopped (ErrNotFound)", id, s, err)
+		}
+		if ss, err := st.ByUser(c, user(id)); err != nil || len(ss) != 0 {
+			t.Fatalf("ByUser %s = %d sessions, %v; want none", id, len(ss), err)
+		}
+		if s, err := st.ByFramedIP(c, ip(n)); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("ByFramedIP %s = %+v, %v; want ErrNotFound", ip(n), s, err)
+		}
+	}
+
+	t.Run("start interim stop", func(t *testing.T) {
+		apply(t, session.KindStart, "flow", 1, T0)
+		apply(t, session.KindInterim, "flow", 1, T0.Add(time.Minute))
+		s := active(t, "flow")
+		if s.State != session.Active || s.SessionTime != 60 || !s.StartTime.Equal(T0) || s.FramedIP != ip(1) {
+			t.Fatalf("after the Interim: %+v", s)
+		}
+		if s, err := st.ByFramedIP(c, ip(1)); err != nil || s.Key != key("flow") {
+			t.Fatalf("ByFramedIP = %+v, %v", s, err)
+		}
+		apply(t, session.KindStop, "flow", 1, T0.Add(2*time.Minute))
+		stopped(t, "flow", 1)
+		h, err := st.History(c, user("flow"), 0)
+		if err != nil || len(h) != 1 || h[0].State != session.Stopped || !h[0].StopTime.Equal(T0.Add(2*time.Minute)) {
+			t.Fatalf("History = %+v, %v; want the one closed session", h, err)
+		}
+	})
+	t.Run("interim without its start opens the session", func(t *testing.T) {
+		apply(t, session.KindInterim, "nostart", 2, T0.Add(time.Minute))
+		if s := active(t, "nostart"); !s.StartTime.Equal(T0) {
+			t.Fatalf("StartTime = %v, want the Interim's time less its session time (%v)", s.StartTime, T0)
+		}
+	})
+	// session.Reopens: a Start on a stopped session opens a new one only when it is later
+	// than the Stop; else it is the stopped session's own, late.
+	t.Run("start later than the stop opens a new session", func(t *testing.T) {
+		apply(t, session.KindStart, "reuse", 3, T0)
+		apply(t, session.KindStop, "reuse", 3, T0.Add(10*time.Second))
+		apply(t, session.KindStart, "reuse", 3, T0.Add(20*time.Second))
+		if s := active(t, "reuse"); !s.StartTime.Equal(T0.Add(20 * time.Second)) {
+			t.Fatalf("StartTime = %v, want the new Start's", s.StartTime)
+		}
+	})
+	t.Run("start no later than the stop keeps it stopped", func(t *testing.T) {
+		apply(t, session.KindStart, "replay", 4, T0)
+		apply(t, session.KindStop, "replay", 4, T0.Add(10*time.Second))
+		apply(t, session.KindStart, "replay", 4, T0) // replayed from a spool
+		stopped(t, "replay", 4)
+		apply(t, session.KindStart, "replay", 4, T0.Add(10*time.Second)) // same second
+		stopped(t, "replay", 4)
+	})
+	t.Run("late interim keeps it stopped", func(t *testing.T) {
+		apply(t, session.KindStart, "late", 5, T0)
+		apply(t, session.KindStop, "late", 5, T0.Add(10*time.Second))
+		apply(t, session.KindInterim, "late", 5, T0.Add(5*time.Second))
+		stopped(t, "late", 5)
+	})
+}
