@@ -31,5 +31,5 @@ cluster-import: images ## Import bin/images/*.oci.tar into the running cluster (
 	hack/cluster.sh import $(IMAGE_DIR)/*.oci.tar
 
 .PHONY: test-cluster
-test-cluster: cluster-provision addons images helm cassandra-jars freeradius ## The tests on the local cluster only (test/cluster; a few minutes).
+test-cluster: cluster-provision addons images helm cassandra-jars freeradius ## The tests on the local cluster only (test/cluster; about 10-15 min warm).
 	$(TEST_ENV) $(GO) test -count=1 -v -timeout 45m ./test/cluster/... # may first wait up to 30 min for the lock
