@@ -326,7 +326,21 @@ until_ok() {
 
 rollout() { # namespace deployment|statefulset/name deadline
   local left=$(($3 - SECONDS)); ((left > 0)) || left=1
-  k -n "$1" rollout status "$2" --timeout="${left}s" >&2 || { k -n "$1" describe "$2" >&2 || true; k -n "$1" get pods -o wide >&2 || true; return 1; }
+  k -n "$1" rollout status "$2" --timeout="${left}s" >&2 || { diagnose "$1" "$2"; return 1; }
+}
+
+# What a stuck rollout needs to be understood: the object, its pods with their events, and on
+# the local cluster the kubelet's last complaints about them (its log is in the cluster dir).
+diagnose() { # namespace kind/name
+  k -n "$1" describe "$2" >&2 || true
+  k -n "$1" get pods -o wide >&2 || true
+  k -n "$1" describe pods >&2 || true
+  k -n "$1" get events --sort-by=.lastTimestamp >&2 || true
+  local klog="${CLUSTER_DIR:-/tmp/openaaa-cluster}/logs/kubelet.log"
+  if [[ -f "$klog" ]]; then
+    echo "--- last kubelet errors (${klog})" >&2
+    grep -E '^E[0-9]' "$klog" | tail -n 40 >&2 || true
+  fi
 }
 
 apply_rendered() { # server-side apply of one rendered manifest file
