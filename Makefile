@@ -56,9 +56,17 @@ $(BIN)/staticcheck:
 .PHONY: provision
 provision: $(PROVISION) ## Install and build every component the tests need (idempotent, cached).
 
+# `make test` provisions in two halves and runs the local cluster's packages (CLUSTER_TESTS,
+# after provision-cluster) beside the others (after provision-base): hack/test.sh.
+PROVISION_CLUSTER := cluster-provision addons
+CLUSTER_TESTS     := ./test/cluster/... ./test/addons/...
+.PHONY: provision-base provision-cluster
+provision-base: $(filter-out $(PROVISION_CLUSTER),$(PROVISION))
+provision-cluster: $(PROVISION_CLUSTER)
+
 .PHONY: test
-test: provision ## The whole test suite: unit and integration against real components.
-	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: ## The whole test suite: unit and integration against real components (provisions first).
+	GO=$(GO) TEST_ENV_VARS='$(TEST_ENV)' TEST_TIMEOUT=$(TEST_TIMEOUT) CLUSTER_TESTS='$(CLUSTER_TESTS)' hack/test.sh
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (integration tests skip when their component is absent).

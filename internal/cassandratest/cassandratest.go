@@ -2,7 +2,10 @@
 //
 // Integration tests call Main from TestMain. Without Java 17 or the Cassandra jars (make
 // provision) the tests skip, unless OPENAAA_INTEGRATION=require, where they fail. A file
-// lock serialises the test packages that need Cassandra (2 cores: one cluster at a time).
+// lock serialises the test packages that need Cassandra on loopback (2 cores, fixed ports: one
+// such cluster at a time). Nodes on other addresses (CASSANDRA_ADDRESSES: the local Kubernetes
+// node's address, test/cluster) take a lock and JMX ports of their own, so the cluster tests'
+// node, held for their whole package, does not keep the loopback tests waiting.
 package cassandratest
 
 import (
@@ -33,6 +36,18 @@ type Cluster struct {
 	Nodes  int
 	script string
 	lock   *os.File
+	addrs  string // CASSANDRA_ADDRESSES at Start ("" for 127.0.0.i)
+	jmx    int
+}
+
+// lockAndJMX: the lock file and JMX base port of a cluster on addrs (CASSANDRA_ADDRESSES).
+// JMX listens on 127.0.0.1 whatever the node's address, so a second cluster needs other ports.
+func lockAndJMX(addrs string) (string, int) {
+	if addrs == "" {
+		return filepath.Join(os.TempDir(), "openaaa-cassandra-test.lock"), JMXPort
+	}
+	name := strings.NewReplacer(" ", "_", ":", "_", "/", "_").Replace(strings.TrimSpace(addrs))
+	return filepath.Join(os.TempDir(), "openaaa-cassandra-test-"+name+".lock"), JMXPort + 1000
 }
 
 // Required reports whether OPENAAA_INTEGRATION=require.
@@ -64,7 +79,8 @@ func (c *Cluster) env() []string {
 		"CASSANDRA_DIR="+c.Dir,
 		"CASSANDRA_CQL_PORT="+strconv.Itoa(CQLPort),
 		"CASSANDRA_STORAGE_PORT="+strconv.Itoa(StoragePort),
-		"CASSANDRA_JMX_PORT="+strconv.Itoa(JMXPort),
+		"CASSANDRA_JMX_PORT="+strconv.Itoa(c.jmx),
+		"CASSANDRA_ADDRESSES="+c.addrs,
 		// Acknowledged means on disk: the fault tests SIGKILL nodes.
 		"CASSANDRA_COMMITLOG_SYNC=group",
 	)
@@ -87,7 +103,9 @@ func Start(n int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "openaaa-cassandra-test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	addrs := os.Getenv("CASSANDRA_ADDRESSES")
+	lockFile, jmx := lockAndJMX(addrs)
+	lock, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +118,7 @@ func Start(n int) (*Cluster, error) {
 		lock.Close()
 		return nil, err
 	}
-	c := &Cluster{Dir: dir, Nodes: n, script: s, lock: lock}
+	c := &Cluster{Dir: dir, Nodes: n, script: s, lock: lock, addrs: addrs, jmx: jmx}
 	if err := c.run("start", strconv.Itoa(n)); err != nil {
 		_ = c.Stop()
 		return nil, err

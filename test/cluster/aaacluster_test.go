@@ -92,6 +92,8 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	c := aaaClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	// Step 1 wants Cassandra down: another test of the package may have started the shared node.
+	cassandraKill(t)
 
 	// The user's Secrets and ConfigMaps: Cassandra credentials and the subscriber file.
 	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: aaaNS}})
@@ -118,13 +120,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	waitCondition(t, c, aaav1.ConditionCassandraReady, metav1.ConditionFalse, "CassandraUnreachable", 2*time.Minute)
 
 	// 2. Cassandra comes: schema Job, policing Ready.
-	os.Setenv("CASSANDRA_ADDRESSES", clustertest.NodeIP)
-	defer os.Unsetenv("CASSANDRA_ADDRESSES")
-	cass, err := cassandratest.Start(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cass.Stop()
+	cassandraUp(t)
 	start := time.Now()
 	ac := waitCondition(t, c, aaav1.ConditionReady, metav1.ConditionTrue, "", readyWithin)
 	t.Logf("AAACluster Ready %s after Cassandra came up", time.Since(start).Round(time.Second))
@@ -194,9 +190,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	pod = policingPod(t, c, true)
 
 	// 6. Cassandra lost, a policing pod replaced: alive, not ready, no restart; back by itself.
-	if err := cass.Kill(1); err != nil {
-		t.Fatal(err)
-	}
+	cassandraKill(t)
 	// Policing still serves (its spool takes the accounting), its Cassandra is gone: Argo CD
 	// shows the cluster Degraded, with the reason.
 	ac = waitCondition(t, c, aaav1.ConditionCassandraReady, metav1.ConditionFalse, "CassandraUnreachable", 2*time.Minute)
@@ -227,9 +221,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	if !strings.Contains(body, "session store") {
 		t.Errorf("/readyz of the waiting pod does not say what it waits for: %q", body)
 	}
-	if err := cass.Restart(1); err != nil {
-		t.Fatal(err)
-	}
+	cassandraUp(t)
 	back := time.Now()
 	eventually(t, 2*time.Minute, "the waiting pod ready", func() error {
 		p := policingPod(t, c, false)

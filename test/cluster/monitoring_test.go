@@ -21,7 +21,6 @@ import (
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 	"github.com/openaaa/openaaa/config/grafana"
-	"github.com/openaaa/openaaa/internal/cassandratest"
 	"github.com/openaaa/openaaa/test/addons"
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
 )
@@ -58,12 +57,7 @@ func startAAA(t *testing.T, ctx context.Context, extraValues string) client.Clie
 	t.Cleanup(func() {
 		runHelm(t, context.Background(), helm, "uninstall", "openaaa-operator", "-n", operatorNS, "--wait", "--timeout", "2m")
 	})
-	t.Setenv("CASSANDRA_ADDRESSES", clustertest.NodeIP)
-	cass, err := cassandratest.Start(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cass.Stop() })
+	cassandraUp(t)
 
 	dir := t.TempDir()
 	values, extra := filepath.Join(dir, "values.yaml"), filepath.Join(dir, "extra.yaml")

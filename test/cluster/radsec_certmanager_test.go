@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
-	"github.com/openaaa/openaaa/internal/cassandratest"
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/test/addons"
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
@@ -61,15 +60,7 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 	addons.InstallCertManager(t, ctx, cluster.Kubeconfig)
 	t.Logf("cert-manager imported and installed, CA ClusterIssuer Ready in %s", time.Since(start).Round(100*time.Millisecond))
 
-	os.Setenv("CASSANDRA_ADDRESSES", clustertest.NodeIP)
-	defer os.Unsetenv("CASSANDRA_ADDRESSES")
-	start = time.Now()
-	cass, err := cassandratest.Start(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cass.Stop()
-	t.Logf("Cassandra up in %s", time.Since(start).Round(100*time.Millisecond))
+	cassandraUp(t)
 
 	c := aaaClient(t)
 	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: radsecNS}})

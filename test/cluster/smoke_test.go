@@ -29,7 +29,11 @@ import (
 
 var cluster *clustertest.Cluster
 
-func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, &cluster)) }
+func TestMain(m *testing.M) {
+	code := clustertest.Main(m, &cluster)
+	stopSharedCassandra() // cassandra_test.go
+	os.Exit(code)
+}
 
 const (
 	ns         = "smoke"
