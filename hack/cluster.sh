@@ -485,6 +485,12 @@ podLogsDir: ${DIR}/pod-logs
 syncFrequency: 10s
 serializeImagePulls: false
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
+# No image garbage collection: every image here is imported (no registry to pull it back from),
+# the pause image too, and the disk is shared with whatever else the host holds, so its usage
+# can pass the default 85 % with nothing of ours to free. The kubelet then deleted the pause
+# image and no new pod could start (a cold make test, 2026-11-24). The cluster lives for a test.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
 EOF
 	cat >"${DIR}/conf/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
