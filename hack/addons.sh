@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The real add-ons of the local cluster (issue 12), built from the Go module proxy, no Docker:
 # prometheus-operator and its prometheus-config-reloader, Prometheus, metrics-server, and
-# cert-manager's controller (our own main against its library: hack/addons/cert-manager,
-# since upstream's cmd/* modules are not on the module proxy; docs/addons.md).
+# cert-manager's controller, webhook and cainjector (our own mains against its library:
+# hack/addons/cert-manager, since upstream's cmd/* modules are not on the module proxy;
+# docs/addons.md).
 # Versions and image names are in hack/addons/images.env; manifests in hack/addons/manifests.
 #
 # Static binaries (CGO_ENABLED=0, -trimpath) and OCI archives (internal/tools/ocibuild) are
@@ -63,6 +64,10 @@ K8S_MODULE_VERSION="v0.${K8S_VERSION#*.}"
 export GONOSUMDB="sigs.k8s.io/metrics-server,github.com/prometheus-operator/prometheus-operator/pkg/client"
 GOVERSION_TEXT="$(${GO} env GOVERSION)"
 
+# The path of hack/addons/cert-manager's module: under cert-manager's own prefix, so that the
+# webhook may import the library's internal/ packages (docs/addons.md).
+CM_MODULE="$(sed -n 's/^module //p' "${ADDONS}/cert-manager/go.mod")"
+
 # name | wrapper module (under $ADDONS_CACHE/src) | package | image | bin dir in the image
 # The binaries of one wrapper module are built by one `go build` (one module graph: every
 # shared package compiled once, both cores busy).
@@ -72,8 +77,11 @@ COMPONENTS=(
   "prometheus-config-reloader|monitoring|github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader|${IMAGE_PROMETHEUS_CONFIG_RELOADER}|/bin"
   "prometheus|monitoring|github.com/prometheus/prometheus/cmd/prometheus|${IMAGE_PROMETHEUS}|/bin"
   "metrics-server|metrics-server|sigs.k8s.io/metrics-server/cmd/metrics-server|${IMAGE_METRICS_SERVER}|/usr/local/bin"
-  # Our main (hack/addons/cert-manager), not upstream's: only the CA and SelfSigned issuers.
-  "cert-manager-controller|cert-manager|openaaa.local/addons/cert-manager|${IMAGE_CERT_MANAGER_CONTROLLER}|/usr/local/bin"
+  # Our mains (hack/addons/cert-manager/*), not upstream's: the controller with only the CA and
+  # SelfSigned issuers, the webhook, the cainjector; one module, one build.
+  "cert-manager-controller|cert-manager|${CM_MODULE}/controller|${IMAGE_CERT_MANAGER_CONTROLLER}|/usr/local/bin"
+  "cert-manager-webhook|cert-manager|${CM_MODULE}/webhook|${IMAGE_CERT_MANAGER_WEBHOOK}|/usr/local/bin"
+  "cert-manager-cainjector|cert-manager|${CM_MODULE}/cainjector|${IMAGE_CERT_MANAGER_CAINJECTOR}|/usr/local/bin"
 )
 
 field() { # component-line index
@@ -97,7 +105,7 @@ ldflags() { # name
       echo "-s -w -X ${pcv}.Version=${PROMETHEUS_VERSION#v} -X ${pcv}.Branch=HEAD -X ${pcv}.BuildUser=openaaa" ;;
     metrics-server)
       echo "-s -w -X k8s.io/client-go/pkg/version.gitVersion=${METRICS_SERVER_VERSION} -X k8s.io/component-base/version.gitVersion=${METRICS_SERVER_VERSION}" ;;
-    cert-manager-controller)
+    cert-manager-*)
       echo "-s -w -X main.version=${CERT_MANAGER_VERSION}" ;;
   esac
 }
@@ -128,8 +136,13 @@ prepare_src() { # wrapper dir (relative)
       # Our own module, kept in the repository (go.mod pins cert-manager and k8s.io v0.34.4);
       # copied so that the build never writes into the work tree.
       local f
-      for f in go.mod go.sum main.go; do
+      for f in go.mod go.sum $(cd "${ADDONS}/cert-manager" && ls -- */*.go); do
+        mkdir -p "$dir/$(dirname "$f")"
         cmp -s "${ADDONS}/cert-manager/$f" "$dir/$f" || cp "${ADDONS}/cert-manager/$f" "$dir/$f"
+      done
+      # A source file the repository no longer has goes too (e.g. the old top-level main.go).
+      for f in $(cd "$dir" && find . -name '*.go' | sed 's|^\./||'); do
+        [[ -f "${ADDONS}/cert-manager/$f" ]] || rm -f "$dir/$f"
       done
       ;;
   esac
@@ -160,7 +173,7 @@ k8s_wrapper_mod() {
 
 src_hash() { # wrapper dir (relative): " src=HASH" of its sources kept in the repository, if any
   [[ -d "${ADDONS}/$1" ]] || return 0
-  echo " src=$(cat "${ADDONS}/$1"/go.mod "${ADDONS}/$1"/go.sum "${ADDONS}/$1"/*.go | sha256sum | cut -c1-16)"
+  echo " src=$(cd "${ADDONS}/$1" && cat go.mod go.sum $(ls -- *.go */*.go 2>/dev/null) | sha256sum | cut -c1-16)"
 }
 
 write_if_changed() { # file; content on stdin. A changed go.mod starts a fresh go.sum.
@@ -376,10 +389,39 @@ install_cert_manager() {
   for f in $(cert_manager_crds); do until_ok "$deadline" "CRD $(basename "$f") established" k wait --for condition=established --timeout=5s -f "$f"; done
   apply_rendered 50-cert-manager.yaml >&2
   rollout cert-manager deployment/cert-manager "$deadline"
+  rollout cert-manager deployment/cert-manager-cainjector "$deadline"
+  rollout cert-manager deployment/cert-manager-webhook "$deadline"
+  until_ok "$deadline" "the cainjector to put the webhook's CA into its configurations" webhook_ca_injected
+  until_ok "$deadline" "the webhook to reject an invalid Certificate" webhook_rejects_invalid
+  log "cert-manager: webhook answering (CA injected by the cainjector) in $((SECONDS - start))s"
   until_ok "$deadline" "the issuers to be accepted" apply_rendered 51-cert-manager-issuers.yaml
   until_ok "$deadline" "ClusterIssuer openaaa-local-ca Ready (CA Certificate issued)" \
     k wait --for=condition=Ready --timeout=5s clusterissuer/openaaa-local-ca
   log "cert-manager: ClusterIssuer openaaa-local-ca Ready in $((SECONDS - start))s"
+}
+
+# The cainjector filled both webhook configurations' caBundle from Secret cert-manager-webhook-ca
+# (which the webhook created): the same CA in each.
+webhook_ca_injected() {
+  local ca v m
+  ca="$(k -n cert-manager get secret cert-manager-webhook-ca -o jsonpath='{.data.ca\.crt}')" || return 1
+  v="$(k get validatingwebhookconfiguration cert-manager-webhook -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
+  m="$(k get mutatingwebhookconfiguration cert-manager-webhook -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
+  [[ -n "$ca" && "$v" == "$ca" && "$m" == "$ca" ]]
+}
+
+# A Certificate without any identity, dry-run on the server: the webhook must deny it (its
+# validation, not the CRD schema, requires a commonName, dnsNames, uris, emailAddresses,
+# ipAddresses or otherNames).
+webhook_rejects_invalid() {
+  local out
+  if out="$(printf '%s\n' 'apiVersion: cert-manager.io/v1' 'kind: Certificate' \
+    'metadata: {name: openaaa-webhook-probe, namespace: cert-manager}' \
+    'spec: {secretName: openaaa-webhook-probe, issuerRef: {name: openaaa-local-ca, kind: ClusterIssuer}}' |
+    k apply --dry-run=server -f - 2>&1)"; then
+    return 1
+  fi
+  grep -q 'admission webhook "webhook.cert-manager.io" denied' <<<"$out"
 }
 
 prom_api() { # path: GET through the API server's service proxy
@@ -428,7 +470,7 @@ leftovers() { # anything of the add-ons still in the cluster, one a line
   k get clusterissuer -o name 2>/dev/null || true
   k get apiservice v1beta1.metrics.k8s.io --ignore-not-found -o name
   k get validatingwebhookconfiguration,mutatingwebhookconfiguration,clusterrole,clusterrolebinding -o name |
-    grep -E 'prometheus|metrics-server|aggregated-metrics-reader|openaaa-addons' || true
+    grep -E 'prometheus|metrics-server|aggregated-metrics-reader|openaaa-addons|cert-manager-webhook' || true
   k -n kube-system get deployment,service,serviceaccount,role,rolebinding,lease,secret,configmap -o name |
     grep -E 'metrics-server' || true
 }

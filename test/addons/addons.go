@@ -169,6 +169,22 @@ func InstallCertManager(t testing.TB, ctx context.Context, kubeconfig string) {
 // CertManagerCAIssuer is the ClusterIssuer of the local CA (51-cert-manager-issuers.yaml).
 const CertManagerCAIssuer = "openaaa-local-ca"
 
+// CertManagerImportArgs are the `hack/cluster.sh import` arguments of cert-manager's images:
+// its controller, webhook and cainjector.
+func CertManagerImportArgs(t testing.TB) []string {
+	t.Helper()
+	var args []string
+	for _, img := range Images(t) {
+		if strings.HasPrefix(img.Name, "cert-manager-") {
+			args = append(args, img.ImportArg())
+		}
+	}
+	if len(args) != 3 {
+		t.Fatalf("cert-manager images %v; want the controller, webhook and cainjector (hack/addons.sh list)", args)
+	}
+	return args
+}
+
 // ImportArg is the `hack/cluster.sh import` argument (ARCHIVE=REPO) of one add-on image.
 func ImportArg(t testing.TB, name string) string {
 	t.Helper()

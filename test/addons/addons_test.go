@@ -41,6 +41,12 @@ var smoke = map[string]struct {
 	"cert-manager-controller": {"--version", func(e map[string]string) string {
 		return "cert-manager-controller " + e["CERT_MANAGER_VERSION"]
 	}},
+	"cert-manager-webhook": {"--version", func(e map[string]string) string {
+		return "cert-manager-webhook " + e["CERT_MANAGER_VERSION"]
+	}},
+	"cert-manager-cainjector": {"--version", func(e map[string]string) string {
+		return "cert-manager-cainjector " + e["CERT_MANAGER_VERSION"]
+	}},
 }
 
 // TestBinariesStart: every add-on binary is static (no ELF interpreter: it runs in a

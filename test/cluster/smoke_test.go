@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
@@ -30,6 +32,9 @@ import (
 var cluster *clustertest.Cluster
 
 func TestMain(m *testing.M) {
+	// The clients' logger: the API server's warnings (e.g. from cert-manager's webhook) are
+	// logged as lines instead of controller-runtime's "SetLogger was never called" stack.
+	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	code := clustertest.Main(m, &cluster)
 	stopSharedCassandra() // cassandra_test.go
 	os.Exit(code)

@@ -5,7 +5,7 @@
 // needs: the Certificate controllers, the CertificateRequest approver and the CA and
 // SelfSigned signers, and the Issuer and ClusterIssuer controllers. No ACME, Vault or Venafi,
 // no ingress/gateway shims, no CertificateSigningRequest signers, no leader election (one
-// replica), no webhook.
+// replica). The webhook and the cainjector are the sibling commands ../webhook, ../cainjector.
 package main
 
 import (
