@@ -56,17 +56,18 @@ $(BIN)/staticcheck:
 .PHONY: provision
 provision: $(PROVISION) ## Install and build every component the tests need (idempotent, cached).
 
-# `make test` provisions in two halves and runs the local cluster's packages (CLUSTER_TESTS,
-# after provision-cluster) beside the others (after provision-base): hack/test.sh.
+# `make test` provisions the base, then runs the other packages beside the local cluster's
+# provisioning and packages (CLUSTER_TESTS) and the add-ons' build and package (ADDONS_TESTS):
+# hack/test.sh.
 PROVISION_CLUSTER := cluster-provision addons
-CLUSTER_TESTS     := ./test/cluster/... ./test/addons/...
+CLUSTER_TESTS     := ./test/cluster/...
 .PHONY: provision-base provision-cluster
 provision-base: $(filter-out $(PROVISION_CLUSTER),$(PROVISION))
-provision-cluster: $(PROVISION_CLUSTER)
+provision-cluster: cluster-provision
 
 .PHONY: test
 test: ## The whole test suite: unit and integration against real components (provisions first).
-	GO=$(GO) TEST_ENV_VARS='$(TEST_ENV)' TEST_TIMEOUT=$(TEST_TIMEOUT) CLUSTER_TESTS='$(CLUSTER_TESTS)' hack/test.sh
+	GO=$(GO) TEST_ENV_VARS='$(TEST_ENV)' TEST_TIMEOUT=$(TEST_TIMEOUT) CLUSTER_TESTS='$(CLUSTER_TESTS)' ADDONS_TESTS='$(ADDONS_TESTS)' hack/test.sh
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (integration tests skip when their component is absent).

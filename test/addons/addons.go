@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openaaa/openaaa/internal/testenv"
 )
@@ -105,10 +106,22 @@ func (img Image) ImportArg() string {
 	return img.Archive + "=" + img.Ref[:strings.LastIndex(img.Ref, ":")]
 }
 
+// BuildStatusEnv names the file that `make test` (hack/test.sh) has the add-ons' build write
+// "ok" or "failed" into when it ends: the build runs beside the cluster tests, and a test that
+// needs the add-ons waits for it.
+const BuildStatusEnv = "OPENAAA_ADDONS_BUILD_STATUS"
+
+// buildWait bounds the wait for that build (a cold build under load took 12 min).
+const buildWait = 40 * time.Minute
+
 // NeedBuilt skips the test when the add-ons are not built (`make addons`, part of
-// `make provision`); with OPENAAA_INTEGRATION=require (make test) it fails instead.
+// `make provision`); with OPENAAA_INTEGRATION=require (make test) it fails instead. Under
+// `make test` it first waits for the build running beside it (BuildStatusEnv).
 func NeedBuilt(t testing.TB) {
 	t.Helper()
+	if f := os.Getenv(BuildStatusEnv); f != "" {
+		waitBuild(t, f)
+	}
 	missing := ""
 	for _, img := range Images(t) {
 		if _, err := os.Stat(img.Archive); err != nil {
@@ -116,6 +129,31 @@ func NeedBuilt(t testing.TB) {
 		}
 	}
 	testenv.Need(t, missing == "", "the add-on images"+missing+" in "+CacheDir()+" (make addons)")
+}
+
+func waitBuild(t testing.TB, status string) {
+	t.Helper()
+	start := time.Now()
+	for {
+		b, err := os.ReadFile(status)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatalf("the add-ons' build status %s: %v", status, err)
+		}
+		switch strings.TrimSpace(string(b)) {
+		case "ok":
+			if w := time.Since(start); w > time.Second {
+				t.Logf("waited %s for the add-ons' build (make test builds them beside the cluster tests)", w.Round(time.Second))
+			}
+			return
+		case "":
+		default:
+			t.Fatalf("the add-ons' build failed (%s says %q): see `make addons` in make test's output", status, b)
+		}
+		if time.Since(start) > buildWait {
+			t.Fatalf("the add-ons' build did not end within %s (%s)", buildWait, status)
+		}
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // Script runs hack/addons.sh with args and returns its standard output; the error carries
