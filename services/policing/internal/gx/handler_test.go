@@ -50,7 +50,9 @@ type rig struct {
 	conn  net.Conn
 }
 
-func newRig(t *testing.T) *rig {
+// newServer starts a Gx server on loopback with the embedded store and the subscribers of
+// subscribersYAML; peers are allowed by Origin-Host.
+func newServer(t *testing.T, peers ...string) (*embedded.Store, net.Addr) {
 	t.Helper()
 	if err := LoadDictionary(); err != nil {
 		t.Fatal(err)
@@ -71,12 +73,26 @@ func newRig(t *testing.T) *rig {
 	id := diameter.Identity{Host: "pcrf.test", Realm: "test"}
 	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default()}
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm,
-		Peers: []diameter.Peer{{OriginHost: "pgw.test"}}, Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h}})
+		Peers: allowPeers(peers), Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	c, err := net.Dial("tcp", srv.Addr().String())
+	return st, srv.Addr()
+}
+
+func allowPeers(hosts []string) []diameter.Peer {
+	var out []diameter.Peer
+	for _, h := range hosts {
+		out = append(out, diameter.Peer{OriginHost: h})
+	}
+	return out
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	st, addr := newServer(t, "pgw.test")
+	c, err := net.Dial("tcp", addr.String())
 	if err != nil {
 		t.Fatal(err)
 	}
