@@ -53,5 +53,8 @@ func (n *Node) diameterApps() map[uint32]diameter.Handler {
 	if !n.Config.Session.InProcess() {
 		h.StoreTimeout = 3 * time.Second
 	}
+	if n.lua != nil { // never a typed nil in the interface
+		h.Hooks = n.lua
+	}
 	return map[uint32]diameter.Handler{diameter.GxApplicationID: h}
 }

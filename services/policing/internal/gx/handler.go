@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
+	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
@@ -35,6 +37,24 @@ type Handler struct {
 	StoreTimeout time.Duration // 0: none
 	Log          *slog.Logger
 	Now          func() time.Time // nil: time.Now
+	// Hooks are the Lua policy's gx_initial/gx_update (nil: the data policy alone decides).
+	Hooks Hooks
+}
+
+// Hooks is the Lua policy as the Gx handler uses it (luapolicy.Engine).
+type Hooks interface {
+	Gx(ctx context.Context, initial bool, u *session.Update, sub *subscriber.Subscriber) (luapolicy.GxDecision, bool)
+	ForgetGx(sessionID string)
+}
+
+// Result-Code of a CCR-I the Lua policy rejects (RFC 6733 §7.1.5).
+const resultAuthorizationRejected = 5003
+
+// withHook adds what the Lua hook decided to the data policy's decision.
+func withHook(d Decision, l luapolicy.GxDecision) Decision {
+	d.Install = append(slices.Clip(d.Install), l.Install...)
+	d.Remove = append(slices.Clip(d.Remove), l.Remove...)
+	return d
 }
 
 // ServeApp implements diameter.Handler.
@@ -96,7 +116,17 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	if d.Throttled {
 		s.DisconnectReason = policy.QuotaReason
 	}
-	if err := h.Store.Apply(ctx, &session.Update{Kind: session.KindStart, Session: s}); err != nil {
+	u := &session.Update{Kind: session.KindStart, Session: s}
+	if h.Hooks != nil {
+		if l, ok := h.Hooks.Gx(ctx, true, u, sub); ok {
+			if l.Reject {
+				h.Log.Info("gx: session rejected by the Lua policy", "sessionId", r.SessionID, "user", s.UserName, "reason", l.Reason)
+				return Decision{}, resultAuthorizationRejected
+			}
+			d = withHook(d, l)
+		}
+	}
+	if err := h.Store.Apply(ctx, u); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
@@ -135,7 +165,8 @@ func (h *Handler) later(ctx context.Context, r *CCR, now time.Time) (Decision, u
 	var d Decision
 	used := in + out
 	throttled := s.DisconnectReason == policy.QuotaReason
-	if sub, code := h.lookup(ctx, s.UserName); code == diam.Success {
+	sub, code := h.lookup(ctx, s.UserName)
+	if code == diam.Success {
 		used += sub.Profile.UsedOctets
 		d = Decide(sub.Profile.DataPolicy, r.RequestType, used, throttled)
 	}
@@ -149,6 +180,17 @@ func (h *Handler) later(ctx context.Context, r *CCR, now time.Time) (Decision, u
 	if d.Throttled && !throttled {
 		upd.DisconnectReason = policy.QuotaReason
 		throttles.Inc()
+	}
+	if h.Hooks != nil && sub != nil {
+		if kind == session.KindStop {
+			h.Hooks.ForgetGx(r.SessionID)
+		} else {
+			view := *s // the session as it will be stored, for the hook's inputs
+			view.InputOctets, view.OutputOctets, view.SessionTime, view.LastSeen = in, out, upd.SessionTime, now
+			if l, ok := h.Hooks.Gx(ctx, false, &session.Update{Kind: kind, Session: view}, sub); ok {
+				d = withHook(d, l)
+			}
+		}
 	}
 	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd}); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())

@@ -54,11 +54,16 @@ type rig struct {
 // subscribersYAML; peers are allowed by Origin-Host.
 func newServer(t *testing.T, peers ...string) (*embedded.Store, net.Addr) {
 	t.Helper()
+	return newServerWith(t, nil, subscribersYAML, peers...)
+}
+
+func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...string) (*embedded.Store, net.Addr) {
+	t.Helper()
 	if err := LoadDictionary(); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "subscribers.yaml")
-	if err := os.WriteFile(path, []byte(subscribersYAML), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(subscribers), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	src, err := subscriber.OpenFile(path, nil)
@@ -71,7 +76,7 @@ func newServer(t *testing.T, peers ...string) (*embedded.Store, net.Addr) {
 	}
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
 	id := diameter.Identity{Host: "pcrf.test", Realm: "test"}
-	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default()}
+	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default(), Hooks: hooks}
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm,
 		Peers: allowPeers(peers), Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h}})
 	if err != nil {
@@ -92,6 +97,11 @@ func allowPeers(hosts []string) []diameter.Peer {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	st, addr := newServer(t, "pgw.test")
+	return dialRig(t, st, addr)
+}
+
+func dialRig(t *testing.T, st *embedded.Store, addr net.Addr) *rig {
+	t.Helper()
 	c, err := net.Dial("tcp", addr.String())
 	if err != nil {
 		t.Fatal(err)
@@ -147,12 +157,16 @@ func ccr(sid string, typ, num uint32, extra ...*diam.AVP) *diam.Message {
 	return m
 }
 
+func imsi(id string) *diam.AVP {
+	return diam.NewAVP(avp.SubscriptionID, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
+		diam.NewAVP(avp.SubscriptionIDType, avp.Mbit, 0, datatype.Enumerated(subscriptionIMSI)),
+		diam.NewAVP(avp.SubscriptionIDData, avp.Mbit, 0, datatype.UTF8String(id)),
+	}})
+}
+
 func initialAVPs() []*diam.AVP {
 	return []*diam.AVP{
-		diam.NewAVP(avp.SubscriptionID, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
-			diam.NewAVP(avp.SubscriptionIDType, avp.Mbit, 0, datatype.Enumerated(subscriptionIMSI)),
-			diam.NewAVP(avp.SubscriptionIDData, avp.Mbit, 0, datatype.UTF8String("001010000000001")),
-		}}),
+		imsi("001010000000001"),
 		diam.NewAVP(avp.FramedIPAddress, avp.Mbit, 0, datatype.OctetString([]byte{10, 0, 0, 7})),
 		diam.NewAVP(avp.CalledStationID, avp.Mbit, 0, datatype.UTF8String("internet.apn")),
 	}
@@ -277,10 +291,7 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("Failed-AVP does not name CC-Request-Number: %s", a)
 	}
 	// An unknown subscriber: 5030.
-	unknown := ccr("pgw.test;9;11", Initial, 0, diam.NewAVP(avp.SubscriptionID, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
-		diam.NewAVP(avp.SubscriptionIDType, avp.Mbit, 0, datatype.Enumerated(subscriptionIMSI)),
-		diam.NewAVP(avp.SubscriptionIDData, avp.Mbit, 0, datatype.UTF8String("999")),
-	}}))
+	unknown := ccr("pgw.test;9;11", Initial, 0, imsi("999"))
 	if code := r.code(r.send(unknown)); code != resultUserUnknown {
 		t.Fatalf("unknown subscriber: %d, want 5030", code)
 	}
