@@ -31,7 +31,7 @@ func TestFreeDiameterPeer(t *testing.T) {
 	}
 	defer s.Close()
 	dir := t.TempDir()
-	listen := freePort(t)
+	listen := testenv.FreePort(t)
 	conf := fmt.Sprintf(`Identity = "fd.test";
 Realm = "test";
 ListenOn = "127.0.0.1";
@@ -43,7 +43,7 @@ TwTimer = 6;
 TLS_Cred = "%s", "%s";
 TLS_CA = "%s";
 ConnectPeer = "pcrf.test" { ConnectTo = "127.0.0.1"; Port = %d; No_TLS; };
-`, listen, freePort(t), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "cert.pem"), s.Addr().(*net.TCPAddr).Port)
+`, listen, testenv.FreePort(t), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "cert.pem"), s.Addr().(*net.TCPAddr).Port)
 	writeSelfSigned(t, dir, "fd.test")
 	if err := os.WriteFile(filepath.Join(dir, "fd.conf"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -73,14 +73,4 @@ ConnectPeer = "pcrf.test" { ConnectTo = "127.0.0.1"; Port = %d; No_TLS; };
 	if testutil.ToFloat64(peersUp) != up+1 {
 		t.Fatalf("peers_up %v, want %v", testutil.ToFloat64(peersUp), up+1)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

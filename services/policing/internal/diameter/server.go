@@ -310,24 +310,12 @@ func identity(m *diam.Message) (host, realm string) {
 	for _, a := range m.AVP {
 		switch a.Code {
 		case avp.OriginHost:
-			host = avpString(a)
+			host = String(a)
 		case avp.OriginRealm:
-			realm = avpString(a)
+			realm = String(a)
 		}
 	}
 	return host, realm
-}
-
-func avpString(a *diam.AVP) string {
-	switch v := a.Data.(type) {
-	case datatype.DiameterIdentity:
-		return string(v)
-	case datatype.UTF8String:
-		return string(v)
-	case datatype.OctetString:
-		return string(v)
-	}
-	return ""
 }
 
 func missingOrigin(host string) uint32 {

@@ -7,6 +7,8 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
+
+	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 )
 
 // CC-Request-Type values (RFC 4006 §8.3).
@@ -176,17 +178,8 @@ func ruleReport(a *diam.AVP) RuleReport {
 	return r
 }
 
-func str(a *diam.AVP) string {
-	switch v := a.Data.(type) {
-	case datatype.UTF8String:
-		return string(v)
-	case datatype.DiameterIdentity:
-		return string(v)
-	case datatype.OctetString:
-		return string(v)
-	}
-	return ""
-}
+// str is the text of a string-like AVP.
+func str(a *diam.AVP) string { return diameter.String(a) }
 
 func u32(a *diam.AVP) uint32 {
 	switch v := a.Data.(type) {
