@@ -18,6 +18,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/gx"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/proxy"
@@ -45,6 +46,7 @@ type Node struct {
 	RadSecAddr   net.Addr
 	Diameter     *diameter.Server // Diameter/Gx listener (app/diameter.go); nil when off
 	DiameterAddr net.Addr
+	gx           *gx.Handler     // the Gx handler (app/diameter.go): RARs from the admin API
 	Reloader     *reload.Watcher // hot reload of mounted files (app/reload.go)
 	reloadStop   func()
 	authLog      *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none

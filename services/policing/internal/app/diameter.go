@@ -30,6 +30,9 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 	}
 	n.Diameter = s
 	n.DiameterAddr = s.Addr()
+	if n.gx != nil {
+		n.gx.Peers = s // RARs leave over the PCEFs' connections to this node
+	}
 	return nil
 }
 
@@ -56,5 +59,6 @@ func (n *Node) diameterApps() map[uint32]diameter.Handler {
 	if n.lua != nil { // never a typed nil in the interface
 		h.Hooks = n.lua
 	}
+	n.gx = h
 	return map[uint32]diameter.Handler{diameter.GxApplicationID: h}
 }

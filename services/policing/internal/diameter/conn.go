@@ -88,7 +88,8 @@ func (s *Server) read(c *peerConn) {
 			continue
 		}
 		if m.Header.CommandFlags&diam.RequestFlag == 0 {
-			continue // answers to our own requests (RAR) are not sent yet
+			s.out.deliver(m) // the answer to a request this node sent (request.go)
+			continue
 		}
 		c.sem <- struct{}{}
 		handlers.Add(1)

@@ -37,6 +37,10 @@ var (
 		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "duplicates_answered_total",
 		Help: "Retransmitted Diameter requests (same Origin-Host and End-to-End-Id) answered from the cache without processing them again.",
 	})
+	sent = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_sent_total",
+		Help: "Diameter requests this node sent to a peer (RAR), by command.",
+	}, []string{"command"})
 	malformed = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "malformed_total",
 		Help: "Diameter messages that could not be decoded; the connection is closed (RFC 6733 §3: framing is lost).",

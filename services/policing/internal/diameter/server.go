@@ -77,6 +77,7 @@ type Server struct {
 	mu       sync.Mutex
 	conns    map[*peerConn]*peerState
 	dups     *dupCache
+	out      pending // requests this node sent (request.go)
 	done     chan struct{}
 	wg       sync.WaitGroup
 }

@@ -39,6 +39,8 @@ type Handler struct {
 	Now          func() time.Time // nil: time.Now
 	// Hooks are the Lua policy's gx_initial/gx_update (nil: the data policy alone decides).
 	Hooks Hooks
+	// Peers sends RARs (rar.go); set once the listener is up.
+	Peers Peers
 }
 
 // Hooks is the Lua policy as the Gx handler uses it (luapolicy.Engine).

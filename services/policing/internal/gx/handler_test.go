@@ -54,10 +54,11 @@ type rig struct {
 // subscribersYAML; peers are allowed by Origin-Host.
 func newServer(t *testing.T, peers ...string) (*embedded.Store, net.Addr) {
 	t.Helper()
-	return newServerWith(t, nil, subscribersYAML, peers...)
+	st, addr, _ := newServerWith(t, nil, subscribersYAML, peers...)
+	return st, addr
 }
 
-func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...string) (*embedded.Store, net.Addr) {
+func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...string) (*embedded.Store, net.Addr, *Handler) {
 	t.Helper()
 	if err := LoadDictionary(); err != nil {
 		t.Fatal(err)
@@ -83,7 +84,8 @@ func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	return st, srv.Addr()
+	h.Peers = srv
+	return st, srv.Addr(), h
 }
 
 func allowPeers(hosts []string) []diameter.Peer {

@@ -58,7 +58,7 @@ func TestLuaThrottle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(eng.Close)
-	st, addr := newServerWith(t, eng, luaSubscribers, "pgw.test")
+	st, addr, _ := newServerWith(t, eng, luaSubscribers, "pgw.test")
 	r := dialRig(t, st, addr)
 	sid := "pgw.test;lua;1"
 	if code := r.code(r.send(ccr(sid, Initial, 0, initialAVPs()...))); code != diam.Success {
