@@ -161,6 +161,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	}
 	if n.admin != nil {
 		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token}
+		if n.gx != nil {
+			a.GxRAR = n.gx.RAR
+		}
 		adm.serve(a.Handler())
 	}
 	log.Info("policing started", "store", cfg.Session.Store, "clients", len(clients.All()),

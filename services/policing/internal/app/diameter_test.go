@@ -1,7 +1,10 @@
 package app
 
 import (
+	"encoding/json"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +62,47 @@ func TestDiameterFromConfig(t *testing.T) {
 	}
 	if code := send(ccr(2, "pgw.test;app;none")); code != 5002 {
 		t.Fatalf("CCA-U for an unknown session %d, want 5002", code)
+	}
+
+	// A RAR from the admin API (authenticated) reaches the PCEF over its connection.
+	post := func(token string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, "http://"+n.AdminAddr.String()+"/api/v1/gx/rar",
+			strings.NewReader(`{"sessionId": "pgw.test;app;1", "install": ["boost"]}`))
+		must(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		return resp
+	}
+	resp := post("wrong")
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Fatal("RAR accepted without the admin token")
+	}
+	type reply struct {
+		status int
+		body   map[string]uint32
+	}
+	done := make(chan reply, 1)
+	go func() {
+		resp := post(adminToken)
+		defer resp.Body.Close()
+		var b map[string]uint32
+		_ = json.NewDecoder(resp.Body).Decode(&b)
+		done <- reply{resp.StatusCode, b}
+	}()
+	rar, err := diam.ReadMessage(c, dict.Default)
+	must(t, err)
+	if rar.Header.CommandCode != diam.ReAuth {
+		t.Fatalf("got %s, want a RAR", rar)
+	}
+	raa := diam.NewMessage(rar.Header.CommandCode, rar.Header.CommandFlags&^diam.RequestFlag, rar.Header.ApplicationID,
+		rar.Header.HopByHopID, rar.Header.EndToEndID, dict.Default)
+	raa.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("pgw.test;app;1"))
+	raa.NewAVP(avp.ResultCode, avp.Mbit, 0, datatype.Unsigned32(2001))
+	_, err = raa.WriteTo(c)
+	must(t, err)
+	if r := <-done; r.status != http.StatusOK || r.body["resultCode"] != 2001 {
+		t.Fatalf("POST /api/v1/gx/rar: %d %v", r.status, r.body)
 	}
 }
