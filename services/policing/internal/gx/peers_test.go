@@ -3,6 +3,7 @@ package gx
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -37,17 +38,30 @@ type pcefResult struct {
 		Removed    []string `json:"removed"`
 		Granted    uint64   `json:"granted"`
 	} `json:"answers"`
-	SessionID string `json:"sessionId"`
+	SessionID    string   `json:"sessionId"`
+	RARReceived  bool     `json:"rarReceived"`
+	RARInstalled []string `json:"rarInstalled"`
 }
 
-func runPCEF(t *testing.T, python, port, originHost string) pcefResult {
+func runPCEF(t *testing.T, python, port, originHost string, during ...func()) pcefResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "testdata/pcef.py", port, originHost, "001010000000001")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	args := []string{"testdata/pcef.py", port, originHost, "001010000000001"}
+	if len(during) > 0 {
+		args = append(args, "rar")
+	}
+	cmd := exec.CommandContext(ctx, python, args...)
+	var stderr, stdout strings.Builder
+	cmd.Stderr, cmd.Stdout = &stderr, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range during {
+		f()
+	}
+	err := cmd.Wait()
+	out := []byte(stdout.String())
 	if err != nil {
 		t.Fatalf("pcef.py: %v\n%s", err, stderr.String())
 	}
@@ -91,16 +105,35 @@ func matches(m *dto.Metric, labels map[string]string) bool {
 	return n == len(labels)
 }
 
-// python-diameter, a Diameter stack no one here wrote, as the PCEF: CER, CCR-I/U/T with usage
-// reports and DPR, against the server and the embedded store.
+// python-diameter, a Diameter stack no one here wrote, as the PCEF: CER, CCR-I, a RAR it
+// answers, CCR-U/T with usage reports and DPR, against the server and the embedded store.
 func TestPythonDiameterPCEF(t *testing.T) {
 	python := pythonDiameter(t)
-	st, addr := newServer(t, "pgw.py.test")
+	st, addr, h := newServerWith(t, nil, subscribersYAML, "pgw.py.test")
 	port := strconv.Itoa(addr.(*net.TCPAddr).Port)
 	dpr := counter(t, "openaaa_diameter_requests_total", map[string]string{"command": "DPR", "result_code": "2001"})
-	r := runPCEF(t, python, port, "pgw.py.test")
+	var rarCode uint32
+	var rarErr error
+	// Once the PCEF's session is stored, push a RAR to it (bounded wait, polling the store).
+	pushRAR := func() {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if ss, err := st.ByUser(context.Background(), "001010000000001"); err == nil && len(ss) == 1 {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				rarCode, rarErr = h.RAR(ctx, ss[0].ID, []string{"boost"}, nil)
+				cancel()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		rarErr = errors.New("the PCEF's session was not stored within 20 s")
+	}
+	r := runPCEF(t, python, port, "pgw.py.test", pushRAR)
 	if !r.Ready || len(r.Answers) != 4 {
 		t.Fatalf("PCEF result %+v", r)
+	}
+	if rarErr != nil || rarCode != 2001 || !r.RARReceived || len(r.RARInstalled) != 1 || r.RARInstalled[0] != "boost" {
+		t.Fatalf("RAR: %d, %v; the PCEF received it: %v, installing %v", rarCode, rarErr, r.RARReceived, r.RARInstalled)
 	}
 	i, u1, u2, term := r.Answers[0], r.Answers[1], r.Answers[2], r.Answers[3]
 	for n, a := range r.Answers {
