@@ -30,6 +30,8 @@ type Server struct {
 	Pprof bool
 	// CoA sends CoA and Disconnect requests (admin/coa.go); nil: not configured.
 	CoA *coa.Sender
+	// GxRAR pushes a RAR to the PCEF of a Gx session (admin/gx.go); nil: Diameter is off.
+	GxRAR GxRAR
 	// Token guards everything but /metrics, /healthz and /readyz; nil or unset: the API
 	// refuses every request.
 	Token *Token
@@ -52,6 +54,7 @@ func (s *Server) Handler() http.Handler {
 	api.HandleFunc("GET /api/v1/history", s.history)
 	api.HandleFunc("POST /api/v1/disconnect", s.disconnect)
 	api.HandleFunc("POST /api/v1/coa", s.coaRequest)
+	api.HandleFunc("POST /api/v1/gx/rar", s.gxRAR)
 	api.HandleFunc("GET /api/v1/loglevel", s.getLevel)
 	api.HandleFunc("PUT /api/v1/loglevel", s.setLevel)
 	if s.Pprof {

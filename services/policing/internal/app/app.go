@@ -17,6 +17,8 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/admin"
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/gx"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/proxy"
@@ -28,27 +30,30 @@ import (
 
 // Node is a running policing node.
 type Node struct {
-	Config      *config.Config
-	Log         *slog.Logger
-	LogLevel    *slog.LevelVar
-	Store       session.Store
-	Radius      *radiusd.Server
-	Subscribers subscriber.Source
-	AuthAddr    net.Addr
-	AcctAddr    net.Addr
-	AdminAddr   net.Addr
-	admin       *http.Server
-	Proxy       *proxy.Proxy    // accounting proxy (app/proxy.go); nil when off
-	CoA         *coa.Sender     // CoA/Disconnect sender (app/coa.go)
-	RadSec      *radiusd.RadSec // RadSec listener (app/radsec.go); nil when off
-	RadSecAddr  net.Addr
-	Reloader    *reload.Watcher // hot reload of mounted files (app/reload.go)
-	reloadStop  func()
-	authLog     *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
-	lua         *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
-	spool       spooler           // the store's spool, nil without one (shutdown.go)
-	draining    atomic.Bool
-	shutdown    sync.Once
+	Config       *config.Config
+	Log          *slog.Logger
+	LogLevel     *slog.LevelVar
+	Store        session.Store
+	Radius       *radiusd.Server
+	Subscribers  subscriber.Source
+	AuthAddr     net.Addr
+	AcctAddr     net.Addr
+	AdminAddr    net.Addr
+	admin        *http.Server
+	Proxy        *proxy.Proxy    // accounting proxy (app/proxy.go); nil when off
+	CoA          *coa.Sender     // CoA/Disconnect sender (app/coa.go)
+	RadSec       *radiusd.RadSec // RadSec listener (app/radsec.go); nil when off
+	RadSecAddr   net.Addr
+	Diameter     *diameter.Server // Diameter/Gx listener (app/diameter.go); nil when off
+	DiameterAddr net.Addr
+	gx           *gx.Handler     // the Gx handler (app/diameter.go): RARs from the admin API
+	Reloader     *reload.Watcher // hot reload of mounted files (app/reload.go)
+	reloadStop   func()
+	authLog      *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
+	lua          *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
+	spool        spooler           // the store's spool, nil without one (shutdown.go)
+	draining     atomic.Bool
+	shutdown     sync.Once
 	// the policy's Disconnect/CoA after a store write (app/coa.go); nil when off
 	policyCoA *coa.PolicyTrigger
 }
@@ -150,8 +155,15 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		n.abort()
 		return nil, err
 	}
+	if err := n.startDiameter(n.diameterApps()); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if n.admin != nil {
 		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token}
+		if n.gx != nil {
+			a.GxRAR = n.gx.RAR
+		}
 		adm.serve(a.Handler())
 	}
 	log.Info("policing started", "store", cfg.Session.Store, "clients", len(clients.All()),
@@ -188,6 +200,7 @@ func (n *Node) abort() {
 	n.closeAdmin()
 	n.stopReload()
 	_ = n.stopRadSec(context.Background())
+	_ = n.stopDiameter()
 	_ = n.Radius.Shutdown(context.Background())
 	_ = n.stopProxy()
 	n.closeAuthLog(context.Background())
@@ -211,7 +224,7 @@ func (n *Node) drain(ctx context.Context) error {
 	defer nodeDraining.Set(0)
 	n.Log.Info("draining")
 	n.stopReload()
-	errs := []error{n.stopRadSec(ctx), n.Radius.Shutdown(ctx)}
+	errs := []error{n.stopRadSec(ctx), n.stopDiameter(), n.Radius.Shutdown(ctx)}
 	errs = append(errs, n.deliverQueues(ctx)...) // shutdown.go
 	if n.admin != nil {
 		// Its own short deadline: the drain may have used all of ctx.

@@ -32,6 +32,7 @@ type Config struct {
 	Reload      Reload       `json:"reload"`
 	Proxy       Proxy        `json:"proxy"`
 	CoA         CoA          `json:"coa"`
+	Diameter    Diameter     `json:"diameter"`
 }
 
 // Log configures structured logging.
@@ -144,11 +145,12 @@ func Default() Config {
 			Embedded:       Embedded{Shards: 64, HistorySize: 10000, SweepInterval: Duration(10 * time.Second)},
 			Cassandra:      defaultCassandra(),
 		},
-		Policy: defaultPolicy(),
-		Admin:  Admin{Address: ":9812"},
-		Reload: defaultReload(),
-		Proxy:  defaultProxy(),
-		CoA:    defaultCoA(),
+		Policy:   defaultPolicy(),
+		Admin:    Admin{Address: ":9812"},
+		Reload:   defaultReload(),
+		Proxy:    defaultProxy(),
+		CoA:      defaultCoA(),
+		Diameter: defaultDiameter(),
 	}
 }
 
@@ -436,6 +438,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Radius.RadSec.validate("radius.radsec")...)
 	errs = append(errs, c.Proxy.validate("proxy")...)
 	errs = append(errs, c.CoA.validate("coa")...)
+	errs = append(errs, c.Diameter.validate("diameter")...)
 	errs = append(errs, c.Policy.Lua.validate("policy.lua")...)
 	if len(c.Clients) == 0 && c.ClientsFile == "" {
 		bad("clients", "no NAS clients configured (set clients or clientsFile)")

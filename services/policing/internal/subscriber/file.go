@@ -137,6 +137,9 @@ func overlay(base, top Profile) Profile {
 	if top.UsedOctets != 0 {
 		out.UsedOctets = top.UsedOctets
 	}
+	if top.DataPolicy != nil {
+		out.DataPolicy = top.DataPolicy
+	}
 	if len(top.ReplyAttributes) > 0 {
 		m := make(map[string]string, len(base.ReplyAttributes)+len(top.ReplyAttributes))
 		for k, v := range base.ReplyAttributes {

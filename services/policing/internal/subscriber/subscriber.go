@@ -27,6 +27,8 @@ type Profile struct {
 	UsedOctets uint64 `json:"usedOctets,omitempty"`
 	// ReplyAttributes are extra reply attributes by dictionary name (e.g. "Framed-MTU": "1492").
 	ReplyAttributes map[string]string `json:"replyAttributes,omitempty"`
+	// DataPolicy is the subscriber's Gx policy (datapolicy.go); nil: no Gx sessions.
+	DataPolicy *DataPolicy `json:"dataPolicy,omitempty"`
 }
 
 // Subscriber is one subscriber's credentials and profile.

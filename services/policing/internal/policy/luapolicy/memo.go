@@ -15,6 +15,9 @@ type decision struct {
 	reply      radius.Attributes
 	disconnect string
 	coa        radius.Attributes
+	// install and remove are PCC rule names a Gx hook decided (gx.go).
+	install []string
+	remove  []string
 }
 
 // memoKey names what a decision was made for: the User-Name (authorize) or the session

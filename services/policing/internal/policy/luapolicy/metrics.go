@@ -52,7 +52,7 @@ var (
 	// Failed counts requests decided by the fail mode after a hook error, by mode.
 	Failed = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "policy_lua", Name: "fail_decisions_total",
-		Help: "Requests decided by policy.lua.failMode after a hook error: closed (rejected), open (built-in policy), acct (accounting stored without a decision).",
+		Help: "Requests decided by policy.lua.failMode after a hook error: closed (rejected), open (built-in policy), acct (accounting stored without a decision), gx_initial/gx_update (the data policy alone decided).",
 	}, []string{"mode"})
 )
 

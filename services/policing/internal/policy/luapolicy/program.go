@@ -22,8 +22,8 @@ type hook int
 const (
 	hookAuthorize  hook = iota // authorize(req, sub)
 	hookAccounting             // accounting(req, session, sub)
-	// The Gx hooks (3GPP TS 29.212 CCR-I, CCR-U, CCR-T) of the Diameter issue: their names
-	// are reserved and a script may define them; nothing calls them yet.
+	// The Gx hooks (3GPP TS 29.212 CCR-I, CCR-U; gx.go). gx_terminate is reserved: a
+	// script may define it; nothing calls it yet.
 	hookGxInitial   // gx_initial(req, sub)
 	hookGxUpdate    // gx_update(req, session, sub)
 	hookGxTerminate // gx_terminate(req, session, sub)

@@ -96,6 +96,7 @@ func (p *program) newState() (*state, error) {
 	}
 	for name, fn := range map[string]lua.LGFunction{
 		"reject": st.reject, "reply": st.reply, "disconnect": st.disconnect, "coa": st.coaAttr,
+		"install_rule": st.installRule, "remove_rule": st.removeRule,
 		"hour": st.clock("hour"), "weekday": st.clock("weekday"),
 	} {
 		L.SetGlobal(name, L.NewFunction(fn))

@@ -1,0 +1,143 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
+	"github.com/fiorix/go-diameter/v4/diam/datatype"
+	"github.com/fiorix/go-diameter/v4/diam/dict"
+)
+
+// The diameter section starts a Gx listener on the node's store and subscribers: a CER is
+// accepted, a CCR-I for a subscriber without a data policy is answered 2001, and a CCR-U for
+// a session no store has is 5002.
+var diameterSets = []string{"diameter.enabled=true", "diameter.address=127.0.0.1:0",
+	"diameter.originHost=pcrf.node.test", "diameter.originRealm=test",
+	`diameter.peers=[{originRealm: test, address: 127.0.0.1}]`}
+
+// pcef is a Diameter connection to a node's Gx listener, past CER.
+type pcef struct {
+	t *testing.T
+	c net.Conn
+}
+
+func dialPCEF(t *testing.T, n *Node) *pcef {
+	t.Helper()
+	if n.DiameterAddr == nil {
+		t.Fatal("no Diameter listener")
+	}
+	c, err := net.Dial("tcp", n.DiameterAddr.String())
+	must(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	p := &pcef{t: t, c: c}
+	cer := diam.NewRequest(257, 0, dict.Default)
+	cer.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(16777238))
+	if code := p.send(cer); code != 2001 {
+		t.Fatalf("CEA %d", code)
+	}
+	return p
+}
+
+func (p *pcef) send(m *diam.Message) uint32 {
+	p.t.Helper()
+	m.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity("pgw.test"))
+	m.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity("test"))
+	_, err := m.WriteTo(p.c)
+	must(p.t, err)
+	a, err := diam.ReadMessage(p.c, dict.Default)
+	must(p.t, err)
+	rc, err := a.FindAVP(avp.ResultCode, 0)
+	must(p.t, err)
+	return uint32(rc.Data.(datatype.Unsigned32))
+}
+
+func ccr(typ uint32, sid string) *diam.Message {
+	m := diam.NewRequest(272, 16777238, dict.Default)
+	m.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String(sid))
+	m.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(16777238))
+	m.NewAVP(avp.CCRequestType, avp.Mbit, 0, datatype.Enumerated(typ))
+	m.NewAVP(avp.CCRequestNumber, avp.Mbit, 0, datatype.Unsigned32(0))
+	m.NewAVP(avp.SubscriptionID, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
+		diam.NewAVP(avp.SubscriptionIDType, avp.Mbit, 0, datatype.Enumerated(1)),
+		diam.NewAVP(avp.SubscriptionIDData, avp.Mbit, 0, datatype.UTF8String("alice")),
+	}})
+	return m
+}
+
+// A CCR-U after the node restarted (embedded store, snapshot) finds its session: never a 5002
+// because of a restart.
+func TestGxSessionSurvivesRestart(t *testing.T) {
+	sets := append([]string{"session.embedded.snapshotFile=" + filepath.Join(t.TempDir(), "snap.jsonl")}, diameterSets...)
+	n := startNode(t, sets...)
+	if code := dialPCEF(t, n).send(ccr(1, "pgw.test;restart;1")); code != 2001 {
+		t.Fatalf("CCA-I %d", code)
+	}
+	must(t, n.Shutdown(context.Background()))
+	n2 := startNode(t, sets...)
+	if code := dialPCEF(t, n2).send(ccr(2, "pgw.test;restart;1")); code != 2001 {
+		t.Fatalf("CCA-U after a restart: %d, want 2001", code)
+	}
+}
+
+func TestDiameterFromConfig(t *testing.T) {
+	n := startNode(t, diameterSets...)
+	p := dialPCEF(t, n)
+	c, send := p.c, p.send
+	if code := send(ccr(1, "pgw.test;app;1")); code != 2001 {
+		t.Fatalf("CCA-I %d", code)
+	}
+	if code := send(ccr(2, "pgw.test;app;none")); code != 5002 {
+		t.Fatalf("CCA-U for an unknown session %d, want 5002", code)
+	}
+
+	// A RAR from the admin API (authenticated) reaches the PCEF over its connection.
+	post := func(token string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, "http://"+n.AdminAddr.String()+"/api/v1/gx/rar",
+			strings.NewReader(`{"sessionId": "pgw.test;app;1", "install": ["boost"]}`))
+		must(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		return resp
+	}
+	resp := post("wrong")
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Fatal("RAR accepted without the admin token")
+	}
+	type reply struct {
+		status int
+		body   map[string]uint32
+	}
+	done := make(chan reply, 1)
+	go func() {
+		resp := post(adminToken)
+		defer resp.Body.Close()
+		var b map[string]uint32
+		_ = json.NewDecoder(resp.Body).Decode(&b)
+		done <- reply{resp.StatusCode, b}
+	}()
+	rar, err := diam.ReadMessage(c, dict.Default)
+	must(t, err)
+	if rar.Header.CommandCode != diam.ReAuth {
+		t.Fatalf("got %s, want a RAR", rar)
+	}
+	raa := diam.NewMessage(rar.Header.CommandCode, rar.Header.CommandFlags&^diam.RequestFlag, rar.Header.ApplicationID,
+		rar.Header.HopByHopID, rar.Header.EndToEndID, dict.Default)
+	raa.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("pgw.test;app;1"))
+	raa.NewAVP(avp.ResultCode, avp.Mbit, 0, datatype.Unsigned32(2001))
+	_, err = raa.WriteTo(c)
+	must(t, err)
+	if r := <-done; r.status != http.StatusOK || r.body["resultCode"] != 2001 {
+		t.Fatalf("POST /api/v1/gx/rar: %d %v", r.status, r.body)
+	}
+}

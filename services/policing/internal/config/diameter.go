@@ -1,0 +1,90 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strings"
+)
+
+// Diameter configures the Diameter base protocol and the Gx policy server (docs/diameter-gx.md).
+type Diameter struct {
+	Enabled bool `json:"enabled"`
+	// Address is host:port of the TCP listener (3868 is the standard port).
+	Address     string `json:"address"`
+	OriginHost  string `json:"originHost"`
+	OriginRealm string `json:"originRealm"`
+	// MaxInFlight bounds the Gx requests processed at once; past it they are answered
+	// 3004 DIAMETER_TOO_BUSY.
+	MaxInFlight int `json:"maxInFlight"`
+	// Peers are the PCEFs allowed to connect; a CER from anyone else is refused with 3010.
+	Peers []DiameterPeer `json:"peers"`
+}
+
+// DiameterPeer is one allowed peer: every field that is set must match the CER.
+type DiameterPeer struct {
+	OriginHost  string `json:"originHost,omitempty"`
+	OriginRealm string `json:"originRealm,omitempty"`
+	// Address is the peer's source IP address or CIDR.
+	Address string `json:"address,omitempty"`
+}
+
+func defaultDiameter() Diameter {
+	return Diameter{Address: ":3868", MaxInFlight: 1024}
+}
+
+// Network parses Address (an IP or a CIDR); nil when unset.
+func (p DiameterPeer) Network() (*net.IPNet, error) {
+	if p.Address == "" {
+		return nil, nil
+	}
+	if !strings.Contains(p.Address, "/") {
+		ip := net.ParseIP(p.Address)
+		if ip == nil {
+			return nil, fmt.Errorf("%q is not an IP address or CIDR", p.Address)
+		}
+		bits := 128
+		if ip.To4() != nil {
+			ip, bits = ip.To4(), 32
+		}
+		return &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)}, nil
+	}
+	_, n, err := net.ParseCIDR(p.Address)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not an IP address or CIDR", p.Address)
+	}
+	return n, nil
+}
+
+func (d Diameter) validate(key string) []error {
+	var errs []error
+	bad := func(k, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
+	}
+	if !d.Enabled {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(d.Address); err != nil {
+		bad("address", "%q is not host:port", d.Address)
+	}
+	if d.OriginHost == "" {
+		bad("originHost", "required when diameter is enabled (this node's Diameter identity)")
+	}
+	if d.OriginRealm == "" {
+		bad("originRealm", "required when diameter is enabled")
+	}
+	if d.MaxInFlight < 1 {
+		bad("maxInFlight", "must be at least 1")
+	}
+	if len(d.Peers) == 0 {
+		bad("peers", "no peer allowed: every CER would be refused")
+	}
+	for i, p := range d.Peers {
+		if p.OriginHost == "" && p.OriginRealm == "" && p.Address == "" {
+			bad(fmt.Sprintf("peers[%d]", i), "set originHost, originRealm or address")
+		}
+		if _, err := p.Network(); err != nil {
+			bad(fmt.Sprintf("peers[%d].address", i), "%v", err)
+		}
+	}
+	return errs
+}

@@ -1,0 +1,48 @@
+package diameter
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+)
+
+// Refusal reasons (label values of peersRefused).
+const (
+	refusedUnknownPeer   = "unknown_peer"
+	refusedNoCommonApp   = "no_common_application"
+	refusedBeforeCER     = "request_before_cer"
+	refusedMissingOrigin = "missing_origin"
+)
+
+var (
+	requests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_total",
+		Help: "Diameter requests answered, by command (CER, DWR, DPR, CCR…) and Result-Code.",
+	}, []string{"command", "result_code"})
+	duration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "request_duration_seconds",
+		Help:    "Time from reading a Diameter request to writing its answer, by command.",
+		Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	}, []string{"command"})
+	peersUp = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "peers_up",
+		Help: "Diameter peers whose capabilities exchange succeeded and whose connection is open.",
+	})
+	peersRefused = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "peers_refused_total",
+		Help: "Diameter connections or requests refused by the peer table, by reason.",
+	}, []string{"reason"})
+	duplicates = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "duplicates_answered_total",
+		Help: "Retransmitted Diameter requests (same Origin-Host and End-to-End-Id) answered from the cache without processing them again.",
+	})
+	sent = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_sent_total",
+		Help: "Diameter requests this node sent to a peer (RAR), by command.",
+	}, []string{"command"})
+	malformed = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "malformed_total",
+		Help: "Diameter messages that could not be decoded; the connection is closed (RFC 6733 §3: framing is lost).",
+	})
+)

@@ -1,0 +1,92 @@
+package diameter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fiorix/go-diameter/v4/diam"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+)
+
+// ErrNoPeer is returned by Request when no accepted connection of that Origin-Host is held
+// by this node (it may be held by another node or DC).
+var ErrNoPeer = errors.New("no connection to that peer on this node")
+
+// pending are the requests this node sent (RAR), by Hop-by-Hop-Id, waiting for answers.
+type pending struct {
+	mu   sync.Mutex
+	next uint32
+	m    map[uint32]chan *diam.Message
+}
+
+func (p *pending) add() (uint32, chan *diam.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[uint32]chan *diam.Message{}
+		p.next = uint32(time.Now().UnixNano())
+	}
+	p.next++
+	ch := make(chan *diam.Message, 1)
+	p.m[p.next] = ch
+	return p.next, ch
+}
+
+func (p *pending) done(hbh uint32) {
+	p.mu.Lock()
+	delete(p.m, hbh)
+	p.mu.Unlock()
+}
+
+// deliver hands an answer to the request waiting for it; false when none waits (late or
+// unsolicited: dropped, RFC 6733 §6.2).
+func (p *pending) deliver(m *diam.Message) bool {
+	p.mu.Lock()
+	ch, ok := p.m[m.Header.HopByHopID]
+	p.mu.Unlock()
+	if ok {
+		ch <- m
+	}
+	return ok
+}
+
+// Request sends req (built by the application, e.g. a Gx RAR) to the peer that
+// identified itself as originHost, over its connection to this node, and waits for the
+// answer until ctx ends. It sets the Hop-by-Hop and End-to-End identifiers.
+func (s *Server) Request(ctx context.Context, originHost string, req *diam.Message) (*diam.Message, error) {
+	c := s.connOf(originHost)
+	if c == nil {
+		return nil, fmt.Errorf("%s: %w", originHost, ErrNoPeer)
+	}
+	hbh, ch := s.out.add()
+	defer s.out.done(hbh)
+	req.Header.HopByHopID, req.Header.EndToEndID = hbh, hbh
+	req.Header.CommandFlags |= diam.RequestFlag
+	name := commandName(req)
+	sent.WithLabelValues(name).Inc()
+	metrics.Transactions.WithLabelValues("diameter").Inc()
+	if _, err := req.WriteTo(c); err != nil {
+		return nil, fmt.Errorf("%s: %w", originHost, err)
+	}
+	select {
+	case a := <-ch:
+		return a, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: no answer: %w", originHost, ctx.Err())
+	}
+}
+
+func (s *Server) connOf(originHost string) *peerConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c, st := range s.conns {
+		if st.open && st.info.OriginHost == originHost {
+			return c
+		}
+	}
+	return nil
+}

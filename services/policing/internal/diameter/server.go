@@ -1,0 +1,349 @@
+// Package diameter is the Diameter base protocol (RFC 6733) of a policing node: the TCP
+// listener, the capabilities exchange (CER/CEA) against the allowed peer table, the watchdog
+// (DWR/DWA) and disconnect (DPR/DPA). Application requests (Gx, internal/gx) reach the
+// application's handler only on a connection whose CER was accepted.
+package diameter
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
+	"github.com/fiorix/go-diameter/v4/diam/datatype"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+)
+
+// Identifiers of the Gx application (3GPP TS 29.212).
+const (
+	GxApplicationID = 16777238
+	Vendor3GPP      = 10415
+)
+
+// Result-Codes of RFC 6733 §7.1 that go-diameter does not name.
+const (
+	ResultUnknownPeer = 3010
+	ResultTooBusy     = diam.TooBusy
+)
+
+const (
+	cmdCER = 257
+	cmdDWR = 280
+	cmdDPR = 282
+)
+
+// Handler answers the application requests of an accepted peer. It returns the answer
+// without Origin-Host/Origin-Realm (the server adds them) and its Result-Code (for metrics).
+type Handler interface {
+	ServeApp(peer PeerInfo, req *diam.Message) (ans *diam.Message, resultCode uint32)
+}
+
+// PeerInfo is what the server knows of the peer a request came from.
+type PeerInfo struct {
+	OriginHost  string
+	OriginRealm string
+	Remote      net.Addr
+}
+
+// Options configure a Server.
+type Options struct {
+	OriginHost  string
+	OriginRealm string
+	ProductName string
+	Peers       []Peer
+	// Apps maps Auth-Application-Id to its handler; requests of any other application are
+	// answered 3007 DIAMETER_APPLICATION_UNSUPPORTED.
+	Apps map[uint32]Handler
+	// MaxInFlight bounds the application requests processed at once over all connections;
+	// past it requests are answered 3004 DIAMETER_TOO_BUSY rather than left unanswered.
+	MaxInFlight int
+	Log         *slog.Logger
+}
+
+// Server is a running Diameter listener.
+type Server struct {
+	opt      Options
+	id       Identity
+	ln       net.Listener
+	hostIP   net.IP
+	inFlight atomic.Int64
+	mu       sync.Mutex
+	conns    map[*peerConn]*peerState
+	dups     *dupCache
+	out      pending // requests this node sent (request.go)
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+type peerState struct {
+	info PeerInfo
+	open bool // CER accepted
+}
+
+// Listen opens the TCP listener and serves until Close.
+func Listen(addr string, opt Options) (*Server, error) {
+	if opt.OriginHost == "" || opt.OriginRealm == "" {
+		return nil, errors.New("origin host and realm are required")
+	}
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	if opt.ProductName == "" {
+		opt.ProductName = "OpenAAA"
+	}
+	if opt.MaxInFlight <= 0 {
+		opt.MaxInFlight = 1024
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, ln: ln, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{})}
+	s.hostIP = sourceIP(ln.Addr())
+	if s.hostIP == nil || s.hostIP.IsUnspecified() {
+		s.hostIP = net.IPv4(127, 0, 0, 1)
+	}
+	go s.accept()
+	return s, nil
+}
+
+// Addr is the listening address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops accepting and closes every peer connection (after DPR in an orderly shutdown;
+// peers reconnect to another node).
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	<-s.done
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) state(c *peerConn) (PeerInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.conns[c]
+	if st == nil {
+		return PeerInfo{Remote: c.RemoteAddr()}, false
+	}
+	return st.info, st.open
+}
+
+// serve answers one request: thin, it picks the command's function and writes its answer.
+func (s *Server) serve(c *peerConn, m *diam.Message) {
+	start := time.Now()
+	var (
+		ans     *diam.Message
+		code    uint32
+		closeIt bool
+		name    string
+	)
+	switch m.Header.CommandCode {
+	case cmdCER:
+		name = "CER"
+		ans, code, closeIt = s.cer(c, m)
+	case cmdDWR:
+		name = "DWR"
+		ans, code, closeIt = s.base(c, m)
+	case cmdDPR:
+		name = "DPR"
+		ans, code, _ = s.base(c, m)
+		closeIt = true // RFC 6733 §5.4: the connection closes after DPA
+	default:
+		name = commandName(m)
+		if s.replay(c, m) {
+			return
+		}
+		ans, code, closeIt = s.app(c, m)
+	}
+	s.write(c, m, ans, name)
+	requests.WithLabelValues(name, strconv.FormatUint(uint64(code), 10)).Inc()
+	duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	metrics.Transactions.WithLabelValues("diameter").Inc()
+	if closeIt {
+		_ = c.Close()
+	}
+}
+
+// replay answers a retransmitted application request from the cache (counted, not
+// processed again).
+func (s *Server) replay(c *peerConn, m *diam.Message) bool {
+	info, open := s.state(c)
+	if !open {
+		return false
+	}
+	b, ok := s.dups.get(info.OriginHost, m.Header.EndToEndID, m.Header.HopByHopID, time.Now())
+	if !ok {
+		return false
+	}
+	duplicates.Inc()
+	if _, err := c.Write(b); err != nil {
+		s.opt.Log.Debug("diameter: cached answer not written", "err", err)
+	}
+	return true
+}
+
+// write sends the answer; an application answer is kept for retransmissions of its request.
+func (s *Server) write(c *peerConn, req, ans *diam.Message, name string) {
+	b, err := ans.Serialize()
+	if err != nil {
+		s.opt.Log.Error("diameter: answer not serialized", "command", name, "err", err)
+		return
+	}
+	if _, err := c.Write(b); err != nil {
+		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
+	}
+	if req.Header.ApplicationID != 0 {
+		if info, open := s.state(c); open {
+			s.dups.put(info.OriginHost, req.Header.EndToEndID, b, time.Now())
+		}
+	}
+}
+
+func commandName(m *diam.Message) string {
+	cmd, err := m.Dictionary().FindCommand(m.Header.ApplicationID, m.Header.CommandCode)
+	if err != nil {
+		return strconv.FormatUint(uint64(m.Header.CommandCode), 10)
+	}
+	return cmd.Short + "R"
+}
+
+// cer runs the capabilities exchange: the peer must be in the table (else 3010, counted,
+// connection closed) and share Gx or relay with us (else 5010).
+func (s *Server) cer(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool) {
+	host, realm := identity(m)
+	if host == "" || realm == "" {
+		peersRefused.WithLabelValues(refusedMissingOrigin).Inc()
+		return s.id.FailedAVP(m, diam.MissingAVP, missingOrigin(host)), diam.MissingAVP, true
+	}
+	if !allowed(s.opt.Peers, host, realm, sourceIP(c.RemoteAddr())) {
+		peersRefused.WithLabelValues(refusedUnknownPeer).Inc()
+		s.opt.Log.Warn("diameter: unknown peer refused", "originHost", host, "originRealm", realm, "peer", c.RemoteAddr().String())
+		return s.cea(m, ResultUnknownPeer), ResultUnknownPeer, true
+	}
+	if !s.sharesApp(m) {
+		peersRefused.WithLabelValues(refusedNoCommonApp).Inc()
+		return s.cea(m, diam.NoCommonApplication), diam.NoCommonApplication, true
+	}
+	s.mu.Lock()
+	if st := s.conns[c]; st != nil {
+		if !st.open {
+			peersUp.Inc()
+		}
+		st.open = true
+		st.info.OriginHost, st.info.OriginRealm = host, realm
+	}
+	s.mu.Unlock()
+	s.opt.Log.Info("diameter: peer up", "originHost", host, "originRealm", realm, "peer", c.RemoteAddr().String())
+	return s.cea(m, diam.Success), diam.Success, false
+}
+
+// base answers DWR and DPR: only an accepted peer gets 2001.
+func (s *Server) base(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool) {
+	if _, open := s.state(c); !open {
+		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
+		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true
+	}
+	return s.id.Answer(m, diam.Success), diam.Success, false
+}
+
+func (s *Server) app(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool) {
+	info, open := s.state(c)
+	if !open {
+		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
+		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true
+	}
+	h := s.opt.Apps[m.Header.ApplicationID]
+	if h == nil {
+		return s.id.Answer(m, diam.ApplicationUnsupported), diam.ApplicationUnsupported, false
+	}
+	if s.inFlight.Add(1) > int64(s.opt.MaxInFlight) {
+		s.inFlight.Add(-1)
+		return s.id.Answer(m, ResultTooBusy), ResultTooBusy, false
+	}
+	defer s.inFlight.Add(-1)
+	ans, code := h.ServeApp(info, m)
+	return ans, code, false
+}
+
+// sharesApp reports whether the CER advertises Gx or the relay application.
+func (s *Server) sharesApp(m *diam.Message) bool {
+	ok := func(id uint32) bool {
+		return s.opt.Apps[id] != nil || id == 0xffffffff
+	}
+	for _, a := range m.AVP {
+		switch a.Code {
+		case avp.AuthApplicationID, avp.AcctApplicationID:
+			if v, isU := a.Data.(datatype.Unsigned32); isU && ok(uint32(v)) {
+				return true
+			}
+		case avp.VendorSpecificApplicationID:
+			g, isG := a.Data.(*diam.GroupedAVP)
+			if !isG {
+				continue
+			}
+			for _, in := range g.AVP {
+				if in.Code != avp.AuthApplicationID && in.Code != avp.AcctApplicationID {
+					continue
+				}
+				if v, isU := in.Data.(datatype.Unsigned32); isU && ok(uint32(v)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func identity(m *diam.Message) (host, realm string) {
+	for _, a := range m.AVP {
+		switch a.Code {
+		case avp.OriginHost:
+			host = String(a)
+		case avp.OriginRealm:
+			realm = String(a)
+		}
+	}
+	return host, realm
+}
+
+func missingOrigin(host string) uint32 {
+	if host == "" {
+		return avp.OriginHost
+	}
+	return avp.OriginRealm
+}
+
+// cea builds the capabilities answer: our identity and Gx (plain and vendor-specific).
+func (s *Server) cea(m *diam.Message, code uint32) *diam.Message {
+	a := s.id.Answer(m, code)
+	a.NewAVP(avp.HostIPAddress, avp.Mbit, 0, datatype.Address(s.hostIP))
+	a.NewAVP(avp.VendorID, avp.Mbit, 0, datatype.Unsigned32(0))
+	a.NewAVP(avp.ProductName, 0, 0, datatype.UTF8String(s.opt.ProductName))
+	a.NewAVP(avp.SupportedVendorID, avp.Mbit, 0, datatype.Unsigned32(Vendor3GPP))
+	for id := range s.opt.Apps {
+		a.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(id))
+		a.NewAVP(avp.VendorSpecificApplicationID, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
+			diam.NewAVP(avp.VendorID, avp.Mbit, 0, datatype.Unsigned32(Vendor3GPP)),
+			diam.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(id)),
+		}})
+	}
+	return a
+}
+
+// String names the server for logs.
+func (s *Server) String() string {
+	return fmt.Sprintf("diameter %s@%s on %s", s.opt.OriginHost, s.opt.OriginRealm, s.ln.Addr())
+}

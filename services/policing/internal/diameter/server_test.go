@@ -1,0 +1,261 @@
+package diameter
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"net"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
+	"github.com/fiorix/go-diameter/v4/diam/datatype"
+	"github.com/fiorix/go-diameter/v4/diam/dict"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// echoApp answers every Gx request 2001 and counts them.
+type echoApp struct{ calls *atomic.Int64 }
+
+func (e echoApp) ServeApp(_ PeerInfo, m *diam.Message) (*diam.Message, uint32) {
+	e.calls.Add(1)
+	return Identity{Host: "pcrf.test", Realm: "test"}.Answer(m, diam.Success), diam.Success
+}
+
+func startServer(t *testing.T) (*Server, *atomic.Int64) {
+	t.Helper()
+	calls := new(atomic.Int64)
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	s, err := Listen("127.0.0.1:0", Options{OriginHost: "pcrf.test", OriginRealm: "test",
+		Peers: []Peer{{OriginHost: "pcef.test", OriginRealm: "test", Network: loopback}},
+		Apps:  map[uint32]Handler{GxApplicationID: echoApp{calls}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, calls
+}
+
+func dialPeer(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+func request(cmd, app uint32, host string, avps ...*diam.AVP) *diam.Message {
+	m := diam.NewRequest(cmd, app, dict.Default)
+	m.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(host))
+	m.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity("test"))
+	for _, a := range avps {
+		m.AddAVP(a)
+	}
+	return m
+}
+
+func cer(host string, app uint32) *diam.Message {
+	return request(cmdCER, 0, host,
+		diam.NewAVP(avp.HostIPAddress, avp.Mbit, 0, datatype.Address(net.IPv4(127, 0, 0, 1))),
+		diam.NewAVP(avp.VendorID, avp.Mbit, 0, datatype.Unsigned32(Vendor3GPP)),
+		diam.NewAVP(avp.ProductName, 0, 0, datatype.UTF8String("test")),
+		diam.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(app)))
+}
+
+func exchange(t *testing.T, c net.Conn, m *diam.Message) *diam.Message {
+	t.Helper()
+	if _, err := m.WriteTo(c); err != nil {
+		t.Fatal(err)
+	}
+	a, err := diam.ReadMessage(c, dict.Default)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	if a.Header.HopByHopID != m.Header.HopByHopID || a.Header.EndToEndID != m.Header.EndToEndID {
+		t.Fatalf("answer identifiers %d/%d, want %d/%d", a.Header.HopByHopID, a.Header.EndToEndID, m.Header.HopByHopID, m.Header.EndToEndID)
+	}
+	return a
+}
+
+func resultCode(t *testing.T, a *diam.Message) uint32 {
+	t.Helper()
+	rc, err := a.FindAVP(avp.ResultCode, 0)
+	if err != nil {
+		t.Fatalf("no Result-Code in %s", a)
+	}
+	return uint32(rc.Data.(datatype.Unsigned32))
+}
+
+func wantClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	// EOF, or a reset when the server closed with bytes left unread.
+	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection still open after refusal (read: %v)", err)
+	}
+}
+
+func TestCapabilitiesWatchdogDisconnect(t *testing.T) {
+	s, _ := startServer(t)
+	c := dialPeer(t, s)
+	up := testutil.ToFloat64(peersUp)
+	a := exchange(t, c, cer("pcef.test", GxApplicationID))
+	if got := resultCode(t, a); got != diam.Success {
+		t.Fatalf("CEA Result-Code %d, want 2001", got)
+	}
+	if a.Header.CommandFlags&diam.RequestFlag != 0 {
+		t.Fatal("CEA has the R flag")
+	}
+	apps, _ := a.FindAVPs(avp.AuthApplicationID, 0)
+	if len(apps) == 0 || apps[0].Data.(datatype.Unsigned32) != GxApplicationID {
+		t.Fatalf("CEA does not advertise Gx: %s", a)
+	}
+	if testutil.ToFloat64(peersUp) != up+1 {
+		t.Fatalf("peers_up %v, want %v", testutil.ToFloat64(peersUp), up+1)
+	}
+	if got := resultCode(t, exchange(t, c, request(cmdDWR, 0, "pcef.test"))); got != diam.Success {
+		t.Fatalf("DWA Result-Code %d", got)
+	}
+	// An application the server does not serve: 3007 with the E bit, connection kept.
+	unknown := request(272, 4, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;1")))
+	a = exchange(t, c, unknown)
+	if got := resultCode(t, a); got != diam.ApplicationUnsupported || a.Header.CommandFlags&diam.ErrorFlag == 0 {
+		t.Fatalf("unknown application: Result-Code %d flags %#x, want 3007 with E", got, a.Header.CommandFlags)
+	}
+	if sid, _ := a.FindAVP(avp.SessionID, 0); sid == nil || a.AVP[0].Code != avp.SessionID {
+		t.Fatal("answer does not start with the request's Session-Id")
+	}
+	gx := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;2")))
+	if got := resultCode(t, exchange(t, c, gx)); got != diam.Success {
+		t.Fatalf("Gx request after CER: %d", got)
+	}
+	if got := resultCode(t, exchange(t, c, request(cmdDPR, 0, "pcef.test",
+		diam.NewAVP(avp.DisconnectCause, avp.Mbit, 0, datatype.Enumerated(0))))); got != diam.Success {
+		t.Fatalf("DPA Result-Code %d", got)
+	}
+	wantClosed(t, c)
+}
+
+func TestUnknownPeerRefused(t *testing.T) {
+	s, _ := startServer(t)
+	for _, tc := range []struct {
+		name string
+		m    *diam.Message
+		code uint32
+	}{
+		{"unknown Origin-Host", cer("intruder.test", GxApplicationID), ResultUnknownPeer},
+		{"no common application", cer("pcef.test", 4), diam.NoCommonApplication},
+		{"watchdog before CER", request(cmdDWR, 0, "pcef.test"), ResultUnknownPeer},
+		{"Gx before CER", request(272, GxApplicationID, "pcef.test"), ResultUnknownPeer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := testutil.ToFloat64(peersRefused.WithLabelValues(refusedUnknownPeer)) +
+				testutil.ToFloat64(peersRefused.WithLabelValues(refusedNoCommonApp)) +
+				testutil.ToFloat64(peersRefused.WithLabelValues(refusedBeforeCER))
+			c := dialPeer(t, s)
+			if got := resultCode(t, exchange(t, c, tc.m)); got != tc.code {
+				t.Fatalf("Result-Code %d, want %d", got, tc.code)
+			}
+			wantClosed(t, c)
+			after := testutil.ToFloat64(peersRefused.WithLabelValues(refusedUnknownPeer)) +
+				testutil.ToFloat64(peersRefused.WithLabelValues(refusedNoCommonApp)) +
+				testutil.ToFloat64(peersRefused.WithLabelValues(refusedBeforeCER))
+			if after != before+1 {
+				t.Fatalf("refusals counted %v → %v", before, after)
+			}
+		})
+	}
+}
+
+func TestPeerTable(t *testing.T) {
+	_, lan, _ := net.ParseCIDR("10.0.0.0/8")
+	table := []Peer{{OriginRealm: "EPC.example"}, {OriginHost: "pgw1", Network: lan}, {}}
+	for _, tc := range []struct {
+		host, realm, ip string
+		want            bool
+	}{
+		{"any", "epc.example", "192.0.2.1", true},
+		{"pgw1", "other", "10.1.2.3", true},
+		{"pgw1", "other", "192.0.2.1", false},
+		{"pgw2", "other", "10.1.2.3", false},
+	} {
+		if got := allowed(table, tc.host, tc.realm, net.ParseIP(tc.ip)); got != tc.want {
+			t.Errorf("allowed(%s, %s, %s) = %v", tc.host, tc.realm, tc.ip, got)
+		}
+	}
+}
+
+// A retransmission (T flag, same End-to-End-Id, new Hop-by-Hop-Id) gets the first answer,
+// and the application processes the request once.
+func TestRetransmissionAnsweredOnce(t *testing.T) {
+	s, calls := startServer(t)
+	c := dialPeer(t, s)
+	exchange(t, c, cer("pcef.test", GxApplicationID))
+	dups := testutil.ToFloat64(duplicates)
+	first := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;r")))
+	a1 := exchange(t, c, first)
+	again := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;r")))
+	again.Header.EndToEndID = first.Header.EndToEndID
+	again.Header.HopByHopID = first.Header.HopByHopID + 1000
+	again.Header.CommandFlags |= diam.RetransmittedFlag
+	a2 := exchange(t, c, again)
+	if calls.Load() != 1 {
+		t.Fatalf("application ran %d times, want 1", calls.Load())
+	}
+	if testutil.ToFloat64(duplicates) != dups+1 {
+		t.Fatal("duplicate not counted")
+	}
+	b1, _ := a1.Serialize()
+	b2, _ := a2.Serialize()
+	if !bytes.Equal(b1[16:], b2[16:]) {
+		t.Fatal("the retransmission got a different answer")
+	}
+}
+
+// A framed request whose AVP does not decode (a 3-byte Address; go-diameter v4.3.0
+// alone panics on it) is answered 5004 and counted, and the connection keeps working;
+// a broken header closes it.
+func TestMalformed(t *testing.T) {
+	s, _ := startServer(t)
+	c := dialPeer(t, s)
+	exchange(t, c, cer("pcef.test", GxApplicationID))
+	before := testutil.ToFloat64(malformed)
+	avpBytes := []byte{0, 0, 1, 1, 0x40, 0, 0, 11, 0, 1, 2, 0} // Host-IP-Address of 3 bytes, padded
+	frame := make([]byte, 20+len(avpBytes))
+	binary.BigEndian.PutUint32(frame[0:4], uint32(len(frame)))
+	frame[0] = 1
+	binary.BigEndian.PutUint32(frame[4:8], 272)
+	frame[4] = diam.RequestFlag
+	binary.BigEndian.PutUint32(frame[8:12], GxApplicationID)
+	binary.BigEndian.PutUint32(frame[12:16], 77)
+	binary.BigEndian.PutUint32(frame[16:20], 78)
+	copy(frame[20:], avpBytes)
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	a, err := diam.ReadMessage(c, dict.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultCode(t, a); got != 5004 || a.Header.HopByHopID != 77 {
+		t.Fatalf("answer %d (hop-by-hop %d), want 5004 to 77", got, a.Header.HopByHopID)
+	}
+	if testutil.ToFloat64(malformed) != before+1 {
+		t.Fatal("malformed message not counted")
+	}
+	if got := resultCode(t, exchange(t, c, request(cmdDWR, 0, "pcef.test"))); got != diam.Success {
+		t.Fatalf("connection unusable after a malformed message: DWA %d", got)
+	}
+	if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	wantClosed(t, c)
+	if testutil.ToFloat64(malformed) != before+2 {
+		t.Fatal("lost framing not counted")
+	}
+}

@@ -1,0 +1,216 @@
+package gx
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
+
+	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
+	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+// NAS is the NAS part of a Gx session's key in the session store: Session-Id is globally
+// unique (RFC 6733 §8.8), so any node in any DC finds the session by it alone, whichever
+// PCEF peer or DC the CCR-U/T comes through.
+const NAS = "gx"
+
+// Result-Codes of RFC 6733 / RFC 4006 used here.
+const (
+	resultCommandUnsupported = 3001
+	resultUserUnknown        = 5030
+)
+
+// Handler serves Gx CCRs: decode → subscriber's data policy → Decide → store → CCA.
+type Handler struct {
+	Identity     diameter.Identity
+	Subscribers  subscriber.Source
+	Store        session.Store
+	StoreTimeout time.Duration // 0: none
+	Log          *slog.Logger
+	Now          func() time.Time // nil: time.Now
+	// Hooks are the Lua policy's gx_initial/gx_update (nil: the data policy alone decides).
+	Hooks Hooks
+	// Peers sends RARs (rar.go); set once the listener is up.
+	Peers Peers
+}
+
+// Hooks is the Lua policy as the Gx handler uses it (luapolicy.Engine).
+type Hooks interface {
+	Gx(ctx context.Context, initial bool, u *session.Update, sub *subscriber.Subscriber) (luapolicy.GxDecision, bool)
+	ForgetGx(sessionID string)
+}
+
+// Result-Code of a CCR-I the Lua policy rejects (RFC 6733 §7.1.5).
+const resultAuthorizationRejected = 5003
+
+// withHook adds what the Lua hook decided to the data policy's decision.
+func withHook(d Decision, l luapolicy.GxDecision) Decision {
+	d.Install = append(slices.Clip(d.Install), l.Install...)
+	d.Remove = append(slices.Clip(d.Remove), l.Remove...)
+	return d
+}
+
+// ServeApp implements diameter.Handler.
+func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Message, uint32) {
+	if m.Header.CommandCode != 272 {
+		return h.Identity.Answer(m, resultCommandUnsupported), resultCommandUnsupported
+	}
+	r := DecodeCCR(m)
+	if r.Missing != 0 {
+		return h.Identity.FailedAVP(m, diam.MissingAVP, r.Missing), diam.MissingAVP
+	}
+	ctx := context.Background()
+	if h.StoreTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.StoreTimeout)
+		defer cancel()
+	}
+	now := time.Now()
+	if h.Now != nil {
+		now = h.Now()
+	}
+	var (
+		d    Decision
+		code uint32
+	)
+	switch r.RequestType {
+	case Initial:
+		d, code = h.initial(ctx, peer, r, now)
+	case Update, Termination:
+		d, code = h.later(ctx, r, now)
+	default:
+		return h.Identity.Answer(m, diam.InvalidAVPValue), diam.InvalidAVPValue
+	}
+	if code == diam.MissingAVP {
+		return h.Identity.FailedAVP(m, code, avp.SubscriptionID), code
+	}
+	ans := h.Identity.Answer(m, code)
+	if code == diam.Success {
+		AddDecision(ans, r, d, now)
+	}
+	return ans, code
+}
+
+// initial opens the session: the subscriber must exist; the session row records the PCEF
+// (NASIdentifier) and the node holding its connection (ClientName), for RAR routing.
+func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, now time.Time) (Decision, uint32) {
+	if r.Subscriber() == "" {
+		return Decision{}, diam.MissingAVP
+	}
+	sub, code := h.lookup(ctx, r.Subscriber())
+	if code != diam.Success {
+		return Decision{}, code
+	}
+	p := sub.Profile.DataPolicy
+	d := Decide(p, Initial, sub.Profile.UsedOctets, false)
+	s := session.Session{Key: session.Key{NAS: NAS, ID: r.SessionID}, UserName: r.Subscriber(),
+		ClientName: h.Identity.Host, NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP,
+		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now}
+	if d.Throttled {
+		s.DisconnectReason = policy.QuotaReason
+	}
+	u := &session.Update{Kind: session.KindStart, Session: s}
+	if h.Hooks != nil {
+		if l, ok := h.Hooks.Gx(ctx, true, u, sub); ok {
+			if l.Reject {
+				h.Log.Info("gx: session rejected by the Lua policy", "sessionId", r.SessionID, "user", s.UserName, "reason", l.Reason)
+				return Decision{}, resultAuthorizationRejected
+			}
+			d = withHook(d, l)
+		}
+	}
+	if err := h.Store.Apply(ctx, u); err != nil {
+		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
+		return Decision{}, diameter.ResultTooBusy
+	}
+	return d, diam.Success
+}
+
+// later applies a CCR-U or CCR-T: usage reports add to the session's counters, rule
+// reports are recorded, and the policy decides again on the new usage.
+func (h *Handler) later(ctx context.Context, r *CCR, now time.Time) (Decision, uint32) {
+	key := session.Key{NAS: NAS, ID: r.SessionID}
+	s, err := h.Store.Get(ctx, key)
+	if errors.Is(err, session.ErrNotFound) {
+		return Decision{}, diam.UnknownSessionID
+	}
+	if err != nil {
+		h.Log.Warn("gx: session not read", "sessionId", r.SessionID, "err", err.Error())
+		return Decision{}, diameter.ResultTooBusy
+	}
+	in, out := s.InputOctets, s.OutputOctets
+	for _, u := range r.Usage {
+		usageReported.Add(float64(u.Octets()))
+		if u.Input+u.Output == 0 {
+			out += u.Total // a total without the split counts as downlink
+			continue
+		}
+		in, out = in+u.Input, out+u.Output
+	}
+	for _, rep := range r.RuleReports {
+		if rep.Status == 0 {
+			continue
+		}
+		ruleFailures.WithLabelValues(strconv.FormatUint(uint64(rep.FailureCode), 10)).Inc()
+		h.Log.Warn("gx: PCEF reports rules not enforced", "sessionId", r.SessionID, "user", s.UserName,
+			"rules", rep.Rules, "status", rep.Status, "failureCode", rep.FailureCode)
+	}
+	var d Decision
+	used := in + out
+	throttled := s.DisconnectReason == policy.QuotaReason
+	sub, code := h.lookup(ctx, s.UserName)
+	if code == diam.Success {
+		used += sub.Profile.UsedOctets
+		d = Decide(sub.Profile.DataPolicy, r.RequestType, used, throttled)
+	}
+	kind := session.KindInterim
+	if r.RequestType == Termination {
+		kind = session.KindStop
+	}
+	elapsed := uint32(max(now.Sub(s.StartTime), 0) / time.Second)
+	upd := session.Session{Key: key, InputOctets: in, OutputOctets: out, LastSeen: now,
+		SessionTime: max(elapsed, s.SessionTime)}
+	if d.Throttled && !throttled {
+		upd.DisconnectReason = policy.QuotaReason
+		throttles.Inc()
+	}
+	if h.Hooks != nil && sub != nil {
+		if kind == session.KindStop {
+			h.Hooks.ForgetGx(r.SessionID)
+		} else {
+			view := *s // the session as it will be stored, for the hook's inputs
+			view.InputOctets, view.OutputOctets, view.SessionTime, view.LastSeen = in, out, upd.SessionTime, now
+			if l, ok := h.Hooks.Gx(ctx, false, &session.Update{Kind: kind, Session: view}, sub); ok {
+				d = withHook(d, l)
+			}
+		}
+	}
+	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd}); err != nil {
+		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
+		return Decision{}, diameter.ResultTooBusy
+	}
+	return d, diam.Success
+}
+
+func (h *Handler) lookup(ctx context.Context, user string) (*subscriber.Subscriber, uint32) {
+	sub, err := h.Subscribers.Lookup(ctx, user)
+	switch {
+	case errors.Is(err, subscriber.ErrNotFound):
+		return nil, resultUserUnknown
+	case err != nil:
+		h.Log.Warn("gx: subscriber source unavailable", "user", user, "err", err.Error())
+		return nil, diameter.ResultTooBusy
+	case sub.Disabled:
+		return nil, resultUserUnknown
+	}
+	return sub, diam.Success
+}

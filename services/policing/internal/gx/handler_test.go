@@ -1,0 +1,335 @@
+package gx
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
+	"github.com/fiorix/go-diameter/v4/diam/datatype"
+	"github.com/fiorix/go-diameter/v4/diam/dict"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+const subscribersYAML = `
+profiles:
+  data:
+    dataPolicy:
+      rules: [internet]
+      ruleBases: [base-web]
+      dynamic:
+        - {name: voice, precedence: 10, qci: 1, mbrUplink: 128000, mbrDownlink: 128000, gbrUplink: 64000, gbrDownlink: 64000, flows: ["permit out 17 from any to any 5060"]}
+      qci: 9
+      arpPriority: 8
+      ambrUplink: 50000000
+      ambrDownlink: 100000000
+      monitoringKey: mk1
+      quotaOctets: 1000
+      grantOctets: 500
+      throttleRule: throttle-64k
+      revalidationSeconds: 3600
+subscribers:
+  - {username: "001010000000001", password: x, profileName: data}
+`
+
+type rig struct {
+	t     *testing.T
+	store *embedded.Store
+	conn  net.Conn
+}
+
+// newServer starts a Gx server on loopback with the embedded store and the subscribers of
+// subscribersYAML; peers are allowed by Origin-Host.
+func newServer(t *testing.T, peers ...string) (*embedded.Store, net.Addr) {
+	t.Helper()
+	st, addr, _ := newServerWith(t, nil, subscribersYAML, peers...)
+	return st, addr
+}
+
+func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...string) (*embedded.Store, net.Addr, *Handler) {
+	t.Helper()
+	if err := LoadDictionary(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "subscribers.yaml")
+	if err := os.WriteFile(path, []byte(subscribers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := subscriber.OpenFile(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := embedded.Open(embedded.Options{Shards: 4, HistorySize: 100, SweepInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	id := diameter.Identity{Host: "pcrf.test", Realm: "test"}
+	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default(), Hooks: hooks}
+	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm,
+		Peers: allowPeers(peers), Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	h.Peers = srv
+	return st, srv.Addr(), h
+}
+
+func allowPeers(hosts []string) []diameter.Peer {
+	var out []diameter.Peer
+	for _, h := range hosts {
+		out = append(out, diameter.Peer{OriginHost: h})
+	}
+	return out
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	st, addr := newServer(t, "pgw.test")
+	return dialRig(t, st, addr)
+}
+
+func dialRig(t *testing.T, st *embedded.Store, addr net.Addr) *rig {
+	t.Helper()
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := &rig{t: t, store: st, conn: c}
+	cer := diam.NewRequest(257, 0, dict.Default)
+	cer.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity("pgw.test"))
+	cer.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity("test"))
+	cer.NewAVP(avp.HostIPAddress, avp.Mbit, 0, datatype.Address(net.IPv4(127, 0, 0, 1)))
+	cer.NewAVP(avp.VendorID, avp.Mbit, 0, datatype.Unsigned32(0))
+	cer.NewAVP(avp.ProductName, 0, 0, datatype.UTF8String("test"))
+	cer.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(diameter.GxApplicationID))
+	if code := r.code(r.send(cer)); code != diam.Success {
+		t.Fatalf("CEA %d", code)
+	}
+	return r
+}
+
+func (r *rig) send(m *diam.Message) *diam.Message {
+	r.t.Helper()
+	if _, err := m.WriteTo(r.conn); err != nil {
+		r.t.Fatal(err)
+	}
+	a, err := diam.ReadMessage(r.conn, dict.Default)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return a
+}
+
+func (r *rig) code(a *diam.Message) uint32 {
+	r.t.Helper()
+	rc, err := a.FindAVP(avp.ResultCode, 0)
+	if err != nil {
+		r.t.Fatalf("no Result-Code: %s", a)
+	}
+	return uint32(rc.Data.(datatype.Unsigned32))
+}
+
+func ccr(sid string, typ, num uint32, extra ...*diam.AVP) *diam.Message {
+	m := diam.NewRequest(272, diameter.GxApplicationID, dict.Default)
+	m.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String(sid))
+	m.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(diameter.GxApplicationID))
+	m.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity("pgw.test"))
+	m.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity("test"))
+	m.NewAVP(avp.DestinationRealm, avp.Mbit, 0, datatype.DiameterIdentity("test"))
+	m.NewAVP(avp.CCRequestType, avp.Mbit, 0, datatype.Enumerated(typ))
+	m.NewAVP(avp.CCRequestNumber, avp.Mbit, 0, datatype.Unsigned32(num))
+	for _, a := range extra {
+		m.AddAVP(a)
+	}
+	return m
+}
+
+func imsi(id string) *diam.AVP {
+	return diam.NewAVP(avp.SubscriptionID, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
+		diam.NewAVP(avp.SubscriptionIDType, avp.Mbit, 0, datatype.Enumerated(subscriptionIMSI)),
+		diam.NewAVP(avp.SubscriptionIDData, avp.Mbit, 0, datatype.UTF8String(id)),
+	}})
+}
+
+func initialAVPs() []*diam.AVP {
+	return []*diam.AVP{
+		imsi("001010000000001"),
+		diam.NewAVP(avp.FramedIPAddress, avp.Mbit, 0, datatype.OctetString([]byte{10, 0, 0, 7})),
+		diam.NewAVP(avp.CalledStationID, avp.Mbit, 0, datatype.UTF8String("internet.apn")),
+	}
+}
+
+func usedOctets(n uint64) *diam.AVP {
+	return diam.NewAVP(avp.UsageMonitoringInformation, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{
+		diam.NewAVP(avp.MonitoringKey, mv, Vendor3GPP, datatype.OctetString("mk1")),
+		diam.NewAVP(avp.UsedServiceUnit, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
+			diam.NewAVP(avp.CCTotalOctets, avp.Mbit, 0, datatype.Unsigned64(n)),
+		}}),
+	}})
+}
+
+// grant is the CC-Total-Octets granted in a CCA (0: none).
+func grant(t *testing.T, a *diam.Message) uint64 {
+	t.Helper()
+	got := path(a, avp.UsageMonitoringInformation, avp.GrantedServiceUnit, avp.CCTotalOctets)
+	if len(got) == 0 {
+		return 0
+	}
+	return uint64(got[0].Data.(datatype.Unsigned64))
+}
+
+func ruleNames(t *testing.T, a *diam.Message, group uint32) []string {
+	t.Helper()
+	got := path(a, group, avp.ChargingRuleName)
+	var out []string
+	for _, g := range got {
+		out = append(out, string(g.Data.(datatype.OctetString)))
+	}
+	return out
+}
+
+// The PCEF's whole session: rules and QoS at CCR-I, usage reports that grant then throttle,
+// and CCR-T into the history.
+func TestSessionLifecycle(t *testing.T) {
+	r := newRig(t)
+	sid := "pgw.test;1;1"
+	a := r.send(ccr(sid, Initial, 0, initialAVPs()...))
+	if code := r.code(a); code != diam.Success {
+		t.Fatalf("CCA-I %d: %s", code, a)
+	}
+	if got := ruleNames(t, a, avp.ChargingRuleInstall); len(got) != 1 || got[0] != "internet" {
+		t.Fatalf("installed %v, want [internet]", got)
+	}
+	if def := path(a, avp.ChargingRuleInstall, avp.ChargingRuleDefinition, avp.QoSInformation, avp.GuaranteedBitrateUL); len(def) != 1 {
+		t.Fatalf("dynamic rule voice without its GBR: %s", a)
+	}
+	if q := path(a, avp.DefaultEPSBearerQoS, avp.QoSClassIdentifier); len(q) != 1 || q[0].Data.(datatype.Enumerated) != 9 {
+		t.Fatalf("Default-EPS-Bearer-QoS QCI missing: %s", a)
+	}
+	if g := grant(t, a); g != 500 {
+		t.Fatalf("CCA-I grant %d, want 500", g)
+	}
+	s, err := r.store.Get(context.Background(), session.Key{NAS: NAS, ID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.UserName != "001010000000001" || s.FramedIP != netip.MustParseAddr("10.0.0.7") || s.CalledStationID != "internet.apn" ||
+		s.NASIdentifier != "pgw.test" || s.ClientName != "pcrf.test" {
+		t.Fatalf("stored session %+v", s)
+	}
+	if byIP, err := r.store.ByFramedIP(context.Background(), netip.MustParseAddr("10.0.0.7")); err != nil || byIP.ID != sid {
+		t.Fatalf("not found by framed IP: %v", err)
+	}
+
+	// 600 of 1000 used: the next grant is what is left, 400.
+	a = r.send(ccr(sid, Update, 1, usedOctets(600)))
+	if code, g := r.code(a), grant(t, a); code != diam.Success || g != 400 {
+		t.Fatalf("CCA-U %d grant %d, want 2001 and 400", code, g)
+	}
+	throttled := testutil.ToFloat64(throttles)
+	// 1000 used: the rules go, the throttle rule comes, no more grant.
+	a = r.send(ccr(sid, Update, 2, usedOctets(400)))
+	if code := r.code(a); code != diam.Success {
+		t.Fatalf("CCA-U %d", code)
+	}
+	if got := ruleNames(t, a, avp.ChargingRuleInstall); len(got) != 1 || got[0] != "throttle-64k" {
+		t.Fatalf("installed %v after the quota, want [throttle-64k]: %s", got, a)
+	}
+	if got := ruleNames(t, a, avp.ChargingRuleRemove); len(got) < 2 {
+		t.Fatalf("removed %v after the quota, want internet and voice", got)
+	}
+	if grant(t, a) != 0 || testutil.ToFloat64(throttles) != throttled+1 {
+		t.Fatal("still granting after the quota, or the throttle not counted")
+	}
+	if s, _ := r.store.Get(context.Background(), session.Key{NAS: NAS, ID: sid}); s.DisconnectReason != policy.QuotaReason || s.InputOctets+s.OutputOctets != 1000 {
+		t.Fatalf("session after the quota: %+v", s)
+	}
+	// Once throttled, a further report changes nothing.
+	if a = r.send(ccr(sid, Update, 3, usedOctets(10))); len(ruleNames(t, a, avp.ChargingRuleInstall)) != 0 {
+		t.Fatal("throttle rule installed twice")
+	}
+
+	if code := r.code(r.send(ccr(sid, Termination, 4, usedOctets(5)))); code != diam.Success {
+		t.Fatalf("CCA-T %d", code)
+	}
+	if _, err := r.store.Get(context.Background(), session.Key{NAS: NAS, ID: sid}); err != session.ErrNotFound {
+		t.Fatalf("session still active after CCR-T: %v", err)
+	}
+	hist, _ := r.store.History(context.Background(), "001010000000001", 0)
+	if len(hist) != 1 || hist[0].InputOctets+hist[0].OutputOctets != 1015 {
+		t.Fatalf("history %+v", hist)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	r := newRig(t)
+	// CCR-U for a session the store does not have: 5002.
+	if code := r.code(r.send(ccr("pgw.test;9;9", Update, 1, usedOctets(1)))); code != diam.UnknownSessionID {
+		t.Fatalf("unknown session: %d, want 5002", code)
+	}
+	// Missing CC-Request-Number: 5005 naming it in Failed-AVP.
+	m := ccr("pgw.test;9;10", Initial, 0, initialAVPs()...)
+	m.DeleteAVP(avp.CCRequestNumber, 0)
+	a := r.send(m)
+	if code := r.code(a); code != diam.MissingAVP {
+		t.Fatalf("missing AVP: %d, want 5005", code)
+	}
+	if f := path(a, avp.FailedAVP, avp.CCRequestNumber); len(f) != 1 {
+		t.Fatalf("Failed-AVP does not name CC-Request-Number: %s", a)
+	}
+	// An unknown subscriber: 5030.
+	unknown := ccr("pgw.test;9;11", Initial, 0, imsi("999"))
+	if code := r.code(r.send(unknown)); code != resultUserUnknown {
+		t.Fatalf("unknown subscriber: %d, want 5030", code)
+	}
+	// A Charging-Rule-Report of a failed rule is decoded (our dictionary) and counted.
+	sid := "pgw.test;9;12"
+	r.send(ccr(sid, Initial, 0, initialAVPs()...))
+	before := testutil.ToFloat64(ruleFailures.WithLabelValues("1"))
+	report := diam.NewAVP(1018, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{
+		diam.NewAVP(avp.ChargingRuleName, mv, Vendor3GPP, datatype.OctetString("internet")),
+		diam.NewAVP(1019, mv, Vendor3GPP, datatype.Enumerated(1)),
+		diam.NewAVP(1031, mv, Vendor3GPP, datatype.Enumerated(1)),
+	}})
+	if code := r.code(r.send(ccr(sid, Update, 1, report))); code != diam.Success {
+		t.Fatalf("CCR-U with a rule report: %d", code)
+	}
+	if testutil.ToFloat64(ruleFailures.WithLabelValues("1")) != before+1 {
+		t.Fatal("rule failure not counted")
+	}
+}
+
+// path returns the AVPs at a path of codes (vendor ignored), through grouped AVPs.
+func path(m *diam.Message, codes ...uint32) []*diam.AVP {
+	level := m.AVP
+	for i, code := range codes {
+		var next []*diam.AVP
+		for _, a := range level {
+			if a.Code != code {
+				continue
+			}
+			if i == len(codes)-1 {
+				next = append(next, a)
+			} else if g, ok := a.Data.(*diam.GroupedAVP); ok {
+				next = append(next, g.AVP...)
+			}
+		}
+		level = next
+	}
+	return level
+}

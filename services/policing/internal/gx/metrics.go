@@ -1,0 +1,23 @@
+package gx
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+)
+
+var (
+	ruleFailures = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "gx", Name: "rule_failures_total",
+		Help: "PCC rules a PCEF reported inactive in a Charging-Rule-Report, by Rule-Failure-Code.",
+	}, []string{"failure_code"})
+	usageReported = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "gx", Name: "usage_reported_octets_total",
+		Help: "Octets PCEFs reported used in Usage-Monitoring-Information.",
+	})
+	throttles = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "gx", Name: "throttles_total",
+		Help: "Gx sessions switched to the throttle rule because the subscriber's quota was used.",
+	})
+)

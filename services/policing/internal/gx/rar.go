@@ -1,0 +1,69 @@
+package gx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
+	"github.com/fiorix/go-diameter/v4/diam/datatype"
+	"github.com/fiorix/go-diameter/v4/diam/dict"
+
+	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// Peers sends a request to a PCEF whose connection this node holds (diameter.Server).
+type Peers interface {
+	Request(ctx context.Context, originHost string, req *diam.Message) (*diam.Message, error)
+}
+
+// ErrElsewhere is returned by RAR when another node holds the PCEF's connection: the RAR
+// must leave from that node (docs/diameter-gx.md: cross-node routing is not done yet).
+var ErrElsewhere = errors.New("the PCEF's connection is held by another node")
+
+// RAR pushes a policy change to the PCEF of an active Gx session (a Re-Auth-Request with
+// Charging-Rule-Install/Remove) and returns the RAA's Result-Code.
+func (h *Handler) RAR(ctx context.Context, sessionID string, install, remove []string) (uint32, error) {
+	s, err := h.Store.Get(ctx, session.Key{NAS: NAS, ID: sessionID})
+	if err != nil {
+		return 0, err
+	}
+	if s.ClientName != h.Identity.Host {
+		return 0, fmt.Errorf("%w: %s", ErrElsewhere, s.ClientName)
+	}
+	if h.Peers == nil {
+		return 0, fmt.Errorf("%s: %w", s.NASIdentifier, diameter.ErrNoPeer)
+	}
+	a, err := h.Peers.Request(ctx, s.NASIdentifier, rar(h.Identity, s, install, remove))
+	if err != nil {
+		return 0, err
+	}
+	rc, err := a.FindAVP(avp.ResultCode, 0)
+	if err != nil {
+		return 0, fmt.Errorf("RAA without Result-Code")
+	}
+	return uint32(rc.Data.(datatype.Unsigned32)), nil
+}
+
+// rar builds the Re-Auth-Request (TS 29.212 §5.6.4), pure. The PCEF's realm is not
+// stored: Destination-Realm is ours, Destination-Host names the PCEF.
+func rar(id diameter.Identity, s *session.Session, install, remove []string) *diam.Message {
+	m := diam.NewRequest(diam.ReAuth, diameter.GxApplicationID, dict.Default)
+	m.Header.CommandFlags |= diam.ProxiableFlag
+	m.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String(s.ID))
+	m.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(diameter.GxApplicationID))
+	m.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(id.Host))
+	m.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.Realm))
+	m.NewAVP(avp.DestinationRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.Realm))
+	m.NewAVP(avp.DestinationHost, avp.Mbit, 0, datatype.DiameterIdentity(s.NASIdentifier))
+	m.NewAVP(avp.ReAuthRequestType, avp.Mbit, 0, datatype.Enumerated(0)) // AUTHORIZE_ONLY
+	if len(remove) > 0 {
+		m.NewAVP(avp.ChargingRuleRemove, mv, Vendor3GPP, &diam.GroupedAVP{AVP: names(remove, nil)})
+	}
+	if len(install) > 0 {
+		m.NewAVP(avp.ChargingRuleInstall, mv, Vendor3GPP, &diam.GroupedAVP{AVP: names(install, nil)})
+	}
+	return m
+}

@@ -1,0 +1,63 @@
+package luapolicy
+
+import (
+	"context"
+	"slices"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+// GxDecision is what gx_initial or gx_update decided for a Gx session: reject it
+// (CCR-I only), or PCC rules to install and remove on top of the data policy's.
+type GxDecision struct {
+	Reject  bool
+	Reason  string
+	Install []string
+	Remove  []string
+}
+
+// Gx runs gx_initial (initial) or gx_update for a Gx session, memoized per session like
+// accounting: the script runs again only when its declared inputs changed. ok is false when
+// the script does not define the hook or the hook failed (the data policy alone decides).
+// u is the session as stored after the CCR (counters include this CCR's usage).
+func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *subscriber.Subscriber) (GxDecision, bool) {
+	p := e.prog.Load()
+	h := hookGxUpdate
+	if initial {
+		h = hookGxInitial
+	}
+	if !p.hooks[h] {
+		return GxDecision{}, false
+	}
+	a := args{sub: sub, sess: u, now: e.opt.Now()}
+	d, err := e.decide(ctx, p, h, memoKey{a: hookNames[h], b: u.Session.ID}, a)
+	if err != nil {
+		Failed.WithLabelValues(hookNames[h]).Inc()
+		return GxDecision{}, false
+	}
+	return GxDecision{Reject: d.reject, Reason: d.reason, Install: slices.Clip(d.install), Remove: slices.Clip(d.remove)}, true
+}
+
+// ForgetGx drops the memoized gx_update decision of a session that ended (CCR-T).
+func (e *Engine) ForgetGx(sessionID string) {
+	if p := e.prog.Load(); p.memo != nil {
+		p.memo.forget(memoKey{a: hookNames[hookGxUpdate], b: sessionID})
+	}
+}
+
+// install_rule(name): a Gx hook installs a predefined PCC rule (Charging-Rule-Name).
+func (st *state) installRule(L *lua.LState) int {
+	st.only("install_rule", hookGxInitial, hookGxUpdate)
+	st.d.install = append(st.d.install, L.CheckString(1))
+	return 0
+}
+
+// remove_rule(name): a Gx hook removes a PCC rule.
+func (st *state) removeRule(L *lua.LState) int {
+	st.only("remove_rule", hookGxInitial, hookGxUpdate)
+	st.d.remove = append(st.d.remove, L.CheckString(1))
+	return 0
+}
