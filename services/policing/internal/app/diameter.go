@@ -1,11 +1,15 @@
 package app
 
 import (
+	"context"
 	"errors"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
 // startDiameter opens the Diameter listener when enabled (docs/diameter-gx.md), serving the
@@ -39,6 +43,10 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 // stopDiameter closes the peer connections (PCEFs reconnect to another node) before the
 // store closes.
 func (n *Node) stopDiameter() error {
+	if n.stopNodeReg != nil {
+		n.stopNodeReg()
+		n.stopNodeReg = nil
+	}
 	if n.Diameter == nil {
 		return nil
 	}
@@ -61,4 +69,93 @@ func (n *Node) diameterApps() map[uint32]diameter.Handler {
 	}
 	n.gx = h
 	return map[uint32]diameter.Handler{diameter.GxApplicationID: h}
+}
+
+// The node registry entry: refreshed every nodeRefresh, forgotten nodeTTL after the last.
+const (
+	nodeRefresh = 10 * time.Second
+	nodeTTL     = 30 * time.Second
+)
+
+// registerDiameterNode records this node (its Diameter identity, DC and admin URL) in the
+// store's node registry while Diameter serves, so that a node of any DC asked for a RAR that
+// must leave from here forwards the request to this node's admin API (admin/gx.go).
+func (n *Node) registerDiameterNode() {
+	reg, ok := n.Store.(session.NodeRegistry)
+	if !ok || n.Diameter == nil {
+		return
+	}
+	c := n.Config.Diameter
+	url := c.AdminURL
+	if url == "" {
+		url = advertisedAdminURL(n.AdminAddr)
+	}
+	if url == "" {
+		n.Log.Warn("diameter: no address to advertise for RAR forwarding: set diameter.adminURL")
+		return
+	}
+	node := session.Node{Host: c.OriginHost, DC: n.Config.Session.Cassandra.LocalDC, AdminURL: url}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(nodeRefresh)
+		defer t.Stop()
+		failing := false
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := reg.RegisterNode(ctx, node, nodeTTL)
+			cancel()
+			switch {
+			case err != nil && !failing:
+				n.Log.Warn("diameter: this node is not in the node registry: RARs cannot be forwarded to it (run `policing migrate`?)", "err", err.Error())
+			case err == nil && failing:
+				n.Log.Info("diameter: this node is in the node registry again")
+			}
+			failing = err != nil
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	n.stopNodeReg = func() { close(stop); <-done }
+	n.Log.Info("diameter: registered for RAR forwarding", "host", node.Host, "adminURL", url)
+}
+
+// lookupDiameterNode is the admin API's way to the node holding a PCEF's connection.
+func (n *Node) lookupDiameterNode(ctx context.Context, host string) (string, error) {
+	reg, ok := n.Store.(session.NodeRegistry)
+	if !ok {
+		return "", errors.New("the store keeps no node registry")
+	}
+	node, err := reg.LookupNode(ctx, host)
+	if err != nil {
+		return "", err
+	}
+	return node.AdminURL, nil
+}
+
+// advertisedAdminURL is http://address of the admin listener, the wildcard replaced by this
+// host's first address that is not loopback (a pod's IP); "" when there is none.
+func advertisedAdminURL(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return ""
+	}
+	ip := ta.IP
+	if ip.IsUnspecified() {
+		ip = nil
+		addrs, _ := net.InterfaceAddrs()
+		for _, x := range addrs {
+			if in, ok := x.(*net.IPNet); ok && !in.IP.IsLoopback() && !in.IP.IsLinkLocalUnicast() {
+				ip = in.IP
+				break
+			}
+		}
+		if ip == nil {
+			return ""
+		}
+	}
+	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(ta.Port))
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 )
 
@@ -18,6 +19,10 @@ type Diameter struct {
 	MaxInFlight int `json:"maxInFlight"`
 	// Peers are the PCEFs allowed to connect; a CER from anyone else is refused with 3010.
 	Peers []DiameterPeer `json:"peers"`
+	// AdminURL is how the other nodes reach this node's admin API to forward a RAR that must
+	// leave from here (it holds the PCEF's connection). Default: http:// and the admin
+	// address, a wildcard replaced by this host's first non-loopback address (a pod's IP).
+	AdminURL string `json:"adminURL,omitempty"`
 }
 
 // DiameterPeer is one allowed peer: every field that is set must match the CER.
@@ -74,6 +79,11 @@ func (d Diameter) validate(key string) []error {
 	}
 	if d.MaxInFlight < 1 {
 		bad("maxInFlight", "must be at least 1")
+	}
+	if d.AdminURL != "" {
+		if u, err := url.Parse(d.AdminURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("adminURL", "%q is not an http:// or https:// URL", d.AdminURL)
+		}
 	}
 	if len(d.Peers) == 0 {
 		bad("peers", "no peer allowed: every CER would be refused")

@@ -86,7 +86,7 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 	case Initial:
 		d, code = h.initial(ctx, peer, r, now)
 	case Update, Termination:
-		d, code = h.later(ctx, r, now)
+		d, code = h.later(ctx, peer, r, now)
 	default:
 		return h.Identity.Answer(m, diam.InvalidAVPValue), diam.InvalidAVPValue
 	}
@@ -136,8 +136,10 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 }
 
 // later applies a CCR-U or CCR-T: usage reports add to the session's counters, rule
-// reports are recorded, and the policy decides again on the new usage.
-func (h *Handler) later(ctx context.Context, r *CCR, now time.Time) (Decision, uint32) {
+// reports are recorded, and the policy decides again on the new usage. The session then
+// names this node as the one holding the PCEF's connection: the PCEF may have moved to it
+// (failover), and a RAR must leave over a connection the PCEF still has.
+func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now time.Time) (Decision, uint32) {
 	key := session.Key{NAS: NAS, ID: r.SessionID}
 	s, err := h.Store.Get(ctx, key)
 	if errors.Is(err, session.ErrNotFound) {
@@ -178,7 +180,7 @@ func (h *Handler) later(ctx context.Context, r *CCR, now time.Time) (Decision, u
 	}
 	elapsed := uint32(max(now.Sub(s.StartTime), 0) / time.Second)
 	upd := session.Session{Key: key, InputOctets: in, OutputOctets: out, LastSeen: now,
-		SessionTime: max(elapsed, s.SessionTime)}
+		SessionTime: max(elapsed, s.SessionTime), ClientName: h.Identity.Host, NASIdentifier: peer.OriginHost}
 	if d.Throttled && !throttled {
 		upd.DisconnectReason = policy.QuotaReason
 		throttles.Inc()

@@ -748,7 +748,9 @@ func TestContract(t *testing.T) {
 	st := openStore(t, ks, cassandra.Options{})
 	defer st.Close(context.Background())
 	t.Run("cassandra", func(t *testing.T) { storetest.Run(t, st, "cas") })
+	t.Run("cassandra nodes", func(t *testing.T) { storetest.RunNodes(t, st, "cas") })
 	h := cassandra.NewHybrid(openStore(t, ks, cassandra.Options{}), 100, time.Minute)
 	defer h.Close(context.Background())
 	t.Run("hybrid", func(t *testing.T) { storetest.Run(t, h, "hyb") })
+	t.Run("hybrid nodes", func(t *testing.T) { storetest.RunNodes(t, h, "hyb") })
 }

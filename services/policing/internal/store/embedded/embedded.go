@@ -51,6 +51,7 @@ type Store struct {
 	stop    chan struct{}
 	done    chan struct{}
 	closed  atomic.Bool
+	nodes   nodes // the Diameter node registry (nodes.go)
 }
 
 type shard struct {

@@ -109,3 +109,29 @@ func Run(t *testing.T, st session.Store, prefix string) {
 		stopped(t, "late", 5)
 	})
 }
+
+// RunNodes is the node registry's contract (session.NodeRegistry): a registered node is found
+// by its Diameter identity with what it registered, a refresh replaces it, an unknown one is
+// ErrNotFound. Hosts are prefixed by prefix.
+func RunNodes(t *testing.T, reg session.NodeRegistry, prefix string) {
+	c := context.Background()
+	host := prefix + "-pcrf1.dc1.example.net"
+	if _, err := reg.LookupNode(c, host); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("unregistered node: %v, want ErrNotFound", err)
+	}
+	n := session.Node{Host: host, DC: "dc1", AdminURL: "http://10.0.0.1:9812"}
+	if err := reg.RegisterNode(c, n, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got, err := reg.LookupNode(c, host)
+	if err != nil || got.AdminURL != n.AdminURL || got.DC != "dc1" || got.Host != host || got.Updated.IsZero() {
+		t.Fatalf("LookupNode = %+v, %v; want %+v with its update time", got, err, n)
+	}
+	n.AdminURL = "http://10.0.0.2:9812" // the pod came back with another IP
+	if err := reg.RegisterNode(c, n, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := reg.LookupNode(c, host); err != nil || got.AdminURL != n.AdminURL {
+		t.Fatalf("after a refresh: %+v, %v; want %s", got, err, n.AdminURL)
+	}
+}
