@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -181,11 +182,11 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var rar struct {
-		ResultCode uint32 `json:"resultCode"`
-	}
-	if code := p.call(http.MethodPost, "/api/v1/gx/rar", map[string]any{"sessionId": sid, "install": []string{"video-hd"}}, &rar); code != http.StatusOK || rar.ResultCode != 2001 {
-		t.Fatalf("POST /api/v1/gx/rar: HTTP %d, RAA %d", code, rar.ResultCode)
+	// Through `policing ctl gx-rar`, as an operator does (the admin API's POST /api/v1/gx/rar).
+	ctl := exec.Command(policingBin, "ctl", "gx-rar", "--admin", p.adminURL(""), "--session", sid, "--install", "video-hd")
+	ctl.Env = append(os.Environ(), "POLICING_ADMIN_TOKEN_FILE="+tokenFile)
+	if out, err := ctl.CombinedOutput(); err != nil || !strings.Contains(string(out), "2001") {
+		t.Fatalf("policing ctl gx-rar: %v\n%s", err, out)
 	}
 	var r2 gxReport
 	lg.waitJSON(t, false, time.Minute, &r2)

@@ -10,6 +10,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
 // startDiameter opens the Diameter listener when enabled (docs/diameter-gx.md), serving the
@@ -27,10 +28,25 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 		netw, _ := p.Network() // validated with the configuration
 		peers = append(peers, diameter.Peer{OriginHost: p.OriginHost, OriginRealm: p.OriginRealm, Network: netw})
 	}
-	s, err := diameter.Listen(c.Address, diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm,
-		Peers: peers, Apps: apps, MaxInFlight: c.MaxInFlight, Log: n.Log})
+	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm,
+		Peers: peers, Apps: apps, MaxInFlight: c.MaxInFlight, Log: n.Log}
+	if t := c.TLS; t.Address != "" {
+		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: n.Log}
+		opt.TLSAddress = t.Address
+		if _, err := opt.TLS.Reload(); err != nil {
+			return errors.New("diameter.tls: " + err.Error())
+		}
+	}
+	s, err := diameter.Listen(c.Address, opt)
 	if err != nil {
 		return errors.New("diameter.address: " + err.Error())
+	}
+	if opt.TLS != nil {
+		// The certificates reload with the other mounted files (app/reload.go).
+		n.Reloader.Watch("diameter-certificates", []string{c.TLS.CertFile, c.TLS.KeyFile, c.TLS.CAFile}, func() error {
+			_, err := opt.TLS.Reload()
+			return err
+		})
 	}
 	n.Diameter = s
 	n.DiameterAddr = s.Addr()

@@ -23,6 +23,19 @@ type Diameter struct {
 	// leave from here (it holds the PCEF's connection). Default: http:// and the admin
 	// address, a wildcard replaced by this host's first non-loopback address (a pod's IP).
 	AdminURL string `json:"adminURL,omitempty"`
+	// TLS serves Diameter over TLS as well, on its own port (RFC 6733 §2.1; 5658 is the
+	// standard one), with certificates as RadSec's.
+	TLS DiameterTLS `json:"tls"`
+}
+
+// DiameterTLS is the TLS listener: mutual TLS, the peer's certificate chaining to CAFile and
+// naming its Origin-Host. The files (a mounted cert-manager Secret) reload without restart.
+type DiameterTLS struct {
+	// Address is host:port; empty: no TLS listener.
+	Address  string `json:"address,omitempty"`
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+	CAFile   string `json:"caFile,omitempty"`
 }
 
 // DiameterPeer is one allowed peer: every field that is set must match the CER.
@@ -79,6 +92,16 @@ func (d Diameter) validate(key string) []error {
 	}
 	if d.MaxInFlight < 1 {
 		bad("maxInFlight", "must be at least 1")
+	}
+	if t := d.TLS; t.Address != "" {
+		if _, _, err := net.SplitHostPort(t.Address); err != nil {
+			bad("tls.address", "%q is not host:port", t.Address)
+		}
+		for _, kv := range [][2]string{{"certFile", t.CertFile}, {"keyFile", t.KeyFile}, {"caFile", t.CAFile}} {
+			if kv[1] == "" {
+				bad("tls."+kv[0], "required when diameter.tls.address is set")
+			}
+		}
 	}
 	if d.AdminURL != "" {
 		if u, err := url.Parse(d.AdminURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
