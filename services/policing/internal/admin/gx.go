@@ -21,9 +21,9 @@ import (
 // Result-Code (gx.Handler.RAR).
 type GxRAR func(ctx context.Context, sessionID string, install, remove []string) (uint32, error)
 
-// GxNodes finds the base URL of the admin API of the node with a Diameter identity, through
-// the store's node registry (session.NodeRegistry); session.ErrNotFound when it has none.
-type GxNodes func(ctx context.Context, host string) (string, error)
+// GxNodes finds the base URL of the admin API of a node by its name (diameter.nodeName),
+// through the store's node registry (session.NodeRegistry); session.ErrNotFound when none.
+type GxNodes func(ctx context.Context, node string) (string, error)
 
 // GxRARRequest is the body of POST /api/v1/gx/rar (docs/diameter-gx.md).
 type GxRARRequest struct {

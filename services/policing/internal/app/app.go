@@ -164,7 +164,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token}
 		if n.gx != nil {
 			a.GxRAR = n.gx.RAR
-			a.GxNodes, a.NodeName = n.lookupDiameterNode, cfg.Diameter.OriginHost
+			a.GxNodes, a.NodeName = n.lookupDiameterNode, n.diameterNodeName()
 		}
 		adm.serve(a.Handler())
 		n.registerDiameterNode()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -76,9 +77,11 @@ func (n *Node) diameterApps() map[uint32]diameter.Handler {
 		return nil
 	}
 	h := &gx.Handler{Identity: diameter.Identity{Host: n.Config.Diameter.OriginHost, Realm: n.Config.Diameter.OriginRealm},
+		Node: n.diameterNodeName(),
 		Subscribers: n.Subscribers, Store: n.Store, Log: n.Log}
 	if !n.Config.Session.InProcess() {
 		h.StoreTimeout = 3 * time.Second
+		h.ReplicaWait = 2 * time.Second
 	}
 	if n.lua != nil { // never a typed nil in the interface
 		h.Hooks = n.lua
@@ -110,7 +113,7 @@ func (n *Node) registerDiameterNode() {
 		n.Log.Warn("diameter: no address to advertise for RAR forwarding: set diameter.adminURL")
 		return
 	}
-	node := session.Node{Host: c.OriginHost, DC: n.Config.Session.Cassandra.LocalDC, AdminURL: url}
+	node := session.Node{Name: n.diameterNodeName(), Host: c.OriginHost, DC: n.Config.Session.Cassandra.LocalDC, AdminURL: url}
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -136,16 +139,28 @@ func (n *Node) registerDiameterNode() {
 		}
 	}()
 	n.stopNodeReg = func() { close(stop); <-done }
-	n.Log.Info("diameter: registered for RAR forwarding", "host", node.Host, "adminURL", url)
+	n.Log.Info("diameter: registered for RAR forwarding", "node", node.Name, "host", node.Host, "adminURL", url)
+}
+
+// diameterNodeName is diameter.nodeName, else host:port (unique per node, the pods of a
+// data center sharing one Diameter identity).
+func (n *Node) diameterNodeName() string {
+	c := n.Config.Diameter
+	if c.NodeName != "" {
+		return c.NodeName
+	}
+	host, _ := os.Hostname()
+	_, port, _ := net.SplitHostPort(c.Address)
+	return host + ":" + port
 }
 
 // lookupDiameterNode is the admin API's way to the node holding a PCEF's connection.
-func (n *Node) lookupDiameterNode(ctx context.Context, host string) (string, error) {
+func (n *Node) lookupDiameterNode(ctx context.Context, name string) (string, error) {
 	reg, ok := n.Store.(session.NodeRegistry)
 	if !ok {
 		return "", errors.New("the store keeps no node registry")
 	}
-	node, err := reg.LookupNode(ctx, host)
+	node, err := reg.LookupNode(ctx, name)
 	if err != nil {
 		return "", err
 	}

@@ -23,6 +23,11 @@ type Diameter struct {
 	// leave from here (it holds the PCEF's connection). Default: http:// and the admin
 	// address, a wildcard replaced by this host's first non-loopback address (a pod's IP).
 	AdminURL string `json:"adminURL,omitempty"`
+	// NodeName tells this node apart from the others, those sharing its Diameter identity
+	// included (the pods of a data center): a Gx session records the node holding the
+	// PCEF's connection by it, and a RAR is forwarded to that node. Default: the host name and
+	// the Diameter port ("host:3868"; in Kubernetes the pod's name).
+	NodeName string `json:"nodeName,omitempty"`
 	// TLS serves Diameter over TLS as well, on its own port (RFC 6733 §2.1; 5658 is the
 	// standard one), with certificates as RadSec's.
 	TLS DiameterTLS `json:"tls"`

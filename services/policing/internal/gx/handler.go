@@ -31,12 +31,19 @@ const (
 
 // Handler serves Gx CCRs: decode → subscriber's data policy → Decide → store → CCA.
 type Handler struct {
-	Identity     diameter.Identity
+	Identity diameter.Identity
+	// Node names this node among those that may share its Diameter identity (the pods of a
+	// data center): a Gx session records it as the node holding the PCEF's connection, for
+	// RARs (rar.go). Empty: Identity.Host.
+	Node         string
 	Subscribers  subscriber.Source
 	Store        session.Store
 	StoreTimeout time.Duration // 0: none
-	Log          *slog.Logger
-	Now          func() time.Time // nil: time.Now
+	// ReplicaWait is how long a CCR-U/T waits for a session the store does not show yet
+	// before answering 5002 (get); 0 for a store no other node writes (embedded).
+	ReplicaWait time.Duration
+	Log         *slog.Logger
+	Now         func() time.Time // nil: time.Now
 	// Hooks are the Lua policy's gx_initial/gx_update (nil: the data policy alone decides).
 	Hooks Hooks
 	// Peers sends RARs (rar.go); set once the listener is up.
@@ -101,7 +108,7 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 }
 
 // initial opens the session: the subscriber must exist; the session row records the PCEF
-// (NASIdentifier) and the node holding its connection (ClientName), for RAR routing.
+// (NASIdentifier) and the node holding its connection (ClientName: node()), for RAR routing.
 func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, now time.Time) (Decision, uint32) {
 	if r.Subscriber() == "" {
 		return Decision{}, diam.MissingAVP
@@ -113,12 +120,12 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	p := sub.Profile.DataPolicy
 	d := Decide(p, Initial, sub.Profile.UsedOctets, false)
 	s := session.Session{Key: session.Key{NAS: NAS, ID: r.SessionID}, UserName: r.Subscriber(),
-		ClientName: h.Identity.Host, NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP,
+		ClientName: h.node(), NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP,
 		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now}
 	if d.Throttled {
 		s.DisconnectReason = policy.QuotaReason
 	}
-	u := &session.Update{Kind: session.KindStart, Session: s}
+	u := &session.Update{Kind: session.KindStart, Session: s, NoSpool: true}
 	if h.Hooks != nil {
 		if l, ok := h.Hooks.Gx(ctx, true, u, sub); ok {
 			if l.Reject {
@@ -141,7 +148,7 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 // (failover), and a RAR must leave over a connection the PCEF still has.
 func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now time.Time) (Decision, uint32) {
 	key := session.Key{NAS: NAS, ID: r.SessionID}
-	s, err := h.Store.Get(ctx, key)
+	s, err := h.get(ctx, key)
 	if errors.Is(err, session.ErrNotFound) {
 		return Decision{}, diam.UnknownSessionID
 	}
@@ -180,7 +187,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	}
 	elapsed := uint32(max(now.Sub(s.StartTime), 0) / time.Second)
 	upd := session.Session{Key: key, InputOctets: in, OutputOctets: out, LastSeen: now,
-		SessionTime: max(elapsed, s.SessionTime), ClientName: h.Identity.Host, NASIdentifier: peer.OriginHost}
+		SessionTime: max(elapsed, s.SessionTime), ClientName: h.node(), NASIdentifier: peer.OriginHost}
 	if d.Throttled && !throttled {
 		upd.DisconnectReason = policy.QuotaReason
 		throttles.Inc()
@@ -196,11 +203,44 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 			}
 		}
 	}
-	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd}); err != nil {
+	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd, NoSpool: true}); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
 	return d, diam.Success
+}
+
+func (h *Handler) node() string {
+	if h.Node != "" {
+		return h.Node
+	}
+	return h.Identity.Host
+}
+
+// get reads a Gx session. A shared store may not show yet what another DC wrote a moment
+// ago (a DC's replicas receive the other DCs' writes asynchronously) while the PCEF's next
+// request already reached this DC: a session not found is read again, with backoff, for up
+// to ReplicaWait before the CCR is answered 5002.
+func (h *Handler) get(ctx context.Context, key session.Key) (*session.Session, error) {
+	s, err := h.Store.Get(ctx, key)
+	if !errors.Is(err, session.ErrNotFound) || h.ReplicaWait <= 0 {
+		return s, err
+	}
+	deadline := time.Now().Add(h.ReplicaWait)
+	for wait := 10 * time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, 200*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			replicaWaits.WithLabelValues("not_found").Inc()
+			return nil, session.ErrNotFound
+		case <-time.After(wait):
+		}
+		if s, err = h.Store.Get(ctx, key); !errors.Is(err, session.ErrNotFound) {
+			replicaWaits.WithLabelValues("found").Inc()
+			return s, err
+		}
+	}
+	replicaWaits.WithLabelValues("not_found").Inc()
+	return nil, session.ErrNotFound
 }
 
 func (h *Handler) lookup(ctx context.Context, user string) (*subscriber.Subscriber, uint32) {

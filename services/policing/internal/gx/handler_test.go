@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,4 +333,43 @@ func path(m *diam.Message, codes ...uint32) []*diam.AVP {
 		level = next
 	}
 	return level
+}
+
+// lagging is a store whose replicas have not yet received a session another DC wrote: its
+// first misses reads of a session find nothing.
+type lagging struct {
+	session.Store
+	misses atomic.Int32
+}
+
+func (l *lagging) Get(ctx context.Context, k session.Key) (*session.Session, error) {
+	if l.misses.Add(-1) >= 0 {
+		return nil, session.ErrNotFound
+	}
+	return l.Store.Get(ctx, k)
+}
+
+// A CCR-U reaching a DC whose replica does not show the session yet waits for it (bounded)
+// instead of answering 5002; a session that never appears is 5002 after the wait.
+func TestCCRWaitsForTheReplica(t *testing.T) {
+	_, _, h := newServerWith(t, nil, subscribersYAML, "pgw.test")
+	store := &lagging{Store: h.Store}
+	h.Store, h.ReplicaWait = store, 2*time.Second
+	peer := diameter.PeerInfo{OriginHost: "pgw.test", OriginRealm: "test"}
+	sid := "pgw.test;lag;1"
+	if _, code := h.ServeApp(peer, ccr(sid, Initial, 0, initialAVPs()...)); code != diam.Success {
+		t.Fatalf("CCA-I %d", code)
+	}
+	store.misses.Store(3)
+	found := testutil.ToFloat64(replicaWaits.WithLabelValues("found"))
+	if _, code := h.ServeApp(peer, ccr(sid, Update, 1, usedOctets(10))); code != diam.Success {
+		t.Fatalf("CCA-U %d after 3 reads that missed, want 2001", code)
+	}
+	if testutil.ToFloat64(replicaWaits.WithLabelValues("found")) != found+1 {
+		t.Fatal("the wait not counted")
+	}
+	h.ReplicaWait = 100 * time.Millisecond
+	if _, code := h.ServeApp(peer, ccr("pgw.test;lag;unknown", Update, 1, usedOctets(10))); code != diam.UnknownSessionID {
+		t.Fatalf("CCA-U %d for a session no store has, want 5002", code)
+	}
 }

@@ -25,14 +25,14 @@ var ErrElsewhere = errors.New("the PCEF's connection is held by another node")
 
 // HeldElsewhere is the error of a RAR that another node must send.
 type HeldElsewhere struct {
-	// Host is the Diameter identity of the node holding the PCEF's connection.
-	Host string
+	// Node names the node holding the PCEF's connection (Handler.Node).
+	Node string
 }
 
-func (e *HeldElsewhere) Error() string { return fmt.Sprintf("%v: %s", ErrElsewhere, e.Host) }
+func (e *HeldElsewhere) Error() string { return fmt.Sprintf("%v: %s", ErrElsewhere, e.Node) }
 
 // Holder names the node holding the PCEF's connection.
-func (e *HeldElsewhere) Holder() string { return e.Host }
+func (e *HeldElsewhere) Holder() string { return e.Node }
 
 // Is makes errors.Is(err, ErrElsewhere) hold.
 func (e *HeldElsewhere) Is(target error) bool { return target == ErrElsewhere }
@@ -44,8 +44,8 @@ func (h *Handler) RAR(ctx context.Context, sessionID string, install, remove []s
 	if err != nil {
 		return 0, err
 	}
-	if s.ClientName != h.Identity.Host {
-		return 0, &HeldElsewhere{Host: s.ClientName}
+	if s.ClientName != h.node() {
+		return 0, &HeldElsewhere{Node: s.ClientName}
 	}
 	if h.Peers == nil {
 		return 0, fmt.Errorf("%s: %w", s.NASIdentifier, diameter.ErrNoPeer)

@@ -9,7 +9,10 @@ import (
 // a RAR must leave from the node holding the PCEF's connection, so a node asked for one it
 // cannot send forwards the request to that node's admin API (docs/diameter-gx.md).
 type Node struct {
-	// Host is the node's Diameter identity (Origin-Host), as Gx sessions record it.
+	// Name tells the node apart from the others, those sharing its Diameter identity
+	// included (the pods of a data center): Gx sessions record it (diameter.nodeName).
+	Name string `json:"name"`
+	// Host is the node's Diameter identity (Origin-Host).
 	Host string `json:"host"`
 	// DC is the node's data center.
 	DC string `json:"dc,omitempty"`
@@ -23,6 +26,6 @@ type Node struct {
 type NodeRegistry interface {
 	// RegisterNode records n for ttl; a node refreshes its record while it runs.
 	RegisterNode(ctx context.Context, n Node, ttl time.Duration) error
-	// LookupNode returns the node with Diameter identity host, or ErrNotFound.
-	LookupNode(ctx context.Context, host string) (*Node, error)
+	// LookupNode returns the node named name, or ErrNotFound.
+	LookupNode(ctx context.Context, name string) (*Node, error)
 }

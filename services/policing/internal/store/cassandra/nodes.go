@@ -13,15 +13,15 @@ import (
 // RegisterNode records a Diameter node in diameter_nodes for ttl (session.NodeRegistry; the
 // hybrid store embeds Store: the registry is shared, never cached).
 func (st *Store) RegisterNode(ctx context.Context, n session.Node, ttl time.Duration) error {
-	return st.s.Query("INSERT INTO diameter_nodes (origin_host, dc, admin_url, updated) VALUES (?, ?, ?, ?) USING TTL ?",
-		n.Host, n.DC, n.AdminURL, st.o.Now(), int(ttl/time.Second)).Consistency(st.cons).ExecContext(ctx)
+	return st.s.Query("INSERT INTO diameter_nodes (node, origin_host, dc, admin_url, updated) VALUES (?, ?, ?, ?, ?) USING TTL ?",
+		n.Name, n.Host, n.DC, n.AdminURL, st.o.Now(), int(ttl/time.Second)).Consistency(st.cons).ExecContext(ctx)
 }
 
 // LookupNode reads a Diameter node's record (session.NodeRegistry).
-func (st *Store) LookupNode(ctx context.Context, host string) (*session.Node, error) {
-	n := session.Node{Host: host}
-	err := st.s.Query("SELECT dc, admin_url, updated FROM diameter_nodes WHERE origin_host = ?", host).
-		Consistency(st.cons).ScanContext(ctx, &n.DC, &n.AdminURL, &n.Updated)
+func (st *Store) LookupNode(ctx context.Context, name string) (*session.Node, error) {
+	n := session.Node{Name: name}
+	err := st.s.Query("SELECT origin_host, dc, admin_url, updated FROM diameter_nodes WHERE node = ?", name).
+		Consistency(st.cons).ScanContext(ctx, &n.Host, &n.DC, &n.AdminURL, &n.Updated)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return nil, session.ErrNotFound
 	}

@@ -719,7 +719,7 @@ func TestContract(t *testing.T) {
 // A node that stops refreshing its entry is forgotten after its TTL.
 func TestNodeExpires(t *testing.T) {
 	s, clk := open(t, Options{})
-	if err := s.RegisterNode(ctx, session.Node{Host: "a", AdminURL: "http://a"}, 30*time.Second); err != nil {
+	if err := s.RegisterNode(ctx, session.Node{Name: "a", Host: "pcrf", AdminURL: "http://a"}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(29 * time.Second)

@@ -12,7 +12,7 @@ import (
 // node only, and answers lookups of it (session.NodeRegistry).
 type nodes struct {
 	mu     sync.Mutex
-	byHost map[string]nodeEntry
+	byName map[string]nodeEntry
 }
 
 type nodeEntry struct {
@@ -24,25 +24,25 @@ type nodeEntry struct {
 func (s *Store) RegisterNode(_ context.Context, n session.Node, ttl time.Duration) error {
 	s.nodes.mu.Lock()
 	defer s.nodes.mu.Unlock()
-	if s.nodes.byHost == nil {
-		s.nodes.byHost = map[string]nodeEntry{}
+	if s.nodes.byName == nil {
+		s.nodes.byName = map[string]nodeEntry{}
 	}
 	now := s.opt.Now()
-	for h, e := range s.nodes.byHost { // few entries: expire on write
+	for name, e := range s.nodes.byName { // few entries: expire on write
 		if now.After(e.expires) {
-			delete(s.nodes.byHost, h)
+			delete(s.nodes.byName, name)
 		}
 	}
 	n.Updated = now
-	s.nodes.byHost[n.Host] = nodeEntry{n: n, expires: now.Add(ttl)}
+	s.nodes.byName[n.Name] = nodeEntry{n: n, expires: now.Add(ttl)}
 	return nil
 }
 
 // LookupNode returns a registered node that has not expired (session.NodeRegistry).
-func (s *Store) LookupNode(_ context.Context, host string) (*session.Node, error) {
+func (s *Store) LookupNode(_ context.Context, name string) (*session.Node, error) {
 	s.nodes.mu.Lock()
 	defer s.nodes.mu.Unlock()
-	e, ok := s.nodes.byHost[host]
+	e, ok := s.nodes.byName[name]
 	if !ok || s.opt.Now().After(e.expires) {
 		return nil, session.ErrNotFound
 	}
