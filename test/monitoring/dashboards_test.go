@@ -159,7 +159,8 @@ func TestDashboardsShape(t *testing.T) {
 	for _, want := range []string{"Incoming TPS per data center", "Outgoing TPS per data center", "Authentication latency p50 / p99",
 		"Accounting latency p50 / p99", "Accepts and rejects", "Drops by reason", "Active sessions", "Busy workers",
 		"Upstream accounting servers up", "CoA and Disconnect by result", "LDAP up", "Cassandra client latency p50 / p99",
-		"Accounting spool depth"} {
+		"Accounting spool depth", "Diameter requests by command and Result-Code", "Diameter latency p50 / p99",
+		"Diameter peers up", "RARs sent", "Gx usage reported"} {
 		if !strings.Contains(raw, fmt.Sprintf("%q", want)) {
 			t.Errorf("openaaa-policing.json: no panel %q", want)
 		}
@@ -260,7 +261,8 @@ func TestAlertMetricsExist(t *testing.T) {
 	sort.Strings(alerts)
 	for _, want := range []string{"OpenAAAPolicingDown", "OpenAAAAuthLatencyHigh", "OpenAAAAccountingLatencyHigh",
 		"OpenAAARequestsDropped", "OpenAAAAccountingSpoolGrowing", "OpenAAALDAPUnreachable",
-		"OpenAAAUpstreamProxyUnreachable", "OpenAAASchemaMigrationFailed", "OpenAAAClusterNotReady"} {
+		"OpenAAAUpstreamProxyUnreachable", "OpenAAASchemaMigrationFailed", "OpenAAAClusterNotReady",
+		"OpenAAADiameterPeerDown", "OpenAAAGxPermanentFailures"} {
 		if sort.SearchStrings(alerts, want) == len(alerts) || alerts[sort.SearchStrings(alerts, want)] != want {
 			t.Errorf("no alert %s", want)
 		}
