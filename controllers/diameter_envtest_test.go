@@ -91,6 +91,9 @@ func TestDiameterOnAndOff(t *testing.T) {
 		return nil
 	})
 
+	// With its Service in place, an unchanged AAACluster still reconciles without a write.
+	te.assertQuiet(t, ns, "gx")
+
 	te.updateCluster(t, ns, "gx", func(c *aaav1.AAACluster) { c.Spec.Diameter.Enabled = false })
 	eventually(t, wait, "Diameter gone when disabled", func() error {
 		var left []string
