@@ -125,6 +125,35 @@ func TestDashboardMetricsExist(t *testing.T) {
 	}
 }
 
+// TestDashboardCoversDiameter: every Diameter and Gx metric policing registers has a panel
+// (the "Diameter / Gx" row), so that a metric added there is not left off the dashboard.
+func TestDashboardCoversDiameter(t *testing.T) {
+	name := "openaaa-policing.json"
+	used := map[string]bool{}
+	for _, e := range dashboardExpressions(t, name, loadDashboards(t)[name]) {
+		for _, n := range metricNames(e.expr) {
+			used[n] = true
+		}
+	}
+	var families int
+	for family, kind := range policingFamilies(t) {
+		if !strings.HasPrefix(family, "openaaa_diameter_") && !strings.HasPrefix(family, "openaaa_gx_") {
+			continue
+		}
+		families++
+		shown := false
+		for n := range seriesNames(map[string]string{family: kind}) {
+			shown = shown || used[n]
+		}
+		if !shown {
+			t.Errorf("%s: no panel shows %s", name, family)
+		}
+	}
+	if families < 10 {
+		t.Errorf("policing registers %d Diameter and Gx metrics, want at least the 10 of docs/diameter-gx.md", families)
+	}
+}
+
 // TestDashboardsShape checks what the Grafana sidecar and the operator's labels rely on.
 func TestDashboardsShape(t *testing.T) {
 	dcLabel := strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(controllers.LabelDC)
