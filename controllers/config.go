@@ -26,6 +26,7 @@ type policingConfig struct {
 	Proxy       *pcProxy       `json:"proxy,omitempty"`
 	Policy      *pcPolicy      `json:"policy,omitempty"`
 	Admin       pcAdmin        `json:"admin"`
+	Diameter    *pcDiameter    `json:"diameter,omitempty"`
 }
 
 type pcLog struct {
@@ -104,6 +105,20 @@ type pcPolicyLua struct {
 	Memoize  *bool  `json:"memoize,omitempty"`
 }
 
+type pcDiameter struct {
+	Enabled     bool             `json:"enabled"`
+	Address     string           `json:"address"`
+	OriginHost  string           `json:"originHost"`
+	OriginRealm string           `json:"originRealm"`
+	Peers       []pcDiameterPeer `json:"peers"`
+}
+
+type pcDiameterPeer struct {
+	OriginHost  string `json:"originHost,omitempty"`
+	OriginRealm string `json:"originRealm,omitempty"`
+	Address     string `json:"address,omitempty"`
+}
+
 type pcAdmin struct {
 	Address   string `json:"address"`
 	TokenFile string `json:"tokenFile"`
@@ -155,6 +170,9 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 			CAFile:   path.Join(tlsDir, "ca.crt"),
 		}
 	}
+	if diameterEnabled(spec) {
+		cfg.Diameter = renderDiameter(spec, dc)
+	}
 	if sub := spec.Subscribers; sub != nil {
 		switch {
 		case sub.LDAP != nil:
@@ -201,6 +219,30 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 	return fmt.Sprintf("# policing configuration for data center %s of AAACluster %s/%s.\n"+
 		"# Written by the OpenAAA operator from the AAACluster: edits here are overwritten.\n%s",
 		dc, c.Namespace, c.Name, out)
+}
+
+// renderDiameter is policing's diameter section for one data center: the data center's
+// identity, and the peer table. A peer with several source networks becomes one entry per
+// network (policing's entries match on every field they set, and any entry admits). Pure.
+func renderDiameter(spec aaav1.AAAClusterSpec, dc string) *pcDiameter {
+	d := spec.Diameter
+	out := &pcDiameter{
+		Enabled:     true,
+		Address:     fmt.Sprintf(":%d", d.Port),
+		OriginHost:  diameterOriginHost(spec, dc),
+		OriginRealm: d.Realm,
+	}
+	for _, p := range d.Peers {
+		entry := pcDiameterPeer{OriginHost: p.OriginHost, OriginRealm: p.Realm}
+		if len(p.SourceCIDRs) == 0 {
+			out.Peers = append(out.Peers, entry)
+		}
+		for _, cidr := range p.SourceCIDRs {
+			entry.Address = string(cidr)
+			out.Peers = append(out.Peers, entry)
+		}
+	}
+	return out
 }
 
 // contactPoints are the Cassandra contact points of a data center: its own datacenter's

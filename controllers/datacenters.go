@@ -25,10 +25,11 @@ const annotationAutoscaled = "aaa.openaaa.io/autoscaled"
 
 // Port names of the policing container and Services.
 const (
-	portAuth   = "radius-auth"
-	portAcct   = "radius-acct"
-	portRadSec = "radsec"
-	portAdmin  = "admin"
+	portAuth     = "radius-auth"
+	portAcct     = "radius-acct"
+	portRadSec   = "radsec"
+	portDiameter = "diameter"
+	portAdmin    = "admin"
 )
 
 // stateVolume holds the accounting spool and the proxy queue (an emptyDir, or the
@@ -110,6 +111,9 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 	}
 	if radsecEnabled(spec) {
 		ports = append(ports, corev1.ContainerPort{Name: portRadSec, ContainerPort: spec.Radius.RadSec.Port, Protocol: corev1.ProtocolTCP})
+	}
+	if diameterEnabled(spec) {
+		ports = append(ports, corev1.ContainerPort{Name: portDiameter, ContainerPort: spec.Diameter.Port, Protocol: corev1.ProtocolTCP})
 	}
 	ports = append(ports, corev1.ContainerPort{Name: portAdmin, ContainerPort: AdminPort, Protocol: corev1.ProtocolTCP})
 
@@ -339,9 +343,9 @@ func buildStatefulSet(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 }
 
 // buildServices are the Services of one data center: RADIUS over UDP (auth and accounting),
-// RadSec over TCP when enabled (both of the configured type, externalTrafficPolicy Local by
-// default so NAS source addresses survive), and the admin port (ClusterIP, for Prometheus).
-// Pure.
+// RadSec and Diameter over TCP when enabled (all of the configured type, externalTrafficPolicy
+// Local by default so NAS and PCEF source addresses survive), and the admin port (ClusterIP,
+// for Prometheus). Pure.
 func buildServices(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacenter) []*corev1.Service {
 	external := func(name string, ports []corev1.ServicePort) *corev1.Service {
 		s := &corev1.Service{
@@ -373,6 +377,11 @@ func buildServices(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Data
 	if radsecEnabled(spec) {
 		out = append(out, external(radsecServiceName(c, dc.Name), []corev1.ServicePort{
 			{Name: portRadSec, Protocol: corev1.ProtocolTCP, Port: spec.Radius.RadSec.Port, TargetPort: intstr.FromString(portRadSec)},
+		}))
+	}
+	if diameterEnabled(spec) {
+		out = append(out, external(diameterServiceName(c, dc.Name), []corev1.ServicePort{
+			{Name: portDiameter, Protocol: corev1.ProtocolTCP, Port: spec.Diameter.Port, TargetPort: intstr.FromString(portDiameter)},
 		}))
 	}
 	out = append(out, &corev1.Service{
@@ -504,8 +513,8 @@ func serviceEndpoint(s *corev1.Service) string {
 }
 
 // reconcileDatacenters applies the objects of every data center the schema replicates to, and
-// deletes those of data centers that left the spec (and HPAs or RadSec Services no longer
-// wanted).
+// deletes those of data centers that left the spec (and HPAs, RadSec or Diameter Services no
+// longer wanted).
 func (r *AAAClusterReconciler) reconcileDatacenters(ctx context.Context, st *state) (result, error) {
 	c, spec := st.cluster, st.spec
 	keep := map[string]bool{}

@@ -25,6 +25,8 @@ const (
 	DefaultAuthPort               int32 = 1812
 	DefaultAcctPort               int32 = 1813
 	DefaultRadSecPort             int32 = 2083
+	DefaultDiameterPort           int32 = 3868
+	DefaultDiameterOriginHost           = "pcrf.{datacenter}.{realm}"
 	AdminPort                     int32 = 9812
 	DefaultScrapeInterval               = "30s"
 	DefaultPolicingImage                = "ghcr.io/openaaa/policing"
@@ -104,6 +106,14 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 			if rs.IssuerRef.Group == "" {
 				rs.IssuerRef.Group = "cert-manager.io"
 			}
+		}
+	}
+	if d := s.Diameter; d != nil {
+		if d.Port == 0 {
+			d.Port = DefaultDiameterPort
+		}
+		if d.OriginHost == "" {
+			d.OriginHost = DefaultDiameterOriginHost
 		}
 	}
 	if sub := s.Subscribers; sub != nil {
@@ -236,4 +246,21 @@ func managed(s aaav1.AAAClusterSpec) bool { return s.Cassandra.External == nil }
 // radsecEnabled tells whether RadSec is on.
 func radsecEnabled(s aaav1.AAAClusterSpec) bool {
 	return s.Radius.RadSec != nil && s.Radius.RadSec.Enabled
+}
+
+// diameterEnabled tells whether Diameter Gx is on.
+func diameterEnabled(s aaav1.AAAClusterSpec) bool {
+	return s.Diameter != nil && s.Diameter.Enabled
+}
+
+// diameterOriginHost is the Diameter identity of the policing pods of a data center: its own
+// override, else spec.diameter.originHost, with {datacenter} and {realm} filled in. Pure.
+func diameterOriginHost(s aaav1.AAAClusterSpec, dc string) string {
+	tmpl := s.Diameter.OriginHost
+	for _, d := range s.Datacenters {
+		if d.Name == dc && d.Diameter != nil && d.Diameter.OriginHost != "" {
+			tmpl = d.Diameter.OriginHost
+		}
+	}
+	return strings.NewReplacer("{datacenter}", dc, "{realm}", s.Diameter.Realm).Replace(tmpl)
 }

@@ -67,6 +67,10 @@ func serviceMonitorName(c *aaav1.AAACluster) string           { return c.Name }
 func prometheusRuleName(c *aaav1.AAACluster) string           { return c.Name }
 func dashboardConfigMapName(c *aaav1.AAACluster) string       { return c.Name + "-dashboard" }
 
+func diameterServiceName(c *aaav1.AAACluster, dc string) string {
+	return c.Name + "-" + dc + "-diameter"
+}
+
 // cassandraServiceName is the Service cass-operator creates for a datacenter:
 // <cluster>-<datacenter>-service, where the cluster is the K8ssandraCluster's name.
 func cassandraServiceName(c *aaav1.AAACluster, dc string) string {

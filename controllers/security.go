@@ -96,20 +96,25 @@ func networkPolicyEnabled(spec aaav1.AAAClusterSpec) bool {
 	return spec.NetworkPolicy.Enabled == nil || *spec.NetworkPolicy.Enabled
 }
 
-// buildNetworkPolicy restricts what reaches the policing pods of one data center: RADIUS and
-// RadSec from anywhere (NASes live outside the cluster), the admin port (API with its token,
-// /metrics, probes) only from the operator, this cluster's aaa-loadgen Jobs (they read
-// /metrics), pods labelled aaa.openaaa.io/admin-client=true in the namespace, and the
-// monitoring namespaces. Egress is not restricted (Cassandra, LDAP, NAS CoA ports, proxy
+// buildNetworkPolicy restricts what reaches the policing pods of one data center: RADIUS,
+// RadSec and Diameter from anywhere (NASes and PCEFs live outside the cluster), the admin
+// port (API with its token, /metrics, probes) only from the operator, this cluster's
+// aaa-loadgen Jobs (they read /metrics), pods labelled aaa.openaaa.io/admin-client=true in
+// the namespace, and the monitoring namespaces. Egress is not restricted (Cassandra, LDAP, NAS CoA ports, proxy
 // upstreams and DNS vary per site). Pure; operatorNamespace "" leaves the operator out.
 func buildNetworkPolicy(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, operatorNamespace string) *networkingv1.NetworkPolicy {
 	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
 	port := func(p corev1.Protocol, n int32) networkingv1.NetworkPolicyPort {
 		return networkingv1.NetworkPolicyPort{Protocol: ptr.To(p), Port: ptr.To(intstr.FromInt32(n))}
 	}
-	radius := []networkingv1.NetworkPolicyPort{port(udp, spec.Radius.AuthPort), port(udp, spec.Radius.AcctPort)}
+	public := []networkingv1.NetworkPolicyPort{port(udp, spec.Radius.AuthPort), port(udp, spec.Radius.AcctPort)}
 	if radsecEnabled(spec) {
-		radius = append(radius, port(tcp, spec.Radius.RadSec.Port))
+		public = append(public, port(tcp, spec.Radius.RadSec.Port))
+	}
+	if diameterEnabled(spec) {
+		// From anywhere, as RADIUS: policing's peer table refuses unknown peers (3010,
+		// counted), and a NetworkPolicy's view of a load-balanced source address varies by CNI.
+		public = append(public, port(tcp, spec.Diameter.Port))
 	}
 	monitoring := spec.NetworkPolicy.MonitoringNamespaceSelector
 	if monitoring == nil {
@@ -132,7 +137,7 @@ func buildNetworkPolicy(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc strin
 			PodSelector: metav1.LabelSelector{MatchLabels: podSelector(c, dc)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
-				{Ports: radius},
+				{Ports: public},
 				{Ports: []networkingv1.NetworkPolicyPort{port(tcp, AdminPort)}, From: admin},
 			},
 		},

@@ -1,7 +1,7 @@
 package controllers
 
 import (
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -91,13 +92,36 @@ func TestValidation(t *testing.T) {
 		{"grace period leaving no time to drain", func(c *aaav1.AAACluster) {
 			c.Spec.Spool = aaav1.SpoolSpec{TerminationGracePeriodSeconds: ptr.To[int64](30), PreStopDelaySeconds: ptr.To[int64](20)}
 		}, []string{"spec.spool.terminationGracePeriodSeconds", "at least 15 seconds after preStopDelaySeconds"}},
+		{"Diameter without a realm", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Peers: []aaav1.DiameterPeer{{Realm: "epc.example.net"}}}
+		}, []string{"spec.diameter.realm", "required when enabled"}},
+		{"Diameter without peers", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net"}
+		}, []string{"spec.diameter.peers", "at least one peer"}},
+		{"Diameter peer matching anyone", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", Peers: []aaav1.DiameterPeer{{}}}
+		}, []string{"spec.diameter.peers[0]", "set originHost, realm or sourceCIDRs"}},
+		{"Diameter peer source not a CIDR", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", Peers: []aaav1.DiameterPeer{{SourceCIDRs: []aaav1.CIDR{"10.1.0.0/16", "10.2.0.0"}}}}
+		}, []string{"spec.diameter.peers[0].sourceCIDRs[1]"}},
+		{"Diameter identity shared by two data centers", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", OriginHost: "pcrf.{realm}", Peers: []aaav1.DiameterPeer{{Realm: "epc.example.net"}}}
+		}, []string{"spec.diameter.originHost", "must contain {datacenter}"}},
+		{"Diameter identity override shared by two data centers", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", Peers: []aaav1.DiameterPeer{{Realm: "epc.example.net"}}}
+			c.Spec.Datacenters[0].Diameter = &aaav1.DatacenterDiameterSpec{OriginHost: "pcrf.example.net"}
+			c.Spec.Datacenters[1].Diameter = &aaav1.DatacenterDiameterSpec{OriginHost: "pcrf.example.net"}
+		}, []string{"spec.datacenters", "same Diameter identity"}},
+		{"Diameter identity with an unknown placeholder", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", OriginHost: "{pod}.{datacenter}.example.net", Peers: []aaav1.DiameterPeer{{Realm: "epc.example.net"}}}
+		}, []string{"spec.diameter.originHost"}},
 		{"grace period with the default delay", func(c *aaav1.AAACluster) {
 			c.Spec.Spool = aaav1.SpoolSpec{TerminationGracePeriodSeconds: ptr.To[int64](16)}
 		}, []string{"spec.spool.terminationGracePeriodSeconds"}},
 	}
 	for i, tc := range create {
 		t.Run(tc.name, func(t *testing.T) {
-			c := minimalCluster(ns, "invalid-"+string(rune('a'+i)))
+			c := minimalCluster(ns, fmt.Sprintf("invalid-%d", i))
 			tc.mutate(c)
 			err := te.c.Create(bg, c)
 			if err == nil {
@@ -123,6 +147,15 @@ func TestValidation(t *testing.T) {
 	if g, d := c.Spec.Spool.TerminationGracePeriodSeconds, c.Spec.Spool.PreStopDelaySeconds; g == nil || *g != DefaultTerminationGraceSeconds ||
 		d == nil || *d != DefaultPreStopDelaySeconds || c.Spec.Spool.Persistence != nil {
 		t.Errorf("spool defaults not applied: %+v", c.Spec.Spool)
+	}
+
+	// One identity for all: fine when every data center has its own override.
+	own := minimalCluster(ns, "own-identities")
+	own.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", OriginHost: "pcrf.{realm}", Peers: []aaav1.DiameterPeer{{SourceCIDRs: []aaav1.CIDR{"2001:db8::/32"}}}}
+	own.Spec.Datacenters[0].Diameter = &aaav1.DatacenterDiameterSpec{OriginHost: "pcrf-a.{realm}"}
+	own.Spec.Datacenters[1].Diameter = &aaav1.DatacenterDiameterSpec{OriginHost: "pcrf-b.{realm}"}
+	if err := te.c.Create(bg, own); err != nil {
+		t.Errorf("per data center identities rejected: %v", err)
 	}
 
 	update := []struct {

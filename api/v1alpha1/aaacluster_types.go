@@ -29,6 +29,8 @@ const (
 
 // AAAClusterSpec describes one geo-redundant AAA deployment: policing (the RADIUS server) in
 // every data center, sharing sessions through a multi-DC Cassandra cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.diameter) || !self.diameter.enabled || !has(self.diameter.originHost) || self.diameter.originHost.contains('{datacenter}') || self.datacenters.filter(d, !has(d.diameter) || !has(d.diameter.originHost)).size() <= 1",message="spec.diameter.originHost must contain {datacenter} when several data centers use it: each data center needs its own Diameter identity (or set spec.datacenters[].diameter.originHost)",fieldPath=".diameter.originHost"
+// +kubebuilder:validation:XValidation:rule="self.datacenters.all(a, !has(a.diameter) || !has(a.diameter.originHost) || self.datacenters.filter(b, has(b.diameter) && has(b.diameter.originHost) && b.diameter.originHost == a.diameter.originHost).size() == 1)",message="spec.datacenters[].diameter.originHost: two data centers have the same Diameter identity",fieldPath=".datacenters"
 type AAAClusterSpec struct {
 	// Datacenters lists the data centers, each running policing and (when Cassandra is managed)
 	// one Cassandra datacenter of the same name. Names are unique and can never be renamed
@@ -59,6 +61,12 @@ type AAAClusterSpec struct {
 	// +optional
 	SessionStore string `json:"sessionStore,omitempty"`
 
+	// Diameter serves Diameter Gx (the PCRF role, docs/diameter-gx.md) next to RADIUS, from
+	// the same subscribers and session store: a TCP listener in every policing pod and a
+	// Service per data center.
+	// +optional
+	Diameter *DiameterSpec `json:"diameter,omitempty"`
+
 	// Subscribers selects where subscribers are looked up: LDAP or a file.
 	// +optional
 	Subscribers *SubscribersSpec `json:"subscribers,omitempty"`
@@ -84,8 +92,8 @@ type AAAClusterSpec struct {
 	// +optional
 	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
 
-	// NetworkPolicy the operator writes per data center (docs/security.md): RADIUS and
-	// RadSec from anywhere, the admin port only from the operator, aaa-loadgen, pods labelled
+	// NetworkPolicy the operator writes per data center (docs/security.md): RADIUS, RadSec
+	// and Diameter from anywhere, the admin port only from the operator, aaa-loadgen, pods labelled
 	// aaa.openaaa.io/admin-client=true in this namespace, and the monitoring namespaces.
 	// +optional
 	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
@@ -130,13 +138,28 @@ type Datacenter struct {
 	// +optional
 	Scheduling SchedulingSpec `json:"scheduling,omitempty"`
 
-	// Service settings of the RADIUS Services of this data center.
+	// Service settings of the RADIUS Services of this data center (and of its RadSec and
+	// Diameter Services).
 	// +optional
 	Service ServiceSpec `json:"service,omitempty"`
 
 	// Cassandra settings of this data center (nodes, storage, replication factor).
 	// +optional
 	Cassandra DatacenterCassandraSpec `json:"cassandra,omitempty"`
+
+	// Diameter settings of this data center (its Diameter identity).
+	// +optional
+	Diameter *DatacenterDiameterSpec `json:"diameter,omitempty"`
+}
+
+// DatacenterDiameterSpec overrides spec.diameter for one data center.
+type DatacenterDiameterSpec struct {
+	// OriginHost of the policing pods of this data center instead of spec.diameter.originHost
+	// (the same placeholders: {datacenter}, {realm}).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9-]|\.|\{datacenter\}|\{realm\})+$`
+	// +optional
+	OriginHost string `json:"originHost,omitempty"`
 }
 
 // AutoscalingSpec configures the HorizontalPodAutoscaler (autoscaling/v2) of one data center.
@@ -195,8 +218,8 @@ type SchedulingSpec struct {
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
-// ServiceSpec configures the RADIUS Services (UDP auth and accounting; TCP RadSec) of one data
-// center.
+// ServiceSpec configures the Services NAS and PCEFs reach (RADIUS over UDP; RadSec and Diameter
+// over TCP) of one data center.
 // +kubebuilder:validation:XValidation:rule="!has(self.externalTrafficPolicy) || !has(self.type) || self.type != 'ClusterIP'",message="externalTrafficPolicy applies only to the LoadBalancer and NodePort types",fieldPath=".externalTrafficPolicy"
 // +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerIP) || !has(self.type) || self.type == 'LoadBalancer'",message="loadBalancerIP applies only to the LoadBalancer type",fieldPath=".loadBalancerIP"
 type ServiceSpec struct {
@@ -213,8 +236,9 @@ type ServiceSpec struct {
 	// LoadBalancerSourceRanges restricts the clients of a LoadBalancer Service.
 	// +optional
 	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
-	// ExternalTrafficPolicy of LoadBalancer and NodePort Services. Default Local: NAS are
-	// identified by their source address, which Cluster would replace with a node's address.
+	// ExternalTrafficPolicy of LoadBalancer and NodePort Services. Default Local: NAS (and
+	// Diameter peers with sourceCIDRs) are identified by their source address, which Cluster
+	// would replace with a node's address.
 	// +kubebuilder:validation:Enum=Local;Cluster
 	// +optional
 	ExternalTrafficPolicy corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
@@ -360,6 +384,70 @@ type RadiusSpec struct {
 	// +optional
 	RadSec *RadSecSpec `json:"radsec,omitempty"`
 }
+
+// DiameterSpec configures the Diameter base protocol (RFC 6733) and the Gx policy server
+// (3GPP TS 29.212) of policing: policing's diameter.* keys (docs/diameter-gx.md).
+// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.realm)",message="spec.diameter.realm is required when enabled (the Origin-Realm of policing)",fieldPath=".realm"
+// +kubebuilder:validation:XValidation:rule="!self.enabled || (has(self.peers) && size(self.peers) > 0)",message="spec.diameter.peers: at least one peer is required when enabled (a CER from anyone else is refused with 3010 DIAMETER_UNKNOWN_PEER)",fieldPath=".peers"
+type DiameterSpec struct {
+	// Enabled opens the Diameter port and serves Gx.
+	Enabled bool `json:"enabled"`
+	// Port (TCP). Default 3868.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=3868
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// Realm is the Origin-Realm of policing, e.g. example.net.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$`
+	// +optional
+	Realm string `json:"realm,omitempty"`
+	// OriginHost is the Diameter identity of the policing pods of a data center, a template:
+	// {datacenter} is replaced by the data center's name, {realm} by realm. Every pod of a data
+	// center has the same identity: a PCEF configures the data center (its Service) as one
+	// peer. spec.datacenters[].diameter.originHost overrides it for one data center.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9-]|\.|\{datacenter\}|\{realm\})+$`
+	// +kubebuilder:default="pcrf.{datacenter}.{realm}"
+	// +optional
+	OriginHost string `json:"originHost,omitempty"`
+	// Peers are the PCEFs (PGWs) allowed to connect. A CER from anyone else is answered 3010
+	// DIAMETER_UNKNOWN_PEER and the connection closed.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Peers []DiameterPeer `json:"peers,omitempty"`
+}
+
+// DiameterPeer is one allowed Diameter peer: every field that is set must match its CER and
+// connection.
+// +kubebuilder:validation:XValidation:rule="has(self.originHost) || has(self.realm) || has(self.sourceCIDRs)",message="spec.diameter.peers[]: set originHost, realm or sourceCIDRs"
+type DiameterPeer struct {
+	// OriginHost of the peer's CER (case-insensitive).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	OriginHost string `json:"originHost,omitempty"`
+	// Realm: the Origin-Realm of the peer's CER (case-insensitive).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Realm string `json:"realm,omitempty"`
+	// SourceCIDRs: the peer's TCP connection comes from one of these networks. Through a
+	// LoadBalancer or NodePort Service the source address survives only with
+	// externalTrafficPolicy Local (the default).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	SourceCIDRs []CIDR `json:"sourceCIDRs,omitempty"`
+}
+
+// CIDR is an IPv4 or IPv6 network with its prefix length, e.g. 10.1.0.0/16 or 2001:db8::/32.
+// +kubebuilder:validation:MaxLength=43
+// +kubebuilder:validation:Pattern=`^(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])/(3[0-2]|[12]?[0-9])|[0-9A-Fa-f]*:[0-9A-Fa-f:.]*/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))$`
+type CIDR string
 
 // RadSecSpec configures RADIUS over TLS.
 // +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.issuerRef) || has(self.secretName)",message="spec.radius.radsec: issuerRef or secretName is required when enabled"

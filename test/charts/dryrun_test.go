@@ -145,6 +145,7 @@ func TestServerRejectsInvalidAAACluster(t *testing.T) {
 	cases := map[string][]string{
 		"replicationFactor must not exceed size":                   {"--set", "datacenters[0].name=dc1", "--set", "datacenters[0].cassandra.size=3", "--set", "datacenters[0].cassandra.replicationFactor=5"},
 		"maxReplicas must be greater than or equal to minReplicas": {"--set", "datacenters[0].name=dc1", "--set", "datacenters[0].autoscaling.minReplicas=5", "--set", "datacenters[0].autoscaling.maxReplicas=2"},
+		"spec.diameter.realm is required when enabled":             {"--set", "diameter.enabled=true", "--set", "diameter.peers[0].realm=epc.example.net"},
 	}
 	for want, args := range cases {
 		objs := objects(t, renders[2].template(t, args...))

@@ -324,6 +324,14 @@ func TestAAAClusterChart(t *testing.T) {
 			t.Errorf("Secret lacks %s", k)
 		}
 	}
+	// diameter passes through to spec.diameter, a data center's identity with its data center.
+	if realm, _, _ := unstructured.NestedString(c.Object, "spec", "diameter", "realm"); realm != "epc.example.net" {
+		t.Errorf("spec.diameter.realm = %q, want the values' epc.example.net", realm)
+	}
+	dcs, _, _ := unstructured.NestedSlice(c.Object, "spec", "datacenters")
+	if host, _, _ := unstructured.NestedString(dcs[2].(map[string]any), "diameter", "originHost"); host != "pcrf-edge.{realm}" {
+		t.Errorf("spec.datacenters[2].diameter.originHost = %q, want the values' pcrf-edge.{realm}", host)
+	}
 	def := objects(t, renders[2].template(t))
 	if find(def, "Secret", "") != nil {
 		t.Error("default values render a Secret")

@@ -125,6 +125,35 @@ func TestDashboardMetricsExist(t *testing.T) {
 	}
 }
 
+// TestDashboardCoversDiameter: every Diameter and Gx metric policing registers has a panel
+// (the "Diameter / Gx" row), so that a metric added there is not left off the dashboard.
+func TestDashboardCoversDiameter(t *testing.T) {
+	name := "openaaa-policing.json"
+	used := map[string]bool{}
+	for _, e := range dashboardExpressions(t, name, loadDashboards(t)[name]) {
+		for _, n := range metricNames(e.expr) {
+			used[n] = true
+		}
+	}
+	var families int
+	for family, kind := range policingFamilies(t) {
+		if !strings.HasPrefix(family, "openaaa_diameter_") && !strings.HasPrefix(family, "openaaa_gx_") {
+			continue
+		}
+		families++
+		shown := false
+		for n := range seriesNames(map[string]string{family: kind}) {
+			shown = shown || used[n]
+		}
+		if !shown {
+			t.Errorf("%s: no panel shows %s", name, family)
+		}
+	}
+	if families < 10 {
+		t.Errorf("policing registers %d Diameter and Gx metrics, want at least the 10 of docs/diameter-gx.md", families)
+	}
+}
+
 // TestDashboardsShape checks what the Grafana sidecar and the operator's labels rely on.
 func TestDashboardsShape(t *testing.T) {
 	dcLabel := strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(controllers.LabelDC)
@@ -159,7 +188,8 @@ func TestDashboardsShape(t *testing.T) {
 	for _, want := range []string{"Incoming TPS per data center", "Outgoing TPS per data center", "Authentication latency p50 / p99",
 		"Accounting latency p50 / p99", "Accepts and rejects", "Drops by reason", "Active sessions", "Busy workers",
 		"Upstream accounting servers up", "CoA and Disconnect by result", "LDAP up", "Cassandra client latency p50 / p99",
-		"Accounting spool depth"} {
+		"Accounting spool depth", "Diameter requests by command and Result-Code", "Diameter latency p50 / p99",
+		"Diameter peers up", "RARs sent", "Gx usage reported"} {
 		if !strings.Contains(raw, fmt.Sprintf("%q", want)) {
 			t.Errorf("openaaa-policing.json: no panel %q", want)
 		}
@@ -260,7 +290,8 @@ func TestAlertMetricsExist(t *testing.T) {
 	sort.Strings(alerts)
 	for _, want := range []string{"OpenAAAPolicingDown", "OpenAAAAuthLatencyHigh", "OpenAAAAccountingLatencyHigh",
 		"OpenAAARequestsDropped", "OpenAAAAccountingSpoolGrowing", "OpenAAALDAPUnreachable",
-		"OpenAAAUpstreamProxyUnreachable", "OpenAAASchemaMigrationFailed", "OpenAAAClusterNotReady"} {
+		"OpenAAAUpstreamProxyUnreachable", "OpenAAASchemaMigrationFailed", "OpenAAAClusterNotReady",
+		"OpenAAADiameterPeerDown", "OpenAAAGxPermanentFailures"} {
 		if sort.SearchStrings(alerts, want) == len(alerts) || alerts[sort.SearchStrings(alerts, want)] != want {
 			t.Errorf("no alert %s", want)
 		}

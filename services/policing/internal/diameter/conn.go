@@ -117,11 +117,17 @@ func (s *Server) read(c *peerConn) {
 		handlers.Wait()
 		_ = c.Close()
 		s.mu.Lock()
+		var gone *PeerInfo
 		if st := s.conns[c]; st != nil && st.open {
 			peersUp.Dec()
+			gone = &st.info
 		}
 		delete(s.conns, c)
 		s.mu.Unlock()
+		if gone != nil {
+			// The peers_up gauge has no names: this line says which peer left.
+			s.opt.Log.Info("diameter: peer down", "originHost", gone.OriginHost, "originRealm", gone.OriginRealm, "peer", c.RemoteAddr().String())
+		}
 		s.wg.Done()
 	}()
 	for {

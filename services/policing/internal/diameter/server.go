@@ -201,10 +201,11 @@ func (s *Server) serve(c *peerConn, m *diam.Message) {
 		}
 		ans, code, closeIt = s.app(c, m)
 	}
+	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
+	metrics.Transactions.WithLabelValues("diameter").Inc()
 	s.write(c, m, ans, name)
 	requests.WithLabelValues(name, strconv.FormatUint(uint64(code), 10)).Inc()
 	duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
-	metrics.Transactions.WithLabelValues("diameter").Inc()
 	if closeIt {
 		_ = c.Close()
 	}
@@ -228,20 +229,21 @@ func (s *Server) replay(c *peerConn, m *diam.Message) bool {
 	return true
 }
 
-// write sends the answer; an application answer is kept for retransmissions of its request.
+// write sends the answer; an application answer is kept for retransmissions of its request,
+// before it leaves: a peer that retransmits the moment it has the answer finds it cached.
 func (s *Server) write(c *peerConn, req, ans *diam.Message, name string) {
 	b, err := ans.Serialize()
 	if err != nil {
 		s.opt.Log.Error("diameter: answer not serialized", "command", name, "err", err)
 		return
 	}
-	if _, err := c.Write(b); err != nil {
-		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
-	}
 	if req.Header.ApplicationID != 0 {
 		if info, open := s.state(c); open {
 			s.dups.put(info.OriginHost, req.Header.EndToEndID, b, time.Now())
 		}
+	}
+	if _, err := c.Write(b); err != nil {
+		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync/atomic"
@@ -15,6 +16,8 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
 // echoApp answers every Gx request 2001 and counts them.
@@ -214,6 +217,49 @@ func TestRetransmissionAnsweredOnce(t *testing.T) {
 	b2, _ := a2.Serialize()
 	if !bytes.Equal(b1[16:], b2[16:]) {
 		t.Fatal("the retransmission got a different answer")
+	}
+}
+
+// A retransmission sent the moment the answer arrives is answered from the cache: the answer
+// must be cached before it leaves, or the peer can be faster than the cache and have its
+// request processed twice. Many rounds on one connection, since one round rarely loses.
+func TestRetransmissionRightAfterTheAnswer(t *testing.T) {
+	s, calls := startServer(t)
+	c := dialPeer(t, s)
+	exchange(t, c, cer("pcef.test", GxApplicationID))
+	const rounds = 300
+	for i := range rounds {
+		id := datatype.UTF8String(fmt.Sprintf("s;fast;%d", i))
+		first := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, id))
+		exchange(t, c, first)
+		again := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, id))
+		again.Header.EndToEndID = first.Header.EndToEndID
+		again.Header.CommandFlags |= diam.RetransmittedFlag
+		exchange(t, c, again)
+	}
+	if got := calls.Load(); got != rounds {
+		t.Fatalf("the application ran %d times for %d requests and their retransmissions; want %d", got, rounds, rounds)
+	}
+}
+
+// Every Diameter request a node answers is one of the field's transactions
+// (openaaa_transactions_total{kind="diameter"}), as every RADIUS request is; a retransmission
+// answered from the cache is not processed, so it is not one (as for RADIUS).
+func TestRequestsAreTransactions(t *testing.T) {
+	s, _ := startServer(t)
+	c := dialPeer(t, s)
+	counted := func() float64 { return testutil.ToFloat64(metrics.Transactions.WithLabelValues("diameter")) }
+	before := counted()
+	exchange(t, c, cer("pcef.test", GxApplicationID))
+	ccr := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;tx")))
+	exchange(t, c, ccr)
+	again := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;tx")))
+	again.Header.EndToEndID = ccr.Header.EndToEndID
+	again.Header.CommandFlags |= diam.RetransmittedFlag
+	exchange(t, c, again)
+	exchange(t, c, request(cmdDWR, 0, "pcef.test"))
+	if got := counted() - before; got != 3 {
+		t.Fatalf("%v transactions of kind diameter for CER, CCR, its retransmission and DWR; want 3", got)
 	}
 }
 
