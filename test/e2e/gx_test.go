@@ -21,6 +21,8 @@ type gxReport struct {
 	SessionsCompleted uint64  `json:"sessionsCompleted"`
 	RARs              uint64  `json:"rarsAnswered"`
 	Failovers         uint64  `json:"failovers"`
+	Unconfirmed       uint64  `json:"unconfirmed"`
+	Abandoned         uint64  `json:"abandoned"`
 	Commands          []struct {
 		Name     string            `json:"name"`
 		Answered uint64            `json:"answered"`

@@ -296,7 +296,7 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	// Gx sessions at the same time, each lasting a few seconds, so that many are open when
 	// dc3 goes: the generator fails over as a PCEF does (timeout, lost connection, 3004).
 	gx2 := startLoadgenCommand(t, loadgenBin, "gx", append(gxCommon, "--rate", fmt.Sprint(phase2GxRate), "--concurrency", "512",
-		"--interval", "500ms", "--timeout", "1s", "--duration", "6m", "--sessions", "100000")...)
+		"--interval", "500ms", "--timeout", "3s", "--duration", "6m", "--sessions", "100000")...)
 	sleep(ctx, 8*time.Second)
 	before := []float64{pol[0].mustMetric("openaaa_radius_requests_total"), pol[1].mustMetric("openaaa_radius_requests_total")}
 	must(t, cl.Kill(3))
@@ -328,8 +328,8 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	r2 := lg.wait(t, true, time.Minute)
 	var g2 gxReport
 	gx2.waitJSON(t, true, time.Minute, &g2)
-	t.Logf("phase 2 gx: %d sessions (%d completed), %d answered in %.1f s, codes %v, %d timeouts, %d failovers",
-		g2.Sessions, g2.SessionsCompleted, g2.Total.Answered, g2.Seconds, g2.Total.Codes, g2.Total.Timeouts, g2.Failovers)
+	t.Logf("phase 2 gx: %d sessions (%d completed, %d unconfirmed, %d abandoned), %d answered in %.1f s, codes %v, %d timeouts, %d failovers",
+		g2.Sessions, g2.SessionsCompleted, g2.Unconfirmed, g2.Abandoned, g2.Total.Answered, g2.Seconds, g2.Total.Codes, g2.Total.Timeouts, g2.Failovers)
 	// A session that another DC began is in the store: never 5002 DIAMETER_UNKNOWN_SESSION_ID.
 	if n := g2.Total.Codes["5002"]; n > 0 {
 		t.Fatalf("phase 2 gx: %d CCRs answered 5002 for sessions the store should have", n)
@@ -369,9 +369,14 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	}
 	t.Logf("phase 2: dc3 caught up in %s (%s)", time.Since(catch).Round(100*time.Millisecond), how)
 
-	// No Gx session stranded: every one begun was terminated (failing over where needed).
-	if n := countQuery(t, db, gocql.All, "SELECT count(*) FROM sessions_by_nas WHERE nas = 'gx'"); n != 0 {
-		t.Fatalf("phase 2 gx: %d Gx sessions stranded (active after the run ended them all)", n)
+	// No Gx session stranded by the DC's loss: every session the PCEF ended is closed in the
+	// store (its CCR-T failed over to a live DC). Left active: at most those the PCEF itself
+	// could not confirm (no CCA-I from any peer) or end (no CCA-T after every retry), which a
+	// loaded machine can produce without any DC lost.
+	active := countQuery(t, db, gocql.All, "SELECT count(*) FROM sessions_by_nas WHERE nas = 'gx'")
+	t.Logf("phase 2 gx: %d sessions active in the store after the run; the PCEF left %d unconfirmed and %d abandoned", active, g2.Unconfirmed, g2.Abandoned)
+	if uint64(active) > g2.Unconfirmed+g2.Abandoned {
+		t.Fatalf("phase 2 gx: %d Gx sessions stranded (active though the PCEF ended them)", uint64(active)-g2.Unconfirmed-g2.Abandoned)
 	}
 
 	// Zero accounting records lost: every Accounting-Response the loadgen got is in the

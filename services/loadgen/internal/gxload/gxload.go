@@ -118,6 +118,10 @@ type Result struct {
 	RARs uint64
 	// Failovers are requests sent again to another target after a timeout or a lost connection.
 	Failovers uint64
+	// Unconfirmed sessions got no answer to their CCR-I from any peer (a server may hold them
+	// nonetheless); Abandoned ones none to their CCR-T after every retry: the policy servers
+	// may keep both as active sessions until they expire.
+	Unconfirmed, Abandoned uint64
 }
 
 // Total sums the commands.
@@ -194,6 +198,8 @@ type worker struct {
 	byTarget       []Stats
 	sessions, done uint64
 	failovers      uint64
+	unconfirmed    uint64
+	abandoned      uint64
 }
 
 // Run connects to every target (CER/CEA), plays sessions until the duration or MaxSessions,
@@ -263,6 +269,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Sessions += w.sessions
 		res.SessionsCompleted += w.done
 		res.Failovers += w.failovers
+		res.Unconfirmed += w.unconfirmed
+		res.Abandoned += w.abandoned
 	}
 	res.RARs = r.rars.Load()
 	return res, nil
@@ -311,32 +319,48 @@ func (r *run) session(w *worker, n uint64) {
 	target := int(n % uint64(len(cfg.Targets)))
 	conn := int(n/uint64(len(cfg.Targets))) % cfg.ConnsPerTarget
 	w.sessions++
-	ok := r.request(w, target, conn, Initial, r.initial(sid, sub))
-	if !ok {
+	switch code := r.request(w, target, conn, Initial, r.initial(sid, sub)); code {
+	case resultSuccess:
+	case 0, resultUnableToDeliver, resultTooBusy:
+		w.unconfirmed++ // a server may have stored it without the answer reaching us
 		return
+	default:
+		return // refused: no session
 	}
 	num := uint32(1)
 	for range cfg.Updates {
 		if !cfg.Sticky {
 			target = (target + 1) % len(cfg.Targets)
 		}
-		if !r.request(w, target, conn, Update, r.ccr(sid, Update, num, true)) {
-			break
+		if r.request(w, target, conn, Update, r.ccr(sid, Update, num, true)) != resultSuccess {
+			break // the bearer goes: the session ends with its CCR-T
 		}
 		num++
 	}
-	if !cfg.Sticky {
-		target = (target + 1) % len(cfg.Targets)
+	// The PCRF must learn the session ended: the CCR-T is sent again, round after round over
+	// every peer, until one answers.
+	for round := range terminationRounds {
+		if !cfg.Sticky || round > 0 {
+			target = (target + 1) % len(cfg.Targets)
+		}
+		code := r.request(w, target, conn, Termination, r.ccr(sid, Termination, num, true))
+		if code == resultSuccess && num == uint32(cfg.Updates)+1 {
+			w.done++
+		}
+		if code != 0 && code != resultTooBusy && code != resultUnableToDeliver {
+			return
+		}
 	}
-	if r.request(w, target, conn, Termination, r.ccr(sid, Termination, num, true)) && num == uint32(cfg.Updates)+1 {
-		w.done++
-	}
+	w.abandoned++
 }
 
-// request sends one CCR and records its outcome; true when it was answered 2001. Requests
-// that end after the run's end are sent (to close the session) but not counted; latency is
-// the PCEF's, failovers included.
-func (r *run) request(w *worker, target, conn int, cmd Command, m *diam.Message) bool {
+// terminationRounds bounds the CCR-T's retries (each round tries every peer with failover).
+const terminationRounds = 3
+
+// request sends one CCR and records its outcome: the answer's Result-Code, 0 for none.
+// Requests that end after the run's end are sent (to close the session) but not counted;
+// latency is the PCEF's, failovers included.
+func (r *run) request(w *worker, target, conn int, cmd Command, m *diam.Message) uint32 {
 	if r.cfg.Interval > 0 && cmd != Initial {
 		time.Sleep(r.cfg.Interval)
 	}
@@ -355,7 +379,7 @@ func (r *run) request(w *worker, target, conn int, cmd Command, m *diam.Message)
 			tt.Timeouts++
 			r.timeouts.Add(1)
 		}
-		return false
+		return 0
 	case err != nil:
 		if counted {
 			st.Sent++
@@ -364,7 +388,7 @@ func (r *run) request(w *worker, target, conn int, cmd Command, m *diam.Message)
 			tt.Errors++
 			r.errs.Add(1)
 		}
-		return false
+		return 0
 	}
 	code := resultCode(a)
 	if counted {
@@ -380,7 +404,7 @@ func (r *run) request(w *worker, target, conn int, cmd Command, m *diam.Message)
 		tt.Latency.Record(now.Sub(sent))
 		r.answered.Add(1)
 	}
-	return code == resultSuccess
+	return code
 }
 
 // initial builds session n's CCR-I: the subscriber's IMSI, its Framed-IP-Address, the APN.

@@ -22,6 +22,8 @@ type Report struct {
 	Skipped           uint64  `json:"skipped,omitempty"`
 	RARs              uint64  `json:"rarsAnswered"`
 	Failovers         uint64  `json:"failovers"`
+	Unconfirmed       uint64  `json:"unconfirmed"`
+	Abandoned         uint64  `json:"abandoned"`
 	Commands          []Line  `json:"commands"`
 	Total             Line    `json:"total"`
 	Targets           []Line  `json:"targets"`
@@ -66,7 +68,7 @@ func line(name string, s *Stats, secs float64) Line {
 func NewReport(cfg *Config, res *Result, serverCPU, loadgenCPU float64) *Report {
 	secs := res.Elapsed.Seconds()
 	r := &Report{Seconds: secs, Sessions: res.Sessions, SessionsCompleted: res.SessionsCompleted,
-		Skipped: res.Skipped, RARs: res.RARs, Failovers: res.Failovers, LoadgenCPUSeconds: loadgenCPU}
+		Skipped: res.Skipped, RARs: res.RARs, Failovers: res.Failovers, Unconfirmed: res.Unconfirmed, Abandoned: res.Abandoned, LoadgenCPUSeconds: loadgenCPU}
 	for i := range res.ByCommand {
 		r.Commands = append(r.Commands, line(Command(i).String(), &res.ByCommand[i], secs))
 	}
@@ -117,8 +119,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.ServerCPUMicrosPerTx != nil {
 		cpu = fmt.Sprintf("%.1f µs per Gx request", *r.ServerCPUMicrosPerTx)
 	}
-	_, err := fmt.Fprintf(w, "%.1f s, %d sessions (%d completed, %d skipped), %d failovers, %d RARs answered; server CPU: %s; generator CPU %.1f s\n",
-		r.Seconds, r.Sessions, r.SessionsCompleted, r.Skipped, r.Failovers, r.RARs, cpu, r.LoadgenCPUSeconds)
+	_, err := fmt.Fprintf(w, "%.1f s, %d sessions (%d completed, %d skipped, %d unconfirmed, %d abandoned), %d failovers, %d RARs answered; server CPU: %s; generator CPU %.1f s\n",
+		r.Seconds, r.Sessions, r.SessionsCompleted, r.Skipped, r.Unconfirmed, r.Abandoned, r.Failovers, r.RARs, cpu, r.LoadgenCPUSeconds)
 	return err
 }
 
