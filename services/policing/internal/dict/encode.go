@@ -145,7 +145,12 @@ func (a *Attr) encodeValue(text string) ([]byte, error) {
 		if !strings.HasPrefix(text, "0x") {
 			return nil, fmt.Errorf("an Ascend binary filter is taken as 0x hex only")
 		}
-		return octets(text)
+		b, err := octets(text)
+		if err != nil || len(b) > ascendFilterLen {
+			return nil, fmt.Errorf("%q is not hex of at most %d octets", text, ascendFilterLen)
+		}
+		// FreeRADIUS sends the filter structure whole, zero-padded.
+		return append(b, make([]byte, ascendFilterLen-len(b))...), nil
 	case dictionary.AttributeInteger, dictionary.AttributeShort, dictionary.AttributeByte:
 		bits := map[dictionary.AttributeType]int{dictionary.AttributeInteger: 32, dictionary.AttributeShort: 16, dictionary.AttributeByte: 8}[a.kind]
 		n, ok := a.values[text]
@@ -234,6 +239,9 @@ func (a *Attr) encodeValue(text string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("type %s is not supported in replies", kindName(a.kind))
 }
+
+// ascendFilterLen is the size of an Ascend binary filter (FreeRADIUS's ascend_filter_t).
+const ascendFilterLen = 32
 
 // octets is "0x" and hex digits, or the text itself.
 func octets(text string) ([]byte, error) {

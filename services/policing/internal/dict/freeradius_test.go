@@ -267,7 +267,7 @@ func TestVendorDictionariesMatchFreeRADIUS(t *testing.T) {
 		"string": {"abc", `"abc"`}, "octets": {"0x0a0b", ""}, "integer": {"7", ""}, "ipaddr": {"192.0.2.9", ""},
 		"ipv6addr": {"2001:db8::9", ""}, "ipv6prefix": {"2001:db8:9::/48", ""}, "byte": {"9", ""}, "short": {"300", ""},
 		"integer64": {"4294967296", ""}, "date": {"1700000000", ""}, "combo-ip": {"192.0.2.10", ""}, "signed": {"-5", ""},
-		"ifid": {"0000:0000:0000:0009", ""}, "ether": {"00:11:22:33:44:55", ""}, "ipv4prefix": {"10.9.0.0/16", ""},
+		"ifid": {"0000:0000:0000:0009", ""}, "ether": {"00:11:22:33:44:55", ""}, "ipv4prefix": {"10.9.0.0/16", ""}, "abinary": {"0x0101", ""},
 	}
 	vendors := map[uint32]string{2011: "Huawei", 6527: "Alcatel-Lucent-Service-Router", 831: "ALU-AAA", 193: "Ericsson",
 		2352: "Ericsson-AB", 4874: "ERX", 9: "Cisco", 10415: "3GPP", 311: "Microsoft"}

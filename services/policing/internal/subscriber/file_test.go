@@ -217,6 +217,7 @@ profiles:
     replyAttributes:
       Cisco-AVPair: ["ip:addr-pool=gold", "subscriber:accounting-list=acct", "ip:vrf-id=inet"]
       ERX-Service-Activate: [svc-a, svc-b]
+      ERX-Service-Activate:2: svc-tagged
       Framed-MTU: 1492
 subscribers:
   - {username: alice, password: p, profileName: bng}
@@ -231,6 +232,9 @@ subscribers:
 	}
 	if got := fmt.Sprint(a["ERX-Service-Activate"]); got != "[svc-a svc-b]" {
 		t.Errorf("alice ERX-Service-Activate %s", got)
+	}
+	if got := fmt.Sprint(a["ERX-Service-Activate:2"]); got != "[svc-tagged]" {
+		t.Errorf("a Name:tag key: %s", got)
 	}
 	if got := fmt.Sprint(a["Framed-MTU"]); got != "[1492]" {
 		t.Errorf("alice Framed-MTU %s: a number is one value", got)
