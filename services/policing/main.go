@@ -149,7 +149,8 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 }
 
 // checkPolicy loads a Lua policy as the node would (the configuration's policy.* keys, the
-// built-in dictionary): compiled, run, its inputs checked and its selftest() run.
+// built-in dictionary and radius.dictionaries): compiled, run, its inputs checked and its
+// selftest() run.
 func checkPolicy(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check-policy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
