@@ -52,8 +52,8 @@ func (c *clientPaths) get() []string {
 	return c.last
 }
 
-// startReload watches the mounted files this node reads (clients, secrets, the subscriber
-// file) and reloads them on change or SIGHUP. Other parts (RadSec certificates) add their
+// startReload watches the mounted files this node reads (clients, secrets, the dictionaries,
+// the subscriber file) and reloads them on change or SIGHUP. Other parts (RadSec certificates) add their
 // own files with n.Reloader.Watch.
 func (n *Node) startReload(src subscriber.Source, pol *policy.Default) {
 	cfg := n.Config
