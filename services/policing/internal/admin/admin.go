@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
+	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -30,6 +31,9 @@ type Server struct {
 	Pprof bool
 	// CoA sends CoA and Disconnect requests (admin/coa.go); nil: not configured.
 	CoA *coa.Sender
+	// Dict names the attributes of a CoA request (the node's dictionaries); nil: the
+	// built-in one.
+	Dict *dict.Dict
 	// GxRAR pushes a RAR to the PCEF of a Gx session (admin/gx.go); nil: Diameter is off.
 	GxRAR GxRAR
 	// Token guards everything but /metrics, /healthz and /readyz; nil or unset: the API

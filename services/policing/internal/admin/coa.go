@@ -70,9 +70,13 @@ func (s *Server) coaRequest(w http.ResponseWriter, r *http.Request) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	d := s.Dict
+	if d == nil {
+		d = dict.Builtin
+	}
 	var attrs radius.Attributes
 	for _, n := range names {
-		a, ok := dict.Builtin.Lookup(n)
+		a, ok := d.Lookup(n)
 		if !ok {
 			httpError(w, http.StatusBadRequest, "attributes: no attribute "+n+" in the dictionary")
 			return

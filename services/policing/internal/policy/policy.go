@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
+	"strings"
 
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
@@ -110,23 +112,52 @@ func (d *Default) ReplyAttributes(p *subscriber.Profile) (radius.Attributes, err
 	}
 	sort.Strings(names) // stable replies
 	for _, n := range names {
-		if err := d.addNamed(&a, n, p.ReplyAttributes[n]); err != nil {
-			return nil, fmt.Errorf("replyAttributes.%s: %w", n, err)
+		vs := p.ReplyAttributes[n]
+		for i, v := range vs { // several values: repeated attributes, in order
+			if err := d.addNamed(&a, n, v); err != nil {
+				if len(vs) > 1 {
+					return nil, fmt.Errorf("replyAttributes.%s[%d]: %w", n, i, err)
+				}
+				return nil, fmt.Errorf("replyAttributes.%s: %w", n, err)
+			}
 		}
 	}
 	return a, nil
 }
 
 func (d *Default) addNamed(a *radius.Attributes, name, value string) error {
+	name, tag := splitTag(name)
 	attr, ok := d.Dict.Lookup(name)
 	if !ok {
 		return fmt.Errorf("no attribute %q in the dictionary", name)
 	}
-	enc, err := attr.Encode(value)
+	enc, err := attr.EncodeTag(value, tag)
 	if err != nil {
 		return err
 	}
 	a.Add(enc.Type, enc.Value)
+	return nil
+}
+
+// splitTag reads FreeRADIUS's Name:tag (ERX-Service-Activate:1, RFC 2868 tags 1-31);
+// attribute names have no colon.
+func splitTag(name string) (string, int) {
+	i := strings.LastIndexByte(name, ':')
+	if i < 0 {
+		return name, 0
+	}
+	tag, err := strconv.Atoi(name[i+1:])
+	if err != nil || tag < 0 || tag > 0xff {
+		return name, 0 // not a tag: "no attribute" names it whole
+	}
+	return name[:i], tag
+}
+
+// CheckRateLimitAttribute says whether the dictionary has policy.rateLimitAttribute.
+func (d *Default) CheckRateLimitAttribute() error {
+	if _, ok := d.Dict.Lookup(d.RateLimitAttribute); !ok && d.RateLimitAttribute != "" {
+		return fmt.Errorf("policy.rateLimitAttribute: no attribute %q in the dictionary", d.RateLimitAttribute)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func TestAuthorizeProfile(t *testing.T) {
 	sub := &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{
 		FramedIPAddress: "10.1.0.1", FramedPool: "pool-a", SessionTimeout: 3600, IdleTimeout: 600, AcctInterimInterval: 300,
 		Class: "gold", FilterID: "std", RateLimit: "10M/10M",
-		ReplyAttributes: map[string]string{"Framed-MTU": "1492", "Service-Type": "Framed-User", "Cisco-AVPair": "ip:addr-pool=a"},
+		ReplyAttributes: subscriber.ReplyAttributes{"Framed-MTU": {"1492"}, "Service-Type": {"Framed-User"}, "Cisco-AVPair": {"ip:addr-pool=a"}},
 	}}
 	dec := d.Authorize(context.Background(), radius.New(radius.CodeAccessRequest, []byte("s")), sub)
 	if !dec.Accept {
@@ -103,7 +104,7 @@ func TestRejects(t *testing.T) {
 		t.Fatal("no RejectMessage: no Reply-Message")
 	}
 	// A profile that no longer encodes rejects rather than sending a broken accept.
-	bad := d.Authorize(context.Background(), nil, &subscriber.Subscriber{Profile: subscriber.Profile{ReplyAttributes: map[string]string{"No-Such": "1"}}})
+	bad := d.Authorize(context.Background(), nil, &subscriber.Subscriber{Profile: subscriber.Profile{ReplyAttributes: subscriber.ReplyAttributes{"No-Such": {"1"}}}})
 	if bad.Accept || !strings.Contains(bad.Reason, "No-Such") {
 		t.Fatalf("%+v", bad)
 	}
@@ -119,8 +120,8 @@ func TestCheckProfile(t *testing.T) {
 		{subscriber.Profile{FramedIPAddress: "10.0.0"}, "framedIPAddress"},
 		{subscriber.Profile{FramedIPAddress: "2001:db8::1"}, "framedIPAddress"},
 		{subscriber.Profile{RateLimit: strings.Repeat("r", 300)}, "rateLimit"},
-		{subscriber.Profile{ReplyAttributes: map[string]string{"Framed-MTU": "big"}}, "replyAttributes.Framed-MTU"},
-		{subscriber.Profile{ReplyAttributes: map[string]string{"Framed-Mtu": "1"}}, "replyAttributes.Framed-Mtu"},
+		{subscriber.Profile{ReplyAttributes: subscriber.ReplyAttributes{"Framed-MTU": {"big"}}}, "replyAttributes.Framed-MTU"},
+		{subscriber.Profile{ReplyAttributes: subscriber.ReplyAttributes{"Framed-Mtu": {"1"}}}, "replyAttributes.Framed-Mtu"},
 	}
 	for _, c := range cases {
 		err := d.CheckProfile(&c.p)
@@ -172,5 +173,59 @@ func TestAccountingQuota(t *testing.T) {
 	}
 	if d := testutil.ToFloat64(metrics.PolicyDisconnects.WithLabelValues(QuotaReason)) - before; d != float64(marked) {
 		t.Fatalf("disconnects_marked delta %v, want %d", d, marked)
+	}
+}
+
+// Several values of one attribute are repeated attributes in the profile's order (what
+// FreeRADIUS sends for `Cisco-AVPair += ...` lines); a bad value is named by its index.
+func TestReplyAttributesRepeated(t *testing.T) {
+	d := newPolicy()
+	attrs, err := d.ReplyAttributes(&subscriber.Profile{ReplyAttributes: subscriber.ReplyAttributes{
+		"Cisco-AVPair":          {"ip:addr-pool=gold", "subscriber:accounting-list=acct", "ip:vrf-id=inet"},
+		"Mikrotik-Address-List": {"list-a", "list-b"},
+		"Framed-MTU":            {"1492"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, avp := range attrs {
+		if avp.Type == 26 {
+			got = append(got, string(avp.Attribute[6:]))
+		}
+	}
+	want := "[ip:addr-pool=gold subscriber:accounting-list=acct ip:vrf-id=inet list-a list-b]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("VSAs %q, want %q", got, want)
+	}
+	_, err = d.ReplyAttributes(&subscriber.Profile{ReplyAttributes: subscriber.ReplyAttributes{"Framed-MTU": {"1400", "big"}}})
+	if err == nil || !strings.HasPrefix(err.Error(), "replyAttributes.Framed-MTU[1]:") {
+		t.Fatalf("bad second value: %v", err)
+	}
+}
+
+// A tagged attribute takes FreeRADIUS's Name:tag (RFC 2868 tags 1-31); an attribute without
+// has_tag refuses one.
+func TestReplyAttributesTagged(t *testing.T) {
+	d := newPolicy()
+	attrs, err := d.ReplyAttributes(&subscriber.Profile{ReplyAttributes: subscriber.ReplyAttributes{
+		"ERX-Service-Activate:1": {"svc-a"}, "ERX-Service-Activate:2": {"svc-b"}, "Tunnel-Type:3": {"VLAN"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, avp := range attrs {
+		got = append(got, fmt.Sprintf("%d:% x", avp.Type, []byte(avp.Attribute)))
+	}
+	want := "[26:00 00 13 0a 41 08 01 73 76 63 2d 61 26:00 00 13 0a 41 08 02 73 76 63 2d 62 64:03 00 00 0d]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("%s, want %s", got, want)
+	}
+	for _, bad := range []string{"Framed-MTU:1", "ERX-Service-Activate:32", "Tunnel-Type:x"} {
+		err := d.CheckProfile(&subscriber.Profile{ReplyAttributes: subscriber.ReplyAttributes{bad: {"1"}}})
+		if err == nil || !strings.Contains(err.Error(), "replyAttributes."+bad) {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }

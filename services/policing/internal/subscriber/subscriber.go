@@ -25,8 +25,9 @@ type Profile struct {
 	// billing system keeps it in the profile (the file, or an LDAP attribute it writes): the
 	// quota counts them with the session's own, so a quota spans the period, not a session.
 	UsedOctets uint64 `json:"usedOctets,omitempty"`
-	// ReplyAttributes are extra reply attributes by dictionary name (e.g. "Framed-MTU": "1492").
-	ReplyAttributes map[string]string `json:"replyAttributes,omitempty"`
+	// ReplyAttributes are extra reply attributes by dictionary name (e.g. "Framed-MTU": "1492",
+	// "Cisco-AVPair": ["a", "b"]); attributes.go.
+	ReplyAttributes ReplyAttributes `json:"replyAttributes,omitempty"`
 	// DataPolicy is the subscriber's Gx policy (datapolicy.go); nil: no Gx sessions.
 	DataPolicy *DataPolicy `json:"dataPolicy,omitempty"`
 }

@@ -148,7 +148,7 @@ func subValue(s *subscriber.Subscriber, name string) (val, bool) {
 		return f(s), true
 	}
 	if strings.Contains(name, "-") {
-		return str(s.Profile.ReplyAttributes[name]), true
+		return str(s.Profile.ReplyAttributes[name].First()), true
 	}
 	return val{}, false
 }
