@@ -606,7 +606,7 @@ func TestMigrations(t *testing.T) {
 	}
 
 	out, code = runMigrate(t, "--keyspace", ks)
-	if code != 0 || !strings.Contains(out, "applied 2 migration(s)") {
+	if code != 0 || !strings.Contains(out, "applied 3 migration(s)") {
 		t.Fatalf("first run (%d):\n%s", code, out)
 	}
 	type rec struct {
@@ -627,7 +627,7 @@ func TestMigrations(t *testing.T) {
 		return m
 	}
 	before := read()
-	if len(before) != 2 || before[1].status != "applied" || before[2].status != "applied" {
+	if len(before) != 3 || before[1].status != "applied" || before[2].status != "applied" || before[3].status != "applied" {
 		t.Fatalf("schema_migrations = %+v", before)
 	}
 	out, code = runMigrate(t, "--keyspace", ks)
