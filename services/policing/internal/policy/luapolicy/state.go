@@ -3,12 +3,14 @@ package luapolicy
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
 	"layeh.com/radius"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
 // state is one Lua state of a program's pool: the script's chunk has run in it (its
@@ -97,7 +99,7 @@ func (p *program) newState() (*state, error) {
 	for name, fn := range map[string]lua.LGFunction{
 		"reject": st.reject, "reply": st.reply, "disconnect": st.disconnect, "coa": st.coaAttr,
 		"install_rule": st.installRule, "remove_rule": st.removeRule,
-		"hour": st.clock("hour"), "weekday": st.clock("weekday"),
+		"hour": st.clock("hour"), "weekday": st.clock("weekday"), "ip_in": ipIn,
 	} {
 		L.SetGlobal(name, L.NewFunction(fn))
 	}
@@ -173,6 +175,28 @@ func (st *state) clock(name string) lua.LGFunction {
 		L.Push(clockValue(st.a.now, name).lua())
 		return 1
 	}
+}
+
+// ip_in(ip, prefix): whether prefix covers ip, each an address or a prefix of either family
+// (session.Covers: the longest-prefix rule of the store's IPv6 lookup); false when either
+// is nil or not an address. Pure: it reads nothing a hook's memo would have to declare.
+func ipIn(L *lua.LState) int {
+	q, ok1 := ipOrPrefix(L.OptString(1, ""))
+	c, ok2 := ipOrPrefix(L.OptString(2, ""))
+	L.Push(lua.LBool(ok1 && ok2 && session.Covers(c, q)))
+	return 1
+}
+
+func ipOrPrefix(s string) (netip.Prefix, bool) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), true
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), true
 }
 
 func (st *state) only(fn string, hooks ...hook) {
