@@ -3,13 +3,13 @@ package luapolicy
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
 	"layeh.com/radius"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -181,22 +181,10 @@ func (st *state) clock(name string) lua.LGFunction {
 // (session.Covers: the longest-prefix rule of the store's IPv6 lookup); false when either
 // is nil or not an address. Pure: it reads nothing a hook's memo would have to declare.
 func ipIn(L *lua.LState) int {
-	q, ok1 := ipOrPrefix(L.OptString(1, ""))
-	c, ok2 := ipOrPrefix(L.OptString(2, ""))
-	L.Push(lua.LBool(ok1 && ok2 && session.Covers(c, q)))
+	q, err1 := config.ParseClientAddress(L.OptString(1, "")) // an address or a prefix, masked
+	c, err2 := config.ParseClientAddress(L.OptString(2, ""))
+	L.Push(lua.LBool(err1 == nil && err2 == nil && session.Covers(c, q)))
 	return 1
-}
-
-func ipOrPrefix(s string) (netip.Prefix, bool) {
-	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), true
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, false
-	}
-	a = a.Unmap()
-	return netip.PrefixFrom(a, a.BitLen()), true
 }
 
 func (st *state) only(fn string, hooks ...hook) {
