@@ -9,6 +9,7 @@ import (
 	"layeh.com/radius/rfc4818"
 	"layeh.com/radius/rfc6911"
 
+	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
@@ -46,17 +47,12 @@ func ipv6Attr(a radius.Attribute, name string) netip.Addr {
 	return netip.AddrFrom16([16]byte(a))
 }
 
-// prefixAttr reads an ipv6prefix attribute (RFC 8044 §3.11: reserved octet, length, up to
-// 16 prefix octets; missing octets are zero). Bits past the length are cleared rather than
-// refused: they carry nothing.
+// prefixAttr reads an ipv6prefix attribute (radiusx.IPv6Prefix).
 func prefixAttr(a radius.Attribute, name string) netip.Prefix {
-	if len(a) < 2 || len(a) > 18 || a[1] > 128 {
+	p, ok := radiusx.IPv6Prefix(a)
+	if !ok {
 		invalid(name)
-		return netip.Prefix{}
 	}
-	var b [16]byte
-	copy(b[:], a[2:])
-	p, _ := netip.AddrFrom16(b).Prefix(int(a[1]))
 	return p
 }
 
