@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"net/url"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -84,7 +85,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-// sessions answers ?user=, ?framedIp= or ?nas= with the matching active sessions.
+// sessions answers ?user=, ?ip= (framedIp= is its older name) or ?nas= with the matching
+// active sessions.
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ctx := r.Context()
@@ -97,14 +99,13 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 		out, err = s.Store.ByUser(ctx, q.Get("user"))
 	case q.Has("nas"):
 		out, err = s.Store.ByNAS(ctx, q.Get("nas"))
-	case q.Has("framedIp"):
-		ip, perr := netip.ParseAddr(q.Get("framedIp"))
-		if perr != nil {
-			httpError(w, http.StatusBadRequest, "framedIp: "+perr.Error())
+	case q.Has("ip") || q.Has("framedIp"):
+		p, ok := ipQuery(w, q)
+		if !ok {
 			return
 		}
 		var one *session.Session
-		one, err = s.Store.ByFramedIP(ctx, ip)
+		one, err = session.ByIP(ctx, s.Store, p)
 		if one != nil {
 			out = []*session.Session{one}
 		}
@@ -112,7 +113,7 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 			err = nil
 		}
 	default:
-		httpError(w, http.StatusBadRequest, "give one of user, framedIp, nas")
+		httpError(w, http.StatusBadRequest, "give one of user, ip, nas")
 		return
 	}
 	if err != nil {
@@ -120,6 +121,21 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]any{"sessions": nonNil(out)})
+}
+
+// ipQuery reads ?ip= (or ?framedIp=): an IPv4 address, an IPv6 address or an IPv6 prefix
+// (session.ParseIPQuery); a bad one is answered 400 naming the parameter.
+func ipQuery(w http.ResponseWriter, q url.Values) (netip.Prefix, bool) {
+	name := "ip"
+	if !q.Has(name) {
+		name = "framedIp"
+	}
+	p, err := session.ParseIPQuery(q.Get(name))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, name+": "+err.Error())
+		return netip.Prefix{}, false
+	}
+	return p, true
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,7 @@ import (
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2869"
+	"layeh.com/radius/rfc6911"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
@@ -78,14 +79,22 @@ func (d *Default) ReplyAttributes(p *subscriber.Profile) (radius.Attributes, err
 	var a radius.Attributes
 	if p.FramedIPAddress != "" {
 		ip, err := netip.ParseAddr(p.FramedIPAddress)
-		if err != nil || !ip.Is4() {
-			return nil, fmt.Errorf("framedIPAddress: %q is not an IPv4 address", p.FramedIPAddress)
+		switch {
+		case err != nil || ip.Zone() != "":
+			return nil, fmt.Errorf("framedIPAddress: %q is not an IP address", p.FramedIPAddress)
+		case ip.Is4() || ip.Is4In6():
+			b := ip.Unmap().As4()
+			a.Add(rfc2865.FramedIPAddress_Type, b[:])
+		default: // an IPv6-only subscriber: Framed-IP-Address is IPv4 by definition
+			b := ip.As16()
+			a.Add(rfc6911.FramedIPv6Address_Type, b[:])
 		}
-		b := ip.As4()
-		a.Add(rfc2865.FramedIPAddress_Type, b[:])
 	}
 	if p.FramedPool != "" {
 		a.Add(rfc2869.FramedPool_Type, radius.Attribute(p.FramedPool))
+	}
+	if err := d.addIPv6(&a, p); err != nil {
+		return nil, err
 	}
 	addU32 := func(t radius.Type, v uint32) {
 		if v != 0 {
@@ -123,6 +132,30 @@ func (d *Default) ReplyAttributes(p *subscriber.Profile) (radius.Attributes, err
 		}
 	}
 	return a, nil
+}
+
+// addIPv6 encodes the profile's IPv6 fields through the dictionary, which checks each value
+// against its attribute's type (an address, a prefix); errors name the field.
+func (d *Default) addIPv6(a *radius.Attributes, p *subscriber.Profile) error {
+	fields := []struct{ field, attr, value string }{
+		{"framedIPv6Address", "Framed-IPv6-Address", p.FramedIPv6Address},
+		{"framedIPv6Prefix", "Framed-IPv6-Prefix", p.FramedIPv6Prefix},
+		{"delegatedIPv6Prefix", "Delegated-IPv6-Prefix", p.DelegatedIPv6Prefix},
+		{"framedIPv6Pool", "Framed-IPv6-Pool", p.FramedIPv6Pool},
+		{"delegatedIPv6PrefixPool", "Delegated-IPv6-Prefix-Pool", p.DelegatedIPv6PrefixPool},
+	}
+	for i, v := range p.DNSServerIPv6Addresses {
+		fields = append(fields, struct{ field, attr, value string }{fmt.Sprintf("dnsServerIPv6Addresses[%d]", i), "DNS-Server-IPv6-Address", v})
+	}
+	for _, f := range fields {
+		if f.value == "" {
+			continue
+		}
+		if err := d.addNamed(a, f.attr, f.value); err != nil {
+			return fmt.Errorf("%s: %w", f.field, err)
+		}
+	}
+	return nil
 }
 
 func (d *Default) addNamed(a *radius.Attributes, name, value string) error {

@@ -126,6 +126,21 @@ func overlay(base, top Profile) Profile {
 	if top.FramedPool != "" {
 		out.FramedPool = top.FramedPool
 	}
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&out.FramedIPv6Address, top.FramedIPv6Address}, {&out.FramedIPv6Prefix, top.FramedIPv6Prefix},
+		{&out.DelegatedIPv6Prefix, top.DelegatedIPv6Prefix}, {&out.FramedIPv6Pool, top.FramedIPv6Pool},
+		{&out.DelegatedIPv6PrefixPool, top.DelegatedIPv6PrefixPool},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	if len(top.DNSServerIPv6Addresses) > 0 {
+		out.DNSServerIPv6Addresses = top.DNSServerIPv6Addresses
+	}
 	if top.SessionTimeout != 0 {
 		out.SessionTimeout = top.SessionTimeout
 	}
