@@ -34,7 +34,8 @@ const usage = `usage: policing <command> [flags]
 
 commands:
   serve         run the policing node (--config FILE, --set path=value)
-  check-config  load and validate a configuration, print it with defaults applied
+  check-config  load and validate a configuration and the files it names (clients, secrets,
+                dictionaries, subscribers, Lua policy) as serve does; print it with defaults applied
   check-policy  compile, load and self-test a Lua policy script as a reload would (SCRIPT.lua)
   migrate       apply the Cassandra schema migrations
   ctl           operator commands against a running node (disconnect, coa)
@@ -136,13 +137,20 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "policing:", err)
 		return 2
 	}
+	// What serve loads from files before it listens is checked too (app.Check).
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := app.Check(cfg, log); err != nil {
+		fmt.Fprintln(stderr, "policing:", err)
+		return 1
+	}
 	out, _ := yamlOf(cfg)
 	fmt.Fprint(stdout, out)
 	return 0
 }
 
 // checkPolicy loads a Lua policy as the node would (the configuration's policy.* keys, the
-// built-in dictionary): compiled, run, its inputs checked and its selftest() run.
+// built-in dictionary and radius.dictionaries): compiled, run, its inputs checked and its
+// selftest() run.
 func checkPolicy(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check-policy", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -71,6 +71,14 @@ func freePort(t *testing.T, network string) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+const defaultSubscribers = `
+profiles:
+  basic: {sessionTimeout: 7200, acctInterimInterval: 600}
+subscribers:
+  - {username: alice, password: wonderland, profileName: basic, profile: {framedIPAddress: 10.9.0.1}}
+  - {username: bob, password: builder, profileName: basic}
+`
+
 // startPolicing runs the binary with a config on loopback and waits for /readyz.
 func startPolicing(t *testing.T, dir string, extra ...string) *node {
 	t.Helper()
@@ -84,13 +92,9 @@ func startPolicing(t *testing.T, dir string, extra ...string) *node {
 	}
 	write("secret", testSecret+"\n")
 	write("admin-token", testAdminToken+"\n")
-	write("subscribers.yaml", `
-profiles:
-  basic: {sessionTimeout: 7200, acctInterimInterval: 600}
-subscribers:
-  - {username: alice, password: wonderland, profileName: basic, profile: {framedIPAddress: 10.9.0.1}}
-  - {username: bob, password: builder, profileName: basic}
-`)
+	if _, err := os.Stat(filepath.Join(dir, "subscribers.yaml")); err != nil { // unless the test wrote its own
+		write("subscribers.yaml", defaultSubscribers)
+	}
 	n := &node{dir: dir, log: &strings.Builder{},
 		auth: fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp")),
 		acct: fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp")),

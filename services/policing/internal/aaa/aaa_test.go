@@ -20,6 +20,8 @@ import (
 	"layeh.com/radius/rfc2866"
 	"layeh.com/radius/rfc2869"
 	"layeh.com/radius/rfc3162"
+	"layeh.com/radius/rfc4818"
+	"layeh.com/radius/rfc6911"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
@@ -98,6 +100,9 @@ func (s *fakeStore) Get(context.Context, session.Key) (*session.Session, error) 
 }
 func (s *fakeStore) ByUser(context.Context, string) ([]*session.Session, error) { return nil, nil }
 func (s *fakeStore) ByFramedIP(context.Context, netip.Addr) (*session.Session, error) {
+	return nil, session.ErrNotFound
+}
+func (s *fakeStore) ByIPv6(context.Context, netip.Prefix) (*session.Session, error) {
 	return nil, session.ErrNotFound
 }
 func (s *fakeStore) ByNAS(context.Context, string) ([]*session.Session, error) { return nil, nil }
@@ -365,6 +370,11 @@ func TestAcctDecode(t *testing.T) {
 	h.ServeRADIUS(w, acctRequest(rfc2866.AcctStatusType_Value_InterimUpdate, "sess-1", func(p *radius.Packet) {
 		_ = rfc2865.FramedIPAddress_Set(p, net.IPv4(10, 1, 0, 1))
 		_ = rfc3162.FramedIPv6Prefix_Set(p, pfx)
+		_, pd, _ := net.ParseCIDR("2001:db8:100:ab00::/56")
+		_ = rfc4818.DelegatedIPv6Prefix_Set(p, pd)
+		_ = rfc6911.FramedIPv6Address_Set(p, net.ParseIP("2001:db8:1::99"))
+		_ = rfc3162.FramedInterfaceID_Set(p, net.HardwareAddr{0, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55})
+		_ = rfc3162.NASIPv6Address_Set(p, net.ParseIP("2001:db8:ffff::7"))
 		rfc2865.NASIdentifier_SetString(p, "bng-1")
 		_ = rfc2865.NASPort_Set(p, 42)
 		_ = rfc2869.NASPortID_SetString(p, "ge-0/0/1.100")
@@ -409,7 +419,11 @@ func TestAcctDecode(t *testing.T) {
 		{"OutputPackets", s.OutputPackets, uint64(12)},
 		{"SessionTime", s.SessionTime, uint32(600)},
 		{"FramedIP", s.FramedIP, netip.MustParseAddr("10.1.0.1")},
-		{"FramedIPv6Prefix", s.FramedIPv6Prefix, "2001:db8:1::/48"},
+		{"FramedIPv6Prefix", s.FramedIPv6Prefix, netip.MustParsePrefix("2001:db8:1::/48")},
+		{"DelegatedIPv6Prefix", s.DelegatedIPv6Prefix, netip.MustParsePrefix("2001:db8:100:ab00::/56")},
+		{"FramedIPv6Address", s.FramedIPv6Address, netip.MustParseAddr("2001:db8:1::99")},
+		{"FramedInterfaceID", s.FramedInterfaceID, "0011:22ff:fe33:4455"},
+		{"NASIPv6Address", s.NASIPv6Address, netip.MustParseAddr("2001:db8:ffff::7")},
 		{"NASIPAddress", s.NASIPAddress, netip.MustParseAddr("198.51.100.7")},
 		{"NASIdentifier", s.NASIdentifier, "bng-1"},
 		{"NASPort", s.NASPort, uint32(42)},

@@ -12,7 +12,6 @@ import (
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2866"
 	"layeh.com/radius/rfc2869"
-	"layeh.com/radius/rfc3162"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
@@ -203,9 +202,7 @@ func (h *Acct) decode(r *radiusd.Request, status uint32, nasKey string) (*sessio
 	if ip, err := rfc2865.FramedIPAddress_Lookup(p); err == nil {
 		s.FramedIP, _ = netip.AddrFromSlice(ip.To4())
 	}
-	if pfx, err := rfc3162.FramedIPv6Prefix_Lookup(p); err == nil && pfx != nil {
-		s.FramedIPv6Prefix = pfx.String()
-	}
+	decodeIPv6(p, s)
 	s.CallingStationID = rfc2865.CallingStationID_GetString(p)
 	s.CalledStationID = rfc2865.CalledStationID_GetString(p)
 	s.AcctMultiSessionID = rfc2866.AcctMultiSessionID_GetString(p)

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"net/url"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
+	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -30,6 +32,9 @@ type Server struct {
 	Pprof bool
 	// CoA sends CoA and Disconnect requests (admin/coa.go); nil: not configured.
 	CoA *coa.Sender
+	// Dict names the attributes of a CoA request (the node's dictionaries); nil: the
+	// built-in one.
+	Dict *dict.Dict
 	// GxRAR pushes a RAR to the PCEF of a Gx session (admin/gx.go); nil: Diameter is off.
 	GxRAR GxRAR
 	// GxNodes finds the node a RAR must leave from when this one does not hold the PCEF's
@@ -84,7 +89,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-// sessions answers ?user=, ?framedIp= or ?nas= with the matching active sessions.
+// sessions answers ?user=, ?ip= (framedIp= is its older name) or ?nas= with the matching
+// active sessions.
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ctx := r.Context()
@@ -97,14 +103,13 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 		out, err = s.Store.ByUser(ctx, q.Get("user"))
 	case q.Has("nas"):
 		out, err = s.Store.ByNAS(ctx, q.Get("nas"))
-	case q.Has("framedIp"):
-		ip, perr := netip.ParseAddr(q.Get("framedIp"))
-		if perr != nil {
-			httpError(w, http.StatusBadRequest, "framedIp: "+perr.Error())
+	case q.Has("ip") || q.Has("framedIp"):
+		p, ok := ipQuery(w, q)
+		if !ok {
 			return
 		}
 		var one *session.Session
-		one, err = s.Store.ByFramedIP(ctx, ip)
+		one, err = session.ByIP(ctx, s.Store, p)
 		if one != nil {
 			out = []*session.Session{one}
 		}
@@ -112,7 +117,7 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 			err = nil
 		}
 	default:
-		httpError(w, http.StatusBadRequest, "give one of user, framedIp, nas")
+		httpError(w, http.StatusBadRequest, "give one of user, ip, nas")
 		return
 	}
 	if err != nil {
@@ -120,6 +125,21 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]any{"sessions": nonNil(out)})
+}
+
+// ipQuery reads ?ip= (or ?framedIp=): an IPv4 address, an IPv6 address or an IPv6 prefix
+// (session.ParseIPQuery); a bad one is answered 400 naming the parameter.
+func ipQuery(w http.ResponseWriter, q url.Values) (netip.Prefix, bool) {
+	name := "ip"
+	if !q.Has(name) {
+		name = "framedIp"
+	}
+	p, err := session.ParseIPQuery(q.Get(name))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, name+": "+err.Error())
+		return netip.Prefix{}, false
+	}
+	return p, true
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {

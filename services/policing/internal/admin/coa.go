@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/netip"
 	"sort"
 	"time"
 
@@ -23,24 +22,23 @@ type CoAReply struct {
 	Failed  int          `json:"failed"`
 }
 
-// selector reads ?user=, ?framedIp= or ?nas=&id= (docs/coa.md).
+// selector reads ?user=, ?ip= (or its older name ?framedIp=) or ?nas=&id= (docs/coa.md).
 func selector(w http.ResponseWriter, r *http.Request) (coa.Selector, bool) {
 	q := r.URL.Query()
 	var sel coa.Selector
 	switch {
 	case q.Get("user") != "":
 		sel.User = q.Get("user")
-	case q.Get("framedIp") != "":
-		ip, err := netip.ParseAddr(q.Get("framedIp"))
-		if err != nil {
-			httpError(w, http.StatusBadRequest, "framedIp: "+err.Error())
+	case q.Get("ip") != "" || q.Get("framedIp") != "":
+		p, ok := ipQuery(w, q)
+		if !ok {
 			return sel, false
 		}
-		sel.FramedIP = ip
+		sel.IP = p
 	case q.Get("nas") != "" && q.Get("id") != "":
 		sel.NAS, sel.ID = q.Get("nas"), q.Get("id")
 	default:
-		httpError(w, http.StatusBadRequest, "give one of user, framedIp, or nas and id")
+		httpError(w, http.StatusBadRequest, "give one of user, ip, or nas and id")
 		return sel, false
 	}
 	return sel, true
@@ -70,9 +68,13 @@ func (s *Server) coaRequest(w http.ResponseWriter, r *http.Request) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	d := s.Dict
+	if d == nil {
+		d = dict.Builtin
+	}
 	var attrs radius.Attributes
 	for _, n := range names {
-		a, ok := dict.Builtin.Lookup(n)
+		a, ok := d.Lookup(n)
 		if !ok {
 			httpError(w, http.StatusBadRequest, "attributes: no attribute "+n+" in the dictionary")
 			return

@@ -15,7 +15,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
-const testToken = "gx-test-token-0123456789abcdef"
+const gxTestToken = "gx-test-token-0123456789abcdef"
 
 // heldBy is the error a node's RAR returns when another node holds the PCEF's connection
 // (gx.HeldElsewhere, whose end-to-end test is test/e2e's multi-DC run).
@@ -27,7 +27,7 @@ func (h heldBy) Holder() string { return string(h) }
 func node(t *testing.T, name string, rar GxRAR, nodes map[string]string) *httptest.Server {
 	t.Helper()
 	tok := &Token{}
-	tok.Set([]byte(testToken))
+	tok.Set([]byte(gxTestToken))
 	s := &Server{Store: nil, Log: slog.New(slog.DiscardHandler), Token: tok, GxRAR: rar, NodeName: name,
 		GxNodes: func(_ context.Context, host string) (string, error) {
 			if u, ok := nodes[host]; ok {
@@ -44,7 +44,7 @@ func postRAR(t *testing.T, url string) (int, map[string]any) {
 	t.Helper()
 	body, _ := json.Marshal(GxRARRequest{SessionID: "pgw;1;1", Install: []string{"video"}})
 	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/gx/rar", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Authorization", "Bearer "+gxTestToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
@@ -36,6 +37,7 @@ type Node struct {
 	Store        session.Store
 	Radius       *radiusd.Server
 	Subscribers  subscriber.Source
+	Dict         *dict.Dict // the built-in dictionary and radius.dictionaries, swapped on reload
 	AuthAddr     net.Addr
 	AcctAddr     net.Addr
 	AdminAddr    net.Addr
@@ -112,7 +114,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	r := cfg.Radius
 	n.Radius = radiusd.New(radiusd.Options{Inline: cfg.InlineDispatch(), Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
-	n.startReload(src)
+	n.startReload(src, builtin)
 	n.watchPolicy()
 	n.watchAdminToken(token)
 	authLogger, _ := st.(session.AuthLogger)
@@ -161,7 +163,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		return nil, err
 	}
 	if n.admin != nil {
-		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token}
+		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token, Dict: n.Dict}
 		if n.gx != nil {
 			a.GxRAR = n.gx.RAR
 			a.GxNodes, a.NodeName = n.lookupDiameterNode, n.diameterNodeName()

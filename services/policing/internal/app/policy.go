@@ -1,11 +1,9 @@
 package app
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/openaaa/openaaa/services/policing/internal/config"
-
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
@@ -15,9 +13,15 @@ import (
 // that decides: the built-in one, or a Lua engine over it when policy.lua.file is set.
 func (n *Node) buildPolicy() (*policy.Default, policy.Policy, error) {
 	cfg := n.Config
-	builtin := &policy.Default{Dict: dict.Builtin, RateLimitAttribute: cfg.Policy.RateLimitAttribute, RejectMessage: cfg.Policy.RejectMessage}
-	if _, ok := dict.Builtin.Lookup(cfg.Policy.RateLimitAttribute); !ok && cfg.Policy.RateLimitAttribute != "" {
-		return nil, nil, fmt.Errorf("policy.rateLimitAttribute: no attribute %q in the dictionary", cfg.Policy.RateLimitAttribute)
+	d, err := n.loadDictionaries()
+	if err != nil {
+		return nil, nil, err
+	}
+	n.Dict = d
+	dict.Export(d.Stats())
+	builtin := &policy.Default{Dict: d, RateLimitAttribute: cfg.Policy.RateLimitAttribute, RejectMessage: cfg.Policy.RejectMessage}
+	if err := builtin.CheckRateLimitAttribute(); err != nil {
+		return nil, nil, err
 	}
 	l := cfg.Policy.Lua
 	if l.File == "" {
@@ -25,7 +29,7 @@ func (n *Node) buildPolicy() (*policy.Default, policy.Policy, error) {
 	}
 	e, err := luapolicy.New(luapolicy.Options{File: l.File, Budget: l.Budget.D(), PoolSize: cfg.EffectiveLuaPoolSize(),
 		FailOpen: l.FailMode == "open", Memoize: l.Memoize, MemoSize: l.MemoSize,
-		Dict: dict.Builtin, Builtin: builtin, Log: n.Log})
+		Dict: d, Builtin: builtin, Log: n.Log})
 	if err != nil {
 		return nil, nil, err // names policy.lua.file
 	}

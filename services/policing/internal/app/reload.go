@@ -11,6 +11,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/reload"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
@@ -51,10 +52,10 @@ func (c *clientPaths) get() []string {
 	return c.last
 }
 
-// startReload watches the mounted files this node reads (clients, secrets, the subscriber
-// file) and reloads them on change or SIGHUP. Other parts (RadSec certificates) add their
+// startReload watches the mounted files this node reads (clients, secrets, the dictionaries,
+// the subscriber file) and reloads them on change or SIGHUP. Other parts (RadSec certificates) add their
 // own files with n.Reloader.Watch.
-func (n *Node) startReload(src subscriber.Source) {
+func (n *Node) startReload(src subscriber.Source, pol *policy.Default) {
 	cfg := n.Config
 	w := reload.New(n.Log, cfg.Reload.Interval.D())
 	n.Reloader = w
@@ -78,10 +79,15 @@ func (n *Node) startReload(src subscriber.Source) {
 		n.Log.Info("clients reloaded", "clients", len(t.All()))
 		return nil
 	})
+	n.watchDictionaries(pol, src) // before the subscribers: their check depends on it
 	if f, ok := src.(*subscriber.File); ok {
 		w.Watch("subscribers", []string{f.Path()}, func() error {
 			if err := f.Reload(); err != nil {
-				return err
+				// The file may use an attribute of a dictionary change that was refused for
+				// want of this very file: try both together.
+				if len(cfg.Radius.Dictionaries) == 0 || n.swapDictionaries(pol, f) != nil {
+					return err
+				}
 			}
 			n.Log.Info("subscribers reloaded", "subscribers", f.Len())
 			return nil

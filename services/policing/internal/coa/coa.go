@@ -20,6 +20,7 @@ import (
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2866"
 	"layeh.com/radius/rfc2869"
+	"layeh.com/radius/rfc3162"
 	"layeh.com/radius/rfc3576"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
@@ -70,11 +71,13 @@ type Sender struct {
 	Log     *slog.Logger
 }
 
-// Selector names the sessions to act on: exactly one of User, FramedIP, or NAS+ID.
+// Selector names the sessions to act on: exactly one of User, IP, or NAS+ID. IP is an
+// IPv4 framed address, or an IPv6 address or prefix that a session's delegated or framed
+// IPv6 prefix covers (session.ParseIPQuery, longest-prefix match).
 type Selector struct {
-	User     string
-	FramedIP netip.Addr
-	NAS, ID  string
+	User    string
+	IP      netip.Prefix
+	NAS, ID string
 }
 
 // Find returns the active sessions a selector names (none: an empty list, no error).
@@ -82,8 +85,8 @@ func (s *Sender) Find(ctx context.Context, sel Selector) ([]*session.Session, er
 	switch {
 	case sel.User != "":
 		return s.Store.ByUser(ctx, sel.User)
-	case sel.FramedIP.IsValid():
-		one, err := s.Store.ByFramedIP(ctx, sel.FramedIP)
+	case sel.IP.IsValid():
+		one, err := session.ByIP(ctx, s.Store, sel.IP)
 		if errors.Is(err, session.ErrNotFound) {
 			return nil, nil
 		}
@@ -101,7 +104,7 @@ func (s *Sender) Find(ctx context.Context, sel Selector) ([]*session.Session, er
 		}
 		return []*session.Session{one}, nil
 	}
-	return nil, errors.New("give one of user, framed IP, or NAS and session id")
+	return nil, errors.New("give one of user, IP address or prefix, or NAS and session id")
 }
 
 // Disconnect sends a Disconnect-Request for one session.
@@ -139,7 +142,7 @@ func kindOf(code radius.Code) string {
 }
 
 // client finds the session's NAS in the client table: by the client name recorded with the
-// session, else by its NAS-IP-Address.
+// session, else by its NAS-IP-Address or NAS-IPv6-Address.
 func (s *Sender) client(sess *session.Session) *nas.Client {
 	t := s.Clients()
 	if t == nil {
@@ -150,29 +153,38 @@ func (s *Sender) client(sess *session.Session) *nas.Client {
 			return c
 		}
 	}
-	if sess.NASIPAddress.IsValid() {
-		return t.Match(sess.NASIPAddress, nil)
+	for _, a := range []netip.Addr{sess.NASIPAddress, sess.NASIPv6Address} {
+		if a.IsValid() {
+			if c := t.Match(a, nil); c != nil {
+				return c
+			}
+		}
 	}
 	return nil
 }
 
-// target is where the NAS listens for CoA: its NAS-IP-Address when that lies in the
-// client's configured address range, else the client's address when it is a single IP.
+// target is where the NAS listens for CoA: its NAS-IP-Address, else its NAS-IPv6-Address
+// (an IPv6-only NAS), when that lies in the client's configured address range, else the
+// client's address when it is a single IP.
 func target(c *nas.Client, sess *session.Session) (netip.AddrPort, error) {
 	port := uint16(c.CoAPort)
 	if port == 0 {
 		port = 3799
 	}
-	if a := sess.NASIPAddress.Unmap(); a.IsValid() && c.Prefix.Contains(a) {
-		return netip.AddrPortFrom(a, port), nil
+	for _, a := range []netip.Addr{sess.NASIPAddress.Unmap(), sess.NASIPv6Address} {
+		if a.IsValid() && c.Prefix.Contains(a) {
+			return netip.AddrPortFrom(a, port), nil
+		}
 	}
 	if c.Prefix.IsSingleIP() {
 		return netip.AddrPortFrom(c.Prefix.Addr(), port), nil
 	}
-	return netip.AddrPort{}, fmt.Errorf("client %s is a range and the session's NAS-IP-Address %v is not in it", c.Name, sess.NASIPAddress)
+	return netip.AddrPort{}, fmt.Errorf("client %s is a range and neither the session's NAS-IP-Address %v nor its NAS-IPv6-Address %v is in it",
+		c.Name, sess.NASIPAddress, sess.NASIPv6Address)
 }
 
-// identify adds the session identification attributes of RFC 5176 §3.
+// identify adds the NAS and session identification attributes of RFC 5176 §3: an IPv6 NAS
+// is named by NAS-IPv6-Address, a dual-stack session also by its Framed-IPv6-Prefix.
 func identify(p *radius.Packet, sess *session.Session) {
 	if sess.UserName != "" {
 		rfc2865.UserName_SetString(p, sess.UserName)
@@ -181,6 +193,10 @@ func identify(p *radius.Packet, sess *session.Session) {
 	if a := sess.NASIPAddress; a.Is4() {
 		b := a.As4()
 		p.Set(rfc2865.NASIPAddress_Type, b[:])
+	}
+	if a := sess.NASIPv6Address; a.Is6() {
+		b := a.As16()
+		p.Set(rfc3162.NASIPv6Address_Type, b[:])
 	}
 	if sess.NASIdentifier != "" {
 		rfc2865.NASIdentifier_SetString(p, sess.NASIdentifier)
@@ -191,6 +207,11 @@ func identify(p *radius.Packet, sess *session.Session) {
 	if a := sess.FramedIP; a.Is4() {
 		b := a.As4()
 		p.Set(rfc2865.FramedIPAddress_Type, b[:])
+	}
+	if f := sess.FramedIPv6Prefix; f.IsValid() {
+		if a, err := radius.NewIPv6Prefix(&net.IPNet{IP: f.Addr().AsSlice(), Mask: net.CIDRMask(f.Bits(), 128)}); err == nil {
+			p.Set(rfc3162.FramedIPv6Prefix_Type, a)
+		}
 	}
 	if sess.CallingStationID != "" {
 		rfc2865.CallingStationID_SetString(p, sess.CallingStationID)

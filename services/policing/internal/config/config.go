@@ -57,6 +57,9 @@ type Radius struct {
 	// RequireMessageAuthenticator is the default of every client's own key (BlastRADIUS).
 	RequireMessageAuthenticator bool   `json:"requireMessageAuthenticator"`
 	RadSec                      RadSec `json:"radsec"`
+	// Dictionaries are FreeRADIUS-format dictionary files loaded on top of the built-in
+	// one, with their $INCLUDEs (docs/dictionaries.md); reloaded when they change.
+	Dictionaries []string `json:"dictionaries,omitempty"`
 }
 
 // Client is one NAS (or a range of NAS) allowed to talk to us.
@@ -433,6 +436,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Radius.DuplicateWindow < 0 {
 		bad("radius.duplicateWindow", "must not be negative (0 disables duplicate detection)")
+	}
+	for i, d := range c.Radius.Dictionaries {
+		if strings.TrimSpace(d) == "" {
+			bad(fmt.Sprintf("radius.dictionaries[%d]", i), "empty path")
+		}
 	}
 	checkAddr("admin.address", c.Admin.Address, true)
 	errs = append(errs, c.Radius.RadSec.validate("radius.radsec")...)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,8 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{"radius.readers=-1", "radius.readers"},
 		{"radius.maxQueueWait=0", "radius.maxQueueWait"},
 		{"radius.duplicateWindow=-1s", "radius.duplicateWindow"},
+		{`radius.dictionaries=["/usr/share/freeradius/dictionary", " "]`, "radius.dictionaries[1]"},
+		{"radius.dictionaries=/usr/share/freeradius/dictionary", "radius.dictionaries"}, // a list, not a string
 		{"admin.address=nope", "admin.address"},
 		{"clients.0.name=", "clients[0].name"},
 		{"clients.0.address=999.1.1.1", "clients[0].address"},
@@ -195,6 +198,7 @@ func TestSetOverrides(t *testing.T) {
 		"radius.maxQueueWait=0.5",
 		"policy.rejectMessage=[not yaml",
 		`policy.rateLimitAttribute="a: b"`,
+		"radius.dictionaries=[/usr/share/freeradius/dictionary, /etc/openaaa/dictionary.local]",
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -213,6 +217,9 @@ func TestSetOverrides(t *testing.T) {
 	}
 	if c.Policy.RejectMessage != "[not yaml" {
 		t.Fatalf("a value YAML cannot parse stays text: %q", c.Policy.RejectMessage)
+	}
+	if fmt.Sprint(c.Radius.Dictionaries) != "[/usr/share/freeradius/dictionary /etc/openaaa/dictionary.local]" {
+		t.Fatalf("radius.dictionaries %q", c.Radius.Dictionaries)
 	}
 	if c.Policy.RateLimitAttribute != "a: b" {
 		t.Fatalf("quoted YAML string: %q", c.Policy.RateLimitAttribute)

@@ -1,6 +1,6 @@
 // Package ctl is `policing ctl`: operator commands that call a running node's admin API.
 //
-//	policing ctl disconnect (--user NAME | --framed-ip IP | --session NAS/ACCT-SESSION-ID) [--admin URL] [--token-file FILE]
+//	policing ctl disconnect (--user NAME | --ip ADDRESS|PREFIX | --session NAS/ACCT-SESSION-ID) [--admin URL] [--token-file FILE]
 //	policing ctl coa        (selector as above) --attr Name=value [--attr ...] [--admin URL] [--token-file FILE]
 //	policing ctl gx-rar     --session SESSION-ID [--install RULE,...] [--remove RULE,...] [--admin URL] [--token-file FILE]
 //
@@ -39,7 +39,9 @@ commands:
   coa         send a CoA-Request with --attr Name=value attributes to the NAS of the selected sessions
   gx-rar      send a Gx RAR installing/removing rules to the PCEF of --session (a Diameter Session-Id)
 
-select with one of: --user NAME, --framed-ip IP, --session NAS/ACCT-SESSION-ID
+select with one of: --user NAME, --ip ADDRESS|PREFIX, --session NAS/ACCT-SESSION-ID
+  (--ip: an IPv4 framed address, or an IPv6 address or prefix inside a session's delegated
+  or framed IPv6 prefix, longest match; --framed-ip is its older name)
 --admin URL is the node's admin address (env POLICING_ADMIN, default http://127.0.0.1:9812)
 --token-file FILE holds the admin API's bearer token (env POLICING_ADMIN_TOKEN_FILE, or the
   token itself in POLICING_ADMIN_TOKEN; default ` + DefaultTokenFile + ` when it exists)
@@ -78,7 +80,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	adminURL, tokenFile := apiFlags(fs)
 	user := fs.String("user", "", "every active session of this user")
-	framedIP := fs.String("framed-ip", "", "the active session holding this framed IP")
+	ip := fs.String("ip", "", "the active session holding this IPv4 framed address, or whose IPv6 prefix covers this IPv6 address or prefix")
+	framedIP := fs.String("framed-ip", "", "older name of --ip")
 	sess := fs.String("session", "", "one session: NAS/ACCT-SESSION-ID (NAS as shown by the sessions API)")
 	timeout := fs.Duration("timeout", 90*time.Second, "overall timeout")
 	attrs := attrFlags{}
@@ -94,9 +97,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		q.Set("user", *user)
 		n++
 	}
-	if *framedIP != "" {
-		q.Set("framedIp", *framedIP)
-		n++
+	for _, v := range []string{*ip, *framedIP} {
+		if v != "" {
+			q.Set("ip", v)
+			n++
+		}
 	}
 	if *sess != "" {
 		nasKey, id, ok := strings.Cut(*sess, "/")
@@ -109,7 +114,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		n++
 	}
 	if n != 1 {
-		fmt.Fprintf(stderr, "policing ctl %s: give exactly one of --user, --framed-ip, --session\n", cmd)
+		fmt.Fprintf(stderr, "policing ctl %s: give exactly one of --user, --ip, --session\n", cmd)
 		return 2
 	}
 	var body io.Reader

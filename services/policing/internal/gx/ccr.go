@@ -8,6 +8,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 
+	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 )
 
@@ -37,10 +38,13 @@ type CCR struct {
 	IMSI          string
 	MSISDN        string
 	FramedIP      netip.Addr
-	APN           string
-	EventTriggers []uint32
-	Usage         []Usage
-	RuleReports   []RuleReport
+	// FramedIPv6Prefix is an IPv6 UE's prefix (RFC 7155 Framed-IPv6-Prefix, the RADIUS
+	// encoding): its session is found by any address inside (Store.ByIPv6).
+	FramedIPv6Prefix netip.Prefix
+	APN              string
+	EventTriggers    []uint32
+	Usage            []Usage
+	RuleReports      []RuleReport
 	// Missing is the code of the first mandatory AVP absent (0: none), for 5005.
 	Missing uint32
 }
@@ -102,6 +106,10 @@ func DecodeCCR(m *diam.Message) *CCR {
 			}
 		case avp.FramedIPAddress:
 			r.FramedIP = ipv4(a)
+		case avp.FramedIPv6Prefix:
+			if b, ok := a.Data.(datatype.OctetString); ok {
+				r.FramedIPv6Prefix, _ = radiusx.IPv6Prefix([]byte(b))
+			}
 		case avp.CalledStationID:
 			r.APN = str(a)
 		case avp.EventTrigger:

@@ -120,7 +120,7 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	p := sub.Profile.DataPolicy
 	d := Decide(p, Initial, sub.Profile.UsedOctets, false)
 	s := session.Session{Key: session.Key{NAS: NAS, ID: r.SessionID}, UserName: r.Subscriber(),
-		ClientName: h.node(), NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP,
+		ClientName: h.node(), NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP, FramedIPv6Prefix: r.FramedIPv6Prefix,
 		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now}
 	if d.Throttled {
 		s.DisconnectReason = policy.QuotaReason

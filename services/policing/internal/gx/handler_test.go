@@ -373,3 +373,19 @@ func TestCCRWaitsForTheReplica(t *testing.T) {
 		t.Fatalf("CCA-U %d for a session no store has, want 5002", code)
 	}
 }
+
+// An IPv6 UE: the PCEF sends Framed-IPv6-Prefix (RFC 7155, the RADIUS encoding) and no
+// Framed-IP-Address; the session is found by any address of the prefix, as a fixed BNG's.
+func TestIPv6UESessionFoundByAddress(t *testing.T) {
+	r := newRig(t)
+	sid := "pgw.test;1;v6"
+	pfx := diam.NewAVP(avp.FramedIPv6Prefix, avp.Mbit, 0, datatype.OctetString([]byte{0, 64, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 7}))
+	a := r.send(ccr(sid, Initial, 0, imsi("001010000000001"), pfx))
+	if code := r.code(a); code != diam.Success {
+		t.Fatalf("CCA-I %d: %s", code, a)
+	}
+	s, err := r.store.ByIPv6(context.Background(), netip.MustParsePrefix("2001:db8:0:7::1234/128"))
+	if err != nil || s.ID != sid || s.FramedIPv6Prefix != netip.MustParsePrefix("2001:db8:0:7::/64") {
+		t.Fatalf("ByIPv6 = %+v, %v; want the Gx session", s, err)
+	}
+}

@@ -111,6 +111,14 @@ var (
 		Help: "Accounting-Starts and Interim-Updates whose check for a stale session to close failed in the store.",
 	})
 
+	// InvalidAttributes counts accounting attributes that are malformed (a wrong length, an
+	// IPv6 prefix longer than 128): the attribute is ignored, the request still stored
+	// (RFC 6929 §2.8: an invalid attribute is not a reason to drop the packet).
+	InvalidAttributes = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "invalid_attributes_total",
+		Help: "Malformed attributes ignored in accounting requests, by attribute name.",
+	}, []string{"attribute"})
+
 	// PolicyDisconnects counts sessions the policy marked for disconnect, by reason.
 	PolicyDisconnects = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "policy", Name: "disconnects_marked_total",

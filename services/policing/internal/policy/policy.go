@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
+	"strings"
 
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2869"
+	"layeh.com/radius/rfc6911"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
@@ -76,14 +79,22 @@ func (d *Default) ReplyAttributes(p *subscriber.Profile) (radius.Attributes, err
 	var a radius.Attributes
 	if p.FramedIPAddress != "" {
 		ip, err := netip.ParseAddr(p.FramedIPAddress)
-		if err != nil || !ip.Is4() {
-			return nil, fmt.Errorf("framedIPAddress: %q is not an IPv4 address", p.FramedIPAddress)
+		switch {
+		case err != nil || ip.Zone() != "":
+			return nil, fmt.Errorf("framedIPAddress: %q is not an IP address", p.FramedIPAddress)
+		case ip.Is4() || ip.Is4In6():
+			b := ip.Unmap().As4()
+			a.Add(rfc2865.FramedIPAddress_Type, b[:])
+		default: // an IPv6-only subscriber: Framed-IP-Address is IPv4 by definition
+			b := ip.As16()
+			a.Add(rfc6911.FramedIPv6Address_Type, b[:])
 		}
-		b := ip.As4()
-		a.Add(rfc2865.FramedIPAddress_Type, b[:])
 	}
 	if p.FramedPool != "" {
 		a.Add(rfc2869.FramedPool_Type, radius.Attribute(p.FramedPool))
+	}
+	if err := d.addIPv6(&a, p); err != nil {
+		return nil, err
 	}
 	addU32 := func(t radius.Type, v uint32) {
 		if v != 0 {
@@ -110,23 +121,76 @@ func (d *Default) ReplyAttributes(p *subscriber.Profile) (radius.Attributes, err
 	}
 	sort.Strings(names) // stable replies
 	for _, n := range names {
-		if err := d.addNamed(&a, n, p.ReplyAttributes[n]); err != nil {
-			return nil, fmt.Errorf("replyAttributes.%s: %w", n, err)
+		vs := p.ReplyAttributes[n]
+		for i, v := range vs { // several values: repeated attributes, in order
+			if err := d.addNamed(&a, n, v); err != nil {
+				if len(vs) > 1 {
+					return nil, fmt.Errorf("replyAttributes.%s[%d]: %w", n, i, err)
+				}
+				return nil, fmt.Errorf("replyAttributes.%s: %w", n, err)
+			}
 		}
 	}
 	return a, nil
 }
 
+// addIPv6 encodes the profile's IPv6 fields through the dictionary, which checks each value
+// against its attribute's type (an address, a prefix); errors name the field.
+func (d *Default) addIPv6(a *radius.Attributes, p *subscriber.Profile) error {
+	fields := []struct{ field, attr, value string }{
+		{"framedIPv6Address", "Framed-IPv6-Address", p.FramedIPv6Address},
+		{"framedIPv6Prefix", "Framed-IPv6-Prefix", p.FramedIPv6Prefix},
+		{"delegatedIPv6Prefix", "Delegated-IPv6-Prefix", p.DelegatedIPv6Prefix},
+		{"framedIPv6Pool", "Framed-IPv6-Pool", p.FramedIPv6Pool},
+		{"delegatedIPv6PrefixPool", "Delegated-IPv6-Prefix-Pool", p.DelegatedIPv6PrefixPool},
+	}
+	for i, v := range p.DNSServerIPv6Addresses {
+		fields = append(fields, struct{ field, attr, value string }{fmt.Sprintf("dnsServerIPv6Addresses[%d]", i), "DNS-Server-IPv6-Address", v})
+	}
+	for _, f := range fields {
+		if f.value == "" {
+			continue
+		}
+		if err := d.addNamed(a, f.attr, f.value); err != nil {
+			return fmt.Errorf("%s: %w", f.field, err)
+		}
+	}
+	return nil
+}
+
 func (d *Default) addNamed(a *radius.Attributes, name, value string) error {
+	name, tag := splitTag(name)
 	attr, ok := d.Dict.Lookup(name)
 	if !ok {
 		return fmt.Errorf("no attribute %q in the dictionary", name)
 	}
-	enc, err := attr.Encode(value)
+	enc, err := attr.EncodeTag(value, tag)
 	if err != nil {
 		return err
 	}
 	a.Add(enc.Type, enc.Value)
+	return nil
+}
+
+// splitTag reads FreeRADIUS's Name:tag (ERX-Service-Activate:1, RFC 2868 tags 1-31);
+// attribute names have no colon.
+func splitTag(name string) (string, int) {
+	i := strings.LastIndexByte(name, ':')
+	if i < 0 {
+		return name, 0
+	}
+	tag, err := strconv.Atoi(name[i+1:])
+	if err != nil || tag < 0 || tag > 0xff {
+		return name, 0 // not a tag: "no attribute" names it whole
+	}
+	return name[:i], tag
+}
+
+// CheckRateLimitAttribute says whether the dictionary has policy.rateLimitAttribute.
+func (d *Default) CheckRateLimitAttribute() error {
+	if _, ok := d.Dict.Lookup(d.RateLimitAttribute); !ok && d.RateLimitAttribute != "" {
+		return fmt.Errorf("policy.rateLimitAttribute: no attribute %q in the dictionary", d.RateLimitAttribute)
+	}
 	return nil
 }
 

@@ -42,7 +42,6 @@ type Session struct {
 	ServiceType        uint32     `json:"serviceType,omitempty"`
 	FramedProtocol     uint32     `json:"framedProtocol,omitempty"`
 	FramedIP           netip.Addr `json:"framedIpAddress,omitzero"`
-	FramedIPv6Prefix   string     `json:"framedIpv6Prefix,omitempty"`
 	CallingStationID   string     `json:"callingStationId,omitempty"`
 	CalledStationID    string     `json:"calledStationId,omitempty"`
 	AcctMultiSessionID string     `json:"acctMultiSessionId,omitempty"`
@@ -61,6 +60,15 @@ type Session struct {
 	// DisconnectReason is set by the policy (e.g. "quota") when the session should be
 	// disconnected; the CoA sender acts on it.
 	DisconnectReason string `json:"disconnectReason,omitempty"`
+
+	// The IPv6 side of a dual-stack session (RFC 3162, 4818, 6911): the prefix delegated by
+	// DHCPv6-PD (the subscriber's main IPv6 identifier on a fixed BNG), the prefix and the
+	// address of the access link, the interface id. Lookups by IPv6 (ipv6.go) cover all three.
+	FramedIPv6Prefix    netip.Prefix `json:"framedIpv6Prefix,omitzero"`
+	DelegatedIPv6Prefix netip.Prefix `json:"delegatedIpv6Prefix,omitzero"`
+	FramedIPv6Address   netip.Addr   `json:"framedIpv6Address,omitzero"`
+	FramedInterfaceID   string       `json:"framedInterfaceId,omitempty"` // as FreeRADIUS prints it: 0011:22ff:fe33:4455
+	NASIPv6Address      netip.Addr   `json:"nasIpv6Address,omitzero"`
 }
 
 // Update is one accounting message applied to a session. The store merges it into the row
@@ -109,7 +117,7 @@ var ErrNotFound = errors.New("session not found")
 type Store interface {
 	// Apply merges an accounting update into the session it names. Start and Interim leave
 	// the session active (creating it if needed); Stop closes it: it leaves the active set and
-	// the lookups (framed IP freed) and goes to the history.
+	// the lookups (framed IP and IPv6 prefixes freed) and goes to the history.
 	Apply(ctx context.Context, u *Update) error
 	// CloseNAS closes every active session of a NAS (Accounting-On/Off) and returns how many.
 	CloseNAS(ctx context.Context, nas string, at time.Time, cause uint32) (int, error)
@@ -119,6 +127,11 @@ type Store interface {
 	ByUser(ctx context.Context, user string) ([]*Session, error)
 	// ByFramedIP returns the active session holding a framed IP, or ErrNotFound.
 	ByFramedIP(ctx context.Context, ip netip.Addr) (*Session, error)
+	// ByIPv6 returns the active session whose IPv6 claim (Delegated-IPv6-Prefix,
+	// Framed-IPv6-Prefix, Framed-IPv6-Address as a /128) is the longest covering q: an
+	// address is q with all 128 bits. When several sessions hold that claim (the NAS gave it
+	// out again before the old Stop arrived), the one seen last. ErrNotFound if none covers q.
+	ByIPv6(ctx context.Context, q netip.Prefix) (*Session, error)
 	// ByNAS returns the active sessions of a NAS.
 	ByNAS(ctx context.Context, nas string) ([]*Session, error)
 	// History returns the most recent closed sessions of a user, newest first (limit <= 0: all kept).
@@ -150,7 +163,19 @@ func Merge(s *Session, u *Update, now time.Time) {
 	if in.FramedIP.IsValid() {
 		s.FramedIP = in.FramedIP
 	}
-	setStr(&s.FramedIPv6Prefix, in.FramedIPv6Prefix)
+	if in.FramedIPv6Prefix.IsValid() {
+		s.FramedIPv6Prefix = in.FramedIPv6Prefix
+	}
+	if in.DelegatedIPv6Prefix.IsValid() {
+		s.DelegatedIPv6Prefix = in.DelegatedIPv6Prefix
+	}
+	if in.FramedIPv6Address.IsValid() {
+		s.FramedIPv6Address = in.FramedIPv6Address
+	}
+	setStr(&s.FramedInterfaceID, in.FramedInterfaceID)
+	if in.NASIPv6Address.IsValid() {
+		s.NASIPv6Address = in.NASIPv6Address
+	}
 	setStr(&s.CallingStationID, in.CallingStationID)
 	setStr(&s.CalledStationID, in.CalledStationID)
 	setStr(&s.AcctMultiSessionID, in.AcctMultiSessionID)

@@ -23,6 +23,9 @@ func (Noop) ByUser(context.Context, string) ([]*session.Session, error) { return
 func (Noop) ByFramedIP(context.Context, netip.Addr) (*session.Session, error) {
 	return nil, session.ErrNotFound
 }
+func (Noop) ByIPv6(context.Context, netip.Prefix) (*session.Session, error) {
+	return nil, session.ErrNotFound
+}
 func (Noop) ByNAS(context.Context, string) ([]*session.Session, error) { return nil, nil }
 func (Noop) History(context.Context, string, int) ([]*session.Session, error) {
 	return nil, nil

@@ -42,17 +42,30 @@ func (f *File) Len() int { return len(*f.db.Load()) }
 
 // Reload reads the file again; on any error the subscribers in force stay.
 func (f *File) Reload() error {
-	raw, err := os.ReadFile(f.path)
+	db, err := f.Read(f.check)
 	if err != nil {
-		return fmt.Errorf("subscribers: %w", err)
+		return err
 	}
-	db, err := ParseFile(raw, f.check)
-	if err != nil {
-		return fmt.Errorf("subscribers %s: %w", f.path, err)
-	}
-	f.db.Store(&db)
+	f.Store(db)
 	return nil
 }
+
+// Read reads and checks the file with check (e.g. against a new dictionary) without
+// changing the subscribers in force.
+func (f *File) Read(check func(*Profile) error) (map[string]*Subscriber, error) {
+	raw, err := os.ReadFile(f.path)
+	if err != nil {
+		return nil, fmt.Errorf("subscribers: %w", err)
+	}
+	db, err := ParseFile(raw, check)
+	if err != nil {
+		return nil, fmt.Errorf("subscribers %s: %w", f.path, err)
+	}
+	return db, nil
+}
+
+// Store puts subscribers from Read in force.
+func (f *File) Store(db map[string]*Subscriber) { f.db.Store(&db) }
 
 // ParseFile parses and validates a subscriber file: named profiles are resolved into each
 // subscriber (fields set on the subscriber win), and check (if any) vets each profile.
@@ -113,6 +126,21 @@ func overlay(base, top Profile) Profile {
 	if top.FramedPool != "" {
 		out.FramedPool = top.FramedPool
 	}
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&out.FramedIPv6Address, top.FramedIPv6Address}, {&out.FramedIPv6Prefix, top.FramedIPv6Prefix},
+		{&out.DelegatedIPv6Prefix, top.DelegatedIPv6Prefix}, {&out.FramedIPv6Pool, top.FramedIPv6Pool},
+		{&out.DelegatedIPv6PrefixPool, top.DelegatedIPv6PrefixPool},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	if len(top.DNSServerIPv6Addresses) > 0 {
+		out.DNSServerIPv6Addresses = top.DNSServerIPv6Addresses
+	}
 	if top.SessionTimeout != 0 {
 		out.SessionTimeout = top.SessionTimeout
 	}
@@ -141,7 +169,7 @@ func overlay(base, top Profile) Profile {
 		out.DataPolicy = top.DataPolicy
 	}
 	if len(top.ReplyAttributes) > 0 {
-		m := make(map[string]string, len(base.ReplyAttributes)+len(top.ReplyAttributes))
+		m := make(ReplyAttributes, len(base.ReplyAttributes)+len(top.ReplyAttributes))
 		for k, v := range base.ReplyAttributes {
 			m[k] = v
 		}

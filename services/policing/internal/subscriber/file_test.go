@@ -48,7 +48,7 @@ func TestParseFileOverlay(t *testing.T) {
 		a.RateLimit != "10M/10M" || a.QuotaOctets != 1000000 || a.UsedOctets != 400000 || a.FramedIPAddress != "10.1.0.1" {
 		t.Fatalf("alice: subscriber fields must win over the profile's, the rest inherited: %+v", a)
 	}
-	want := map[string]string{"Framed-MTU": "1400", "Service-Type": "Framed-User", "Filter-Id": "vip"}
+	want := ReplyAttributes{"Framed-MTU": {"1400"}, "Service-Type": {"Framed-User"}, "Filter-Id": {"vip"}}
 	if fmt.Sprint(a.ReplyAttributes) != fmt.Sprint(want) {
 		t.Fatalf("alice reply attributes %v, want %v", a.ReplyAttributes, want)
 	}
@@ -57,7 +57,7 @@ func TestParseFileOverlay(t *testing.T) {
 		t.Fatalf("bob: %+v", b)
 	}
 	// alice's overrides must not leak into the shared profile.
-	if b.ReplyAttributes["Framed-MTU"] != "1492" || len(b.ReplyAttributes) != 2 {
+	if b.ReplyAttributes["Framed-MTU"].First() != "1492" || len(b.ReplyAttributes) != 2 {
 		t.Fatalf("bob's reply attributes changed by alice's overlay: %v", b.ReplyAttributes)
 	}
 	if !db["carol"].Disabled || db["carol"].Profile.FramedPool != "p2" {
@@ -204,5 +204,48 @@ func TestFileSourceAndReload(t *testing.T) {
 	// A missing file is an error at open.
 	if _, err := OpenFile(filepath.Join(t.TempDir(), "missing.yaml"), nil); err == nil {
 		t.Fatal("missing file accepted")
+	}
+}
+
+// A profile may give several values of one attribute (Cisco-AVPair, ERX-Service-Activate):
+// a YAML list, kept in order; a single value may stay a scalar, a number included. A
+// subscriber's list replaces the profile's list of that attribute, as any other field.
+func TestParseFileRepeatedReplyAttributes(t *testing.T) {
+	db, err := ParseFile([]byte(`
+profiles:
+  bng:
+    replyAttributes:
+      Cisco-AVPair: ["ip:addr-pool=gold", "subscriber:accounting-list=acct", "ip:vrf-id=inet"]
+      ERX-Service-Activate: [svc-a, svc-b]
+      ERX-Service-Activate:2: svc-tagged
+      Framed-MTU: 1492
+subscribers:
+  - {username: alice, password: p, profileName: bng}
+  - {username: bob, password: p, profileName: bng, profile: {replyAttributes: {Cisco-AVPair: "ip:addr-pool=bob"}}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := db["alice"].Profile.ReplyAttributes
+	if got := fmt.Sprint(a["Cisco-AVPair"]); got != "[ip:addr-pool=gold subscriber:accounting-list=acct ip:vrf-id=inet]" {
+		t.Errorf("alice Cisco-AVPair %s: want the three values in order", got)
+	}
+	if got := fmt.Sprint(a["ERX-Service-Activate"]); got != "[svc-a svc-b]" {
+		t.Errorf("alice ERX-Service-Activate %s", got)
+	}
+	if got := fmt.Sprint(a["ERX-Service-Activate:2"]); got != "[svc-tagged]" {
+		t.Errorf("a Name:tag key: %s", got)
+	}
+	if got := fmt.Sprint(a["Framed-MTU"]); got != "[1492]" {
+		t.Errorf("alice Framed-MTU %s: a number is one value", got)
+	}
+	if got := fmt.Sprint(db["bob"].Profile.ReplyAttributes["Cisco-AVPair"]); got != "[ip:addr-pool=bob]" {
+		t.Errorf("bob Cisco-AVPair %s: the subscriber's value replaces the profile's list", got)
+	}
+	for _, bad := range []string{"{Cisco-AVPair: [a, [b]]}", "{Cisco-AVPair: {x: 1}}", "{Cisco-AVPair: []}", "{Cisco-AVPair: [a, null]}"} {
+		_, err := ParseFile([]byte("subscribers:\n- {username: a, password: p, profile: {replyAttributes: "+bad+"}}\n"), nil)
+		if err == nil || !strings.Contains(err.Error(), "Cisco-AVPair") {
+			t.Errorf("%s: %v, want an error naming the attribute", bad, err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ func FuzzSubscriberFile(f *testing.F) {
 	f.Add(sampleFile)
 	f.Add("subscribers:\n- {username: a, password: x}\n- {username: a}\n")
 	f.Add("profiles: {p: {replyAttributes: {A: b}}}\nsubscribers:\n- {username: u, profileName: p, profile: {replyAttributes: {C: d}}}\n")
+	f.Add("profiles: {p: {replyAttributes: {A: [b, c], N: 1492, E: []}}}\nsubscribers:\n- {username: u, password: p, profileName: p}\n")
 	f.Add("")
 	f.Add("[1, 2]")
 	f.Add("subscribers: {username: a}")

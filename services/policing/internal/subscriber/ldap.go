@@ -564,9 +564,10 @@ func (l *LDAP) toSubscriber(username string, entries []*ldap.Entry) (*Subscriber
 				continue
 			}
 			if p.ReplyAttributes == nil {
-				p.ReplyAttributes = map[string]string{}
+				p.ReplyAttributes = ReplyAttributes{}
 			}
-			p.ReplyAttributes[name] = val
+			// Several values of one name are repeated attributes, in the entry's order.
+			p.ReplyAttributes[name] = append(p.ReplyAttributes[name], val)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -116,7 +116,7 @@ func TestLDAPProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Profile{FramedIPAddress: "10.64.0.1", SessionTimeout: 3600, AcctInterimInterval: 300,
-		Class: "ldap-gold", RateLimit: "20M/20M", ReplyAttributes: map[string]string{"Framed-MTU": "1492"}}
+		Class: "ldap-gold", RateLimit: "20M/20M", ReplyAttributes: ReplyAttributes{"Framed-MTU": {"1492"}}}
 	if s.Password != "pw00001" || s.Disabled || fmt.Sprint(s.Profile) != fmt.Sprint(want) {
 		t.Errorf("user00001 = %+v, want password pw00001 and %+v", s, want)
 	}

@@ -9,7 +9,8 @@ import (
 
 // Profile is what the network is told about a subscriber on Access-Accept.
 type Profile struct {
-	// FramedIPAddress is a fixed IPv4 address; FramedPool names a NAS-side pool instead.
+	// FramedIPAddress is a fixed address: IPv4 (Framed-IP-Address), or IPv6 for an IPv6-only
+	// subscriber (Framed-IPv6-Address); FramedPool names a NAS-side pool instead.
 	FramedIPAddress     string `json:"framedIPAddress,omitempty"`
 	FramedPool          string `json:"framedPool,omitempty"`
 	SessionTimeout      uint32 `json:"sessionTimeout,omitempty"`
@@ -25,10 +26,21 @@ type Profile struct {
 	// billing system keeps it in the profile (the file, or an LDAP attribute it writes): the
 	// quota counts them with the session's own, so a quota spans the period, not a session.
 	UsedOctets uint64 `json:"usedOctets,omitempty"`
-	// ReplyAttributes are extra reply attributes by dictionary name (e.g. "Framed-MTU": "1492").
-	ReplyAttributes map[string]string `json:"replyAttributes,omitempty"`
+	// ReplyAttributes are extra reply attributes by dictionary name (e.g. "Framed-MTU": "1492",
+	// "Cisco-AVPair": ["a", "b"]); attributes.go.
+	ReplyAttributes ReplyAttributes `json:"replyAttributes,omitempty"`
 	// DataPolicy is the subscriber's Gx policy (datapolicy.go); nil: no Gx sessions.
 	DataPolicy *DataPolicy `json:"dataPolicy,omitempty"`
+
+	// The IPv6 side of a dual-stack subscriber (RFC 3162, 4818, 6911): a fixed address, the
+	// access link's prefix, the prefix delegated by DHCPv6-PD, or NAS-side pools for either,
+	// and DNS servers (one Access-Accept attribute each, in order).
+	FramedIPv6Address       string   `json:"framedIPv6Address,omitempty"`
+	FramedIPv6Prefix        string   `json:"framedIPv6Prefix,omitempty"`
+	DelegatedIPv6Prefix     string   `json:"delegatedIPv6Prefix,omitempty"`
+	FramedIPv6Pool          string   `json:"framedIPv6Pool,omitempty"`
+	DelegatedIPv6PrefixPool string   `json:"delegatedIPv6PrefixPool,omitempty"`
+	DNSServerIPv6Addresses  []string `json:"dnsServerIPv6Addresses,omitempty"`
 }
 
 // Subscriber is one subscriber's credentials and profile.

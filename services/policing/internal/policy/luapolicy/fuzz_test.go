@@ -50,7 +50,7 @@ end`))
 			b = b[l:]
 		}
 		req := &radius.Packet{Code: radius.CodeAccessRequest, Attributes: attrs}
-		s := &subscriber.Subscriber{Username: "u", Profile: subscriber.Profile{Class: field, ReplyAttributes: map[string]string{attr: replyValue}}}
+		s := &subscriber.Subscriber{Username: "u", Profile: subscriber.Profile{Class: field, ReplyAttributes: subscriber.ReplyAttributes{attr: {replyValue}}}}
 		p := e.prog.Load()
 		st, err := p.get(context.Background())
 		if err != nil {

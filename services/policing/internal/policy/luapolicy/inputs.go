@@ -3,6 +3,7 @@ package luapolicy
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -128,6 +129,10 @@ var subFields = map[string]func(*subscriber.Subscriber) val{
 	"disabled":            func(s *subscriber.Subscriber) val { return boolean(s.Disabled) },
 	"framedIPAddress":     func(s *subscriber.Subscriber) val { return str(s.Profile.FramedIPAddress) },
 	"framedPool":          func(s *subscriber.Subscriber) val { return str(s.Profile.FramedPool) },
+	"framedIPv6Address":   func(s *subscriber.Subscriber) val { return str(s.Profile.FramedIPv6Address) },
+	"framedIPv6Prefix":    func(s *subscriber.Subscriber) val { return str(s.Profile.FramedIPv6Prefix) },
+	"delegatedIPv6Prefix": func(s *subscriber.Subscriber) val { return str(s.Profile.DelegatedIPv6Prefix) },
+	"framedIPv6Pool":      func(s *subscriber.Subscriber) val { return str(s.Profile.FramedIPv6Pool) },
 	"sessionTimeout":      func(s *subscriber.Subscriber) val { return num(s.Profile.SessionTimeout) },
 	"idleTimeout":         func(s *subscriber.Subscriber) val { return num(s.Profile.IdleTimeout) },
 	"acctInterimInterval": func(s *subscriber.Subscriber) val { return num(s.Profile.AcctInterimInterval) },
@@ -148,7 +153,7 @@ func subValue(s *subscriber.Subscriber, name string) (val, bool) {
 		return f(s), true
 	}
 	if strings.Contains(name, "-") {
-		return str(s.Profile.ReplyAttributes[name]), true
+		return str(s.Profile.ReplyAttributes[name].First()), true
 	}
 	return val{}, false
 }
@@ -197,6 +202,27 @@ var sessionFields = map[string]func(*session.Update, *subscriber.Subscriber) val
 		q := s.Profile.QuotaOctets
 		return num(used/q*100 + used%q*100/q) // no overflow of used*100
 	},
+	// The IPv6 side as text (2001:db8:1::/56), nil when the message does not carry it; the
+	// script tests them with ip_in (state.go).
+	"framedIpv6Prefix":    func(u *session.Update, _ *subscriber.Subscriber) val { return prefixVal(u.Session.FramedIPv6Prefix) },
+	"delegatedIpv6Prefix": func(u *session.Update, _ *subscriber.Subscriber) val { return prefixVal(u.Session.DelegatedIPv6Prefix) },
+	"framedIpv6Address":   func(u *session.Update, _ *subscriber.Subscriber) val { return addrVal(u.Session.FramedIPv6Address) },
+	"framedInterfaceId":   func(u *session.Update, _ *subscriber.Subscriber) val { return str(u.Session.FramedInterfaceID) },
+	"nasIpv6Address":      func(u *session.Update, _ *subscriber.Subscriber) val { return addrVal(u.Session.NASIPv6Address) },
+}
+
+func prefixVal(p netip.Prefix) val {
+	if !p.IsValid() {
+		return val{}
+	}
+	return str(p.String())
+}
+
+func addrVal(a netip.Addr) val {
+	if !a.IsValid() {
+		return val{}
+	}
+	return str(a.String())
 }
 
 func sessionValue(u *session.Update, sub *subscriber.Subscriber, name string) (val, bool) {

@@ -9,6 +9,8 @@ import (
 	"layeh.com/radius"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
 // state is one Lua state of a program's pool: the script's chunk has run in it (its
@@ -97,7 +99,7 @@ func (p *program) newState() (*state, error) {
 	for name, fn := range map[string]lua.LGFunction{
 		"reject": st.reject, "reply": st.reply, "disconnect": st.disconnect, "coa": st.coaAttr,
 		"install_rule": st.installRule, "remove_rule": st.removeRule,
-		"hour": st.clock("hour"), "weekday": st.clock("weekday"),
+		"hour": st.clock("hour"), "weekday": st.clock("weekday"), "ip_in": ipIn,
 	} {
 		L.SetGlobal(name, L.NewFunction(fn))
 	}
@@ -173,6 +175,16 @@ func (st *state) clock(name string) lua.LGFunction {
 		L.Push(clockValue(st.a.now, name).lua())
 		return 1
 	}
+}
+
+// ip_in(ip, prefix): whether prefix covers ip, each an address or a prefix of either family
+// (session.Covers: the longest-prefix rule of the store's IPv6 lookup); false when either
+// is nil or not an address. Pure: it reads nothing a hook's memo would have to declare.
+func ipIn(L *lua.LState) int {
+	q, err1 := config.ParseClientAddress(L.OptString(1, "")) // an address or a prefix, masked
+	c, err2 := config.ParseClientAddress(L.OptString(2, ""))
+	L.Push(lua.LBool(err1 == nil && err2 == nil && session.Covers(c, q)))
+	return 1
 }
 
 func (st *state) only(fn string, hooks ...hook) {

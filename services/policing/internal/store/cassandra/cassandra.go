@@ -1,11 +1,12 @@
 // Package cassandra is the Cassandra session store (and, in hybrid.go, the hybrid store: a
 // bounded local cache in front of it). By job: write.go (accounting into the session row, its
-// lookups and the history), read.go (lookups), replay.go (the spool), authlog.go.
+// lookups and the history), read.go (lookups), ipv6.go (the IPv6 lookup), replay.go (the
+// spool), authlog.go.
 //
 // Data model (schema in internal/migrate/migrations): the sessions table keyed by
-// (NAS, Acct-Session-Id), with lookup tables sessions_by_user, sessions_by_framed_ip and
-// sessions_by_nas written together with the base row in one logged batch at the configured
-// consistency (LOCAL_QUORUM); an insert-only accounting history with three lookups and the
+// (NAS, Acct-Session-Id), with lookup tables sessions_by_user, sessions_by_framed_ip,
+// sessions_by_nas and sessions_by_ipv6 (ipv6.go) written together with the base row in one
+// logged batch at the configured consistency (LOCAL_QUORUM); an insert-only accounting history with three lookups and the
 // closed sessions per user at LOCAL_ONE with a 7-day TTL (TWCS). Every row write carries a
 // client timestamp from the record's event time and later than the row it merged onto
 // (writeTimestamp), so concurrent or replayed writes never roll a session back, and a record
@@ -132,12 +133,12 @@ func explainConnect(ctx context.Context, o ConnOptions, err error) error {
 
 func (st *Store) checkSchema(ctx context.Context) error {
 	var n int
-	err := st.s.Query("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = ? AND table_name IN ('sessions', 'acct_history', 'sessions_closed_by_user', 'auth_log')",
+	err := st.s.Query("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = ? AND table_name IN ('sessions', 'acct_history', 'sessions_closed_by_user', 'auth_log', 'sessions_by_ipv6')",
 		st.o.Conn.Keyspace).Consistency(gocql.One).ScanContext(ctx, &n)
 	if err != nil {
 		return fmt.Errorf("cassandra store: reading the schema: %w", err)
 	}
-	if n != 4 {
+	if n != 5 {
 		return fmt.Errorf("cassandra store: keyspace %s has no (or an old) session schema: run `policing migrate`", st.o.Conn.Keyspace)
 	}
 	return nil
@@ -150,7 +151,7 @@ type queries struct {
 	selSession, insSession, insByUser, delByUser, insByIP, delByIP, selByIP string
 	insByNAS, delByNAS, selByNAS, selByUser, insHistory, insHistByUser      string
 	insHistByIP, insHistByTime, insClosed, selClosed, selClosedAll, insAuth string
-	selHistory                                                              string
+	selHistory, insByIPv6, delByIPv6, selByIPv6                             string
 }
 
 func newQueries() queries {
@@ -180,6 +181,9 @@ func newQueries() queries {
 		insAuth: "INSERT INTO auth_log (user_name, day, id, nas, calling_station_id, result, reason) " +
 			"VALUES (?, ?, ?, ?, ?, ?, ?)",
 		selHistory: "SELECT id, kind, at, " + colList() + " FROM acct_history WHERE nas = ? AND acct_session_id = ?",
+		insByIPv6:  "INSERT INTO sessions_by_ipv6 (bucket, prefix, nas, acct_session_id, user_name) VALUES (?, ?, ?, ?, ?) USING TTL ?",
+		delByIPv6:  "DELETE FROM sessions_by_ipv6 WHERE bucket = ? AND prefix = ? AND nas = ? AND acct_session_id = ?",
+		selByIPv6:  "SELECT prefix, nas, acct_session_id FROM sessions_by_ipv6 WHERE bucket = ?",
 	}
 }
 

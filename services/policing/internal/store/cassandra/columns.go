@@ -23,6 +23,7 @@ var sessionCols = []string{
 	"class", "start_time", "last_seen", "stop_time", "session_time", "input_octets",
 	"output_octets", "input_packets", "output_packets", "terminate_cause", "interim_interval",
 	"updates", "disconnect_reason",
+	"delegated_ipv6_prefix", "framed_ipv6_address", "framed_interface_id", "nas_ipv6_address",
 }
 
 func colList(extra ...string) string {
@@ -79,6 +80,20 @@ func uIP(a netip.Addr) any {
 	return net.IP(a.AsSlice())
 }
 
+// uPrefix binds a prefix as text ("2001:db8:1::/48"): FreeRADIUS's and the admin API's
+// form, readable in cqlsh.
+func uPrefix(p netip.Prefix) any {
+	if !p.IsValid() {
+		return unset
+	}
+	return p.String()
+}
+
+func prefixFrom(s string) netip.Prefix {
+	p, _ := netip.ParsePrefix(s) // a value we wrote; anything else reads as none
+	return p
+}
+
 func uTime(t time.Time) any {
 	if t.IsZero() {
 		return unset
@@ -98,12 +113,13 @@ func values(s *session.Session) []any {
 	return []any{
 		uStr(s.UserName), uStr(string(s.State)), uStr(s.ClientName), uIP(s.NASIPAddress), uStr(s.NASIdentifier),
 		uInt(s.NASPort), uStr(s.NASPortID), uInt(s.NASPortType), uInt(s.ServiceType),
-		uInt(s.FramedProtocol), uIP(s.FramedIP), uStr(s.FramedIPv6Prefix), uStr(s.CallingStationID),
+		uInt(s.FramedProtocol), uIP(s.FramedIP), uPrefix(s.FramedIPv6Prefix), uStr(s.CallingStationID),
 		uStr(s.CalledStationID), uStr(s.AcctMultiSessionID), uBytes(s.Class), uTime(s.StartTime),
 		uTime(s.LastSeen), uTime(s.StopTime), uInt(s.SessionTime),
 		uInt(s.InputOctets), uInt(s.OutputOctets), uInt(s.InputPackets),
 		uInt(s.OutputPackets), uInt(s.TerminateCause), uInt(s.InterimInterval),
 		uInt(s.Updates), uStr(s.DisconnectReason),
+		uPrefix(s.DelegatedIPv6Prefix), uIP(s.FramedIPv6Address), uStr(s.FramedInterfaceID), uIP(s.NASIPv6Address),
 	}
 }
 
@@ -111,7 +127,8 @@ func values(s *session.Session) []any {
 type row struct {
 	s                                                       session.Session
 	state                                                   string
-	nasIP, framedIP                                         net.IP
+	nasIP, framedIP, framedIPv6, nasIPv6                    net.IP
+	framedIPv6Prefix, delegatedIPv6Prefix                   string
 	nasPort, nasPortType, serviceType, framedProto, sessTim int64
 	inOct, outOct, inPkt, outPkt, cause, interim, updates   int64
 }
@@ -122,9 +139,10 @@ func (r *row) dest() []any {
 	return []any{
 		&s.UserName, &r.state, &s.ClientName, &r.nasIP, &s.NASIdentifier, &r.nasPort,
 		&s.NASPortID, &r.nasPortType, &r.serviceType, &r.framedProto, &r.framedIP,
-		&s.FramedIPv6Prefix, &s.CallingStationID, &s.CalledStationID, &s.AcctMultiSessionID,
+		&r.framedIPv6Prefix, &s.CallingStationID, &s.CalledStationID, &s.AcctMultiSessionID,
 		&s.Class, &s.StartTime, &s.LastSeen, &s.StopTime, &r.sessTim, &r.inOct, &r.outOct,
 		&r.inPkt, &r.outPkt, &r.cause, &r.interim, &r.updates, &s.DisconnectReason,
+		&r.delegatedIPv6Prefix, &r.framedIPv6, &s.FramedInterfaceID, &r.nasIPv6,
 	}
 }
 
@@ -133,6 +151,10 @@ func (r *row) session() *session.Session {
 	s.State = session.State(r.state)
 	s.NASIPAddress = ipFrom(r.nasIP)
 	s.FramedIP = ipFrom(r.framedIP)
+	s.FramedIPv6Prefix = prefixFrom(r.framedIPv6Prefix)
+	s.DelegatedIPv6Prefix = prefixFrom(r.delegatedIPv6Prefix)
+	s.FramedIPv6Address = ipFrom(r.framedIPv6)
+	s.NASIPv6Address = ipFrom(r.nasIPv6)
 	s.NASPort = uint32(r.nasPort)
 	s.NASPortType = uint32(r.nasPortType)
 	s.ServiceType = uint32(r.serviceType)
@@ -227,5 +249,7 @@ func sameRow(a, b *session.Session) bool {
 		a.InputOctets == b.InputOctets && a.OutputOctets == b.OutputOctets &&
 		a.InputPackets == b.InputPackets && a.OutputPackets == b.OutputPackets &&
 		a.TerminateCause == b.TerminateCause && a.InterimInterval == b.InterimInterval &&
-		a.DisconnectReason == b.DisconnectReason
+		a.DisconnectReason == b.DisconnectReason && a.DelegatedIPv6Prefix == b.DelegatedIPv6Prefix &&
+		a.FramedIPv6Address == b.FramedIPv6Address && a.FramedInterfaceID == b.FramedInterfaceID &&
+		a.NASIPv6Address == b.NASIPv6Address
 }

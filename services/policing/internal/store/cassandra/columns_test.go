@@ -2,6 +2,9 @@ package cassandra
 
 import (
 	"bytes"
+	"fmt"
+	"net/netip"
+	"reflect"
 	"testing"
 	"time"
 
@@ -78,5 +81,50 @@ func TestHistoryRow(t *testing.T) {
 	h = historyRow(session.KindStart, &session.Session{Key: s.Key, LastSeen: at}, s)
 	if h.SessionTime != 0 || h.InputOctets != 0 || !h.StopTime.IsZero() || h.State != session.Active {
 		t.Fatalf("a late Start: %+v", h)
+	}
+}
+
+// Every field of a session row is compared by sameRow and bound by values: a field added to
+// session.Session without a column would be lost silently (writes skipped as "unchanged").
+func TestSameRowSeesEveryField(t *testing.T) {
+	base := session.Session{}
+	typ := reflect.TypeOf(base)
+	if n := len(values(&base)); n != len(sessionCols) {
+		t.Fatalf("values binds %d columns, sessionCols has %d", n, len(sessionCols))
+	}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Name == "Key" {
+			continue
+		}
+		changed := base
+		v := reflect.ValueOf(&changed).Elem().Field(i)
+		switch x := v.Addr().Interface().(type) {
+		case *string:
+			*x = "x"
+		case *session.State:
+			*x = session.Stopped
+		case *uint32:
+			*x = 7
+		case *uint64:
+			*x = 7
+		case *[]byte:
+			*x = []byte("x")
+		case *time.Time:
+			*x = time.Unix(1000, 0)
+		case *netip.Addr:
+			*x = netip.MustParseAddr("2001:db8::1")
+		case *netip.Prefix:
+			*x = netip.MustParsePrefix("2001:db8::/56")
+		default:
+			t.Fatalf("field %s: type %s not covered by this test", f.Name, f.Type)
+		}
+		// Updates counts merges: a copy merged again must not make the row "changed".
+		if sameRow(&base, &changed) && f.Name != "Updates" {
+			t.Errorf("sameRow does not compare %s", f.Name)
+		}
+		if fmt.Sprint(values(&base)) == fmt.Sprint(values(&changed)) {
+			t.Errorf("values does not bind %s", f.Name)
+		}
 	}
 }

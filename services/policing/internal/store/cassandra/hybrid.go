@@ -13,7 +13,7 @@ import (
 
 // Hybrid is a bounded local cache in front of the Cassandra store (write-through).
 //
-// Reads (Get, ByUser, ByFramedIP, ByNAS: the admin API's and CoA/Disconnect's, never the
+// Reads (Get, ByUser, ByFramedIP, ByIPv6, ByNAS: the admin API's and CoA/Disconnect's, never the
 // RADIUS flow's) are answered from a cache entry that is fresh — written or read by this node
 // less than TTL ago; a miss or a stale entry goes to Cassandra. When Cassandra cannot answer,
 // a stale entry is served rather than nothing.

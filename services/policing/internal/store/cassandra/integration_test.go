@@ -606,7 +606,7 @@ func TestMigrations(t *testing.T) {
 	}
 
 	out, code = runMigrate(t, "--keyspace", ks)
-	if code != 0 || !strings.Contains(out, "applied 2 migration(s)") {
+	if code != 0 || !strings.Contains(out, "applied 4 migration(s)") {
 		t.Fatalf("first run (%d):\n%s", code, out)
 	}
 	type rec struct {
@@ -627,7 +627,7 @@ func TestMigrations(t *testing.T) {
 		return m
 	}
 	before := read()
-	if len(before) != 2 || before[1].status != "applied" || before[2].status != "applied" {
+	if len(before) != 3 || before[1].status != "applied" || before[2].status != "applied" || before[3].status != "applied" {
 		t.Fatalf("schema_migrations = %+v", before)
 	}
 	out, code = runMigrate(t, "--keyspace", ks)
@@ -719,7 +719,7 @@ func TestConcurrentMigrationsOneApplies(t *testing.T) {
 		if codes[i] != 0 {
 			t.Fatalf("process %d failed:\n%s", i, outs[i])
 		}
-		if strings.Contains(outs[i], "applied 2 migration(s)") {
+		if strings.Contains(outs[i], "applied 4 migration(s)") {
 			applied++
 		} else if !strings.Contains(outs[i], "nothing applied") {
 			t.Fatalf("process %d:\n%s", i, outs[i])
@@ -735,7 +735,7 @@ func TestConcurrentMigrationsOneApplies(t *testing.T) {
 	}
 	defer sess.Close()
 	var n int
-	if err := sess.Query("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = ?", ks).Scan(&n); err != nil || n != 12 {
+	if err := sess.Query("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = ?", ks).Scan(&n); err != nil || n != 14 {
 		t.Fatalf("tables in %s: %d (%v)", ks, n, err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 var (
 	stmtDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: metrics.Namespace, Subsystem: "store", Name: "statement_duration_seconds",
-		Help:    "Cassandra statement latency by kind (read_session, write_session, stop_session, write_history, lookup_user, lookup_framed_ip, lookup_nas, read_history, write_auth_log).",
+		Help:    "Cassandra statement latency by kind (read_session, write_session, stop_session, write_history, lookup_user, lookup_framed_ip, lookup_ipv6, lookup_nas, read_history, write_auth_log).",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 	}, []string{"kind"})
 

@@ -225,6 +225,7 @@ func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts, 
 				return err
 			}
 		}
+		st.ipv6Writes(b, old, s, false, 0)
 		if s.UserName != "" {
 			b.Query(st.q.insClosed, base...)
 		}
@@ -251,6 +252,7 @@ func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts, 
 		if fresh || old.UserName != s.UserName {
 			b.Query(st.q.insByNAS, k.NAS, k.ID, uStr(s.UserName), ttl)
 		}
+		st.ipv6Writes(b, old, s, fresh, ttl)
 	}
 	start := time.Now()
 	err := b.ExecContext(ctx)

@@ -1,8 +1,8 @@
 // Package embedded is the single-node session store: sessions in memory, sharded by key so
-// that concurrent writers rarely meet, with the lookups by user and NAS kept per shard and
-// the one by framed IP sharded by address, expiry of silent sessions, a bounded history of
-// closed sessions, and a snapshot written on shutdown and read back on start so that a
-// restart loses nothing.
+// that concurrent writers rarely meet, with the lookups by user and NAS kept per shard, the
+// one by framed IP sharded by address and the one by IPv6 prefix (longest match), expiry of
+// silent sessions, a bounded history of closed sessions, and a snapshot written on shutdown
+// and read back on start so that a restart loses nothing.
 package embedded
 
 import (
@@ -46,6 +46,7 @@ type Store struct {
 	shards  []shard
 	mask    uint64
 	ips     []ipShard // the framed-IP lookup, by address (same count and mask as shards)
+	v6      v6Index   // the IPv6 lookup (longest-prefix match)
 	active  atomic.Int64
 	history history
 	stop    chan struct{}
@@ -81,6 +82,65 @@ type ipShard struct {
 	claim map[netip.Addr][]session.Key
 }
 
+// v6Index is the lookup by IPv6: the sessions claiming each prefix (session.Claims: the
+// delegated and framed prefixes, the framed address as a /128) and how many claims there are
+// of each length, so that a longest-prefix match probes only the lengths in use (typically
+// 128, 64, 56), longest first: one map lookup per length, no tree to keep balanced. One
+// lock, not shards: claims change on Start, Stop and a changed prefix only (an Interim
+// repeats them), and a lookup probes several lengths under it. Lock order: a session shard,
+// then v6Index.
+type v6Index struct {
+	mu    sync.RWMutex
+	claim map[netip.Prefix][]session.Key
+	lens  [129]int
+}
+
+func (x *v6Index) add(c session.Claims, k session.Key) {
+	if !c[0].IsValid() {
+		return
+	}
+	x.mu.Lock()
+	for _, p := range c {
+		if p.IsValid() && !slices.Contains(x.claim[p], k) {
+			x.claim[p] = append(x.claim[p], k)
+			x.lens[p.Bits()]++
+		}
+	}
+	x.mu.Unlock()
+}
+
+func (x *v6Index) remove(c session.Claims, k session.Key) {
+	if !c[0].IsValid() {
+		return
+	}
+	x.mu.Lock()
+	for _, p := range c {
+		if p.IsValid() && slices.Contains(x.claim[p], k) {
+			removeKey(x.claim, p, k)
+			x.lens[p.Bits()]--
+		}
+	}
+	x.mu.Unlock()
+}
+
+// covering appends to buf the keys claiming the longest prefix of length below from that
+// covers q, and returns them with that length (-1: none). below is 129 for the first call;
+// a caller that finds none of the keys active asks again below the length returned.
+func (x *v6Index) covering(q netip.Prefix, below int, buf []session.Key) ([]session.Key, int) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for l := min(q.Bits(), below-1); l >= 0; l-- {
+		if x.lens[l] == 0 {
+			continue
+		}
+		p, _ := q.Addr().Prefix(l)
+		if keys := x.claim[p]; len(keys) > 0 {
+			return append(buf, keys...), l
+		}
+	}
+	return buf, -1
+}
+
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("embedded store: closed")
 
@@ -105,7 +165,8 @@ func Open(opt Options) (*Store, error) {
 		opt.Now = time.Now
 	}
 	s := &Store{opt: opt, seed: maphash.MakeSeed(), shards: make([]shard, opt.Shards), mask: uint64(opt.Shards - 1),
-		ips: make([]ipShard, opt.Shards), history: history{max: opt.HistorySize}, stop: make(chan struct{}), done: make(chan struct{})}
+		ips: make([]ipShard, opt.Shards), v6: v6Index{claim: map[netip.Prefix][]session.Key{}},
+		history: history{max: opt.HistorySize}, stop: make(chan struct{}), done: make(chan struct{})}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.sessions = map[session.Key]*session.Session{}
@@ -202,9 +263,10 @@ type entry struct {
 	key  session.Key
 	user string
 	ip   netip.Addr
+	v6   session.Claims
 }
 
-func entryOf(x *session.Session) entry { return entry{x.Key, x.UserName, x.FramedIP} }
+func entryOf(x *session.Session) entry { return entry{x.Key, x.UserName, x.FramedIP, x.IPv6Claims()} }
 
 // index adds a session to the lookups; sh is its shard, locked.
 func (s *Store) index(sh *shard, e entry) {
@@ -217,6 +279,7 @@ func (s *Store) index(sh *shard, e entry) {
 		addKey(is.claim, e.ip, e.key)
 		is.mu.Unlock()
 	}
+	s.v6.add(e.v6, e.key)
 	m := sh.byNAS[e.key.NAS]
 	if m == nil {
 		m = map[session.Key]struct{}{}
@@ -234,6 +297,7 @@ func (s *Store) unindex(sh *shard, e entry) {
 		removeKey(is.claim, e.ip, e.key)
 		is.mu.Unlock()
 	}
+	s.v6.remove(e.v6, e.key)
 	if m := sh.byNAS[e.key.NAS]; m != nil {
 		delete(m, e.key)
 		if len(m) == 0 {
@@ -365,6 +429,36 @@ func (s *Store) ByFramedIP(_ context.Context, ip netip.Addr) (*session.Session, 
 		return nil, session.ErrNotFound
 	}
 	return found, nil
+}
+
+// ByIPv6 implements session.Store: the longest claim covering q; among the sessions
+// holding it, the one seen last.
+func (s *Store) ByIPv6(_ context.Context, q netip.Prefix) (*session.Session, error) {
+	if !q.IsValid() || !q.Addr().Is6() {
+		return nil, session.ErrNotFound
+	}
+	q = q.Masked()
+	var buf [4]session.Key
+	for below := 129; below > 0; {
+		keys, l := s.v6.covering(q, below, buf[:0])
+		if l < 0 {
+			break
+		}
+		var found *session.Session
+		for _, k := range keys {
+			sh := s.shardOf(k)
+			sh.mu.Lock()
+			if x, ok := sh.sessions[k]; ok && x.IPv6Match(q) >= l && (found == nil || x.LastSeen.After(found.LastSeen)) {
+				found = clone(x)
+			}
+			sh.mu.Unlock()
+		}
+		if found != nil {
+			return found, nil
+		}
+		below = l // the claim went away meanwhile: a shorter one may still cover q
+	}
+	return nil, session.ErrNotFound
 }
 
 // MatchFramedIP implements session.FramedIPMatcher.

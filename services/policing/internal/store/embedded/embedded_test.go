@@ -731,3 +731,35 @@ func TestNodeExpires(t *testing.T) {
 		t.Fatalf("after its TTL: %v, want ErrNotFound", err)
 	}
 }
+
+// The IPv6 fields survive a restart (the snapshot) and the IPv6 lookup is rebuilt from it;
+// a snapshot of the format before them (framedIpv6Prefix as text) still loads.
+func TestSnapshotIPv6(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "snap.jsonl")
+	s, _ := open(t, Options{SnapshotFile: file})
+	apply(t, s, session.KindStart, key("bng", "pd"), func(x *session.Session) {
+		x.DelegatedIPv6Prefix = netip.MustParsePrefix("2001:db8:100:ab00::/56")
+		x.FramedIPv6Prefix = netip.MustParsePrefix("2001:db8:0:7::/64")
+		x.NASIPv6Address = netip.MustParseAddr("2001:db8:ffff::1")
+		x.FramedInterfaceID = "0011:22ff:fe33:4455"
+	})
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := open(t, Options{SnapshotFile: file})
+	x, err := r.ByIPv6(ctx, netip.MustParsePrefix("2001:db8:100:ab12::1/128"))
+	if err != nil || x.ID != "pd" || x.NASIPv6Address != netip.MustParseAddr("2001:db8:ffff::1") || x.FramedInterfaceID != "0011:22ff:fe33:4455" {
+		t.Fatalf("after reload: %+v, %v", x, err)
+	}
+	old := `{"format":"openaaa-sessions/v1","active":1,"history":0}
+{"nas":"bng","acctSessionId":"v1","userName":"u","state":"active","client":"c","framedIpv6Prefix":"2001:db8:9::/48","startTime":"2025-03-01T12:00:00Z","lastSeen":"2025-03-01T12:00:00Z","sessionTime":0,"inputOctets":0,"outputOctets":0,"inputPackets":0,"outputPackets":0,"updates":1}
+`
+	oldFile := filepath.Join(t.TempDir(), "old.jsonl")
+	if err := os.WriteFile(oldFile, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := open(t, Options{SnapshotFile: oldFile})
+	if x, err := o.ByIPv6(ctx, netip.MustParsePrefix("2001:db8:9:1::1/128")); err != nil || x.ID != "v1" {
+		t.Fatalf("a snapshot of the previous version: %+v, %v", x, err)
+	}
+}

@@ -6,6 +6,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"net/netip"
 	"testing"
 	"time"
@@ -108,6 +109,112 @@ func Run(t *testing.T, st session.Store, prefix string) {
 		apply(t, session.KindInterim, "late", 5, T0.Add(5*time.Second))
 		stopped(t, "late", 5)
 	})
+	t.Run("ipv6", func(t *testing.T) { runIPv6(t, st, prefix) })
+}
+
+// runIPv6 holds a store to the dual-stack contract: the IPv6 fields are kept, and ByIPv6
+// finds the session whose delegated prefix, framed prefix or framed address is the longest
+// covering an address or a prefix, in every bucket of a store's lookup (/128 to /48 here).
+func runIPv6(t *testing.T, st session.Store, prefix string) {
+	c := context.Background()
+	nas := prefix + "-nas6"
+	v4 := netip.AddrFrom4([4]byte{10, 98, 0, 1})
+	key := func(id string) session.Key { return session.Key{NAS: nas, ID: id} }
+	// A /48 of its own per run (ULA space, from the prefix): runs sharing a store never meet.
+	h := fnv.New64a()
+	h.Write([]byte(prefix))
+	sum := h.Sum64()
+	base := [16]byte{0xfd, byte(sum >> 32), byte(sum >> 24), byte(sum >> 16), byte(sum >> 8), byte(sum)}
+	// in gives the address of base with the low 80 bits s (groups 4 to 8): in("1100::1").
+	in := func(s string) netip.Addr {
+		b := netip.MustParseAddr("0:0:0:" + s).As16()
+		copy(b[:6], base[:6])
+		return netip.AddrFrom16(b)
+	}
+	pfx := func(s string, bits int) netip.Prefix { return netip.PrefixFrom(in(s), bits) }
+	apply := func(t *testing.T, kind session.Kind, id string, at time.Time, f func(*session.Session)) {
+		t.Helper()
+		u := &session.Update{Kind: kind, Session: session.Session{Key: key(id), UserName: prefix + "-" + id, LastSeen: at}}
+		if kind == session.KindStart {
+			u.Session.StartTime = at
+		}
+		if f != nil {
+			f(&u.Session)
+		}
+		if err := st.Apply(c, u); err != nil {
+			t.Fatalf("%s %s: %v", kind, id, err)
+		}
+	}
+	want := func(t *testing.T, q netip.Prefix, id string) {
+		t.Helper()
+		s, err := st.ByIPv6(c, q)
+		if id == "" {
+			if !errors.Is(err, session.ErrNotFound) {
+				t.Fatalf("ByIPv6 %s = %+v, %v; want ErrNotFound", q, s, err)
+			}
+			return
+		}
+		if err != nil || s.Key != key(id) {
+			t.Fatalf("ByIPv6 %s = %+v, %v; want session %s", q, s, err, id)
+		}
+	}
+	addr := func(s string) netip.Prefix { return netip.PrefixFrom(in(s), 128) }
+
+	delegated := pfx("1100::", 56)
+	framed := pfx("a0::", 64)
+	apply(t, session.KindStart, "pd", T0, func(s *session.Session) {
+		s.DelegatedIPv6Prefix = delegated
+		s.FramedIPv6Prefix = framed
+		s.FramedIPv6Address = in("a0::1")
+		s.FramedInterfaceID = "0011:22ff:fe33:4455"
+		s.NASIPv6Address = netip.MustParseAddr("2001:db8:ffff::1")
+		s.FramedIP = v4
+	})
+	// An Interim carrying none of them keeps them.
+	apply(t, session.KindInterim, "pd", T0.Add(time.Minute), func(s *session.Session) { s.SessionTime = 60 })
+	got, err := st.Get(c, key("pd"))
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if got.DelegatedIPv6Prefix != delegated || got.FramedIPv6Prefix != framed || got.FramedIPv6Address != in("a0::1") ||
+		got.FramedInterfaceID != "0011:22ff:fe33:4455" || got.NASIPv6Address != netip.MustParseAddr("2001:db8:ffff::1") {
+		t.Fatalf("IPv6 fields not kept: %+v", got)
+	}
+	if s, err := st.ByFramedIP(c, v4); err != nil || s.Key != key("pd") {
+		t.Fatalf("ByFramedIP of the dual-stack session = %+v, %v", s, err)
+	}
+	// A session holding the whole /48 (nested claims: the longest wins).
+	apply(t, session.KindStart, "wide", T0, func(s *session.Session) { s.DelegatedIPv6Prefix = pfx("0::", 48) })
+
+	want(t, addr("1100::1"), "pd")     // inside the delegated /56
+	want(t, addr("11ab:cd::1"), "pd")  // its last /64s too
+	want(t, delegated, "pd")           // the prefix itself
+	want(t, pfx("1140::", 60), "pd")   // a prefix inside it
+	want(t, addr("a0::1"), "pd")       // the framed address
+	want(t, addr("a0::ffff"), "pd")    // the framed /64
+	want(t, pfx("1000::", 52), "wide") // wider than pd's /56: only the /48 covers it
+	want(t, addr("1200::1"), "wide")   // outside pd's prefixes, inside the /48
+	want(t, pfx("0::", 48), "wide")
+	other := netip.MustParsePrefix("2001:db8:ffff:ffff::1/128") // no claim covers it
+	want(t, other, "")
+
+	// Two sessions claiming one prefix (the Stop of the first was lost): the one seen last.
+	apply(t, session.KindStart, "old", T0, func(s *session.Session) { s.DelegatedIPv6Prefix = pfx("2200::", 56) })
+	apply(t, session.KindStart, "new", T0.Add(time.Hour), func(s *session.Session) { s.DelegatedIPv6Prefix = pfx("2200::", 56) })
+	want(t, addr("2200::9"), "new")
+	apply(t, session.KindStop, "new", T0.Add(2*time.Hour), nil)
+	want(t, addr("2200::9"), "old")
+
+	// A Stop frees the claims: the next longest answers, then nothing.
+	apply(t, session.KindStop, "pd", T0.Add(2*time.Minute), nil)
+	want(t, addr("1100::1"), "wide")
+	want(t, addr("a0::1"), "wide")
+	apply(t, session.KindStop, "wide", T0.Add(2*time.Minute), nil)
+	want(t, addr("1100::1"), "")
+	h2, err := st.History(c, prefix+"-pd", 0)
+	if err != nil || len(h2) != 1 || h2[0].DelegatedIPv6Prefix != delegated || h2[0].NASIPv6Address != netip.MustParseAddr("2001:db8:ffff::1") {
+		t.Fatalf("History = %+v, %v; want the closed session with its IPv6 fields", h2, err)
+	}
 }
 
 // RunNodes is the node registry's contract (session.NodeRegistry): a registered node is found
