@@ -217,24 +217,29 @@ func (h *Handler) node() string {
 	return h.Identity.Host
 }
 
-// get reads a Gx session. A shared store may not show yet what another DC wrote a moment
-// ago (a DC's replicas receive the other DCs' writes asynchronously) while the PCEF's next
-// request already reached this DC: a session not found is read again, with backoff, for up
-// to ReplicaWait before the CCR is answered 5002.
+// get reads a Gx session. A shared store may not show in this DC what another DC wrote (a
+// DC's replicas receive the other DCs' writes asynchronously, and a DC back from an outage
+// lacks what was written meanwhile) while the PCEF's request reached this DC: a session not
+// found is read again from every DC's replicas (session.WideGetter) and, with backoff, for
+// up to ReplicaWait before the CCR is answered 5002.
 func (h *Handler) get(ctx context.Context, key session.Key) (*session.Session, error) {
 	s, err := h.Store.Get(ctx, key)
 	if !errors.Is(err, session.ErrNotFound) || h.ReplicaWait <= 0 {
 		return s, err
 	}
+	read := h.Store.Get
+	if w, ok := h.Store.(session.WideGetter); ok {
+		read = w.GetWide
+	}
 	deadline := time.Now().Add(h.ReplicaWait)
-	for wait := 10 * time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, 200*time.Millisecond) {
+	for wait := time.Duration(0); time.Now().Before(deadline); wait = min(max(2*wait, 10*time.Millisecond), 200*time.Millisecond) {
 		select {
 		case <-ctx.Done():
 			replicaWaits.WithLabelValues("not_found").Inc()
 			return nil, session.ErrNotFound
 		case <-time.After(wait):
 		}
-		if s, err = h.Store.Get(ctx, key); !errors.Is(err, session.ErrNotFound) {
+		if s, err = read(ctx, key); !errors.Is(err, session.ErrNotFound) {
 			replicaWaits.WithLabelValues("found").Inc()
 			return s, err
 		}

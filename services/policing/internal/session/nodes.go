@@ -21,6 +21,15 @@ type Node struct {
 	Updated  time.Time `json:"updated"`
 }
 
+// WideGetter is implemented by the stores whose DCs each hold replicas (Cassandra, hybrid).
+// GetWide reads an active session from a majority of all replicas, other DCs' included, for a
+// caller that must not miss a write another DC made: its own DC's replicas receive it
+// asynchronously, and a DC back from an outage lacks what was written meanwhile until hints or
+// a repair bring it.
+type WideGetter interface {
+	GetWide(ctx context.Context, k Key) (*Session, error)
+}
+
 // NodeRegistry is implemented by the stores: the shared ones (Cassandra, hybrid) let every
 // node of every DC find the others; the embedded one knows only its own node.
 type NodeRegistry interface {

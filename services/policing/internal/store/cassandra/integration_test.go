@@ -749,6 +749,18 @@ func TestContract(t *testing.T) {
 	defer st.Close(context.Background())
 	t.Run("cassandra", func(t *testing.T) { storetest.Run(t, st, "cas") })
 	t.Run("cassandra nodes", func(t *testing.T) { storetest.RunNodes(t, st, "cas") })
+	t.Run("wide read", func(t *testing.T) {
+		k := session.Key{NAS: "wide", ID: "w1"}
+		if err := st.Apply(context.Background(), &session.Update{Kind: session.KindStart, Session: session.Session{Key: k, UserName: "w"}, NoSpool: true}); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := st.GetWide(context.Background(), k); err != nil || s.UserName != "w" {
+			t.Fatalf("GetWide = %+v, %v", s, err)
+		}
+		if _, err := st.GetWide(context.Background(), session.Key{NAS: "wide", ID: "none"}); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("GetWide of no session: %v", err)
+		}
+	})
 	h := cassandra.NewHybrid(openStore(t, ks, cassandra.Options{}), 100, time.Minute)
 	defer h.Close(context.Background())
 	t.Run("hybrid", func(t *testing.T) { storetest.Run(t, h, "hyb") })
