@@ -152,6 +152,15 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	if errors.Is(err, session.ErrNotFound) {
 		return Decision{}, diam.UnknownSessionID
 	}
+	if err == nil && s.State != session.Active {
+		// Another DC closed it: this is the PCEF's CCR-T again, sent here after the answer
+		// from there was lost or late (a node's duplicate cache is its own). Closed already.
+		if r.RequestType == Termination {
+			retransmittedTerminations.Inc()
+			return Decision{}, diam.Success
+		}
+		return Decision{}, diam.UnknownSessionID
+	}
 	if err != nil {
 		h.Log.Warn("gx: session not read", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy

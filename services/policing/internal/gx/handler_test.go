@@ -389,3 +389,32 @@ func TestIPv6UESessionFoundByAddress(t *testing.T) {
 		t.Fatalf("ByIPv6 = %+v, %v; want the Gx session", s, err)
 	}
 }
+
+// closedElsewhere is a shared store in which another DC has closed the session.
+type closedElsewhere struct{ session.Store }
+
+func (closedElsewhere) Get(context.Context, session.Key) (*session.Session, error) {
+	return nil, session.ErrNotFound
+}
+
+func (closedElsewhere) GetWide(_ context.Context, k session.Key) (*session.Session, error) {
+	return &session.Session{Key: k, UserName: "001010000000001", State: session.Stopped}, nil
+}
+
+// A CCR-T sent again to this DC after another DC closed the session (its answer was lost)
+// is answered 2001, not 5002; a CCR-U for it is 5002.
+func TestRepeatedTerminationFromAnotherDC(t *testing.T) {
+	_, _, h := newServerWith(t, nil, subscribersYAML, "pgw.test")
+	h.Store, h.ReplicaWait = closedElsewhere{h.Store}, time.Second
+	peer := diameter.PeerInfo{OriginHost: "pgw.test", OriginRealm: "test"}
+	before := testutil.ToFloat64(retransmittedTerminations)
+	if _, code := h.ServeApp(peer, ccr("pgw.test;t;1", Termination, 2, usedOctets(10))); code != diam.Success {
+		t.Fatalf("CCA-T %d, want 2001", code)
+	}
+	if testutil.ToFloat64(retransmittedTerminations) != before+1 {
+		t.Fatal("not counted")
+	}
+	if _, code := h.ServeApp(peer, ccr("pgw.test;t;1", Update, 1, usedOctets(10))); code != diam.UnknownSessionID {
+		t.Fatalf("CCA-U %d for a closed session, want 5002", code)
+	}
+}

@@ -22,10 +22,11 @@ type Node struct {
 }
 
 // WideGetter is implemented by the stores whose DCs each hold replicas (Cassandra, hybrid).
-// GetWide reads an active session from a majority of all replicas, other DCs' included, for a
-// caller that must not miss a write another DC made: its own DC's replicas receive it
-// asynchronously, and a DC back from an outage lacks what was written meanwhile until hints or
-// a repair bring it.
+// GetWide reads a session from a majority of all replicas, other DCs' included, for a caller
+// that must not miss a write another DC made: its own DC's replicas receive it asynchronously,
+// and a DC back from an outage lacks what was written meanwhile until hints or a repair bring
+// it. Unlike Get it also returns a stopped session (kept a while after its stop), so that a
+// retransmitted stop can be told from an unknown session; ErrNotFound when there is none.
 type WideGetter interface {
 	GetWide(ctx context.Context, k Key) (*Session, error)
 }

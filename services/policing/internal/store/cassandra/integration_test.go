@@ -760,6 +760,12 @@ func TestContract(t *testing.T) {
 		if _, err := st.GetWide(context.Background(), session.Key{NAS: "wide", ID: "none"}); !errors.Is(err, session.ErrNotFound) {
 			t.Fatalf("GetWide of no session: %v", err)
 		}
+		if err := st.Apply(context.Background(), &session.Update{Kind: session.KindStop, Session: session.Session{Key: k}, NoSpool: true}); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := st.GetWide(context.Background(), k); err != nil || s.State != session.Stopped {
+			t.Fatalf("GetWide of a stopped session = %+v, %v; want it, stopped", s, err)
+		}
 	})
 	h := cassandra.NewHybrid(openStore(t, ks, cassandra.Options{}), 100, time.Minute)
 	defer h.Close(context.Background())

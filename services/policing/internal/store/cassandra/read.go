@@ -53,14 +53,14 @@ func (st *Store) Get(ctx context.Context, k session.Key) (*session.Session, erro
 	return s, nil
 }
 
-// GetWide reads an active session at QUORUM: a majority of every DC's replicas together
-// (session.WideGetter).
+// GetWide reads a session, active or stopped, at QUORUM: a majority of every DC's replicas
+// together (session.WideGetter).
 func (st *Store) GetWide(ctx context.Context, k session.Key) (*session.Session, error) {
 	s, _, err := st.readRow(ctx, k, gocql.Quorum)
 	if err != nil {
 		return nil, err
 	}
-	if s == nil || s.State != session.Active {
+	if s == nil {
 		return nil, session.ErrNotFound
 	}
 	return s, nil
