@@ -109,7 +109,10 @@ func (a *Attr) Encode(text string) (Encoded, error) {
 			if v[0] != 0 {
 				return Encoded{}, fmt.Errorf("attribute %s: %q does not fit in 24 bits (tagged)", a.Name, text)
 			}
-		} else {
+		} else if len(v) == 0 || v[0] <= 0x1f {
+			// A string with tag 0 goes without a tag octet, as FreeRADIUS sends it, unless its
+			// first octet would be read as a tag (RFC 2868 §3.6: 0x01-0x1f are tags): then
+			// an explicit tag 0 keeps the value intact.
 			v = append([]byte{0}, v...)
 		}
 	}
