@@ -50,19 +50,10 @@ func assertMAFirst(t *testing.T, what string, r []byte) {
 // BlastRADIUS attack and is dropped. With Message-Authenticator, on accounting, or with
 // the limit off, Proxy-State is answered and echoed.
 func TestLimitProxyState(t *testing.T) {
-	no := false
-	lax := loopbackClient()
-	lax.RequireMessageAuthenticator = &no
+	lax := laxClient()
 	auth := newRecorder(radius.CodeAccessAccept)
 	f := start(t, Options{Workers: 2}, clientTable(t, lax), auth, newRecorder(radius.CodeAccountingResponse))
-	before := dropped(metrics.DropProxyStateWithoutMA)
-	conn := dial(t, f.auth)
-	_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, proxyStates: []string{"attacker"}}))
-	waitDrop(t, metrics.DropProxyStateWithoutMA, before, 1)
-	expectNoReply(t, conn)
-	if n := auth.calls.Load(); n != 0 {
-		t.Fatalf("handler saw the request (%d calls)", n)
-	}
+	mustDrop(t, f.auth, request(t, reqOpt{code: radius.CodeAccessRequest, proxyStates: []string{"attacker"}}), metrics.DropProxyStateWithoutMA, auth)
 	// Without Proxy-State the same client is answered (it does not require the attribute).
 	roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest}))
 	// With Message-Authenticator, Proxy-State is fine.
@@ -71,6 +62,7 @@ func TestLimitProxyState(t *testing.T) {
 	roundTrip(t, dial(t, f.acct), request(t, reqOpt{code: radius.CodeAccountingRequest, proxyStates: []string{"hop-1"}}))
 
 	// limitProxyState: false answers it, as FreeRADIUS with limit_proxy_state = no.
+	no := false
 	lax.LimitProxyState = &no
 	g := start(t, Options{Workers: 2}, clientTable(t, lax), newRecorder(radius.CodeAccessAccept), newRecorder(radius.CodeAccountingResponse))
 	p := roundTrip(t, dial(t, g.auth), request(t, reqOpt{code: radius.CodeAccessRequest, proxyStates: []string{"hop-1"}}))
@@ -82,21 +74,35 @@ func TestLimitProxyState(t *testing.T) {
 // RFC 3579 §3.2: an Access-Request with EAP-Message and without Message-Authenticator is
 // silently discarded, even from a client that does not require the attribute.
 func TestEAPWithoutMessageAuthenticatorDiscarded(t *testing.T) {
-	no := false
-	lax := loopbackClient()
-	lax.RequireMessageAuthenticator = &no
 	auth := newRecorder(radius.CodeAccessChallenge)
-	f := start(t, Options{Workers: 2}, clientTable(t, lax), auth, newRecorder(radius.CodeAccountingResponse))
+	f := start(t, Options{Workers: 2}, clientTable(t, laxClient()), auth, newRecorder(radius.CodeAccountingResponse))
 	eap := radius.Attributes{{Type: typeEAPMessage, Attribute: radius.Attribute{2, 1, 0, 6, 1, 'a'}}}
-	before := dropped(metrics.DropMissingMA)
-	conn := dial(t, f.auth)
-	_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, attrs: eap}))
-	waitDrop(t, metrics.DropMissingMA, before, 1)
-	expectNoReply(t, conn)
-	if n := auth.calls.Load(); n != 0 {
-		t.Fatalf("handler saw the request (%d calls)", n)
-	}
+	mustDrop(t, f.auth, request(t, reqOpt{code: radius.CodeAccessRequest, attrs: eap}), metrics.DropMissingMA, auth)
 	roundTrip(t, dial(t, f.auth), request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true, attrs: eap}))
+}
+
+// laxClient is the loopback client that does not require Message-Authenticator.
+func laxClient() config.Client {
+	no := false
+	c := loopbackClient()
+	c.RequireMessageAuthenticator = &no
+	return c
+}
+
+// mustDrop sends b to port and checks that it is dropped for reason: counted, unanswered,
+// never seen by the handler h.
+func mustDrop(t *testing.T, port *net.UDPConn, b []byte, reason string, h *recorder) {
+	t.Helper()
+	calls, before := h.calls.Load(), dropped(reason)
+	conn := dial(t, port)
+	if _, err := conn.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	waitDrop(t, reason, before, 1)
+	expectNoReply(t, conn)
+	if n := h.calls.Load() - calls; n != 0 {
+		t.Fatalf("handler saw the dropped request (%d calls)", n)
+	}
 }
 
 // bigReply answers with more than fits in 4,096 octets.
