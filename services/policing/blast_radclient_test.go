@@ -63,7 +63,8 @@ func TestRadclientLimitProxyState(t *testing.T) {
 		"Received Access-Accept")
 }
 
-// RFC 2865 §5.44: never both User-Password and CHAP-Password. FreeRADIUS rejects it.
+// RFC 2865 §5.44: never both User-Password and CHAP-Password (FreeRADIUS 3.2.1 accepts it when
+// both are right; the RFC rules here).
 func TestRadclientBothPasswordsRejected(t *testing.T) {
 	n := startPolicing(t, "")
 	out := radclient(t, n.auth, "auth", testSecret, `User-Name = "bob"`, `User-Password = "builder"`, `CHAP-Password = "builder"`, ma)

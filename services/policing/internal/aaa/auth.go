@@ -102,7 +102,8 @@ func (h *Auth) decide(r *radiusd.Request) policy.AuthDecision {
 }
 
 // twoPasswords: an Access-Request must not carry both User-Password and CHAP-Password
-// (RFC 2865 §5.44, note 1); FreeRADIUS rejects it too.
+// (RFC 2865 §5.44, note 1). FreeRADIUS 3.2.1 accepts it when the passwords are right: we
+// follow the RFC.
 func twoPasswords(p *radius.Packet) bool {
 	_, pap := p.Lookup(rfc2865.UserPassword_Type)
 	_, chap := p.Lookup(rfc2865.CHAPPassword_Type)
