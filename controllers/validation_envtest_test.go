@@ -22,6 +22,7 @@ func minimalCluster(ns, name string) *aaav1.AAACluster {
 		Spec: aaav1.AAAClusterSpec{
 			Datacenters: []aaav1.Datacenter{{Name: "dc1"}, {Name: "dc2"}},
 			Radius:      aaav1.RadiusSpec{ClientsSecret: corev1.LocalObjectReference{Name: "clients"}},
+			Subscribers: &aaav1.SubscribersSpec{File: &aaav1.SubscriberFileSpec{ConfigMap: &aaav1.ConfigMapKeyRef{Name: "subscribers"}}},
 		},
 	}
 }
@@ -73,6 +74,10 @@ func TestValidation(t *testing.T) {
 		{"RadSec without a certificate", func(c *aaav1.AAACluster) {
 			c.Spec.Radius.RadSec = &aaav1.RadSecSpec{Enabled: true}
 		}, []string{"spec.radius.radsec", "issuerRef or secretName"}},
+		// Without a source policing refuses its config (subscribers.file required) and
+		// crash-loops: the API server says so instead.
+		{"no subscriber source", func(c *aaav1.AAACluster) { c.Spec.Subscribers = nil },
+			[]string{"spec.subscribers", "Required value"}},
 		{"two subscriber sources", func(c *aaav1.AAACluster) {
 			c.Spec.Subscribers = &aaav1.SubscribersSpec{
 				LDAP: &aaav1.LDAPSpec{URL: "ldap://x", BaseDN: "dc=x"},

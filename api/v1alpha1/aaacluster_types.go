@@ -67,8 +67,9 @@ type AAAClusterSpec struct {
 	// +optional
 	Diameter *DiameterSpec `json:"diameter,omitempty"`
 
-	// Subscribers selects where subscribers are looked up: LDAP or a file.
-	// +optional
+	// Subscribers selects where subscribers are looked up: LDAP or a file. Required: policing
+	// has no other subscriber source and refuses to start without one.
+	// +kubebuilder:validation:Required
 	Subscribers *SubscribersSpec `json:"subscribers,omitempty"`
 
 	// AccountingProxy forwards accounting requests to other RADIUS servers (e.g. billing).

@@ -44,7 +44,9 @@ func PacketLen(b []byte) (int, error) {
 }
 
 // FindAttr walks the attributes of a length-checked packet and returns the offset of the
-// value of the first attribute of type t, or -1. It also validates the attribute framing.
+// value of the first attribute of type t, or -1. It also validates the attribute framing:
+// an attribute of type 0 (no such attribute: types start at 1) makes the packet malformed,
+// as FreeRADIUS treats it ("Invalid attribute 0").
 func FindAttr(pkt []byte, t byte) (int, int, error) {
 	off, found, count := HeaderLen, -1, 0
 	vlen := 0
@@ -53,7 +55,7 @@ func FindAttr(pkt []byte, t byte) (int, int, error) {
 			return -1, 0, ErrMalformed
 		}
 		l := int(pkt[off+1])
-		if l < 2 || off+l > len(pkt) {
+		if l < 2 || off+l > len(pkt) || pkt[off] == 0 {
 			return -1, 0, ErrMalformed
 		}
 		if pkt[off] == t {

@@ -142,6 +142,8 @@ func TestFindAttr(t *testing.T) {
 		{"overruns packet", pkt(1, 5, 'a', 'b'), 1, -1, 0, ErrMalformed},
 		{"lone type octet", pkt(1, 3, 'a', 7), 1, -1, 0, ErrMalformed},
 		{"malformed after match", pkt(1, 3, 'a', 2, 9), 1, -1, 0, ErrMalformed},
+		{"attribute type 0", pkt(1, 3, 'a', 0, 3, 'x'), 1, -1, 0, ErrMalformed},
+		{"attribute type 0 looked for", pkt(0, 2), 0, -1, 0, ErrMalformed},
 		{"two Message-Authenticators", pkt(append(append([]byte{80, 18}, make([]byte, 16)...), append([]byte{80, 18}, make([]byte, 16)...)...)...), 80, -1, 0, ErrDuplicateMessageMA},
 	}
 	for _, c := range cases {

@@ -301,7 +301,9 @@ func TestRadclientAccountingLifecycle(t *testing.T) {
 		t.Fatalf("framed IP lookup: %+v", byIP)
 	}
 	s := byIP.Sessions[0]
-	if s.ID != "S-1" || s.NAS != "192.0.2.10" || s.InputOctets != 1<<32+1000 || s.OutputOctets != 5000 || s.SessionTime != 300 {
+	// 192.0.2.10 is not the client's own address (it sends from 127.0.0.1): the NAS part of
+	// the key is qualified by the client, so that no client reaches another's sessions.
+	if s.ID != "S-1" || s.NAS != "192.0.2.10@loopback" || s.InputOctets != 1<<32+1000 || s.OutputOctets != 5000 || s.SessionTime != 300 {
 		t.Fatalf("session after interim: %+v", s)
 	}
 
@@ -318,7 +320,7 @@ func TestRadclientAccountingLifecycle(t *testing.T) {
 	// Accounting-On: the NAS rebooted, every session it had is closed.
 	out = radclient(t, n.acct, "acct", testSecret, "Acct-Status-Type = Accounting-On", `Acct-Session-Id = "on"`, "NAS-IP-Address = 192.0.2.10", ma)
 	mustContain(t, out, "Received Accounting-Response")
-	if r := lookup(t, n, "/api/v1/sessions?nas=192.0.2.10"); len(r.Sessions) != 0 {
+	if r := lookup(t, n, "/api/v1/sessions?nas=192.0.2.10@loopback"); len(r.Sessions) != 0 {
 		t.Fatalf("Accounting-On left sessions: %+v", r)
 	}
 	if r := lookup(t, n, "/api/v1/history?user=alice"); len(r.Sessions) != 2 || r.Sessions[0].TerminateCause != 11 {

@@ -76,6 +76,14 @@ func TestHelmInstall(t *testing.T) {
 		t.Errorf("helm upgrade with the same values changed the AAACluster: generation %d -> %d", before.GetGeneration(), after.GetGeneration())
 	}
 
+	// Default values install too (the CRD requires spec.subscribers: the chart names a
+	// ConfigMap), and the NOTES say which ConfigMap to create.
+	out = run("install", "plain", "charts/aaacluster", "-n", "helm-aaa")
+	if !strings.Contains(out, "STATUS: deployed") || !strings.Contains(out, "helm-aaa/plain-subscribers") {
+		t.Errorf("helm install plain (default values): output lacks the deployment or the subscribers ConfigMap:\n%s", out)
+	}
+
+	run("uninstall", "plain", "-n", "helm-aaa")
 	run("uninstall", "radius", "-n", "helm-aaa")
 	run("uninstall", "openaaa-operator", "-n", "helm-operator")
 }

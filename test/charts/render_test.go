@@ -336,8 +336,14 @@ func TestAAAClusterChart(t *testing.T) {
 	if find(def, "Secret", "") != nil {
 		t.Error("default values render a Secret")
 	}
-	if c := find(def, "AAACluster", "radius"); c == nil {
-		t.Error("default values: no AAACluster named after the release")
+	c = find(def, "AAACluster", "radius")
+	if c == nil {
+		t.Fatal("default values: no AAACluster named after the release")
+	}
+	// The CRD requires a subscriber source: without one in the values, a file in a ConfigMap.
+	subs, _, _ := unstructured.NestedStringMap(c.Object, "spec", "subscribers", "file", "configMap")
+	if subs["name"] != "radius-subscribers" || subs["key"] != "subscribers.yaml" {
+		t.Errorf("default values: spec.subscribers.file.configMap = %v, want radius-subscribers, key subscribers.yaml", subs)
 	}
 }
 

@@ -8,6 +8,11 @@
 {{- default (printf "%s-nas-clients" (include "aaacluster.name" .)) .Values.nasClients.name }}
 {{- end }}
 
+{{/* Name of the ConfigMap of subscribers the AAACluster reads when the values name no source. */}}
+{{- define "aaacluster.subscribersConfigMapName" -}}
+{{- printf "%s-subscribers" (include "aaacluster.name" .) }}
+{{- end }}
+
 {{/* Labels of every object. No chart version: a chart upgrade alone changes nothing. */}}
 {{- define "aaacluster.labels" -}}
 app.kubernetes.io/name: aaacluster

@@ -125,7 +125,9 @@ func (w *recWriter) Write(p *radius.Packet) error {
 
 var (
 	received = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	client   = &nas.Client{Name: "bng", Secret: secret}
+	// client is the NAS of the requests below; 198.51.100.0/24, the NAS-IP-Address they
+	// carry, is its own (NASKey).
+	client = nas.NewTable(&nas.Client{Name: "bng", Prefix: netip.MustParsePrefix("198.51.100.0/24"), Secret: secret}).All()[0]
 )
 
 func newRequest(code radius.Code, build func(p *radius.Packet)) *radiusd.Request {
@@ -230,6 +232,11 @@ func TestAuthServe(t *testing.T) {
 		{"unknown user", pap("mallory", "wonderland"), radius.CodeAccessReject},
 		{"no user name", pap("", "wonderland"), radius.CodeAccessReject},
 		{"disabled", pap("carol", "x"), radius.CodeAccessReject},
+		// RFC 2865 §5.44 note 1: never both, even when the PAP password is right.
+		{"both User-Password and CHAP-Password", func(p *radius.Packet) {
+			pap("alice", "wonderland")(p)
+			_ = rfc2865.CHAPPassword_Set(p, chapResponse(7, "wonderland", p.Authenticator[:]))
+		}, radius.CodeAccessReject},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -331,6 +338,23 @@ func TestNASKey(t *testing.T) {
 	r = newRequest(radius.CodeAccountingRequest, nil)
 	if k := NASKey(r); k != "192.0.2.9" {
 		t.Fatalf("source address key %q (IPv4-mapped must be unmapped)", k)
+	}
+	// An address that is not the client's own is qualified by the client's name: another
+	// client's address, or one no client has (a NAS behind NAT or a proxy).
+	other := &nas.Client{Name: "other", Prefix: netip.MustParsePrefix("203.0.113.5/32"), Secret: secret}
+	mine := &nas.Client{Name: "mine", Prefix: netip.MustParsePrefix("203.0.113.0/24"), Secret: secret}
+	nas.NewTable(other, mine)
+	for ip, want := range map[string]string{"203.0.113.5": "203.0.113.5@mine", "203.0.113.6": "203.0.113.6", "192.0.2.77": "192.0.2.77@mine"} {
+		r = newRequest(radius.CodeAccountingRequest, func(p *radius.Packet) { _ = rfc2865.NASIPAddress_Set(p, net.ParseIP(ip)) })
+		r.Client = mine
+		if k := NASKey(r); k != want {
+			t.Errorf("NAS-IP-Address %s from client mine: key %q, want %q", ip, k, want)
+		}
+	}
+	r = newRequest(radius.CodeAccountingRequest, withIP)
+	r.Client = &nas.Client{Name: "loose", Secret: secret} // in no table: owns nothing
+	if k := NASKey(r); k != "198.51.100.7@loose" {
+		t.Errorf("client outside a table: key %q", k)
 	}
 	r = newRequest(radius.CodeAccountingRequest, func(p *radius.Packet) {
 		withIP(p)
@@ -463,11 +487,17 @@ func TestAcctEventTime(t *testing.T) {
 		{"delay only", false, 30, received.Add(-30 * time.Second)},
 		{"timestamp only", true, 0, event},
 		{"timestamp and delay", true, 30, event},
+		// An absurd delay is clamped to a day (and counted).
+		{"delay of ten days", false, 10 * 86400, received.Add(-24 * time.Hour)},
+		{"delay of 136 years", false, 0xffffffff, received.Add(-24 * time.Hour)},
+		{"delay of a day", false, 86400, received.Add(-24 * time.Hour)},
+		{"timestamp and absurd delay", true, 0xffffffff, event},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st := &fakeStore{}
 			h := acctHandler(st, &fakeSource{})
+			clamped := testutil.ToFloat64(metrics.AcctDelayClamped)
 			h.ServeRADIUS(&recWriter{}, acctRequest(rfc2866.AcctStatusType_Value_Start, "s", func(p *radius.Packet) {
 				if c.ts {
 					_ = rfc2869.EventTimestamp_Set(p, event)
@@ -482,6 +512,13 @@ func TestAcctEventTime(t *testing.T) {
 			s := st.updates[0].Session
 			if !s.LastSeen.Equal(c.want) || !s.StartTime.Equal(c.want) {
 				t.Fatalf("LastSeen %v StartTime %v, want %v", s.LastSeen, s.StartTime, c.want)
+			}
+			want := 0.0
+			if !c.ts && c.delay > 86400 {
+				want = 1
+			}
+			if d := testutil.ToFloat64(metrics.AcctDelayClamped) - clamped; d != want {
+				t.Fatalf("acct_delay_clamped_total delta %v, want %v", d, want)
 			}
 		})
 	}

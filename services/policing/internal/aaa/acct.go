@@ -160,12 +160,22 @@ func (h *Acct) now() time.Time {
 
 // NASKey names the NAS in session keys: its NAS-Identifier when the client is told apart by
 // it (several NAS behind one address), else NAS-IP-Address, else the source address.
+//
+// A NAS-IP-Address is taken as it is only when it is the client's own (nas.Client.Owns: a
+// request from that address would be this client's). Any other (a NAS behind NAT or a proxy,
+// or one naming another client's address) is qualified by the client's name,
+// "<address>@<client>": a client's sessions, its Accounting-On/Off included, stay its own,
+// and no NAS can close or overwrite another client's sessions by naming its address.
 func NASKey(r *radiusd.Request) string {
 	if r.Client.NASIdentifier != "" {
 		return r.Client.NASIdentifier
 	}
 	if ip, err := rfc2865.NASIPAddress_Lookup(r.Packet); err == nil {
-		return ip.String()
+		a, _ := netip.AddrFromSlice(ip.To4())
+		if r.Client.Owns(a) {
+			return a.String()
+		}
+		return a.String() + "@" + r.Client.Name
 	}
 	return r.RemoteAddr.Addr().Unmap().String()
 }
@@ -215,15 +225,33 @@ func (h *Acct) decode(r *radiusd.Request, status uint32, nasKey string) (*sessio
 	s.TerminateCause = u32(p, rfc2866.AcctTerminateCause_Type)
 	// When the event happened: Event-Timestamp if sent (RFC 2869 §5.3: the time of the event
 	// on the NAS, already exact), else the arrival time less Acct-Delay-Time (RFC 2866 §5.2).
-	at := r.Received.Add(-time.Duration(u32(p, rfc2866.AcctDelayTime_Type)) * time.Second)
+	var at time.Time
 	if ts := u32(p, rfc2869.EventTimestamp_Type); ts != 0 {
 		at = time.Unix(int64(ts), 0)
+	} else {
+		at = r.Received.Add(-acctDelay(p))
 	}
 	s.LastSeen = at
 	if u.Kind == session.KindStart {
 		s.StartTime = at
 	}
 	return u, nil
+}
+
+// maxAcctDelay bounds Acct-Delay-Time. A NAS that has tried for longer than a day is rare;
+// a larger value is a bug or a forgery, and taken as it is it would date the event days or
+// decades back (before its session's start, past every expiry).
+const maxAcctDelay = 24 * time.Hour
+
+// acctDelay is the Acct-Delay-Time (RFC 2866 §5.2), clamped to maxAcctDelay and counted
+// when it was larger.
+func acctDelay(p *radius.Packet) time.Duration {
+	d := time.Duration(u32(p, rfc2866.AcctDelayTime_Type)) * time.Second
+	if d > maxAcctDelay {
+		metrics.AcctDelayClamped.Inc()
+		return maxAcctDelay
+	}
+	return d
 }
 
 // u32 reads an integer attribute, 0 when absent or malformed.

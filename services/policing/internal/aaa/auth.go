@@ -40,6 +40,7 @@ const (
 	reasonUnknownUser = "unknown user"
 	reasonBadPassword = "wrong password"
 	reasonNoPassword  = "no User-Password or CHAP-Password"
+	reasonTwoPassword = "both User-Password and CHAP-Password"
 	reasonUnavailable = "subscriber source unavailable"
 )
 
@@ -81,6 +82,9 @@ func (h *Auth) decide(r *radiusd.Request) policy.AuthDecision {
 	if user == "" {
 		return h.Policy.Reject(reasonNoUser)
 	}
+	if twoPasswords(r.Packet) {
+		return h.Policy.Reject(reasonTwoPassword)
+	}
 	ctx, cancel := withTimeout(r.Context(), h.LookupTimeout)
 	defer cancel()
 	sub, err := h.Subscribers.Lookup(ctx, user)
@@ -95,6 +99,15 @@ func (h *Auth) decide(r *radiusd.Request) policy.AuthDecision {
 		return h.Policy.Reject(reason)
 	}
 	return h.Policy.Authorize(ctx, r.Packet, sub)
+}
+
+// twoPasswords: an Access-Request must not carry both User-Password and CHAP-Password
+// (RFC 2865 §5.44, note 1). FreeRADIUS 3.2.1 accepts it when the passwords are right: we
+// follow the RFC.
+func twoPasswords(p *radius.Packet) bool {
+	_, pap := p.Lookup(rfc2865.UserPassword_Type)
+	_, chap := p.Lookup(rfc2865.CHAPPassword_Type)
+	return pap && chap
 }
 
 // checkPassword verifies PAP (RFC 2865 §5.2) or CHAP (RFC 2865 §5.3, RFC 1994) and returns

@@ -138,21 +138,13 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		n.abort()
 		return nil, err
 	}
-	if r.AuthAddress != "" {
-		c, err := n.Radius.Listen(r.AuthAddress, radiusd.Auth, auth)
-		if err != nil {
-			n.abort()
-			return nil, fmt.Errorf("radius.authAddress: %w", err)
-		}
-		n.AuthAddr = c.LocalAddr()
+	if n.AuthAddr, err = n.listen("radius.authAddress", r.AuthAddress, radiusd.Auth, auth); err != nil {
+		n.abort()
+		return nil, err
 	}
-	if r.AcctAddress != "" {
-		c, err := n.Radius.Listen(r.AcctAddress, radiusd.Acct, acct)
-		if err != nil {
-			n.abort()
-			return nil, fmt.Errorf("radius.acctAddress: %w", err)
-		}
-		n.AcctAddr = c.LocalAddr()
+	if n.AcctAddr, err = n.listen("radius.acctAddress", r.AcctAddress, radiusd.Acct, acct); err != nil {
+		n.abort()
+		return nil, err
 	}
 	if err := n.startRadSec(auth, acct); err != nil {
 		n.abort()
@@ -174,6 +166,22 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	log.Info("policing started", "store", cfg.Session.Store, "clients", len(clients.All()),
 		"auth", addrString(n.AuthAddr), "acct", addrString(n.AcctAddr), "admin", addrString(n.AdminAddr))
 	return n, nil
+}
+
+// listen opens one socket per address of a listen key (several: a multi-homed node that
+// listens on chosen addresses only) and returns the first one's address.
+func (n *Node) listen(key, addrs string, kind radiusd.Kind, h radiusd.Handler) (net.Addr, error) {
+	var first net.Addr
+	for _, a := range config.Addresses(addrs) {
+		c, err := n.Radius.Listen(a, kind, h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		if first == nil {
+			first = c.LocalAddr()
+		}
+	}
+	return first, nil
 }
 
 func openSubscribers(cfg *config.Config, pol *policy.Default, log *slog.Logger) (subscriber.Source, error) {

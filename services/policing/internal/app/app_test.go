@@ -219,7 +219,7 @@ func acct(status rfc2866.AcctStatusType, id, user string) *radius.Packet {
 	rfc2866.AcctStatusType_Set(p, status)
 	rfc2866.AcctSessionID_SetString(p, id)
 	rfc2865.UserName_SetString(p, user)
-	rfc2865.NASIPAddress_Set(p, net.IPv4(192, 0, 2, 1))
+	rfc2865.NASIPAddress_Set(p, net.IPv4(127, 0, 0, 1)) // its own address: the session key (aaa.NASKey)
 	return p
 }
 
@@ -259,7 +259,7 @@ func TestAccountingLifecycle(t *testing.T) {
 		t.Fatalf("sessions of alice = %d, want 1", len(byUser.Sessions))
 	}
 	s := byUser.Sessions[0]
-	if want := uint64(2)<<32 | 100; s.InputOctets != want || s.SessionTime != 60 || s.NAS != "192.0.2.1" {
+	if want := uint64(2)<<32 | 100; s.InputOctets != want || s.SessionTime != 60 || s.NAS != "127.0.0.1" {
 		t.Errorf("session = %+v, want input octets %d", s, want)
 	}
 	var byIP struct{ Sessions []session.Session }
@@ -295,7 +295,7 @@ func TestInterimWithoutStartCreatesSession(t *testing.T) {
 	// Accounting-On from that NAS closes it.
 	_, err = exchange(t, n.AcctAddr, acct(rfc2866.AcctStatusType_Value_AccountingOn, "on-1", ""), true)
 	must(t, err)
-	getJSON(t, n, "/api/v1/sessions?nas=192.0.2.1", &out)
+	getJSON(t, n, "/api/v1/sessions?nas=127.0.0.1", &out)
 	if len(out.Sessions) != 0 {
 		t.Fatalf("Accounting-On left %d sessions", len(out.Sessions))
 	}
@@ -324,7 +324,7 @@ func TestRetransmissionAnsweredOnce(t *testing.T) {
 			t.Fatalf("retransmission got a different reply")
 		}
 	}
-	s, err := n.Store.Get(context.Background(), session.Key{NAS: "192.0.2.1", ID: "dup-1"})
+	s, err := n.Store.Get(context.Background(), session.Key{NAS: "127.0.0.1", ID: "dup-1"})
 	must(t, err)
 	if s.Updates != 1 {
 		t.Fatalf("session updated %d times, want 1 (retransmissions must not be processed again)", s.Updates)
@@ -339,7 +339,7 @@ func TestSnapshotSurvivesRestart(t *testing.T) {
 	must(t, err)
 	must(t, n.Shutdown(context.Background()))
 	n2 := startNode(t, snap)
-	if _, err := n2.Store.Get(context.Background(), session.Key{NAS: "192.0.2.1", ID: "keep-me"}); err != nil {
+	if _, err := n2.Store.Get(context.Background(), session.Key{NAS: "127.0.0.1", ID: "keep-me"}); err != nil {
 		t.Fatalf("session lost across restart: %v", err)
 	}
 }

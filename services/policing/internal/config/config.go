@@ -43,6 +43,8 @@ type Log struct {
 
 // Radius configures the RADIUS listeners and the worker pool.
 type Radius struct {
+	// AuthAddress and AcctAddress are host:port, or several separated by commas (one
+	// socket each: Addresses).
 	AuthAddress string `json:"authAddress"`
 	AcctAddress string `json:"acctAddress"`
 	// Dispatch is auto, inline or workers: see InlineDispatch.
@@ -55,8 +57,10 @@ type Radius struct {
 	DrainTimeout    Duration `json:"drainTimeout"`
 	SocketBuffer    int      `json:"socketBuffer"`
 	// RequireMessageAuthenticator is the default of every client's own key (BlastRADIUS).
-	RequireMessageAuthenticator bool   `json:"requireMessageAuthenticator"`
-	RadSec                      RadSec `json:"radsec"`
+	RequireMessageAuthenticator bool `json:"requireMessageAuthenticator"`
+	// LimitProxyState is the default of every client's own key (BlastRADIUS).
+	LimitProxyState bool   `json:"limitProxyState"`
+	RadSec          RadSec `json:"radsec"`
 	// Dictionaries are FreeRADIUS-format dictionary files loaded on top of the built-in
 	// one, with their $INCLUDEs (docs/dictionaries.md); reloaded when they change.
 	Dictionaries []string `json:"dictionaries,omitempty"`
@@ -75,6 +79,10 @@ type Client struct {
 	// RequireMessageAuthenticator drops Access-Requests without a valid Message-Authenticator
 	// (BlastRADIUS, CVE-2024-3596). Default: radius.requireMessageAuthenticator (true).
 	RequireMessageAuthenticator *bool `json:"requireMessageAuthenticator,omitempty"`
+	// LimitProxyState drops Access-Requests that carry Proxy-State without
+	// Message-Authenticator, when Message-Authenticator is not required (BlastRADIUS, as
+	// FreeRADIUS's limit_proxy_state). Default: radius.limitProxyState (true).
+	LimitProxyState *bool `json:"limitProxyState,omitempty"`
 	// CoAPort is where the NAS listens for CoA and Disconnect requests (RFC 5176).
 	CoAPort int `json:"coaPort,omitempty"`
 }
@@ -138,6 +146,7 @@ func Default() Config {
 			DrainTimeout:                Duration(10 * time.Second),
 			SocketBuffer:                1 << 20,
 			RequireMessageAuthenticator: true,
+			LimitProxyState:             true,
 			RadSec:                      defaultRadSec(),
 		},
 		Subscribers: Subscribers{Source: "file", LDAP: defaultLDAP()},
@@ -412,8 +421,24 @@ func (c *Config) Validate() error {
 			bad(key, "%q is not host:port", v)
 		}
 	}
-	checkAddr("radius.authAddress", c.Radius.AuthAddress, true)
-	checkAddr("radius.acctAddress", c.Radius.AcctAddress, true)
+	checkAddrs := func(key, v string) {
+		list := Addresses(v)
+		seen := map[string]bool{}
+		for i, a := range list {
+			_, _, err := net.SplitHostPort(a)
+			switch {
+			case err != nil && len(list) == 1:
+				bad(key, "%q is not host:port", a)
+			case err != nil:
+				bad(key, "%q (address %d of %d) is not host:port", a, i+1, len(list))
+			case seen[a]:
+				bad(key, "%q is listed twice", a)
+			}
+			seen[a] = true
+		}
+	}
+	checkAddrs("radius.authAddress", c.Radius.AuthAddress)
+	checkAddrs("radius.acctAddress", c.Radius.AcctAddress)
 	if c.Radius.AuthAddress == "" && c.Radius.AcctAddress == "" {
 		bad("radius", "authAddress and acctAddress are both empty: nothing to serve")
 	}
@@ -528,6 +553,24 @@ func ParseClientAddress(s string) (netip.Prefix, error) {
 // in radius.requireMessageAuthenticator first).
 func (cl Client) RequiresMessageAuthenticator() bool {
 	return cl.RequireMessageAuthenticator == nil || *cl.RequireMessageAuthenticator
+}
+
+// Addresses splits a listen address key (radius.authAddress, radius.acctAddress) into
+// its addresses: one host:port, or several separated by commas; empty: none.
+func Addresses(v string) []string {
+	var out []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" || strings.TrimSpace(v) != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// LimitsProxyState is the client's setting; unset means true (AllClients fills in
+// radius.limitProxyState first).
+func (cl Client) LimitsProxyState() bool {
+	return cl.LimitProxyState == nil || *cl.LimitProxyState
 }
 
 // Duration is a time.Duration written as "5s", "10m" in YAML.

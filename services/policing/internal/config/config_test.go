@@ -86,6 +86,9 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{"log.format=xml", "log.format"},
 		{"radius.authAddress=1812", "radius.authAddress"},
 		{"radius.acctAddress=localhost", "radius.acctAddress"},
+		{"radius.authAddress=127.0.0.2:1812,1812", "radius.authAddress"},
+		{"radius.acctAddress=127.0.0.2:1813,,127.0.0.3:1813", "radius.acctAddress"},
+		{"radius.authAddress=127.0.0.2:1812,127.0.0.2:1812", "radius.authAddress"},
 		{"radius.dispatch=threads", "radius.dispatch"},
 		{"radius.workers=0", "radius.workers"},
 		{"radius.queueSize=-1", "radius.queueSize"},
@@ -381,6 +384,48 @@ func TestNodeWideMessageAuthenticatorDefault(t *testing.T) {
 	if all[0].RequiresMessageAuthenticator() || !all[1].RequiresMessageAuthenticator() {
 		t.Fatalf("a follows the node default (false), b keeps its own (true): %v %v",
 			all[0].RequiresMessageAuthenticator(), all[1].RequiresMessageAuthenticator())
+	}
+}
+
+// limitProxyState defaults to true node-wide; a client's own key wins over the node's.
+func TestNodeWideLimitProxyStateDefault(t *testing.T) {
+	c, err := load(t, minimal, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Radius.LimitProxyState || !c.Clients[0].LimitsProxyState() {
+		t.Fatal("limitProxyState must default to true")
+	}
+	text := "radius: {limitProxyState: false}\nclients:\n  - {name: a, address: 192.0.2.1, secretFile: /s}\n  - {name: b, address: 192.0.2.2, secretFile: /s, limitProxyState: true}\nsubscribers: {file: /f}\n"
+	if c, err = load(t, text, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	all, err := c.AllClients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all[0].LimitsProxyState() || !all[1].LimitsProxyState() {
+		t.Fatalf("a follows the node default (false), b keeps its own (true): %v %v", all[0].LimitsProxyState(), all[1].LimitsProxyState())
+	}
+	if c, err = load(t, minimal, []string{"clients.1.limitProxyState=false"}, nil); err != nil || c.Clients[1].LimitsProxyState() {
+		t.Fatalf("clients.1.limitProxyState=false: %v", err)
+	}
+}
+
+// A listen key takes several addresses, one socket each.
+func TestSeveralListenAddresses(t *testing.T) {
+	c, err := load(t, minimal+`radius: {authAddress: "127.0.0.2:1812, [::1]:1812", acctAddress: "0.0.0.0:1813"}`+"\n", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Addresses(c.Radius.AuthAddress); len(got) != 2 || got[0] != "127.0.0.2:1812" || got[1] != "[::1]:1812" {
+		t.Fatalf("auth addresses %q", got)
+	}
+	if got := Addresses(c.Radius.AcctAddress); len(got) != 1 || got[0] != "0.0.0.0:1813" {
+		t.Fatalf("acct addresses %q", got)
+	}
+	if got := Addresses(""); len(got) != 0 {
+		t.Fatalf("empty key: %q", got)
 	}
 }
 

@@ -105,12 +105,17 @@ func (c *Config) AllClients() ([]Client, error) {
 		}
 		out = append(out, more...)
 	}
-	// A client that does not say whether it must send Message-Authenticator follows the
-	// node-wide radius.requireMessageAuthenticator.
+	// A client that does not say whether it must send Message-Authenticator, or whether
+	// its Proxy-State is limited, follows the node-wide radius.requireMessageAuthenticator
+	// and radius.limitProxyState.
 	for i := range out {
 		if out[i].RequireMessageAuthenticator == nil {
 			v := c.Radius.RequireMessageAuthenticator
 			out[i].RequireMessageAuthenticator = &v
+		}
+		if out[i].LimitProxyState == nil {
+			v := c.Radius.LimitProxyState
+			out[i].LimitProxyState = &v
 		}
 	}
 	return out, nil

@@ -94,26 +94,31 @@ func TestVendorSpecific(t *testing.T) {
 	}
 }
 
-// Tagged attributes (RFC 2868 §3): the tag is the first octet; for integers it replaces
-// the high octet of the 4-octet value (attribute length 6), for strings it is prepended.
-// The encoding must match layeh.com/radius's rfc2868 helpers byte for byte.
+// Tagged attributes (RFC 2868 §3) with tag 0: for integers the tag replaces the high octet
+// of the 4-octet value (attribute length 6); a string goes without a tag octet, as
+// FreeRADIUS sends it (freeradius_test.go compares with radclient), unless its first octet
+// would read as a tag.
 func TestTaggedAttributes(t *testing.T) {
 	p := radius.New(radius.CodeAccessAccept, []byte("s"))
 	_ = rfc2868.TunnelType_Add(p, 0, rfc2868.TunnelType(13) /* VLAN (RFC 3580) */)
 	_ = rfc2868.TunnelMediumType_Add(p, 0, rfc2868.TunnelMediumType_Value_IEEE802)
-	_ = rfc2868.TunnelPrivateGroupID_AddString(p, 0, "100")
 	for _, c := range []struct {
 		name, value string
 		typ         radius.Type
+		want        []byte // nil: as layeh.com/radius's rfc2868 helpers encode it
 	}{
-		{"Tunnel-Type", "VLAN", rfc2868.TunnelType_Type},
-		{"Tunnel-Medium-Type", "IEEE-802", rfc2868.TunnelMediumType_Type},
-		{"Tunnel-Private-Group-Id", "100", rfc2868.TunnelPrivateGroupID_Type},
+		{"Tunnel-Type", "VLAN", rfc2868.TunnelType_Type, nil},
+		{"Tunnel-Medium-Type", "IEEE-802", rfc2868.TunnelMediumType_Type, nil},
+		{"Tunnel-Private-Group-Id", "100", rfc2868.TunnelPrivateGroupID_Type, []byte("100")},
+		{"Tunnel-Private-Group-Id", "\x05vlan", rfc2868.TunnelPrivateGroupID_Type, []byte("\x00\x05vlan")},
 	} {
 		e := encode(t, c.name, c.value)
-		want, _ := p.Lookup(c.typ)
+		want := c.want
+		if want == nil {
+			want, _ = p.Lookup(c.typ)
+		}
 		if e.Type != c.typ || !bytes.Equal(e.Value, want) {
-			t.Errorf("%s=%s: % x, want % x", c.name, c.value, []byte(e.Value), []byte(want))
+			t.Errorf("%s=%q: % x, want % x", c.name, c.value, []byte(e.Value), want)
 		}
 	}
 	// Decoded by the rfc2868 helpers as VLAN 13 / IEEE-802 / "100".
@@ -133,9 +138,9 @@ func TestTaggedAttributes(t *testing.T) {
 	if _, err := a.Encode("16777216"); err == nil {
 		t.Error("a tagged integer above 2^24-1 must be refused")
 	}
-	// Tagged vendor string: tag inside the VSA.
+	// Tagged vendor string, tag 0: no tag octet inside the VSA either.
 	e := encode(t, "ERX-Service-Activate", "svc")
-	if !bytes.Equal(e.Value[4:], []byte{65, 6, 0, 's', 'v', 'c'}) {
+	if !bytes.Equal(e.Value[4:], []byte{65, 5, 's', 'v', 'c'}) {
 		t.Errorf("tagged VSA % x", []byte(e.Value))
 	}
 }

@@ -62,7 +62,10 @@ func (a *Attr) encode(text string, tag int) (Encoded, error) {
 				return Encoded{}, fmt.Errorf("%q does not fit in 24 bits (tagged)", text)
 			}
 			v[0] = byte(tag)
-		} else {
+		} else if tag != 0 || len(v) == 0 || v[0] <= 0x1f {
+			// A string with tag 0 goes without a tag octet, as FreeRADIUS sends it, unless its
+			// first octet would be read as a tag (RFC 2868 §3.6: 0x01-0x1f are tags): then
+			// an explicit tag 0 keeps the value intact.
 			v = append([]byte{byte(tag)}, v...)
 		}
 	}

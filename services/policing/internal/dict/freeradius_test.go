@@ -166,6 +166,10 @@ var wireCases = []wireCase{
 	{name: "Tunnel-Type", value: "VLAN", tag: 1},
 	{name: "Tunnel-Medium-Type", value: "IEEE-802", tag: 1},
 	{name: "Tunnel-Private-Group-Id", value: "100", tag: 1, fr: `"100"`},
+	// tag 0: a string without its tag octet, an integer with 0 in the high octet
+	{name: "Tunnel-Private-Group-Id", value: "200", fr: `"200"`},
+	{name: "Tunnel-Type", value: "VLAN"},
+	{name: "ERX-Service-Activate", value: "svc", fr: `"svc"`},
 	// RFC 6929 extended attribute, and an extended vendor-specific one (245.26)
 	{name: "Frag-Status", value: "1"},
 	{name: "FreeRADIUS-802.1X-EAPoL-Key-Msg", value: "0x0102"},

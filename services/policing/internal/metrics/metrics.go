@@ -24,6 +24,11 @@ const (
 	DropUnsupported      = "unsupported_code"
 	DropStoreError       = "store_error"
 	DropProxyError       = "proxy_error"
+	// DropProxyStateWithoutMA: an Access-Request with Proxy-State but no
+	// Message-Authenticator from a client that does not require one (limitProxyState).
+	DropProxyStateWithoutMA = "proxy_state_without_message_authenticator"
+	// DropReplyTooLarge: the reply would exceed 4,096 octets; it is not sent.
+	DropReplyTooLarge = "reply_too_large"
 )
 
 var (
@@ -52,6 +57,13 @@ var (
 		Namespace: Namespace, Subsystem: "radius", Name: "requests_dropped_total",
 		Help: "RADIUS requests dropped without a reply, by reason.",
 	}, []string{"reason"})
+
+	// AcctDelayClamped counts accounting requests whose Acct-Delay-Time was absurd (more
+	// than a day) and was taken as a day.
+	AcctDelayClamped = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "radius", Name: "acct_delay_clamped_total",
+		Help: "Accounting requests whose Acct-Delay-Time exceeded one day and was clamped to it.",
+	})
 
 	// DuplicatesAnswered counts retransmissions answered from the reply cache (RFC 5080).
 	DuplicatesAnswered = promauto.NewCounter(prometheus.CounterOpts{

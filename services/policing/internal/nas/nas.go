@@ -20,7 +20,14 @@ type Client struct {
 	NASIdentifier string
 	Secret        []byte
 	RequireMA     bool
-	CoAPort       int
+	// LimitProxyState drops Access-Requests with Proxy-State and without
+	// Message-Authenticator (BlastRADIUS) when RequireMA is off.
+	LimitProxyState bool
+	CoAPort         int
+	// table and id place the client in the table it was indexed in (Owns); copies of the
+	// client keep them.
+	table *Table
+	id    int
 }
 
 // Table finds the client of a request. It is immutable; reloads build a new one.
@@ -31,7 +38,7 @@ type Table struct {
 
 // Build reads every secret file and indexes the clients. Errors name the client key.
 func Build(cfgs []config.Client) (*Table, error) {
-	t := &Table{exact: map[netip.Addr][]*Client{}}
+	var cs []*Client
 	seen := map[string]string{}
 	for i, c := range cfgs {
 		key := fmt.Sprintf("clients[%d]", i)
@@ -52,16 +59,37 @@ func Build(cfgs []config.Client) (*Table, error) {
 		if coa == 0 {
 			coa = 3799
 		}
-		cl := &Client{Name: c.Name, Prefix: p, NASIdentifier: c.NASIdentifier, Secret: secret,
-			RequireMA: c.RequiresMessageAuthenticator(), CoAPort: coa}
-		if p.IsSingleIP() {
+		cs = append(cs, &Client{Name: c.Name, Prefix: p, NASIdentifier: c.NASIdentifier, Secret: secret,
+			RequireMA: c.RequiresMessageAuthenticator(), LimitProxyState: c.LimitsProxyState(), CoAPort: coa})
+	}
+	return NewTable(cs...), nil
+}
+
+// NewTable indexes clients (Build, or tests). The table owns them from then on.
+func NewTable(cs ...*Client) *Table {
+	t := &Table{exact: map[netip.Addr][]*Client{}}
+	for i, cl := range cs {
+		cl.table, cl.id = t, i
+		if p := cl.Prefix; p.IsSingleIP() {
 			t.exact[p.Addr()] = append(t.exact[p.Addr()], cl)
 		} else {
 			t.prefixes = append(t.prefixes, cl)
 		}
 	}
 	sort.SliceStable(t.prefixes, func(i, j int) bool { return t.prefixes[i].Prefix.Bits() > t.prefixes[j].Prefix.Bits() })
-	return t, nil
+	return t
+}
+
+// Owns reports whether addr is this client's own: a request from addr (without
+// NAS-Identifier) would be taken as this client's, in the table the client came from. A
+// NAS may name only its own address as NAS-IP-Address and be trusted with it (session
+// keys, Accounting-On): the shared secret proves the client, not the address it claims.
+func (c *Client) Owns(addr netip.Addr) bool {
+	if c.table == nil || !addr.IsValid() {
+		return false
+	}
+	m := c.table.Match(addr, nil)
+	return m != nil && m.id == c.id
 }
 
 // ReadSecret reads a shared secret from a file; trailing newlines are not part of it.

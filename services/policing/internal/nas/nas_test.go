@@ -208,3 +208,48 @@ func TestReadSecretNeverLeaks(t *testing.T) {
 		t.Fatalf("%q", s)
 	}
 }
+
+// A client owns the addresses a request would be matched to it from: its own address or
+// range, less what a more specific client or a NAS-Identifier-less client of the address
+// takes. Copies of a client (RadSec's) keep its place; a client in no table owns nothing.
+func TestOwns(t *testing.T) {
+	tab := build(t,
+		config.Client{Name: "pool", Address: "10.0.0.0/8"},
+		config.Client{Name: "bng", Address: "10.1.1.2"},
+		config.Client{Name: "natted", Address: "10.1.1.3", NASIdentifier: "n-1"},
+		config.Client{Name: "twin", Address: "10.1.1.4"},
+		config.Client{Name: "twin", Address: "10.1.1.5"},
+	)
+	by := func(addr string) *Client { return tab.Match(netip.MustParseAddr(addr), nil) }
+	pool, bng, twin4 := by("10.9.9.9"), by("10.1.1.2"), by("10.1.1.4")
+	cases := []struct {
+		c    *Client
+		addr string
+		want bool
+	}{
+		{pool, "10.9.9.9", true},
+		{pool, "10.1.1.2", false}, // bng's
+		{pool, "10.1.1.3", true},  // natted takes only requests with its NAS-Identifier
+		{pool, "192.0.2.1", false},
+		{bng, "10.1.1.2", true},
+		{bng, "10.9.9.9", false},
+		{twin4, "10.1.1.5", false}, // same name, another client
+		{pool, "", false},
+	}
+	for _, c := range cases {
+		a, _ := netip.ParseAddr(c.addr)
+		if got := c.c.Owns(a); got != c.want {
+			t.Errorf("%s owns %s = %v, want %v", c.c.Name, c.addr, got, c.want)
+		}
+	}
+	cp := *bng
+	if !cp.Owns(netip.MustParseAddr("10.1.1.2")) {
+		t.Error("a copy of the client lost its place")
+	}
+	if (&Client{Name: "bng", Prefix: netip.MustParsePrefix("10.1.1.2/32")}).Owns(netip.MustParseAddr("10.1.1.2")) {
+		t.Error("a client in no table owns nothing")
+	}
+	if tab2 := NewTable(&Client{Name: "x", Prefix: netip.MustParsePrefix("192.0.2.0/24")}); !tab2.All()[0].Owns(netip.MustParseAddr("192.0.2.7")) {
+		t.Error("NewTable: client does not own its range")
+	}
+}

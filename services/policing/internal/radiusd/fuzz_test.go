@@ -33,7 +33,8 @@ import (
 const fuzzSecret = "fuzz-secret"
 
 var allReasons = []string{metrics.DropUnknownClient, metrics.DropBadAuthenticator, metrics.DropMissingMA, metrics.DropBadMA,
-	metrics.DropMalformed, metrics.DropDuplicate, metrics.DropOverload, metrics.DropUnsupported, metrics.DropStoreError}
+	metrics.DropMalformed, metrics.DropDuplicate, metrics.DropOverload, metrics.DropUnsupported, metrics.DropStoreError,
+	metrics.DropProxyStateWithoutMA, metrics.DropReplyTooLarge}
 
 func totalDrops() float64 {
 	var n float64
@@ -43,7 +44,8 @@ func totalDrops() float64 {
 	return n
 }
 
-// writeCounter wraps a handler and reports whether it answered.
+// writeCounter wraps a handler and reports whether it answered (a reply too large to send
+// is a drop, not an answer).
 type writeCounter struct {
 	h     radiusd.Handler
 	wrote int
@@ -55,8 +57,11 @@ type countingWriter struct {
 }
 
 func (cw countingWriter) Write(p *radius.Packet) error {
-	cw.c.wrote++
-	return cw.w.Write(p)
+	err := cw.w.Write(p)
+	if err == nil {
+		cw.c.wrote++
+	}
+	return err
 }
 
 func (c *writeCounter) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {

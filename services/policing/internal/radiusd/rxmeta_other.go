@@ -4,11 +4,15 @@ package radiusd
 
 import (
 	"net"
-	"time"
+	"net/netip"
 )
 
-func enableRxMeta(*net.UDPConn) {}
+func enableRxMeta(*net.UDPConn, bool) {}
 
 var oobSize = 64
 
-func parseRxMeta([]byte) (time.Time, uint32, bool) { return time.Time{}, 0, false }
+func parseRxMeta([]byte) rxMeta { return rxMeta{} }
+
+const srcOOBSize = 40
+
+func replySource(*[srcOOBSize]byte, netip.Addr, uint32) int { return 0 }

@@ -119,6 +119,21 @@ type job struct {
 	kind    Kind
 	handler Handler
 	at      time.Time
+	// dst is the address the request was sent to, known on a wildcard socket only: the
+	// reply leaves from it.
+	dst     netip.Addr
+	ifIndex uint32
+}
+
+// rxMeta is what the kernel told about one datagram (rxmeta_linux.go).
+type rxMeta struct {
+	arrived  time.Time
+	drops    uint32
+	hasDrops bool
+	// dst is the address the datagram was sent to (wildcard sockets only); ifIndex the
+	// interface it came in on.
+	dst     netip.Addr
+	ifIndex uint32
 }
 
 // New builds a server; Serve starts each listener.
@@ -178,7 +193,7 @@ func (s *Server) Listen(addr string, kind Kind, h Handler) (*net.UDPConn, error)
 	s.mu.Lock()
 	s.conns = append(s.conns, conn)
 	s.mu.Unlock()
-	enableRxMeta(conn)
+	enableRxMeta(conn, ua.IP == nil || ua.IP.IsUnspecified())
 	bufDrops := new(atomic.Uint32)
 	for i := 0; i < s.opt.Readers; i++ {
 		s.readers.Add(1)
@@ -220,10 +235,11 @@ func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, bufDrops *atomic.
 			continue
 		}
 		now := time.Now()
-		at, drops, ok := parseRxMeta(oob[:oobn])
-		if ok {
-			countBufferDrops(bufDrops, drops)
+		meta := parseRxMeta(oob[:oobn])
+		if meta.hasDrops {
+			countBufferDrops(bufDrops, meta.drops)
 		}
+		at := meta.arrived
 		if at.IsZero() || at.After(now) {
 			at = now
 		}
@@ -236,11 +252,11 @@ func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, bufDrops *atomic.
 		if s.opt.Inline {
 			// While it serves, the reader reads nothing more: the excess waits in the socket
 			// buffer and beyond it the kernel drops it, as with a full queue below.
-			own = job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: at}
+			own = job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: at, dst: meta.dst, ifIndex: meta.ifIndex}
 			s.serveCounted(&own, &mem)
 			continue
 		}
-		j := &job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: at}
+		j := &job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: at, dst: meta.dst, ifIndex: meta.ifIndex}
 		// When every worker is busy and the queue is full, wait for a worker instead of
 		// reading on: what we cannot take stays in the kernel's buffer, and beyond it the
 		// kernel drops it (counted as socket_buffer_full) without costing us any CPU, so
@@ -314,6 +330,7 @@ func (s *Server) serve(j *job, mem *arena) {
 		return
 	}
 	mem.udp = udpOut{conn: j.conn, to: j.from}
+	mem.udp.oobN = replySource(&mem.udp.oob, j.dst, j.ifIndex)
 	mem.in = inbound{pkt: pkt, from: j.from, kind: j.kind, handler: j.handler, client: client, at: j.at,
 		out: &mem.udp, dups: s.dups}
 	s.handle(&mem.in, mem)
@@ -368,7 +385,7 @@ func (s *Server) handle(in *inbound, mem *arena) {
 		s.drop(metrics.DropMalformed, in.from, err)
 		return
 	}
-	mem.w = responseWriter{s: s, out: in.out, to: in.from, dups: in.dups, secret: in.client.Secret, key: key, req: p}
+	mem.w = responseWriter{s: s, out: in.out, to: in.from, client: in.client.Name, dups: in.dups, secret: in.client.Secret, key: key, req: p}
 	w := &mem.w
 	if radius.Code(pkt[0]) == radius.CodeStatusServer {
 		s.statusServer(w, p, in.kind)
@@ -407,8 +424,19 @@ func verify(pkt []byte, c *nas.Client) (string, error) {
 	}
 	switch radius.Code(pkt[0]) {
 	case radius.CodeAccessRequest:
-		if !present && c.RequireMA {
+		if present {
+			break
+		}
+		if c.RequireMA {
 			return metrics.DropMissingMA, errors.New("Access-Request without Message-Authenticator")
+		}
+		if has(pkt, typeEAPMessage) { // RFC 3579 §3.2: silently discarded
+			return metrics.DropMissingMA, errors.New("Access-Request with EAP-Message without Message-Authenticator")
+		}
+		if c.LimitProxyState && has(pkt, radiusx.TypeProxyState) {
+			// BlastRADIUS: the attacker's Proxy-State would be echoed ahead of the reply's
+			// only unpredictable data (FreeRADIUS limit_proxy_state).
+			return metrics.DropProxyStateWithoutMA, errors.New("Access-Request with Proxy-State without Message-Authenticator")
 		}
 	case radius.CodeStatusServer:
 		if !present { // RFC 5997 §3: Status-Server must carry it
@@ -420,6 +448,14 @@ func verify(pkt []byte, c *nas.Client) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+const typeEAPMessage = 79
+
+// has reports whether a framing-checked packet carries an attribute of type t.
+func has(pkt []byte, t byte) bool {
+	off, _, err := radiusx.FindAttr(pkt, t)
+	return err == nil && off >= 0
 }
 
 // statusServer answers RFC 5997 Status-Server: Access-Accept on the auth port,
@@ -437,6 +473,7 @@ type responseWriter struct {
 	s      *Server
 	out    replyOut
 	to     netip.AddrPort
+	client string
 	dups   *dupCache
 	secret []byte
 	key    dupKey
@@ -451,6 +488,15 @@ func (w *responseWriter) Write(reply *radius.Packet) error {
 		return errors.New("radius: reply already written")
 	}
 	b, err := encodeReply(reply, w.req, w.secret)
+	if errors.Is(err, ErrReplyTooLarge) {
+		// A profile or policy that hands out too much: the NAS gets no answer, the
+		// operator a warning (at most one a second) naming the client.
+		metrics.Dropped.WithLabelValues(metrics.DropReplyTooLarge).Inc()
+		if w.s.dropLog.allow(metrics.DropReplyTooLarge) {
+			w.s.opt.Log.Warn("radius reply not sent: too large", "client", w.client, "to", w.to.String(),
+				"code", reply.Code.String(), "err", err)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -463,35 +509,62 @@ func (w *responseWriter) Write(reply *radius.Packet) error {
 	return nil
 }
 
-// udpOut sends replies as datagrams to the request's source.
+// udpOut sends replies as datagrams to the request's source, from the address the request
+// was sent to when the socket is a wildcard one (oob: rxmeta_linux.go).
 type udpOut struct {
 	conn *net.UDPConn
 	to   netip.AddrPort
+	oob  [srcOOBSize]byte
+	oobN int
 }
 
 func (u *udpOut) send(b []byte) error {
-	_, err := u.conn.WriteToUDPAddrPort(b, u.to)
+	if u.oobN == 0 {
+		_, err := u.conn.WriteToUDPAddrPort(b, u.to)
+		return err
+	}
+	_, _, err := u.conn.WriteMsgUDPAddrPort(b, u.oob[:u.oobN], u.to)
 	return err
 }
 
-// encodeReply encodes the reply to req on any transport: the request's Proxy-State
-// attributes copied unmodified and in order (RFC 2865 §5.33), always a Message-Authenticator
-// (BlastRADIUS), then the response authenticator.
+// ErrReplyTooLarge: the reply would be longer than a RADIUS packet may be (4,096 octets,
+// RFC 2865 §3).
+var ErrReplyTooLarge = errors.New("radius: reply longer than 4096 octets")
+
+// maPlaceholder is the Message-Authenticator every reply starts with, zero until signed
+// (shared and never written: encoding copies it).
+var maPlaceholder = &radius.AVP{Type: radiusx.TypeMessageAuthenticator, Attribute: make(radius.Attribute, 16)}
+
+// encodeReply encodes the reply to req on any transport: Message-Authenticator first
+// (BlastRADIUS: as FreeRADIUS ≥ 3.2.5 does, so that nothing the client chose precedes it),
+// the reply's attributes, the request's Proxy-State attributes copied unmodified and in
+// order (RFC 2865 §5.33), then the response authenticator.
 func encodeReply(reply, req *radius.Packet, secret []byte) ([]byte, error) {
-	reply.Secret = secret
-	reply.Del(radiusx.TypeMessageAuthenticator)
-	reply.Del(radiusx.TypeProxyState)
-	for _, a := range req.Attributes {
-		if a.Type == radiusx.TypeProxyState {
-			reply.Add(radiusx.TypeProxyState, a.Attribute)
+	attrs := make(radius.Attributes, 1, len(reply.Attributes)+4)
+	attrs[0] = maPlaceholder
+	for _, a := range reply.Attributes {
+		if a.Type != radiusx.TypeMessageAuthenticator && a.Type != radiusx.TypeProxyState {
+			attrs = append(attrs, a)
 		}
 	}
-	reply.Add(radiusx.TypeMessageAuthenticator, make(radius.Attribute, 16)) // last: its offset is known
-	b, err := reply.MarshalBinary()
+	for _, a := range req.Attributes {
+		if a.Type == radiusx.TypeProxyState {
+			attrs = append(attrs, a)
+		}
+	}
+	n, err := radius.AttributesEncodedLen(attrs)
 	if err != nil {
 		return nil, err
 	}
-	radiusx.SignResponse(b, len(b)-16, secret, byte(req.Code))
+	if radiusx.HeaderLen+n > radius.MaxPacketLength {
+		return nil, fmt.Errorf("%w: %d octets", ErrReplyTooLarge, radiusx.HeaderLen+n)
+	}
+	out := radius.Packet{Code: reply.Code, Identifier: req.Identifier, Authenticator: req.Authenticator, Attributes: attrs}
+	b, err := out.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	radiusx.SignResponse(b, radiusx.HeaderLen+2, secret, byte(req.Code))
 	return b, nil
 }
 
