@@ -93,13 +93,6 @@ machine() {
 }
 machine | tee "$OUT/machine.txt"
 
-lua_counters() {
-	curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '
-		/^openaaa_policy_lua_runs_total/ { r += $NF }
-		/^openaaa_policy_lua_reuses_total/ { u += $NF }
-		END { printf "%d %d\n", r, u }'
-}
-
 run() { # LABEL FILE
 	local label=$1 file=$2 before after r0 u0 r1 u1
 	"${GEN_PIN[@]}" "$LOADGEN" gx --target "127.0.0.1:$GX_PORT" --subscribers "$SUBS" --updates "$UPDATES" \
@@ -153,7 +146,6 @@ if [[ $WITH_CASSANDRA == 1 ]]; then
 	VARIANTS+=(cassandra)
 fi
 
-median() { sort -g | awk '{a[NR]=$1} END { if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
 stat() { # VARIANT JQ-EXPR
 	local n=$ROUNDS
 	[[ $1 == cassandra ]] && n=1

@@ -370,23 +370,21 @@ func (r *run) request(w *worker, target, conn int, cmd Command, m *diam.Message)
 	now := time.Now()
 	counted = counted && now.Before(r.end)
 	st, tt := &w.byCommand[cmd], &w.byTarget[target]
-	switch {
-	case errors.Is(err, errTimeout):
+	if err != nil {
 		if counted {
-			st.Sent++
-			tt.Sent++
-			st.Timeouts++
-			tt.Timeouts++
-			r.timeouts.Add(1)
-		}
-		return 0
-	case err != nil:
-		if counted {
-			st.Sent++
-			tt.Sent++
-			st.Errors++
-			tt.Errors++
-			r.errs.Add(1)
+			for _, x := range []*Stats{st, tt} {
+				x.Sent++
+				if errors.Is(err, errTimeout) {
+					x.Timeouts++
+				} else {
+					x.Errors++
+				}
+			}
+			if errors.Is(err, errTimeout) {
+				r.timeouts.Add(1)
+			} else {
+				r.errs.Add(1)
+			}
 		}
 		return 0
 	}

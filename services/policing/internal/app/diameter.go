@@ -77,7 +77,7 @@ func (n *Node) diameterApps() map[uint32]diameter.Handler {
 		return nil
 	}
 	h := &gx.Handler{Identity: diameter.Identity{Host: n.Config.Diameter.OriginHost, Realm: n.Config.Diameter.OriginRealm},
-		Node: n.diameterNodeName(),
+		Node:        n.diameterNodeName(),
 		Subscribers: n.Subscribers, Store: n.Store, Log: n.Log}
 	if !n.Config.Session.InProcess() {
 		h.StoreTimeout = 3 * time.Second

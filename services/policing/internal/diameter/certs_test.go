@@ -29,6 +29,12 @@ func writeSelfSigned(t *testing.T, dir, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	writePair(t, dir, der, key)
+}
+
+// writePair writes dir/cert.pem and dir/key.pem.
+func writePair(t *testing.T, dir string, der []byte, key *ecdsa.PrivateKey) {
+	t.Helper()
 	kb, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
@@ -82,13 +88,5 @@ func (ca *testCA) issue(t *testing.T, dir, name string, serial int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, block := range map[string]*pem.Block{"cert.pem": {Type: "CERTIFICATE", Bytes: der}, "key.pem": {Type: "EC PRIVATE KEY", Bytes: kb}} {
-		if err := os.WriteFile(filepath.Join(dir, file), pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writePair(t, dir, der, key)
 }
