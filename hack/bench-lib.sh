@@ -44,3 +44,15 @@ session: $1
 admin: {address: 127.0.0.1:$ADMIN_PORT${2:+, $2}}
 EOF
 }
+
+# lua_counters: the Lua runs and reuses so far on ADMIN_PORT's /metrics (sum over hooks),
+# printed "runs reuses".
+lua_counters() {
+	curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '
+		/^openaaa_policy_lua_runs_total/ { r += $NF }
+		/^openaaa_policy_lua_reuses_total/ { u += $NF }
+		END { printf "%d %d\n", r, u }'
+}
+
+# median of the numbers on stdin, one per line.
+median() { sort -g | awk '{a[NR]=$1} END { if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }

@@ -64,14 +64,6 @@ machine | tee "$OUT/machine.txt"
 
 BENCH_NAME=bench-policy
 
-# lua_counters FILE: the Lua runs and reuses so far (sum over hooks), "runs reuses".
-lua_counters() {
-	curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '
-		/^openaaa_policy_lua_runs_total/ { r += $NF }
-		/^openaaa_policy_lua_reuses_total/ { u += $NF }
-		END { printf "%d %d\n", r, u }'
-}
-
 run() { # LABEL FILE
 	local label=$1 file=$2 before after
 	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$BASE" --secret-file "$OUT/secret" --mode flow --interims "$INTERIMS" \
@@ -107,7 +99,6 @@ for i in $(seq 1 "$ROUNDS"); do
 	done
 done
 
-median() { sort -g | awk '{a[NR]=$1} END { if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
 stat() { # VARIANT JQ-EXPR
 	for i in $(seq 1 "$ROUNDS"); do jq -r "$2" "$OUT/$1-$i.json"; done | median
 }

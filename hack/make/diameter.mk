@@ -7,3 +7,7 @@ PROVISION += diameter-peers
 .PHONY: diameter-peers
 diameter-peers: ## Install python-diameter (venv, pinned) and freeDiameter (Debian) for the Gx tests (idempotent).
 	hack/diameter-peers.sh install
+
+.PHONY: bench-gx
+bench-gx: build jq cassandra-jars ## Gx policy server under aaa-loadgen's PCEF: built-in vs Lua vs memoized Lua (embedded store), and the Cassandra store (~3 min).
+	BENCH_DURATION=$(if $(filter command line environment,$(origin BENCH_DURATION)),$(BENCH_DURATION),10s) BENCH_ROUNDS=$(BENCH_ROUNDS) hack/bench-gx.sh

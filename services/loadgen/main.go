@@ -1,8 +1,10 @@
-// Command aaa-loadgen is OpenAAA's RADIUS traffic generator: it plays the field's
-// capacity-test flow (Access-Request → Accounting-Start → N × Interim-Update → Stop) against
-// one or more servers, closed or open loop, and prints the capacity report.
+// Command aaa-loadgen is OpenAAA's traffic generator: it plays the field's capacity-test flow
+// (Access-Request → Accounting-Start → N × Interim-Update → Stop) against one or more RADIUS
+// servers, or a PCEF's Gx sessions (CCR-I → N × CCR-U → CCR-T) against policy servers, closed
+// or open loop, and prints the capacity report.
 //
-//	aaa-loadgen run [flags]           one bounded run, report on stdout
+//	aaa-loadgen run [flags]           one bounded RADIUS run, report on stdout
+//	aaa-loadgen gx [flags]            one bounded Gx run, report on stdout
 //	aaa-loadgen subscribers [flags]   write the matching policing and FreeRADIUS subscriber files
 //	aaa-loadgen compare [flags] FILE… side-by-side A/B table from the JSON reports of `run`
 //	aaa-loadgen version
@@ -39,9 +41,10 @@ func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `aaa-loadgen: RADIUS traffic generator and capacity report.
+const usage = `aaa-loadgen: RADIUS and Gx traffic generator and capacity report.
 
-  aaa-loadgen run [flags]            one bounded run against --target servers (see run -h)
+  aaa-loadgen run [flags]            one bounded RADIUS run against --target servers (see run -h)
+  aaa-loadgen gx [flags]             one bounded Gx run against --target policy servers (see gx -h)
   aaa-loadgen subscribers [flags]    write the subscriber files for policing and FreeRADIUS
   aaa-loadgen compare [flags] FILE…  A/B table from JSON reports (see compare -h)
   aaa-loadgen summary [--median-tps] FILE…  one line per JSON report (or their median TPS)
@@ -57,6 +60,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = cmdRun(args[1:], stdout, stderr)
+	case "gx":
+		err = cmdGx(args[1:], stdout, stderr)
 	case "subscribers":
 		err = cmdSubscribers(args[1:], stdout, stderr)
 	case "compare":
@@ -567,6 +572,10 @@ func cmdSubscribers(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&policing, "policing", "", "write the policing subscriber file (YAML) here")
 	fs.StringVar(&freeradius, "freeradius", "", "write the FreeRADIUS `users` file (rlm_files) here")
 	fs.UintVar(&sessionTimeout, "session-timeout", 3600, "Session-Timeout of the profile (s)")
+	gx := population.GxSubscribers{MonitoringKey: "mk1", QuotaOctets: 1 << 50, GrantOctets: 1 << 30}
+	fs.IntVar(&gx.Count, "gx-subscribers", 0, "also write this many Gx subscribers (policing file only), named by IMSI from --imsi-base, for `aaa-loadgen gx`")
+	fs.Uint64Var(&gx.IMSIBase, "imsi-base", defaultIMSIBase, "first IMSI of the Gx subscribers")
+	fs.StringVar(&gx.MonitoringKey, "monitoring-key", gx.MonitoringKey, "Monitoring-Key of the Gx subscribers' usage quota")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -578,6 +587,9 @@ func cmdSubscribers(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	pop.SessionTimeout = uint32(sessionTimeout)
+	if gx.Count > 0 {
+		pop.Gx = &gx
+	}
 	if policing != "" {
 		if err := population.WriteFile(policing, pop.WritePolicing); err != nil {
 			return err

@@ -103,6 +103,7 @@ type policing struct {
 	logFile    string
 	auth, acct int
 	admin      int
+	diameter   int
 	cmd        *exec.Cmd
 	done       chan struct{}
 }
@@ -265,8 +266,14 @@ type loadgenRun struct {
 
 func startLoadgen(t *testing.T, bin string, args ...string) *loadgenRun {
 	t.Helper()
+	return startLoadgenCommand(t, bin, "run", args...)
+}
+
+// startLoadgenCommand starts `aaa-loadgen COMMAND --json ARGS…` (run, gx).
+func startLoadgenCommand(t *testing.T, bin, command string, args ...string) *loadgenRun {
+	t.Helper()
 	l := &loadgenRun{done: make(chan error, 1)}
-	l.cmd = exec.Command(bin, append([]string{"run", "--json"}, args...)...)
+	l.cmd = exec.Command(bin, append([]string{command, "--json"}, args...)...)
 	l.cmd.Stdout, l.cmd.Stderr = &l.stdout, &l.stderr
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -284,6 +291,14 @@ func startLoadgen(t *testing.T, bin string, args ...string) *loadgenRun {
 // reports what it counted).
 func (l *loadgenRun) wait(t *testing.T, interrupt bool, limit time.Duration) *loadReport {
 	t.Helper()
+	var r loadReport
+	l.waitJSON(t, interrupt, limit, &r)
+	return &r
+}
+
+// waitJSON is wait for any command's JSON report.
+func (l *loadgenRun) waitJSON(t *testing.T, interrupt bool, limit time.Duration, report any) {
+	t.Helper()
 	if interrupt {
 		_ = l.cmd.Process.Signal(os.Interrupt)
 	}
@@ -297,11 +312,9 @@ func (l *loadgenRun) wait(t *testing.T, interrupt bool, limit time.Duration) *lo
 		<-l.done
 		t.Fatalf("aaa-loadgen still running after %s", limit)
 	}
-	var r loadReport
-	if err := json.Unmarshal(l.stdout.Bytes(), &r); err != nil {
+	if err := json.Unmarshal(l.stdout.Bytes(), report); err != nil {
 		t.Fatalf("aaa-loadgen report: %v\n%s", err, l.stdout.String())
 	}
-	return &r
 }
 
 // eventually polls f until it returns nil or the time is up.

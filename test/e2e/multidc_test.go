@@ -4,7 +4,10 @@
 // migrate --replication dc1:1,dc2:1,dc3:1`, one policing process per DC with the Cassandra
 // store, and the field flow from aaa-loadgen with every message of a session sent
 // round-robin to another DC. Then one DC (its Cassandra node and its policing) is lost in
-// the middle of a run and comes back. It runs under `make test-e2e` (OPENAAA_E2E=1) and
+// the middle of a run and comes back. The same three nodes serve Gx (issue 15): aaa-loadgen's
+// PCEF sends each request of a Gx session to another DC, and keeps sessions open while dc3 is
+// lost, failing over as a PCEF does; no CCR is answered 5002 and no session is stranded.
+// TestGxLoadgen (gx_test.go) is the generator against one policing. It runs under `make test-e2e` (OPENAAA_E2E=1) and
 // inside `make test` (OPENAAA_INTEGRATION=require); a plain `go test ./...` skips it.
 package e2e
 
@@ -45,6 +48,9 @@ const (
 	phase1Sessions = 300
 	// Phase 2: open loop at this many messages per second while a DC is lost.
 	phase2Rate = 250
+	// Gx: CCR-Us per session; phase 2's Gx sessions begun per second.
+	gxUpdates    = 3
+	phase2GxRate = 10
 )
 
 func TestMultiDC(t *testing.T) {
@@ -76,13 +82,14 @@ func TestMultiDC(t *testing.T) {
 	secret := filepath.Join(work, "secret")
 	must(t, os.WriteFile(secret, []byte("e2e-secret\n"), 0o600))
 	subs := filepath.Join(work, "subscribers.yaml")
-	if out, err := exec.Command(loadgenBin, "subscribers", "--users", fmt.Sprint(users), "--policing", subs).CombinedOutput(); err != nil {
+	if out, err := exec.Command(loadgenBin, "subscribers", "--users", fmt.Sprint(users), "--gx-subscribers", fmt.Sprint(gxSubscribers),
+		"--policing", subs).CombinedOutput(); err != nil {
 		t.Fatalf("aaa-loadgen subscribers: %v\n%s", err, out)
 	}
 
 	tokenFile := filepath.Join(work, "admin-token")
 	must(t, os.WriteFile(tokenFile, []byte(e2eAdminToken+"\n"), 0o600))
-	ports := freePorts(t, 3*dcs)
+	ports := freePorts(t, 4*dcs)
 	pol := make([]*policing, dcs)
 	for i := range dcs {
 		dc := i + 1
@@ -90,7 +97,7 @@ func TestMultiDC(t *testing.T) {
 			t: t, bin: policingBin, name: fmt.Sprintf("dc%d", dc),
 			config:  filepath.Join(work, fmt.Sprintf("policing-dc%d.yaml", dc)),
 			logFile: filepath.Join(work, fmt.Sprintf("policing-dc%d.log", dc)),
-			auth:    ports[3*i], acct: ports[3*i+1], admin: ports[3*i+2],
+			auth:    ports[4*i], acct: ports[4*i+1], admin: ports[4*i+2], diameter: ports[4*i+3],
 		}
 		cfg := fmt.Sprintf(`log: {level: info, format: json}
 radius:
@@ -109,7 +116,8 @@ session:
     timeout: 2s
     spool: {dir: %s, replayInterval: 1s}
 admin: {address: "127.0.0.1:%d", tokenFile: %s}
-`, p.auth, p.acct, secret, subs, contactPoint(dc), dc, ks, filepath.Join(work, fmt.Sprintf("spool-dc%d", dc)), p.admin, tokenFile)
+%s`, p.auth, p.acct, secret, subs, contactPoint(dc), dc, ks, filepath.Join(work, fmt.Sprintf("spool-dc%d", dc)), p.admin, tokenFile,
+			diameterConfig(p.diameter, fmt.Sprintf("pcrf.dc%d", dc)))
 		must(t, os.WriteFile(p.config, []byte(cfg), 0o600))
 		pol[i] = p
 	}
@@ -130,6 +138,12 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	for _, p := range pol {
 		targets = append(targets, "--target", p.target())
 	}
+	var gxTargets []string
+	for _, p := range pol {
+		gxTargets = append(gxTargets, "--target", fmt.Sprintf("127.0.0.1:%d", p.diameter))
+	}
+	gxCommon := append([]string{"--subscribers", fmt.Sprint(gxSubscribers), "--updates", fmt.Sprint(gxUpdates),
+		"--distribution", "round-robin", "--quiet"}, gxTargets...)
 	common := append([]string{"--secret-file", secret, "--mode", "flow", "--interims", fmt.Sprint(interims),
 		"--distribution", "round-robin", "--users", fmt.Sprint(users), "--nas-id", "", "--require-reply-ma", "--quiet"}, targets...)
 
@@ -222,11 +236,67 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	t.Logf("phase 1 checked in %s: %d sessions, each start + %d interims + stop, all stopped, auth log complete",
 		time.Since(p1start).Round(100*time.Millisecond), phase1Sessions, interims)
 
+	// Gx, every request of a session to another DC (a PCEF failing over between PCRF
+	// peers): each DC answers CCR-U/T for sessions begun in another from the store, never
+	// 5002; every session ends closed.
+	var g1 gxReport
+	startLoadgenCommand(t, loadgenBin, "gx", append(gxCommon, "--sessions", fmt.Sprint(phase1Sessions), "--concurrency", "12",
+		"--duration", "2m", "--timeout", "5s")...).waitJSON(t, false, 3*time.Minute, &g1)
+	t.Logf("phase 1 gx: %d sessions, %d answered in %.1f s (%.0f/s), avg %.2f ms, codes %v, failovers %d",
+		g1.Sessions, g1.Total.Answered, g1.Seconds, g1.TPS, g1.Total.AvgMs, g1.Total.Codes, g1.Failovers)
+	if want := uint64(phase1Sessions * (gxUpdates + 2)); g1.SessionsCompleted != phase1Sessions || g1.Total.Codes["2001"] != want {
+		t.Fatalf("phase 1 gx: %d/%d sessions completed, codes %v (want %d × 2001), %d timeouts", g1.SessionsCompleted,
+			phase1Sessions, g1.Total.Codes, want, g1.Total.Timeouts)
+	}
+	for _, tg := range g1.Targets {
+		if tg.Answered == 0 {
+			t.Fatalf("phase 1 gx: no request answered by %s", tg.Name)
+		}
+	}
+	if n := countQuery(t, db, gocql.All, "SELECT count(*) FROM sessions_by_nas WHERE nas = 'gx'"); n != 0 {
+		t.Fatalf("phase 1 gx: %d Gx sessions still active after their CCR-T", n)
+	}
+
+	// A RAR asked of dc3 for a session whose PCEF is connected to dc1 only leaves from dc1:
+	// dc3 forwards the request to dc1's admin API, found in the store's node registry.
+	rarGx := startLoadgenCommand(t, loadgenBin, "gx", "--target", fmt.Sprintf("127.0.0.1:%d", pol[0].diameter),
+		"--subscribers", fmt.Sprint(gxSubscribers), "--sessions", "1", "--updates", "2", "--interval", "2s",
+		"--concurrency", "1", "--duration", "1m", "--quiet")
+	var sid string
+	if err := eventually(ctx, 20*time.Second, 100*time.Millisecond, func() error {
+		if ids := pol[2].activeGx(); len(ids) == 1 {
+			sid = ids[0]
+			return nil
+		}
+		return fmt.Errorf("dc3 sees no active Gx session")
+	}); err != nil {
+		t.Fatal("phase 1 gx RAR:", err)
+	}
+	var rar struct {
+		ResultCode uint32 `json:"resultCode"`
+	}
+	if code := pol[2].call(http.MethodPost, "/api/v1/gx/rar", map[string]any{"sessionId": sid, "install": []string{"video-hd"}}, &rar); code != http.StatusOK || rar.ResultCode != 2001 {
+		t.Fatalf("phase 1 gx: RAR asked of dc3: HTTP %d, RAA %d\n%s", code, rar.ResultCode, pol[2].logTail())
+	}
+	var gr gxReport
+	rarGx.waitJSON(t, false, time.Minute, &gr)
+	if gr.RARs != 1 || gr.SessionsCompleted != 1 {
+		t.Fatalf("phase 1 gx: the PCEF on dc1 answered %d RARs (want 1) and completed %d sessions", gr.RARs, gr.SessionsCompleted)
+	}
+	if n := pol[2].mustMetric(`openaaa_gx_rars_forwarded_total{result="ok"}`); n != 1 {
+		t.Fatalf("phase 1 gx: dc3 forwarded %.0f RARs, want 1", n)
+	}
+	t.Logf("phase 1 gx: a RAR asked of dc3 reached the PCEF through dc1")
+
 	// ---- Phase 2: dc3 (its Cassandra node and its policing) is lost mid-run, then back. ----
 	p2start := time.Now()
 	lost := pol[2]
 	lg := startLoadgen(t, loadgenBin, append(common, "--rate", fmt.Sprint(phase2Rate), "--concurrency", "1024",
 		"--timeout", "1s", "--duration", "6m", "--sessions", "200000")...)
+	// Gx sessions at the same time, each lasting a few seconds, so that many are open when
+	// dc3 goes: the generator fails over as a PCEF does (timeout, lost connection, 3004).
+	gx2 := startLoadgenCommand(t, loadgenBin, "gx", append(gxCommon, "--rate", fmt.Sprint(phase2GxRate), "--concurrency", "512",
+		"--interval", "500ms", "--timeout", "3s", "--duration", "6m", "--sessions", "100000")...)
 	sleep(ctx, 8*time.Second)
 	before := []float64{pol[0].mustMetric("openaaa_radius_requests_total"), pol[1].mustMetric("openaaa_radius_requests_total")}
 	must(t, cl.Kill(3))
@@ -256,6 +326,14 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 		t.Fatalf("phase 2: the restarted dc3 answered only %.0f requests", n)
 	}
 	r2 := lg.wait(t, true, time.Minute)
+	var g2 gxReport
+	gx2.waitJSON(t, true, time.Minute, &g2)
+	t.Logf("phase 2 gx: %d sessions (%d completed, %d unconfirmed, %d abandoned), %d answered in %.1f s, codes %v, %d timeouts, %d failovers",
+		g2.Sessions, g2.SessionsCompleted, g2.Unconfirmed, g2.Abandoned, g2.Total.Answered, g2.Seconds, g2.Total.Codes, g2.Total.Timeouts, g2.Failovers)
+	// A session that another DC began is in the store: never 5002 DIAMETER_UNKNOWN_SESSION_ID.
+	if n := g2.Total.Codes["5002"]; n > 0 {
+		t.Fatalf("phase 2 gx: %d CCRs answered 5002 for sessions the store should have", n)
+	}
 	t.Logf("phase 2: %d sessions, %d answered in %.1f s (%.0f/s), %d Accounting-Responses, %d timeouts, %d errors, %d aborted, per target %v",
 		r2.Sessions, r2.Answered, r2.Seconds, r2.IncomingTPS, r2.AcctResponses, r2.Timeouts, r2.Errors, r2.Aborted, r2.PerTarget)
 	// The restarted policing replays its spool (records acknowledged before it was killed).
@@ -290,6 +368,16 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 		}
 	}
 	t.Logf("phase 2: dc3 caught up in %s (%s)", time.Since(catch).Round(100*time.Millisecond), how)
+
+	// No Gx session stranded by the DC's loss: every session the PCEF ended is closed in the
+	// store (its CCR-T failed over to a live DC). Left active: at most those the PCEF itself
+	// could not confirm (no CCA-I from any peer) or end (no CCA-T after every retry), which a
+	// loaded machine can produce without any DC lost.
+	active := countQuery(t, db, gocql.All, "SELECT count(*) FROM sessions_by_nas WHERE nas = 'gx'")
+	t.Logf("phase 2 gx: %d sessions active in the store after the run; the PCEF left %d unconfirmed and %d abandoned", active, g2.Unconfirmed, g2.Abandoned)
+	if uint64(active) > g2.Unconfirmed+g2.Abandoned {
+		t.Fatalf("phase 2 gx: %d Gx sessions stranded (active though the PCEF ended them)", uint64(active)-g2.Unconfirmed-g2.Abandoned)
+	}
 
 	// Zero accounting records lost: every Accounting-Response the loadgen got is in the
 	// history. A message may also be stored without its response reaching the loadgen (the

@@ -37,6 +37,10 @@ type Server struct {
 	Dict *dict.Dict
 	// GxRAR pushes a RAR to the PCEF of a Gx session (admin/gx.go); nil: Diameter is off.
 	GxRAR GxRAR
+	// GxNodes finds the node a RAR must leave from when this one does not hold the PCEF's
+	// connection; NodeName is this node's name (diameter.nodeName) for the forwarded mark.
+	GxNodes  GxNodes
+	NodeName string
 	// Token guards everything but /metrics, /healthz and /readyz; nil or unset: the API
 	// refuses every request.
 	Token *Token

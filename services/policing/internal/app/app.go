@@ -49,6 +49,7 @@ type Node struct {
 	Diameter     *diameter.Server // Diameter/Gx listener (app/diameter.go); nil when off
 	DiameterAddr net.Addr
 	gx           *gx.Handler     // the Gx handler (app/diameter.go): RARs from the admin API
+	stopNodeReg  func()          // ends this node's entry refresh in the node registry (app/diameter.go)
 	Reloader     *reload.Watcher // hot reload of mounted files (app/reload.go)
 	reloadStop   func()
 	authLog      *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
@@ -157,8 +158,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token, Dict: n.Dict}
 		if n.gx != nil {
 			a.GxRAR = n.gx.RAR
+			a.GxNodes, a.NodeName = n.lookupDiameterNode, n.diameterNodeName()
 		}
 		adm.serve(a.Handler())
+		n.registerDiameterNode()
 	}
 	log.Info("policing started", "store", cfg.Session.Store, "clients", len(clients.All()),
 		"auth", addrString(n.AuthAddr), "acct", addrString(n.AcctAddr), "admin", addrString(n.AdminAddr))

@@ -1,11 +1,17 @@
 package app
 
 import (
+	"context"
 	"errors"
+	"net"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
 // startDiameter opens the Diameter listener when enabled (docs/diameter-gx.md), serving the
@@ -23,10 +29,25 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 		netw, _ := p.Network() // validated with the configuration
 		peers = append(peers, diameter.Peer{OriginHost: p.OriginHost, OriginRealm: p.OriginRealm, Network: netw})
 	}
-	s, err := diameter.Listen(c.Address, diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm,
-		Peers: peers, Apps: apps, MaxInFlight: c.MaxInFlight, Log: n.Log})
+	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm,
+		Peers: peers, Apps: apps, MaxInFlight: c.MaxInFlight, Log: n.Log}
+	if t := c.TLS; t.Address != "" {
+		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: n.Log}
+		opt.TLSAddress = t.Address
+		if _, err := opt.TLS.Reload(); err != nil {
+			return errors.New("diameter.tls: " + err.Error())
+		}
+	}
+	s, err := diameter.Listen(c.Address, opt)
 	if err != nil {
 		return errors.New("diameter.address: " + err.Error())
+	}
+	if opt.TLS != nil {
+		// The certificates reload with the other mounted files (app/reload.go).
+		n.Reloader.Watch("diameter-certificates", []string{c.TLS.CertFile, c.TLS.KeyFile, c.TLS.CAFile}, func() error {
+			_, err := opt.TLS.Reload()
+			return err
+		})
 	}
 	n.Diameter = s
 	n.DiameterAddr = s.Addr()
@@ -39,6 +60,10 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 // stopDiameter closes the peer connections (PCEFs reconnect to another node) before the
 // store closes.
 func (n *Node) stopDiameter() error {
+	if n.stopNodeReg != nil {
+		n.stopNodeReg()
+		n.stopNodeReg = nil
+	}
 	if n.Diameter == nil {
 		return nil
 	}
@@ -52,13 +77,116 @@ func (n *Node) diameterApps() map[uint32]diameter.Handler {
 		return nil
 	}
 	h := &gx.Handler{Identity: diameter.Identity{Host: n.Config.Diameter.OriginHost, Realm: n.Config.Diameter.OriginRealm},
+		Node:        n.diameterNodeName(),
 		Subscribers: n.Subscribers, Store: n.Store, Log: n.Log}
 	if !n.Config.Session.InProcess() {
 		h.StoreTimeout = 3 * time.Second
+		h.ReplicaWait = 2 * time.Second
 	}
 	if n.lua != nil { // never a typed nil in the interface
 		h.Hooks = n.lua
 	}
 	n.gx = h
 	return map[uint32]diameter.Handler{diameter.GxApplicationID: h}
+}
+
+// The node registry entry: refreshed every nodeRefresh, forgotten nodeTTL after the last.
+const (
+	nodeRefresh = 10 * time.Second
+	nodeTTL     = 30 * time.Second
+)
+
+// registerDiameterNode records this node (its Diameter identity, DC and admin URL) in the
+// store's node registry while Diameter serves, so that a node of any DC asked for a RAR that
+// must leave from here forwards the request to this node's admin API (admin/gx.go).
+func (n *Node) registerDiameterNode() {
+	reg, ok := n.Store.(session.NodeRegistry)
+	if !ok || n.Diameter == nil {
+		return
+	}
+	c := n.Config.Diameter
+	url := c.AdminURL
+	if url == "" {
+		url = advertisedAdminURL(n.AdminAddr)
+	}
+	if url == "" {
+		n.Log.Warn("diameter: no address to advertise for RAR forwarding: set diameter.adminURL")
+		return
+	}
+	node := session.Node{Name: n.diameterNodeName(), Host: c.OriginHost, DC: n.Config.Session.Cassandra.LocalDC, AdminURL: url}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(nodeRefresh)
+		defer t.Stop()
+		failing := false
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := reg.RegisterNode(ctx, node, nodeTTL)
+			cancel()
+			switch {
+			case err != nil && !failing:
+				n.Log.Warn("diameter: this node is not in the node registry: RARs cannot be forwarded to it (run `policing migrate`?)", "err", err.Error())
+			case err == nil && failing:
+				n.Log.Info("diameter: this node is in the node registry again")
+			}
+			failing = err != nil
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	n.stopNodeReg = func() { close(stop); <-done }
+	n.Log.Info("diameter: registered for RAR forwarding", "node", node.Name, "host", node.Host, "adminURL", url)
+}
+
+// diameterNodeName is diameter.nodeName, else host:port (unique per node, the pods of a
+// data center sharing one Diameter identity).
+func (n *Node) diameterNodeName() string {
+	c := n.Config.Diameter
+	if c.NodeName != "" {
+		return c.NodeName
+	}
+	host, _ := os.Hostname()
+	_, port, _ := net.SplitHostPort(c.Address)
+	return host + ":" + port
+}
+
+// lookupDiameterNode is the admin API's way to the node holding a PCEF's connection.
+func (n *Node) lookupDiameterNode(ctx context.Context, name string) (string, error) {
+	reg, ok := n.Store.(session.NodeRegistry)
+	if !ok {
+		return "", errors.New("the store keeps no node registry")
+	}
+	node, err := reg.LookupNode(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return node.AdminURL, nil
+}
+
+// advertisedAdminURL is http://address of the admin listener, the wildcard replaced by this
+// host's first address that is not loopback (a pod's IP); "" when there is none.
+func advertisedAdminURL(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return ""
+	}
+	ip := ta.IP
+	if ip.IsUnspecified() {
+		ip = nil
+		addrs, _ := net.InterfaceAddrs()
+		for _, x := range addrs {
+			if in, ok := x.(*net.IPNet); ok && !in.IP.IsLoopback() && !in.IP.IsLinkLocalUnicast() {
+				ip = in.IP
+				break
+			}
+		}
+		if ip == nil {
+			return ""
+		}
+	}
+	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(ta.Port))
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 )
 
@@ -18,6 +19,28 @@ type Diameter struct {
 	MaxInFlight int `json:"maxInFlight"`
 	// Peers are the PCEFs allowed to connect; a CER from anyone else is refused with 3010.
 	Peers []DiameterPeer `json:"peers"`
+	// AdminURL is how the other nodes reach this node's admin API to forward a RAR that must
+	// leave from here (it holds the PCEF's connection). Default: http:// and the admin
+	// address, a wildcard replaced by this host's first non-loopback address (a pod's IP).
+	AdminURL string `json:"adminURL,omitempty"`
+	// NodeName tells this node apart from the others, those sharing its Diameter identity
+	// included (the pods of a data center): a Gx session records the node holding the
+	// PCEF's connection by it, and a RAR is forwarded to that node. Default: the host name and
+	// the Diameter port ("host:3868"; in Kubernetes the pod's name).
+	NodeName string `json:"nodeName,omitempty"`
+	// TLS serves Diameter over TLS as well, on its own port (RFC 6733 §2.1; 5658 is the
+	// standard one), with certificates as RadSec's.
+	TLS DiameterTLS `json:"tls"`
+}
+
+// DiameterTLS is the TLS listener: mutual TLS, the peer's certificate chaining to CAFile and
+// naming its Origin-Host. The files (a mounted cert-manager Secret) reload without restart.
+type DiameterTLS struct {
+	// Address is host:port; empty: no TLS listener.
+	Address  string `json:"address,omitempty"`
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+	CAFile   string `json:"caFile,omitempty"`
 }
 
 // DiameterPeer is one allowed peer: every field that is set must match the CER.
@@ -74,6 +97,21 @@ func (d Diameter) validate(key string) []error {
 	}
 	if d.MaxInFlight < 1 {
 		bad("maxInFlight", "must be at least 1")
+	}
+	if t := d.TLS; t.Address != "" {
+		if _, _, err := net.SplitHostPort(t.Address); err != nil {
+			bad("tls.address", "%q is not host:port", t.Address)
+		}
+		for _, kv := range [][2]string{{"certFile", t.CertFile}, {"keyFile", t.KeyFile}, {"caFile", t.CAFile}} {
+			if kv[1] == "" {
+				bad("tls."+kv[0], "required when diameter.tls.address is set")
+			}
+		}
+	}
+	if d.AdminURL != "" {
+		if u, err := url.Parse(d.AdminURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("adminURL", "%q is not an http:// or https:// URL", d.AdminURL)
+		}
 	}
 	if len(d.Peers) == 0 {
 		bad("peers", "no peer allowed: every CER would be refused")

@@ -29,6 +29,9 @@ func TestDiameter(t *testing.T) {
 		{"diameter: {enabled: true, originHost: h, originRealm: r}\n", "diameter.peers"},
 		{"diameter: {enabled: true, originHost: h, originRealm: r, peers: [{}]}\n", "diameter.peers[0]"},
 		{"diameter: {enabled: true, originHost: h, originRealm: r, peers: [{address: 10.0.0.300}]}\n", "diameter.peers[0].address"},
+		{"diameter: {enabled: true, originHost: h, originRealm: r, peers: [{originHost: a}], tls: {address: \":5658\", certFile: c, keyFile: k}}\n", "diameter.tls.caFile"},
+		{"diameter: {enabled: true, originHost: h, originRealm: r, peers: [{originHost: a}], tls: {address: 5658, certFile: c, keyFile: k, caFile: a}}\n", "diameter.tls.address"},
+		{"diameter: {enabled: true, originHost: h, originRealm: r, peers: [{originHost: a}], adminURL: \"10.0.0.1:9812\"}\n", "diameter.adminURL"},
 	} {
 		_, err := load(t, minimal+tc.yaml, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -2,6 +2,7 @@
 //
 //	policing ctl disconnect (--user NAME | --ip ADDRESS|PREFIX | --session NAS/ACCT-SESSION-ID) [--admin URL] [--token-file FILE]
 //	policing ctl coa        (selector as above) --attr Name=value [--attr ...] [--admin URL] [--token-file FILE]
+//	policing ctl gx-rar     --session SESSION-ID [--install RULE,...] [--remove RULE,...] [--admin URL] [--token-file FILE]
 //
 // The admin API's bearer token comes from --token-file, $POLICING_ADMIN_TOKEN_FILE,
 // $POLICING_ADMIN_TOKEN, or the file the operator mounts in policing pods (DefaultTokenFile),
@@ -10,7 +11,9 @@
 //
 // It prints the JSON answer (one result per session: ack, nak with its Error-Cause,
 // timeout, ...) and exits 0 when every session was ACKed, 1 when any was not, 3 when no
-// active session matched, 2 on usage or connection errors.
+// active session matched, 2 on usage or connection errors. gx-rar pushes rule changes to a
+// Gx session's PCEF (a RAR, from whichever node holds its connection: docs/diameter-gx.md)
+// and exits 0 when the RAA is 2001, 1 for another Result-Code, 3 for no such session.
 package ctl
 
 import (
@@ -34,6 +37,7 @@ const usage = `usage: policing ctl <command> [flags]
 commands:
   disconnect  send a Disconnect-Request to the NAS of the selected sessions
   coa         send a CoA-Request with --attr Name=value attributes to the NAS of the selected sessions
+  gx-rar      send a Gx RAR installing/removing rules to the PCEF of --session (a Diameter Session-Id)
 
 select with one of: --user NAME, --ip ADDRESS|PREFIX, --session NAS/ACCT-SESSION-ID
   (--ip: an IPv4 framed address, or an IPv6 address or prefix inside a session's delegated
@@ -65,18 +69,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd := args[0]
+	if cmd == "gx-rar" {
+		return gxRAR(ctx, args[1:], stdout, stderr)
+	}
 	if cmd != "disconnect" && cmd != "coa" {
 		fmt.Fprintf(stderr, "policing ctl: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
 	fs := flag.NewFlagSet("ctl "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	def := os.Getenv("POLICING_ADMIN")
-	if def == "" {
-		def = "http://127.0.0.1:9812"
-	}
-	admin := fs.String("admin", def, "admin API base URL (env POLICING_ADMIN)")
-	tokenFile := fs.String("token-file", os.Getenv("POLICING_ADMIN_TOKEN_FILE"), "file holding the admin API's bearer token (env POLICING_ADMIN_TOKEN_FILE)")
+	adminURL, tokenFile := apiFlags(fs)
 	user := fs.String("user", "", "every active session of this user")
 	ip := fs.String("ip", "", "the active session holding this IPv4 framed address, or whose IPv6 prefix covers this IPv6 address or prefix")
 	framedIP := fs.String("framed-ip", "", "older name of --ip")
@@ -124,40 +126,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		b, _ := json.Marshal(map[string]any{"attributes": map[string]string(attrs)})
 		body = bytes.NewReader(b)
 	}
-	token, err := adminToken(*tokenFile)
-	if err != nil {
-		fmt.Fprintln(stderr, "policing ctl:", err)
-		return 2
-	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	u := strings.TrimRight(*admin, "/") + "/api/v1/" + cmd + "?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, body)
-	if err != nil {
-		fmt.Fprintln(stderr, "policing ctl:", err)
-		return 2
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		fmt.Fprintln(stderr, "policing ctl:", err)
-		return 2
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	stdout.Write(raw)
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
-		return 3
-	case http.StatusUnauthorized, http.StatusForbidden:
-		fmt.Fprintf(stderr, "\npolicing ctl: HTTP %d: the admin API wants its token (--token-file, POLICING_ADMIN_TOKEN_FILE)\n", resp.StatusCode)
-		return 2
-	default:
-		return 2
+	raw, code := post(ctx, *adminURL, *tokenFile, "/api/v1/"+cmd+"?"+q.Encode(), body, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
 	var out struct {
 		Results []json.RawMessage `json:"results"`
@@ -171,6 +144,100 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// apiFlags are the flags of every command: the admin API's address and token file.
+func apiFlags(fs *flag.FlagSet) (adminURL, tokenFile *string) {
+	def := os.Getenv("POLICING_ADMIN")
+	if def == "" {
+		def = "http://127.0.0.1:9812"
+	}
+	adminURL = fs.String("admin", def, "admin API base URL (env POLICING_ADMIN)")
+	tokenFile = fs.String("token-file", os.Getenv("POLICING_ADMIN_TOKEN_FILE"), "file holding the admin API's bearer token (env POLICING_ADMIN_TOKEN_FILE)")
+	return adminURL, tokenFile
+}
+
+// post sends body to the admin API and prints the answer. It returns the answer when it is
+// 200 with code -1, else the exit code (3 for 404, 2 for anything else).
+func post(ctx context.Context, adminURL, tokenFile, path string, body io.Reader, stdout, stderr io.Writer) ([]byte, int) {
+	token, err := adminToken(tokenFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "policing ctl:", err)
+		return nil, 2
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(adminURL, "/")+path, body)
+	if err != nil {
+		fmt.Fprintln(stderr, "policing ctl:", err)
+		return nil, 2
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(stderr, "policing ctl:", err)
+		return nil, 2
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	_, _ = stdout.Write(raw)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return raw, -1
+	case http.StatusNotFound:
+		return raw, 3
+	case http.StatusUnauthorized, http.StatusForbidden:
+		fmt.Fprintf(stderr, "\npolicing ctl: HTTP %d: the admin API wants its token (--token-file, POLICING_ADMIN_TOKEN_FILE)\n", resp.StatusCode)
+	}
+	return raw, 2
+}
+
+// gxRAR is `policing ctl gx-rar`.
+func gxRAR(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ctl gx-rar", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	adminURL, tokenFile := apiFlags(fs)
+	sess := fs.String("session", "", "the Gx session's Diameter Session-Id")
+	install := fs.String("install", "", "Charging-Rule-Names to install, comma-separated")
+	remove := fs.String("remove", "", "Charging-Rule-Names to remove, comma-separated")
+	timeout := fs.Duration("timeout", 15*time.Second, "overall timeout")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	req := admin.GxRARRequest{SessionID: *sess, Install: names(*install), Remove: names(*remove)}
+	if req.SessionID == "" || len(req.Install)+len(req.Remove) == 0 {
+		fmt.Fprintln(stderr, "policing ctl gx-rar: give --session and at least one rule to --install or --remove")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	b, _ := json.Marshal(req)
+	raw, code := post(ctx, *adminURL, *tokenFile, "/api/v1/gx/rar", bytes.NewReader(b), stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	var out struct {
+		ResultCode uint32 `json:"resultCode"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		fmt.Fprintln(stderr, "policing ctl: bad answer:", err)
+		return 2
+	}
+	if out.ResultCode != 2001 {
+		return 1
+	}
+	return 0
+}
+
+func names(list string) []string {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // adminToken finds the bearer token: the named file, else $POLICING_ADMIN_TOKEN, else the

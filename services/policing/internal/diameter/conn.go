@@ -2,12 +2,15 @@ package diameter
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/dict"
@@ -29,6 +32,8 @@ type peerConn struct {
 	net.Conn
 	wmu sync.Mutex
 	sem chan struct{}
+	// certNames are the DNS names and CN of the peer's certificate (TLS only; nil on TCP).
+	certNames []string
 }
 
 func (c *peerConn) Write(b []byte) (int, error) {
@@ -37,23 +42,70 @@ func (c *peerConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// accept takes the connections of both listeners; s.done closes when both have stopped.
 func (s *Server) accept() {
 	defer close(s.done)
+	var wg sync.WaitGroup
+	for _, ln := range []net.Listener{s.ln, s.tlsLn} {
+		if ln == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.acceptOn(ln, ln == s.tlsLn)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Server) acceptOn(ln net.Listener, overTLS bool) {
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				s.opt.Log.Error("diameter listener failed", "err", err)
 			}
 			return
 		}
-		c := &peerConn{Conn: nc, sem: make(chan struct{}, 64)}
-		s.mu.Lock()
-		s.conns[c] = &peerState{info: PeerInfo{Remote: nc.RemoteAddr()}}
-		s.mu.Unlock()
 		s.wg.Add(1)
-		go s.read(c)
+		go func() {
+			c := &peerConn{Conn: nc, sem: make(chan struct{}, 64)}
+			if overTLS {
+				if c.Conn, c.certNames = s.handshake(nc); c.Conn == nil {
+					_ = nc.Close()
+					s.wg.Done()
+					return
+				}
+			}
+			s.mu.Lock()
+			if s.closing { // Close ran during the handshake
+				s.mu.Unlock()
+				_ = c.Close()
+				s.wg.Done()
+				return
+			}
+			s.conns[c] = &peerState{info: PeerInfo{Remote: nc.RemoteAddr()}}
+			s.mu.Unlock()
+			s.read(c)
+		}()
 	}
+}
+
+// handshake runs the TLS handshake, bounded (a peer cannot hold a connection by stalling
+// it), and returns the connection and the names of the peer's certificate for its CER;
+// nil when it failed.
+func (s *Server) handshake(nc net.Conn) (net.Conn, []string) {
+	tc := tls.Server(nc, s.opt.TLS.Config())
+	_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := tc.Handshake(); err != nil {
+		peersRefused.WithLabelValues(refusedHandshake).Inc()
+		s.opt.Log.Warn("diameter: TLS handshake failed", "peer", nc.RemoteAddr().String(), "err", err.Error())
+		return nil, nil
+	}
+	_ = tc.SetDeadline(time.Time{})
+	leaf := tc.ConnectionState().PeerCertificates[0] // RequireAndVerifyClientCert
+	return tc, append(slices.Clone(leaf.DNSNames), leaf.Subject.CommonName)
 }
 
 // read frames messages with our own reader rather than go-diameter's: a message whose AVPs

@@ -13,6 +13,10 @@ const (
 	refusedNoCommonApp   = "no_common_application"
 	refusedBeforeCER     = "request_before_cer"
 	refusedMissingOrigin = "missing_origin"
+	// refusedCertificate: over TLS, the CER's Origin-Host is not a name of the peer's certificate.
+	refusedCertificate = "certificate"
+	// refusedHandshake: the TLS handshake failed (no certificate, unknown CA, timeout).
+	refusedHandshake = "tls_handshake"
 )
 
 var (

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
 // Identifiers of the Gx application (3GPP TS 29.212).
@@ -65,6 +68,11 @@ type Options struct {
 	// past it requests are answered 3004 DIAMETER_TOO_BUSY rather than left unanswered.
 	MaxInFlight int
 	Log         *slog.Logger
+	// TLS, when set, also serves Diameter over TLS on TLSAddress (RFC 6733 §2.1: the TLS
+	// handshake right after the connection opens, the port apart from the TCP one): the
+	// peer's certificate must chain to the CA file and name the Origin-Host of its CER.
+	TLS        *tlsfiles.Files
+	TLSAddress string
 }
 
 // Server is a running Diameter listener.
@@ -72,9 +80,11 @@ type Server struct {
 	opt      Options
 	id       Identity
 	ln       net.Listener
+	tlsLn    net.Listener // nil without TLS
 	hostIP   net.IP
 	inFlight atomic.Int64
 	mu       sync.Mutex
+	closing  bool
 	conns    map[*peerConn]*peerState
 	dups     *dupCache
 	out      pending // requests this node sent (request.go)
@@ -101,11 +111,22 @@ func Listen(addr string, opt Options) (*Server, error) {
 	if opt.MaxInFlight <= 0 {
 		opt.MaxInFlight = 1024
 	}
+	if opt.TLS != nil && opt.TLS.Config() == nil {
+		if _, err := opt.TLS.Reload(); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, ln: ln, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{})}
+	if opt.TLS != nil {
+		if s.tlsLn, err = net.Listen("tcp", opt.TLSAddress); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("tls address: %w", err)
+		}
+	}
 	s.hostIP = sourceIP(ln.Addr())
 	if s.hostIP == nil || s.hostIP.IsUnspecified() {
 		s.hostIP = net.IPv4(127, 0, 0, 1)
@@ -117,12 +138,24 @@ func Listen(addr string, opt Options) (*Server, error) {
 // Addr is the listening address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
+// TLSAddr is the TLS listening address (nil without TLS).
+func (s *Server) TLSAddr() net.Addr {
+	if s.tlsLn == nil {
+		return nil
+	}
+	return s.tlsLn.Addr()
+}
+
 // Close stops accepting and closes every peer connection (after DPR in an orderly shutdown;
 // peers reconnect to another node).
 func (s *Server) Close() error {
 	err := s.ln.Close()
+	if s.tlsLn != nil {
+		_ = s.tlsLn.Close()
+	}
 	<-s.done
 	s.mu.Lock()
+	s.closing = true
 	for c := range s.conns {
 		_ = c.Close()
 	}
@@ -229,6 +262,12 @@ func (s *Server) cer(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool)
 	if host == "" || realm == "" {
 		peersRefused.WithLabelValues(refusedMissingOrigin).Inc()
 		return s.id.FailedAVP(m, diam.MissingAVP, missingOrigin(host)), diam.MissingAVP, true
+	}
+	if c.certNames != nil && !slices.ContainsFunc(c.certNames, func(n string) bool { return strings.EqualFold(n, host) }) {
+		peersRefused.WithLabelValues(refusedCertificate).Inc()
+		s.opt.Log.Warn("diameter: Origin-Host is not a name of the peer's certificate", "originHost", host,
+			"certificate", c.certNames, "peer", c.RemoteAddr().String())
+		return s.cea(m, ResultUnknownPeer), ResultUnknownPeer, true
 	}
 	if !allowed(s.opt.Peers, host, realm, sourceIP(c.RemoteAddr())) {
 		peersRefused.WithLabelValues(refusedUnknownPeer).Inc()

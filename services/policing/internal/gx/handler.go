@@ -31,12 +31,19 @@ const (
 
 // Handler serves Gx CCRs: decode → subscriber's data policy → Decide → store → CCA.
 type Handler struct {
-	Identity     diameter.Identity
+	Identity diameter.Identity
+	// Node names this node among those that may share its Diameter identity (the pods of a
+	// data center): a Gx session records it as the node holding the PCEF's connection, for
+	// RARs (rar.go). Empty: Identity.Host.
+	Node         string
 	Subscribers  subscriber.Source
 	Store        session.Store
 	StoreTimeout time.Duration // 0: none
-	Log          *slog.Logger
-	Now          func() time.Time // nil: time.Now
+	// ReplicaWait is how long a CCR-U/T waits for a session the store does not show yet
+	// before answering 5002 (get); 0 for a store no other node writes (embedded).
+	ReplicaWait time.Duration
+	Log         *slog.Logger
+	Now         func() time.Time // nil: time.Now
 	// Hooks are the Lua policy's gx_initial/gx_update (nil: the data policy alone decides).
 	Hooks Hooks
 	// Peers sends RARs (rar.go); set once the listener is up.
@@ -86,7 +93,7 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 	case Initial:
 		d, code = h.initial(ctx, peer, r, now)
 	case Update, Termination:
-		d, code = h.later(ctx, r, now)
+		d, code = h.later(ctx, peer, r, now)
 	default:
 		return h.Identity.Answer(m, diam.InvalidAVPValue), diam.InvalidAVPValue
 	}
@@ -101,7 +108,7 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 }
 
 // initial opens the session: the subscriber must exist; the session row records the PCEF
-// (NASIdentifier) and the node holding its connection (ClientName), for RAR routing.
+// (NASIdentifier) and the node holding its connection (ClientName: node()), for RAR routing.
 func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, now time.Time) (Decision, uint32) {
 	if r.Subscriber() == "" {
 		return Decision{}, diam.MissingAVP
@@ -113,12 +120,12 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	p := sub.Profile.DataPolicy
 	d := Decide(p, Initial, sub.Profile.UsedOctets, false)
 	s := session.Session{Key: session.Key{NAS: NAS, ID: r.SessionID}, UserName: r.Subscriber(),
-		ClientName: h.Identity.Host, NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP, FramedIPv6Prefix: r.FramedIPv6Prefix,
+		ClientName: h.node(), NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP, FramedIPv6Prefix: r.FramedIPv6Prefix,
 		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now}
 	if d.Throttled {
 		s.DisconnectReason = policy.QuotaReason
 	}
-	u := &session.Update{Kind: session.KindStart, Session: s}
+	u := &session.Update{Kind: session.KindStart, Session: s, NoSpool: true}
 	if h.Hooks != nil {
 		if l, ok := h.Hooks.Gx(ctx, true, u, sub); ok {
 			if l.Reject {
@@ -136,11 +143,22 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 }
 
 // later applies a CCR-U or CCR-T: usage reports add to the session's counters, rule
-// reports are recorded, and the policy decides again on the new usage.
-func (h *Handler) later(ctx context.Context, r *CCR, now time.Time) (Decision, uint32) {
+// reports are recorded, and the policy decides again on the new usage. The session then
+// names this node as the one holding the PCEF's connection: the PCEF may have moved to it
+// (failover), and a RAR must leave over a connection the PCEF still has.
+func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now time.Time) (Decision, uint32) {
 	key := session.Key{NAS: NAS, ID: r.SessionID}
-	s, err := h.Store.Get(ctx, key)
+	s, err := h.get(ctx, key)
 	if errors.Is(err, session.ErrNotFound) {
+		return Decision{}, diam.UnknownSessionID
+	}
+	if err == nil && s.State != session.Active {
+		// Another DC closed it: this is the PCEF's CCR-T again, sent here after the answer
+		// from there was lost or late (a node's duplicate cache is its own). Closed already.
+		if r.RequestType == Termination {
+			retransmittedTerminations.Inc()
+			return Decision{}, diam.Success
+		}
 		return Decision{}, diam.UnknownSessionID
 	}
 	if err != nil {
@@ -178,7 +196,7 @@ func (h *Handler) later(ctx context.Context, r *CCR, now time.Time) (Decision, u
 	}
 	elapsed := uint32(max(now.Sub(s.StartTime), 0) / time.Second)
 	upd := session.Session{Key: key, InputOctets: in, OutputOctets: out, LastSeen: now,
-		SessionTime: max(elapsed, s.SessionTime)}
+		SessionTime: max(elapsed, s.SessionTime), ClientName: h.node(), NASIdentifier: peer.OriginHost}
 	if d.Throttled && !throttled {
 		upd.DisconnectReason = policy.QuotaReason
 		throttles.Inc()
@@ -194,11 +212,49 @@ func (h *Handler) later(ctx context.Context, r *CCR, now time.Time) (Decision, u
 			}
 		}
 	}
-	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd}); err != nil {
+	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd, NoSpool: true}); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
 	return d, diam.Success
+}
+
+func (h *Handler) node() string {
+	if h.Node != "" {
+		return h.Node
+	}
+	return h.Identity.Host
+}
+
+// get reads a Gx session. A shared store may not show in this DC what another DC wrote (a
+// DC's replicas receive the other DCs' writes asynchronously, and a DC back from an outage
+// lacks what was written meanwhile) while the PCEF's request reached this DC: a session not
+// found is read again from every DC's replicas (session.WideGetter) and, with backoff, for
+// up to ReplicaWait before the CCR is answered 5002.
+func (h *Handler) get(ctx context.Context, key session.Key) (*session.Session, error) {
+	s, err := h.Store.Get(ctx, key)
+	if !errors.Is(err, session.ErrNotFound) || h.ReplicaWait <= 0 {
+		return s, err
+	}
+	read := h.Store.Get
+	if w, ok := h.Store.(session.WideGetter); ok {
+		read = w.GetWide
+	}
+	deadline := time.Now().Add(h.ReplicaWait)
+	for wait := time.Duration(0); time.Now().Before(deadline); wait = min(max(2*wait, 10*time.Millisecond), 200*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			replicaWaits.WithLabelValues("not_found").Inc()
+			return nil, session.ErrNotFound
+		case <-time.After(wait):
+		}
+		if s, err = read(ctx, key); !errors.Is(err, session.ErrNotFound) {
+			replicaWaits.WithLabelValues("found").Inc()
+			return s, err
+		}
+	}
+	replicaWaits.WithLabelValues("not_found").Inc()
+	return nil, session.ErrNotFound
 }
 
 func (h *Handler) lookup(ctx context.Context, user string) (*subscriber.Subscriber, uint32) {

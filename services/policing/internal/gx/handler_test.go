@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -334,6 +335,45 @@ func path(m *diam.Message, codes ...uint32) []*diam.AVP {
 	return level
 }
 
+// lagging is a store whose replicas have not yet received a session another DC wrote: its
+// first misses reads of a session find nothing.
+type lagging struct {
+	session.Store
+	misses atomic.Int32
+}
+
+func (l *lagging) Get(ctx context.Context, k session.Key) (*session.Session, error) {
+	if l.misses.Add(-1) >= 0 {
+		return nil, session.ErrNotFound
+	}
+	return l.Store.Get(ctx, k)
+}
+
+// A CCR-U reaching a DC whose replica does not show the session yet waits for it (bounded)
+// instead of answering 5002; a session that never appears is 5002 after the wait.
+func TestCCRWaitsForTheReplica(t *testing.T) {
+	_, _, h := newServerWith(t, nil, subscribersYAML, "pgw.test")
+	store := &lagging{Store: h.Store}
+	h.Store, h.ReplicaWait = store, 2*time.Second
+	peer := diameter.PeerInfo{OriginHost: "pgw.test", OriginRealm: "test"}
+	sid := "pgw.test;lag;1"
+	if _, code := h.ServeApp(peer, ccr(sid, Initial, 0, initialAVPs()...)); code != diam.Success {
+		t.Fatalf("CCA-I %d", code)
+	}
+	store.misses.Store(3)
+	found := testutil.ToFloat64(replicaWaits.WithLabelValues("found"))
+	if _, code := h.ServeApp(peer, ccr(sid, Update, 1, usedOctets(10))); code != diam.Success {
+		t.Fatalf("CCA-U %d after 3 reads that missed, want 2001", code)
+	}
+	if testutil.ToFloat64(replicaWaits.WithLabelValues("found")) != found+1 {
+		t.Fatal("the wait not counted")
+	}
+	h.ReplicaWait = 100 * time.Millisecond
+	if _, code := h.ServeApp(peer, ccr("pgw.test;lag;unknown", Update, 1, usedOctets(10))); code != diam.UnknownSessionID {
+		t.Fatalf("CCA-U %d for a session no store has, want 5002", code)
+	}
+}
+
 // An IPv6 UE: the PCEF sends Framed-IPv6-Prefix (RFC 7155, the RADIUS encoding) and no
 // Framed-IP-Address; the session is found by any address of the prefix, as a fixed BNG's.
 func TestIPv6UESessionFoundByAddress(t *testing.T) {
@@ -347,5 +387,34 @@ func TestIPv6UESessionFoundByAddress(t *testing.T) {
 	s, err := r.store.ByIPv6(context.Background(), netip.MustParsePrefix("2001:db8:0:7::1234/128"))
 	if err != nil || s.ID != sid || s.FramedIPv6Prefix != netip.MustParsePrefix("2001:db8:0:7::/64") {
 		t.Fatalf("ByIPv6 = %+v, %v; want the Gx session", s, err)
+	}
+}
+
+// closedElsewhere is a shared store in which another DC has closed the session.
+type closedElsewhere struct{ session.Store }
+
+func (closedElsewhere) Get(context.Context, session.Key) (*session.Session, error) {
+	return nil, session.ErrNotFound
+}
+
+func (closedElsewhere) GetWide(_ context.Context, k session.Key) (*session.Session, error) {
+	return &session.Session{Key: k, UserName: "001010000000001", State: session.Stopped}, nil
+}
+
+// A CCR-T sent again to this DC after another DC closed the session (its answer was lost)
+// is answered 2001, not 5002; a CCR-U for it is 5002.
+func TestRepeatedTerminationFromAnotherDC(t *testing.T) {
+	_, _, h := newServerWith(t, nil, subscribersYAML, "pgw.test")
+	h.Store, h.ReplicaWait = closedElsewhere{h.Store}, time.Second
+	peer := diameter.PeerInfo{OriginHost: "pgw.test", OriginRealm: "test"}
+	before := testutil.ToFloat64(retransmittedTerminations)
+	if _, code := h.ServeApp(peer, ccr("pgw.test;t;1", Termination, 2, usedOctets(10))); code != diam.Success {
+		t.Fatalf("CCA-T %d, want 2001", code)
+	}
+	if testutil.ToFloat64(retransmittedTerminations) != before+1 {
+		t.Fatal("not counted")
+	}
+	if _, code := h.ServeApp(peer, ccr("pgw.test;t;1", Update, 1, usedOctets(10))); code != diam.UnknownSessionID {
+		t.Fatalf("CCA-U %d for a closed session, want 5002", code)
 	}
 }

@@ -3,7 +3,6 @@ package gx
 import (
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,25 +14,6 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 )
-
-// A Lua rule throttles: once the session's octets reach the subscriber's quota, gx_update
-// removes the internet rule and installs its own throttle rule; gx_initial rejects a
-// blocked profile. The hooks are memoized on their declared inputs.
-const throttleLua = `
-inputs = {
-  gx_initial = {"sub.profile"},
-  gx_update = {"session.octets", "sub.quotaOctets"},
-}
-function gx_initial(req, sub)
-  if sub.profile == "blocked" then reject("blocked profile") end
-end
-function gx_update(req, session, sub)
-  if sub.quotaOctets > 0 and session.octets >= sub.quotaOctets then
-    remove_rule("internet")
-    install_rule("lua-throttle-1m")
-  end
-end
-`
 
 const luaSubscribers = `
 profiles:
@@ -48,10 +28,8 @@ subscribers:
 `
 
 func TestLuaThrottle(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "policy.lua")
-	if err := os.WriteFile(file, []byte(throttleLua), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// testdata/throttle.lua: a throttle rule in Lua, gx_initial rejecting a blocked profile.
+	file := filepath.Join("testdata", "throttle.lua")
 	eng, err := luapolicy.New(luapolicy.Options{File: file, Budget: 50 * time.Millisecond, PoolSize: 2, Memoize: true, MemoSize: 100,
 		Dict: dict.Builtin, Builtin: &policy.Default{Dict: dict.Builtin}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

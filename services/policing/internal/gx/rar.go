@@ -20,8 +20,22 @@ type Peers interface {
 }
 
 // ErrElsewhere is returned by RAR when another node holds the PCEF's connection: the RAR
-// must leave from that node (docs/diameter-gx.md: cross-node routing is not done yet).
+// must leave from that node (HeldElsewhere names it; admin/gx.go forwards the request there).
 var ErrElsewhere = errors.New("the PCEF's connection is held by another node")
+
+// HeldElsewhere is the error of a RAR that another node must send.
+type HeldElsewhere struct {
+	// Node names the node holding the PCEF's connection (Handler.Node).
+	Node string
+}
+
+func (e *HeldElsewhere) Error() string { return fmt.Sprintf("%v: %s", ErrElsewhere, e.Node) }
+
+// Holder names the node holding the PCEF's connection.
+func (e *HeldElsewhere) Holder() string { return e.Node }
+
+// Is makes errors.Is(err, ErrElsewhere) hold.
+func (e *HeldElsewhere) Is(target error) bool { return target == ErrElsewhere }
 
 // RAR pushes a policy change to the PCEF of an active Gx session (a Re-Auth-Request with
 // Charging-Rule-Install/Remove) and returns the RAA's Result-Code.
@@ -30,8 +44,8 @@ func (h *Handler) RAR(ctx context.Context, sessionID string, install, remove []s
 	if err != nil {
 		return 0, err
 	}
-	if s.ClientName != h.Identity.Host {
-		return 0, fmt.Errorf("%w: %s", ErrElsewhere, s.ClientName)
+	if s.ClientName != h.node() {
+		return 0, &HeldElsewhere{Node: s.ClientName}
 	}
 	if h.Peers == nil {
 		return 0, fmt.Errorf("%s: %w", s.NASIdentifier, diameter.ErrNoPeer)

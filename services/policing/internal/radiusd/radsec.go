@@ -7,24 +7,19 @@ package radiusd
 // handlers; replies carry Message-Authenticator. There is no duplicate cache on TCP: the
 // transport is reliable and RFC 6613 §2.6 forbids retransmission on one connection.
 //
-// Certificate, key and CA are files (a mounted cert-manager Secret). Reload reads them again
-// and puts a changed set in force; the caller's file watcher (policing serve: the hot-reload
-// watcher, every reload.interval and on SIGHUP) calls it. A bad new set is rejected with a
-// logged reason; the old one stays.
+// Certificate, key and CA are files (a mounted cert-manager Secret), reloaded as
+// internal/tlsfiles describes: the caller's file watcher (policing serve: the hot-reload
+// watcher, every reload.interval and on SIGHUP) calls Reload.
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +29,7 @@ import (
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
+	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
 // RadSecOptions configure a RadSec listener.
@@ -53,10 +49,8 @@ type RadSec struct {
 	ln     net.Listener
 	auth   Handler
 	acct   Handler
-	tlsCfg atomic.Pointer[tls.Config]
-	sum    [32]byte
-	mu     sync.Mutex // reloads
-	conns  sync.Map   // net.Conn -> struct{}
+	files  *tlsfiles.Files
+	conns  sync.Map // net.Conn -> struct{}
 	slots  chan struct{}
 	wg     sync.WaitGroup // connections
 	reqs   sync.WaitGroup // requests in flight
@@ -77,7 +71,8 @@ func (s *Server) ListenRadSec(addr string, opt RadSecOptions, auth, acct Handler
 	if opt.PerConnection <= 0 {
 		opt.PerConnection = 64
 	}
-	r := &RadSec{s: s, opt: opt, auth: auth, acct: acct, slots: make(chan struct{}, opt.MaxConnections)}
+	r := &RadSec{s: s, opt: opt, auth: auth, acct: acct, slots: make(chan struct{}, opt.MaxConnections),
+		files: &tlsfiles.Files{CertFile: opt.CertFile, KeyFile: opt.KeyFile, CAFile: opt.CAFile, Name: "radsec", Log: s.opt.Log}}
 	if _, err := r.Reload(); err != nil {
 		return nil, fmt.Errorf("radsec: %w", err)
 	}
@@ -95,52 +90,10 @@ func (s *Server) ListenRadSec(addr string, opt RadSecOptions, auth, acct Handler
 // Addr is the listening address.
 func (r *RadSec) Addr() net.Addr { return r.ln.Addr() }
 
-// Reload reads the certificate, key and CA files; when their content changed it puts the
-// new set in force for new connections (open ones keep theirs). It reports whether
-// anything changed. On error the set in force stays. The caller logs and counts errors
-// (the hot-reload watcher).
-func (r *RadSec) Reload() (bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var raw [3][]byte
-	for i, f := range []string{r.opt.CertFile, r.opt.KeyFile, r.opt.CAFile} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return false, r.rejected(err)
-		}
-		raw[i] = b
-	}
-	sum := sha256.Sum256(bytes.Join(raw[:], []byte{0}))
-	if r.tlsCfg.Load() != nil && sum == r.sum {
-		return false, nil
-	}
-	cert, err := tls.X509KeyPair(raw[0], raw[1])
-	if err != nil {
-		return false, r.rejected(fmt.Errorf("certFile/keyFile: %w", err))
-	}
-	leaf, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil {
-		return false, r.rejected(fmt.Errorf("certFile: %w", err))
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(raw[2]) {
-		return false, r.rejected(fmt.Errorf("caFile %s: no PEM certificate", r.opt.CAFile))
-	}
-	cfg := &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
-	}
-	first := r.tlsCfg.Load() == nil
-	r.tlsCfg.Store(cfg)
-	r.sum = sum
-	r.s.opt.Log.Info("radsec certificates loaded", "subject", leaf.Subject.String(), "serial", leaf.SerialNumber.String(),
-		"notAfter", leaf.NotAfter.UTC().Format(time.RFC3339), "reload", !first)
-	return true, nil
-}
-
-func (r *RadSec) rejected(err error) error { return err }
+// Reload reads the certificate, key and CA files and puts a changed set in force for new
+// connections (tlsfiles.Files.Reload). The caller logs and counts errors (the hot-reload
+// watcher).
+func (r *RadSec) Reload() (bool, error) { return r.files.Reload() }
 
 func (r *RadSec) accept() {
 	defer r.wg.Done()
@@ -182,8 +135,7 @@ func (r *RadSec) serveConn(raw net.Conn) {
 	defer r.conns.Delete(raw)
 	defer raw.Close()
 	from := addrPortOf(raw.RemoteAddr())
-	cfg := r.tlsCfg.Load()
-	c := tls.Server(raw, cfg)
+	c := tls.Server(raw, r.files.Config())
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	if err := c.Handshake(); err != nil {
 		r.s.drop("tls_handshake", from, err)

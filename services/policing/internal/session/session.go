@@ -82,6 +82,10 @@ type Update struct {
 	// CoA, set by the policy, are the attributes of a CoA-Request to send to the session's
 	// NAS once the update is stored (e.g. a throttled rate). Not stored; read-only.
 	CoA radius.Attributes
+	// NoSpool asks for the update to be in the shared store when Apply returns, or an error:
+	// never the local spool. A Gx CCR sets it: the PCEF's next request may reach another DC,
+	// which must find the session there; a PCEF that gets an error (3004) fails over instead.
+	NoSpool bool
 }
 
 // Kind of accounting update.

@@ -606,7 +606,7 @@ func TestMigrations(t *testing.T) {
 	}
 
 	out, code = runMigrate(t, "--keyspace", ks)
-	if code != 0 || !strings.Contains(out, "applied 3 migration(s)") {
+	if code != 0 || !strings.Contains(out, "applied 4 migration(s)") {
 		t.Fatalf("first run (%d):\n%s", code, out)
 	}
 	type rec struct {
@@ -719,7 +719,7 @@ func TestConcurrentMigrationsOneApplies(t *testing.T) {
 		if codes[i] != 0 {
 			t.Fatalf("process %d failed:\n%s", i, outs[i])
 		}
-		if strings.Contains(outs[i], "applied 3 migration(s)") {
+		if strings.Contains(outs[i], "applied 4 migration(s)") {
 			applied++
 		} else if !strings.Contains(outs[i], "nothing applied") {
 			t.Fatalf("process %d:\n%s", i, outs[i])
@@ -735,7 +735,7 @@ func TestConcurrentMigrationsOneApplies(t *testing.T) {
 	}
 	defer sess.Close()
 	var n int
-	if err := sess.Query("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = ?", ks).Scan(&n); err != nil || n != 13 {
+	if err := sess.Query("SELECT count(*) FROM system_schema.tables WHERE keyspace_name = ?", ks).Scan(&n); err != nil || n != 14 {
 		t.Fatalf("tables in %s: %d (%v)", ks, n, err)
 	}
 }
@@ -748,7 +748,27 @@ func TestContract(t *testing.T) {
 	st := openStore(t, ks, cassandra.Options{})
 	defer st.Close(context.Background())
 	t.Run("cassandra", func(t *testing.T) { storetest.Run(t, st, "cas") })
+	t.Run("cassandra nodes", func(t *testing.T) { storetest.RunNodes(t, st, "cas") })
+	t.Run("wide read", func(t *testing.T) {
+		k := session.Key{NAS: "wide", ID: "w1"}
+		if err := st.Apply(context.Background(), &session.Update{Kind: session.KindStart, Session: session.Session{Key: k, UserName: "w"}, NoSpool: true}); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := st.GetWide(context.Background(), k); err != nil || s.UserName != "w" {
+			t.Fatalf("GetWide = %+v, %v", s, err)
+		}
+		if _, err := st.GetWide(context.Background(), session.Key{NAS: "wide", ID: "none"}); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("GetWide of no session: %v", err)
+		}
+		if err := st.Apply(context.Background(), &session.Update{Kind: session.KindStop, Session: session.Session{Key: k}, NoSpool: true}); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := st.GetWide(context.Background(), k); err != nil || s.State != session.Stopped {
+			t.Fatalf("GetWide of a stopped session = %+v, %v; want it, stopped", s, err)
+		}
+	})
 	h := cassandra.NewHybrid(openStore(t, ks, cassandra.Options{}), 100, time.Minute)
 	defer h.Close(context.Background())
 	t.Run("hybrid", func(t *testing.T) { storetest.Run(t, h, "hyb") })
+	t.Run("hybrid nodes", func(t *testing.T) { storetest.RunNodes(t, h, "hyb") })
 }

@@ -53,6 +53,19 @@ func (st *Store) Get(ctx context.Context, k session.Key) (*session.Session, erro
 	return s, nil
 }
 
+// GetWide reads a session, active or stopped, at QUORUM: a majority of every DC's replicas
+// together (session.WideGetter).
+func (st *Store) GetWide(ctx context.Context, k session.Key) (*session.Session, error) {
+	s, _, err := st.readRow(ctx, k, gocql.Quorum)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, session.ErrNotFound
+	}
+	return s, nil
+}
+
 // getMany reads the active sessions of keys in parallel (bounded).
 func (st *Store) getMany(ctx context.Context, keys []session.Key, get func(context.Context, session.Key) (*session.Session, error)) ([]*session.Session, error) {
 	out := make([]*session.Session, len(keys))

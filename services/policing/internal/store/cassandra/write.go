@@ -38,6 +38,9 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 		rec.Session.LastSeen = now // what Merge would use: fixed now so a replay merges the same
 	}
 	rec.ID = historyID(rec.Kind, &rec.Session)
+	if u.NoSpool {
+		return st.applyRecord(ctx, rec)
+	}
 	if st.o.Spool != nil && st.pending.enqueue(rec.Session.Key) {
 		err := st.toSpool(rec, nil)
 		if err != nil {

@@ -52,6 +52,7 @@ type Store struct {
 	stop    chan struct{}
 	done    chan struct{}
 	closed  atomic.Bool
+	nodes   nodes // the Diameter node registry (nodes.go)
 }
 
 type shard struct {

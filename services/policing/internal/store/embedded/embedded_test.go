@@ -713,6 +713,23 @@ func TestCreatedAndMatchFramedIP(t *testing.T) {
 func TestContract(t *testing.T) {
 	s, _ := open(t, Options{HistorySize: 100})
 	storetest.Run(t, s, "emb")
+	storetest.RunNodes(t, s, "emb")
+}
+
+// A node that stops refreshing its entry is forgotten after its TTL.
+func TestNodeExpires(t *testing.T) {
+	s, clk := open(t, Options{})
+	if err := s.RegisterNode(ctx, session.Node{Name: "a", Host: "pcrf", AdminURL: "http://a"}, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(29 * time.Second)
+	if _, err := s.LookupNode(ctx, "a"); err != nil {
+		t.Fatalf("within its TTL: %v", err)
+	}
+	clk.Add(2 * time.Second)
+	if _, err := s.LookupNode(ctx, "a"); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("after its TTL: %v, want ErrNotFound", err)
+	}
 }
 
 // The IPv6 fields survive a restart (the snapshot) and the IPv6 lookup is rebuilt from it;

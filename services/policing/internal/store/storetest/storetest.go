@@ -216,3 +216,36 @@ func runIPv6(t *testing.T, st session.Store, prefix string) {
 		t.Fatalf("History = %+v, %v; want the closed session with its IPv6 fields", h2, err)
 	}
 }
+
+// RunNodes is the node registry's contract (session.NodeRegistry): a registered node is found
+// by its name with what it registered, a refresh replaces it, an unknown one is ErrNotFound;
+// two nodes sharing a Diameter identity stay apart. Names are prefixed by prefix.
+func RunNodes(t *testing.T, reg session.NodeRegistry, prefix string) {
+	c := context.Background()
+	host := "pcrf.dc1.example.net"
+	a, b := prefix+"-policing-a", prefix+"-policing-b" // two pods of one data center
+	if _, err := reg.LookupNode(c, a); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("unregistered node: %v, want ErrNotFound", err)
+	}
+	n := session.Node{Name: a, Host: host, DC: "dc1", AdminURL: "http://10.0.0.1:9812"}
+	if err := reg.RegisterNode(c, n, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.RegisterNode(c, session.Node{Name: b, Host: host, DC: "dc1", AdminURL: "http://10.0.0.9:9812"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got, err := reg.LookupNode(c, a)
+	if err != nil || got.AdminURL != n.AdminURL || got.DC != "dc1" || got.Host != host || got.Name != a || got.Updated.IsZero() {
+		t.Fatalf("LookupNode = %+v, %v; want %+v with its update time", got, err, n)
+	}
+	n.AdminURL = "http://10.0.0.2:9812" // the pod came back with another IP
+	if err := reg.RegisterNode(c, n, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := reg.LookupNode(c, a); err != nil || got.AdminURL != n.AdminURL {
+		t.Fatalf("after a refresh: %+v, %v; want %s", got, err, n.AdminURL)
+	}
+	if got, err := reg.LookupNode(c, b); err != nil || got.AdminURL != "http://10.0.0.9:9812" {
+		t.Fatalf("the other node of the identity: %+v, %v", got, err)
+	}
+}

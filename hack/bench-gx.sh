@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# make bench-gx (docs/benchmarks.md, "Gx"): the Gx policy server under aaa-loadgen's PCEF
+# (`aaa-loadgen gx`: per session CCR-I → BENCH_UPDATES × CCR-U with a usage report → CCR-T,
+# closed loop), side by side with the seed PCRF's figure and issue 15's targets:
+#   builtin         embedded store, the data policy alone
+#   lua             the same + a Lua gx hook (testdata/throttle.lua), memoization off
+#   lua-memoized    the same, memoized
+#   cassandra       builtin on the Cassandra store, one local Cassandra 5 node (BENCH_CASSANDRA=1)
+# The embedded variants alternate in each of BENCH_ROUNDS rounds; the report gives medians of
+# TPS, p99, server CPU µs per Gx request and what Lua adds per request.
+#
+# Knobs (environment):
+#   BENCH_DURATION=10s BENCH_WARMUP=3s BENCH_ROUNDS=3 BENCH_CONCURRENCY=64 BENCH_UPDATES=5
+#   BENCH_SUBSCRIBERS=10000 BENCH_CASSANDRA=1 BENCH_PIN=none (all: server on CPU 1, generator
+#   on CPU 0) BENCH_OUT=$CACHE/bench-gx/<timestamp> BENCH_BASE_PORT=28320
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CACHE:-$HOME/.cache/openaaa}
+BIN=${BIN:-$ROOT/bin}
+DURATION=${BENCH_DURATION:-10s}
+WARMUP=${BENCH_WARMUP:-3s}
+ROUNDS=${BENCH_ROUNDS:-3}
+CONC=${BENCH_CONCURRENCY:-64}
+UPDATES=${BENCH_UPDATES:-5}
+SUBS=${BENCH_SUBSCRIBERS:-10000}
+WITH_CASSANDRA=${BENCH_CASSANDRA:-1}
+PIN=${BENCH_PIN:-none}
+OUT=${BENCH_OUT:-$CACHE/bench-gx/$(date +%Y%m%d-%H%M%S)}
+BASE=${BENCH_BASE_PORT:-28320}
+ADMIN_PORT=$((BASE + 10))
+GX_PORT=$((BASE + 2))
+LOADGEN=$BIN/aaa-loadgen
+POLICING=$BIN/policing
+SCRIPT=$ROOT/services/policing/internal/gx/testdata/throttle.lua
+CASS="$ROOT/hack/cassandra.sh"
+export CASSANDRA_DIR=$OUT/cassandra CASSANDRA_CQL_PORT=29042 CASSANDRA_STORAGE_PORT=27000 CASSANDRA_JMX_PORT=27199
+CQL=127.0.0.1:$CASSANDRA_CQL_PORT
+BENCH_NAME=bench-gx
+
+[[ -x $LOADGEN && -x $POLICING ]] || { echo "bench-gx: build first (make build)" >&2; exit 1; }
+[[ $ROUNDS -ge 1 ]] || { echo "bench-gx: BENCH_ROUNDS must be ≥ 1" >&2; exit 1; }
+command -v jq >/dev/null || { echo "bench-gx: needs jq" >&2; exit 1; }
+mkdir -p "$OUT"
+echo "bench-gx: reports in $OUT"
+
+SERVER_PIN=()
+GEN_PIN=()
+if [[ $PIN == all && $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
+	SERVER_PIN=(taskset -c 1)
+	GEN_PIN=(taskset -c 0)
+fi
+
+POL_PID=""
+CASS_STARTED=0
+cleanup() {
+	if [[ -n $POL_PID ]] && kill -0 "$POL_PID" 2>/dev/null; then
+		kill "$POL_PID" 2>/dev/null || true
+		wait "$POL_PID" 2>/dev/null || true
+	fi
+	if ((CASS_STARTED)); then "$CASS" stop || true; fi
+}
+trap cleanup EXIT INT TERM
+
+# shellcheck source=hack/bench-lib.sh
+source "$ROOT/hack/bench-lib.sh"
+
+# config STORE-BLOCK: policing.yaml with Diameter on GX_PORT allowing the generator.
+config() {
+	"$LOADGEN" subscribers --users 1 --gx-subscribers "$SUBS" --policing "$OUT/subscribers.yaml" >/dev/null
+	printf 'bench-secret-%s\n' "$$" >"$OUT/secret"
+	cat >"$OUT/policing.yaml" <<EOF
+log: {level: warn, format: json}
+radius: {authAddress: "127.0.0.1:$BASE", acctAddress: "127.0.0.1:$((BASE + 1))"}
+clients:
+  - {name: loadgen, address: 127.0.0.0/8, secretFile: $OUT/secret}
+subscribers: {source: file, file: $OUT/subscribers.yaml}
+session: $1
+admin: {address: "127.0.0.1:$ADMIN_PORT"}
+diameter:
+  enabled: true
+  address: 127.0.0.1:$GX_PORT
+  originHost: pcrf.bench
+  originRealm: bench
+  maxInFlight: 4096
+  peers: [{originHost: pcef.loadgen, address: 127.0.0.0/8}]
+EOF
+}
+
+machine() {
+	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); policing: $("$POLICING" version 2>/dev/null | head -1)"
+	echo "load: aaa-loadgen gx, CCR-I + $UPDATES CCR-U + CCR-T per session, $CONC sessions in progress, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $SUBS subscribers; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+machine | tee "$OUT/machine.txt"
+
+run() { # LABEL FILE
+	local label=$1 file=$2 before after r0 u0 r1 u1
+	"${GEN_PIN[@]}" "$LOADGEN" gx --target "127.0.0.1:$GX_PORT" --subscribers "$SUBS" --updates "$UPDATES" \
+		--concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
+	before=$(lua_counters)
+	"${GEN_PIN[@]}" "$LOADGEN" gx --target "127.0.0.1:$GX_PORT" --subscribers "$SUBS" --updates "$UPDATES" \
+		--concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet --server-pid "$POL_PID" \
+		--json-out "$OUT/$file.json" --text-out "$OUT/$file.txt" >/dev/null
+	after=$(lua_counters)
+	read -r r0 u0 <<<"$before"
+	read -r r1 u1 <<<"$after"
+	echo "$((r1 - r0)) $((u1 - u0))" >"$OUT/$file.lua"
+	echo "bench-gx: $label: $(jq -r '"\(.tps | floor) req/s, p99 \(.total.p99Ms) ms, \(.serverCpuMicrosPerTx // 0 | . * 10 | floor / 10) µs/req, codes \(.total.resultCodes)"' "$OUT/$file.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
+}
+
+flags() {
+	case $1 in
+	builtin | cassandra) ;;
+	lua) echo "--set policy.lua.file=$SCRIPT --set policy.lua.memoize=false" ;;
+	lua-memoized) echo "--set policy.lua.file=$SCRIPT --set policy.lua.memoize=true" ;;
+	esac
+}
+
+VARIANTS=(builtin lua lua-memoized)
+config "{store: embedded}"
+for i in $(seq 1 "$ROUNDS"); do
+	for v in "${VARIANTS[@]}"; do
+		# shellcheck disable=SC2046 # flags are words
+		start_policing $(flags "$v")
+		run "$v" "$v-$i"
+		stop_policing
+	done
+done
+
+if [[ $WITH_CASSANDRA == 1 ]]; then
+	# One test cluster at a time on this machine (internal/cassandratest uses the same lock).
+	exec 9>"${TMPDIR:-/tmp}/openaaa-cassandra-test.lock"
+	if ! flock -n 9; then
+		echo "bench-gx: waiting for the Cassandra test lock (a test cluster is running)"
+		flock 9
+	fi
+	t0=$SECONDS
+	CASS_STARTED=1
+	"$CASS" start 1
+	echo "bench-gx: Cassandra up in $((SECONDS - t0)) s"
+	"$POLICING" migrate --contact-points "$CQL" --local-dc dc1 --keyspace bench --replication dc1:1 >"$OUT/migrate.log"
+	config "{store: cassandra, cassandra: {contactPoints: [\"$CQL\"], localDC: dc1, keyspace: bench, spool: {dir: $OUT/spool}}}"
+	start_policing
+	run cassandra cassandra-1
+	stop_policing
+	VARIANTS+=(cassandra)
+fi
+
+stat() { # VARIANT JQ-EXPR
+	local n=$ROUNDS
+	[[ $1 == cassandra ]] && n=1
+	for i in $(seq 1 "$n"); do jq -r "$2" "$OUT/$1-$i.json"; done | median
+}
+lua_stat() { # VARIANT COLUMN(1 runs, 2 reuses)
+	local n=$ROUNDS
+	[[ $1 == cassandra ]] && n=1
+	for i in $(seq 1 "$n"); do awk -v c="$2" '{print $c}' "$OUT/$1-$i.lua"; done | median
+}
+
+{
+	echo
+	machine
+	echo
+	echo "Medians of $ROUNDS rounds (cassandra: one run). A Gx session is CCR-I + $UPDATES CCR-U + CCR-T: $((UPDATES + 2)) requests."
+	echo
+	echo "| variant | Gx req/s | vs target 20,000 | p99 ms | server CPU µs/req (target ≤ 30) | Lua runs | Lua reuses | Lua µs/req (≤ 10 % of built-in) | non-2001 answers |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	base_cpu=$(stat builtin '.serverCpuMicrosPerTx // 0')
+	for v in "${VARIANTS[@]}"; do
+		tps=$(stat "$v" '.tps')
+		p99=$(stat "$v" '.total.p99Ms')
+		cpu=$(stat "$v" '.serverCpuMicrosPerTx // 0')
+		bad=$(stat "$v" '[.total.resultCodes // {} | to_entries[] | select(.key != "2001") | .value] | add // 0')
+		runs=$(lua_stat "$v" 1)
+		reuses=$(lua_stat "$v" 2)
+		awk -v v="$v" -v tps="$tps" -v p99="$p99" -v cpu="$cpu" -v bc="$base_cpu" -v runs="$runs" -v reuses="$reuses" -v bad="$bad" 'BEGIN {
+			lua = (v ~ /^lua/) ? sprintf("%+.1f (%.0f %%)", cpu - bc, 100 * (cpu - bc) / bc) : "—"
+			printf "| %s | %.0f | %.0f %% | %.2f | %.1f | %d | %d | %s | %d |\n", v, tps, 100 * tps / 20000, p99, cpu, runs, reuses, lua, bad
+		}'
+	done
+	echo "| seed PCRF (field notes) | 3000 | 15 % | — | — | | | | |"
+	echo
+	echo "Server CPU per request: policing's utime+stime during the run / Gx requests answered. The generator shares the machine: it is not charged."
+} | tee "$OUT/report.md"

@@ -1,0 +1,41 @@
+package session
+
+import (
+	"context"
+	"time"
+)
+
+// Node is a policing node that holds Diameter peer connections, as the other nodes find it:
+// a RAR must leave from the node holding the PCEF's connection, so a node asked for one it
+// cannot send forwards the request to that node's admin API (docs/diameter-gx.md).
+type Node struct {
+	// Name tells the node apart from the others, those sharing its Diameter identity
+	// included (the pods of a data center): Gx sessions record it (diameter.nodeName).
+	Name string `json:"name"`
+	// Host is the node's Diameter identity (Origin-Host).
+	Host string `json:"host"`
+	// DC is the node's data center.
+	DC string `json:"dc,omitempty"`
+	// AdminURL is the base URL of the node's admin API, reachable from the other nodes.
+	AdminURL string    `json:"adminUrl"`
+	Updated  time.Time `json:"updated"`
+}
+
+// WideGetter is implemented by the stores whose DCs each hold replicas (Cassandra, hybrid).
+// GetWide reads a session from a majority of all replicas, other DCs' included, for a caller
+// that must not miss a write another DC made: its own DC's replicas receive it asynchronously,
+// and a DC back from an outage lacks what was written meanwhile until hints or a repair bring
+// it. Unlike Get it also returns a stopped session (kept a while after its stop), so that a
+// retransmitted stop can be told from an unknown session; ErrNotFound when there is none.
+type WideGetter interface {
+	GetWide(ctx context.Context, k Key) (*Session, error)
+}
+
+// NodeRegistry is implemented by the stores: the shared ones (Cassandra, hybrid) let every
+// node of every DC find the others; the embedded one knows only its own node.
+type NodeRegistry interface {
+	// RegisterNode records n for ttl; a node refreshes its record while it runs.
+	RegisterNode(ctx context.Context, n Node, ttl time.Duration) error
+	// LookupNode returns the node named name, or ErrNotFound.
+	LookupNode(ctx context.Context, name string) (*Node, error)
+}

@@ -1,0 +1,32 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// RegisterNode records a Diameter node in diameter_nodes for ttl (session.NodeRegistry; the
+// hybrid store embeds Store: the registry is shared, never cached).
+func (st *Store) RegisterNode(ctx context.Context, n session.Node, ttl time.Duration) error {
+	return st.s.Query("INSERT INTO diameter_nodes (node, origin_host, dc, admin_url, updated) VALUES (?, ?, ?, ?, ?) USING TTL ?",
+		n.Name, n.Host, n.DC, n.AdminURL, st.o.Now(), int(ttl/time.Second)).Consistency(st.cons).ExecContext(ctx)
+}
+
+// LookupNode reads a Diameter node's record (session.NodeRegistry).
+func (st *Store) LookupNode(ctx context.Context, name string) (*session.Node, error) {
+	n := session.Node{Name: name}
+	err := st.s.Query("SELECT origin_host, dc, admin_url, updated FROM diameter_nodes WHERE node = ?", name).
+		Consistency(st.cons).ScanContext(ctx, &n.Host, &n.DC, &n.AdminURL, &n.Updated)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return nil, session.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
