@@ -125,6 +125,7 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	if d.Throttled {
 		s.DisconnectReason = policy.QuotaReason
 	}
+	s.InterimInterval = idleSeconds(d)
 	u := &session.Update{Kind: session.KindStart, Session: s, NoSpool: true}
 	if h.Hooks != nil {
 		if l, ok := h.Hooks.Gx(ctx, true, u, sub); ok {
@@ -217,6 +218,21 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		return Decision{}, diameter.ResultTooBusy
 	}
 	return d, diam.Success
+}
+
+// defaultIdleSeconds is how long a Gx session may be silent, twice over, before the store
+// expires it (session.expiry: multiplier × the session's interval + grace) when the policy
+// asks for no Revalidation-Time: a PCEF reports usage on thresholds and events, and a bearer
+// can stay quiet for hours; RADIUS's interim interval would close it under its feet.
+const defaultIdleSeconds = 24 * 60 * 60
+
+// idleSeconds is the session's expected reporting interval, which its expiry is computed
+// from: the Revalidation-Time (the PCEF must come back by then), else defaultIdleSeconds.
+func idleSeconds(d Decision) uint32 {
+	if d.Revalidate > 0 {
+		return d.Revalidate
+	}
+	return defaultIdleSeconds
 }
 
 func (h *Handler) node() string {

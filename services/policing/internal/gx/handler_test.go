@@ -2,6 +2,7 @@ package gx
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -416,5 +417,29 @@ func TestRepeatedTerminationFromAnotherDC(t *testing.T) {
 	}
 	if _, code := h.ServeApp(peer, ccr("pgw.test;t;1", Update, 1, usedOctets(10))); code != diam.UnknownSessionID {
 		t.Fatalf("CCA-U %d for a closed session, want 5002", code)
+	}
+}
+
+// A Gx session expires from its Revalidation-Time (the PCEF must come back by then) or, with
+// none, after a day of silence — not after RADIUS's interim interval: the store's expiry reads
+// the session's interval.
+func TestGxSessionIdleInterval(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want uint32
+	}{
+		{subscribersYAML, 3600},
+		{"profiles:\n  data:\n    dataPolicy: {rules: [internet]}\nsubscribers:\n  - {username: \"001010000000001\", password: x, profileName: data}\n", defaultIdleSeconds},
+	} {
+		st, addr, _ := newServerWith(t, nil, c.yaml, "pgw.test")
+		r := dialRig(t, st, addr)
+		sid := fmt.Sprintf("pgw.test;idle;%d", c.want)
+		if code := r.code(r.send(ccr(sid, Initial, 0, initialAVPs()...))); code != diam.Success {
+			t.Fatalf("CCA-I %d", code)
+		}
+		s, err := st.Get(context.Background(), session.Key{NAS: NAS, ID: sid})
+		if err != nil || s.InterimInterval != c.want {
+			t.Fatalf("stored interval %+v, %v; want %d s", s, err, c.want)
+		}
 	}
 }

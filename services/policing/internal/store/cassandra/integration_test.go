@@ -627,7 +627,7 @@ func TestMigrations(t *testing.T) {
 		return m
 	}
 	before := read()
-	if len(before) != 3 || before[1].status != "applied" || before[2].status != "applied" || before[3].status != "applied" {
+	if len(before) != 4 || before[1].status != "applied" || before[2].status != "applied" || before[3].status != "applied" || before[4].status != "applied" {
 		t.Fatalf("schema_migrations = %+v", before)
 	}
 	out, code = runMigrate(t, "--keyspace", ks)
