@@ -86,9 +86,12 @@ func (c *Cluster) env() []string {
 	)
 }
 
-func (c *Cluster) run(args ...string) error {
+func (c *Cluster) run(args ...string) error { return c.runEnv(nil, args...) }
+
+// runEnv runs hack/cassandra.sh with extra environment.
+func (c *Cluster) runEnv(extra []string, args ...string) error {
 	cmd := exec.Command(c.script, args...)
-	cmd.Env = c.env()
+	cmd.Env = append(c.env(), extra...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -130,7 +133,14 @@ func Start(n int) (*Cluster, error) {
 func (c *Cluster) Kill(i int) error { return c.run("kill", strconv.Itoa(i)) }
 
 // Restart starts node i again and waits for its CQL port.
-func (c *Cluster) Restart(i int) error { return c.run("restart", strconv.Itoa(i)) }
+func (c *Cluster) Restart(i int) error {
+	// A node killed under load replays its commit log before it opens CQL: on a busy 2-core
+	// machine that took more than hack/cassandra.sh's default 180 s once.
+	if os.Getenv("CASSANDRA_START_TIMEOUT") == "" {
+		return c.runEnv([]string{"CASSANDRA_START_TIMEOUT=480"}, "restart", strconv.Itoa(i))
+	}
+	return c.run("restart", strconv.Itoa(i))
+}
 
 // Nodetool runs nodetool against node i.
 func (c *Cluster) Nodetool(i int, args ...string) error {
