@@ -93,23 +93,9 @@ machine() {
 }
 machine | tee "$OUT/machine.txt"
 
-# gx_ready: the Diameter port takes connections (the admin port opens first, before the store).
-gx_ready() {
-	local i
-	for i in $(seq 1 300); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$GX_PORT") 2>/dev/null; then
-			return 0
-		fi
-		kill -0 "$POL_PID" 2>/dev/null || { tail -20 "$OUT/policing.log" >&2; echo "bench-gx: policing exited" >&2; exit 1; }
-		sleep 0.1
-	done
-	echo "bench-gx: the Diameter port is not open after 30 s" >&2
-	exit 1
-}
-
 run() { # LABEL FILE
 	local label=$1 file=$2 before after r0 u0 r1 u1
-	gx_ready
+	wait_port "$GX_PORT" 30 "the Diameter port is not open" # the admin port opens before the store
 	"${GEN_PIN[@]}" "$LOADGEN" gx --target "127.0.0.1:$GX_PORT" --subscribers "$SUBS" --updates "$UPDATES" \
 		--concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
 	before=$(lua_counters)

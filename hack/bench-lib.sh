@@ -6,15 +6,21 @@
 start_policing() { # extra --set flags
 	"${SERVER_PIN[@]}" "$POLICING" serve --config "$OUT/policing.yaml" "$@" >>"$OUT/policing.log" 2>&1 &
 	POL_PID=$!
+	wait_port "$ADMIN_PORT" 10 "policing not ready"
+}
+
+# wait_port PORT SECONDS WHAT: until policing (POL_PID) takes TCP connections on PORT; exits
+# with WHAT when it does not within SECONDS, or when policing exits.
+wait_port() {
 	local i
-	for i in $(seq 1 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$ADMIN_PORT") 2>/dev/null; then
+	for i in $(seq 1 $(($2 * 10))); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
 			return 0
 		fi
 		kill -0 "$POL_PID" 2>/dev/null || { tail -20 "$OUT/policing.log" >&2; echo "$BENCH_NAME: policing exited" >&2; exit 1; }
 		sleep 0.1
 	done
-	echo "$BENCH_NAME: policing not ready after 10 s" >&2
+	echo "$BENCH_NAME: $3 after $2 s" >&2
 	exit 1
 }
 
