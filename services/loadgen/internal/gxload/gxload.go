@@ -434,6 +434,8 @@ func (r *run) ccr(sid string, cmd Command, num uint32, usage bool) *diam.Message
 	m.NewAVP(avp.DestinationRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.DestinationRealm))
 	m.NewAVP(avp.CCRequestType, avp.Mbit, 0, datatype.Enumerated(cmd+1))
 	m.NewAVP(avp.CCRequestNumber, avp.Mbit, 0, datatype.Unsigned32(num))
+	// When the event happened: the same on every copy the failover sends (RFC 4006 §8.38).
+	m.NewAVP(avp.EventTimestamp, avp.Mbit, 0, datatype.Time(time.Now()))
 	if usage && r.cfg.MonitoringKey != "" {
 		mv := uint8(avp.Mbit | avp.Vbit)
 		m.NewAVP(avp.UsageMonitoringInformation, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{

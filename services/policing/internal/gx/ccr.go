@@ -3,6 +3,7 @@ package gx
 import (
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/avp"
@@ -43,8 +44,11 @@ type CCR struct {
 	FramedIPv6Prefix netip.Prefix
 	APN              string
 	EventTriggers    []uint32
-	Usage            []Usage
-	RuleReports      []RuleReport
+	// EventTime is the CCR's Event-Timestamp (RFC 4006 §8.38; zero when absent): when the
+	// PCEF saw the event, the same on every copy of a request it sent again elsewhere.
+	EventTime   time.Time
+	Usage       []Usage
+	RuleReports []RuleReport
 	// Missing is the code of the first mandatory AVP absent (0: none), for 5005.
 	Missing uint32
 }
@@ -114,6 +118,10 @@ func DecodeCCR(m *diam.Message) *CCR {
 			r.APN = str(a)
 		case avp.EventTrigger:
 			r.EventTriggers = append(r.EventTriggers, u32(a))
+		case avp.EventTimestamp:
+			if t, ok := a.Data.(datatype.Time); ok {
+				r.EventTime = time.Time(t)
+			}
 		case avp.UsageMonitoringInformation:
 			r.Usage = append(r.Usage, usage(a))
 		case 1018: // Charging-Rule-Report (our dictionary)

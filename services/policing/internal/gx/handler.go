@@ -85,6 +85,7 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 	if h.Now != nil {
 		now = h.Now()
 	}
+	now = eventTime(r, now)
 	var (
 		d    Decision
 		code uint32
@@ -218,6 +219,19 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		return Decision{}, diameter.ResultTooBusy
 	}
 	return d, diam.Success
+}
+
+// eventTime is when the session's event happened: the CCR's Event-Timestamp when the PCEF
+// sent one within the last hour (and not ahead of this clock by more than a second), else
+// now. The store orders a session's writes by it, so a CCR-U that a PCEF sent again to another
+// DC after a timeout, and that the first DC applies late, is older than the CCR-T that
+// followed it and cannot reopen the session.
+func eventTime(r *CCR, now time.Time) time.Time {
+	t := r.EventTime
+	if t.IsZero() || t.After(now.Add(time.Second)) || now.Sub(t) > time.Hour {
+		return now
+	}
+	return t
 }
 
 // defaultIdleSeconds is how long a Gx session may be silent, twice over, before the store

@@ -443,3 +443,21 @@ func TestGxSessionIdleInterval(t *testing.T) {
 		}
 	}
 }
+
+// The CCR's Event-Timestamp, when recent, is the event's time in the store; an absurd one is
+// not.
+func TestEventTime(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		event, want time.Time
+	}{
+		{time.Time{}, now},
+		{now.Add(-10 * time.Second), now.Add(-10 * time.Second)},
+		{now.Add(-2 * time.Hour), now},
+		{now.Add(time.Minute), now},
+	} {
+		if got := eventTime(&CCR{EventTime: c.event}, now); !got.Equal(c.want) {
+			t.Errorf("event %v: %v, want %v", c.event, got, c.want)
+		}
+	}
+}

@@ -359,6 +359,12 @@ func (m *migrator) records(ctx context.Context, keyspaceExists bool) (map[int]re
 		out[r.version] = r
 	}
 	if err := it.Close(); err != nil {
+		if strings.Contains(err.Error(), "does not exist") {
+			// Another process created it a moment ago: system_schema lists it before this
+			// coordinator can read it. Nothing is recorded yet; the records are read again
+			// under the lease, after this process's own bookkeeping.
+			return out, nil
+		}
 		return nil, fmt.Errorf("reading %s.schema_migrations: %w", m.ks, err)
 	}
 	return out, nil
