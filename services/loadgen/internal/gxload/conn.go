@@ -43,11 +43,9 @@ type peer struct {
 	bw       *bufio.Writer
 	mu       sync.Mutex
 	pending  map[uint32]chan *diam.Message
-	closed   bool
 	hbh      atomic.Uint32
-	rars     atomic.Uint64
-	done     chan struct{}
-	onRAR    func(sessionID string)
+	done     chan struct{} // closed when the connection is gone
+	onRAR    func()
 }
 
 // Identity is what the generator says about itself in CER and every request.
@@ -57,7 +55,7 @@ type Identity struct {
 }
 
 // dial connects to addr and exchanges CER/CEA advertising Gx.
-func dial(addr string, id Identity, timeout time.Duration, onRAR func(string)) (*peer, error) {
+func dial(addr string, id Identity, timeout time.Duration, onRAR func()) (*peer, error) {
 	nc, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
@@ -91,11 +89,10 @@ func (p *peer) do(m *diam.Message, timeout time.Duration) (*diam.Message, error)
 	id := p.hbh.Add(1)
 	m.Header.HopByHopID = id
 	ch := make(chan *diam.Message, 1)
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	if p.isClosed() {
 		return nil, errClosed
 	}
+	p.mu.Lock()
 	p.pending[id] = ch
 	p.mu.Unlock()
 	if err := p.write(m); err != nil {
@@ -140,9 +137,6 @@ func (p *peer) read() {
 	for {
 		m, err := diam.ReadMessage(br, dict.Default)
 		if err != nil && m == nil {
-			p.mu.Lock()
-			p.closed = true
-			p.mu.Unlock()
 			return
 		}
 		if m.Header.CommandFlags&diam.RequestFlag != 0 {
@@ -160,32 +154,24 @@ func (p *peer) read() {
 }
 
 // answerServer answers what a policy server asks of a PCEF: RAR (2001: the rules are taken),
-// DWR, DPR (then the connection ends).
+// DWR, DPR (then the connection ends); anything else 3001 DIAMETER_COMMAND_UNSUPPORTED.
 func (p *peer) answerServer(m *diam.Message) {
-	a := m.Answer(resultSuccess)
-	a.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(p.identity.OriginHost))
-	a.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(p.identity.OriginRealm))
+	code := uint32(resultSuccess)
 	switch m.Header.CommandCode {
 	case cmdRAR:
-		sid := ""
-		if s, err := m.FindAVP(avp.SessionID, 0); err == nil {
-			sid = string(s.Data.(datatype.UTF8String))
-			// The Session-Id comes first in an RAA (RFC 6733 §8.3.2).
-			a = m.Answer(resultSuccess)
-			a.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String(sid))
-			a.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(p.identity.OriginHost))
-			a.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(p.identity.OriginRealm))
-		}
-		p.rars.Add(1)
 		if p.onRAR != nil {
-			p.onRAR(sid)
+			p.onRAR()
 		}
 	case cmdDWR, cmdDPR:
 	default:
-		a = m.Answer(3001) // DIAMETER_COMMAND_UNSUPPORTED
-		a.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(p.identity.OriginHost))
-		a.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(p.identity.OriginRealm))
+		code = 3001
 	}
+	a := m.Answer(code)
+	if sid, err := m.FindAVP(avp.SessionID, 0); err == nil { // an RAA names its session
+		a.NewAVP(avp.SessionID, avp.Mbit, 0, sid.Data)
+	}
+	a.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(p.identity.OriginHost))
+	a.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(p.identity.OriginRealm))
 	_ = p.write(a)
 	if m.Header.CommandCode == cmdDPR {
 		_ = p.nc.Close()

@@ -507,7 +507,7 @@ func (r *run) send(w *worker, target, conn int, m *diam.Message) (*diam.Message,
 
 // dial connects with a handshake timeout of its own: a CER is not a request under load.
 func (r *run) dial(addr string) (*peer, error) {
-	return dial(addr, r.cfg.Identity, max(r.cfg.Timeout, 5*time.Second), func(string) { r.rars.Add(1) })
+	return dial(addr, r.cfg.Identity, max(r.cfg.Timeout, 5*time.Second), func() { r.rars.Add(1) })
 }
 
 // redial replaces lost connections, once a second.
