@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -56,33 +54,6 @@ func diameterConfig(port int, host string) string {
   originRealm: e2e
   peers: [{originHost: pcef.loadgen, originRealm: loadgen, address: 127.0.0.0/8}]
 `, port, host)
-}
-
-// call calls policing's admin API with the test token; out (when not nil) gets the JSON body.
-func (p *policing) call(method, path string, body any, out any) int {
-	p.t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, err := http.NewRequest(method, p.adminURL(path), rd)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if out != nil {
-		_ = json.NewDecoder(resp.Body).Decode(out)
-	}
-	return resp.StatusCode
 }
 
 // activeGx lists the IDs of the active Gx sessions policing's store has.

@@ -119,6 +119,37 @@ func (p *policing) adminURL(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", p.admin, path)
 }
 
+// call calls policing's admin API with the test token; body (when not nil) is sent as JSON,
+// out (when not nil) gets the JSON answer. It returns the HTTP status.
+func (p *policing) call(method, path string, body any, out any) int {
+	p.t.Helper()
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, p.adminURL(path), rd)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			p.t.Fatalf("%s %s %s: the answer is not JSON: %v", p.name, method, path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
 func (p *policing) start() {
 	p.t.Helper()
 	logf, err := os.OpenFile(p.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -13,7 +13,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -515,16 +514,6 @@ func readSessions(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[se
 
 func checkHistoryAPI(t *testing.T, p *policing, user string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, p.adminURL("/api/v1/history?user="+user), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+e2eAdminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var body struct {
 		Sessions []struct {
 			UserName string `json:"userName"`
@@ -532,8 +521,8 @@ func checkHistoryAPI(t *testing.T, p *policing, user string) {
 			Updates  int    `json:"updates"`
 		} `json:"sessions"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s /api/v1/history: %d %v", p.name, resp.StatusCode, err)
+	if code := p.call(http.MethodGet, "/api/v1/history?user="+user, nil, &body); code != http.StatusOK {
+		t.Fatalf("%s /api/v1/history: %d", p.name, code)
 	}
 	if len(body.Sessions) != 1 || body.Sessions[0].State != "stopped" || body.Sessions[0].UserName != user {
 		t.Fatalf("%s /api/v1/history?user=%s: %+v", p.name, user, body.Sessions)
