@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -37,7 +38,7 @@ type GxRARRequest struct {
 const forwardedHeader = "X-OpenAAA-Forwarded-By"
 
 var rarsForwarded = promauto.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "openaaa", Subsystem: "gx", Name: "rars_forwarded_total",
+	Namespace: metrics.Namespace, Subsystem: "gx", Name: "rars_forwarded_total",
 	Help: "RAR requests forwarded to the node holding the PCEF's connection, by result: ok (that node answered), unregistered (no live node of that identity), unreachable.",
 }, []string{"result"})
 
