@@ -617,7 +617,7 @@ func runHelm(t *testing.T, ctx context.Context, helm string, args ...string) {
 	cmd := exec.CommandContext(ctx, helm, append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s\n%s", strings.Join(args, " "), err, out, cluster.Diagnostics())
+		t.Fatalf("helm %s: %v\n%s\n%s", strings.Join(args, " "), err, out, diagnostics())
 	}
 	t.Logf("helm %s %s: %s", args[0], args[1], time.Since(start).Round(100*time.Millisecond))
 }
@@ -657,10 +657,27 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() err
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %v\n%s", within, what, err, cluster.Diagnostics())
+			t.Fatalf("timed out after %s waiting for %s: %v\n%s", within, what, err, diagnostics())
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// diagnostics is the cluster's (pods, component logs) with what the AAACluster's tests need
+// to read a failure: the pods' CPU and memory as metrics-server saw them (when it runs) and
+// the last lines of every policing pod's log.
+func diagnostics() string {
+	var b strings.Builder
+	b.WriteString(cluster.Diagnostics())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := cluster.Kubectl(ctx, "top", "pods", "-n", aaaNS); err == nil {
+		fmt.Fprintf(&b, "--- kubectl top pods -n %s\n%s", aaaNS, out)
+	}
+	if out, err := cluster.Kubectl(ctx, "logs", "-n", aaaNS, "-l", "app.kubernetes.io/component=radius", "--prefix", "--tail=15"); err == nil {
+		fmt.Fprintf(&b, "--- policing logs (last 15 lines a pod)\n%s", out)
+	}
+	return b.String()
 }
 
 // policingPod returns the (newest, not terminating) policing pod of dc1; with must, one is
@@ -689,7 +706,7 @@ func policingPodOf(t *testing.T, c client.Client, key client.ObjectKey, must boo
 		}
 	}
 	if newest == nil && must {
-		t.Fatalf("no policing pod in %s\n%s", key.Namespace, cluster.Diagnostics())
+		t.Fatalf("no policing pod in %s\n%s", key.Namespace, diagnostics())
 	}
 	return newest
 }

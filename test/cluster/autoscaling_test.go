@@ -108,9 +108,11 @@ func TestAutoscalingOnCluster(t *testing.T) {
 	})
 	t.Logf("load stopped: AAALoadTest deleted, its pods gone in %s", time.Since(stopped).Round(time.Second))
 
-	// After the load: back to the minimum.
+	// After the load: back to the minimum. Each scale-down waits for metrics-server's next
+	// window and the 15 s stabilization; on a machine busy with other tests a pod that starts
+	// late in the scale-up can cost a round more, hence the margin.
 	after := time.Now()
-	eventually(t, 4*time.Minute, "policing scaled back down after the load", func() error {
+	eventually(t, 6*time.Minute, "policing scaled back down after the load", func() error {
 		if err := c.Get(ctx, key, hpa); err != nil {
 			return err
 		}

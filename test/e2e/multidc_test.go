@@ -413,7 +413,7 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 		if s.stops > 0 {
 			stopped++
 			if st := rows[k]; st != "stopped" {
-				t.Fatalf("phase 2: session %v has a Stop in its history but is %q", k, st)
+				t.Fatalf("phase 2: session %v has a Stop in its history but is %q\n%s", k, st, sessionTrail(db, k))
 			}
 		}
 	}
@@ -495,6 +495,32 @@ func readHistory(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[ses
 		t.Fatalf("reading acct_history: %v", err)
 	}
 	return h
+}
+
+// sessionTrail describes a session for a failure message: its history rows (kind, event
+// time, write time) and its row's state with its write time, read at ALL.
+func sessionTrail(s *gocql.Session, k sessKey) string {
+	var b strings.Builder
+	it := s.Query("SELECT kind, at, WRITETIME(kind) FROM acct_history WHERE nas = ? AND acct_session_id = ?", k.nas, k.id).
+		Consistency(gocql.All).Iter()
+	var kind string
+	var at time.Time
+	var wt int64
+	for it.Scan(&kind, &at, &wt) {
+		fmt.Fprintf(&b, "  history %-7s at %s written %s\n", kind, at.UTC().Format(time.RFC3339Nano), time.UnixMicro(wt).UTC().Format(time.RFC3339Nano))
+	}
+	if err := it.Close(); err != nil {
+		fmt.Fprintf(&b, "  history: %v\n", err)
+	}
+	var state string
+	var seen time.Time
+	if err := s.Query("SELECT state, last_seen, WRITETIME(state) FROM sessions WHERE nas = ? AND acct_session_id = ?", k.nas, k.id).
+		Consistency(gocql.All).Scan(&state, &seen, &wt); err != nil {
+		fmt.Fprintf(&b, "  row: %v\n", err)
+	} else {
+		fmt.Fprintf(&b, "  row     %-7s last seen %s written %s\n", state, seen.UTC().Format(time.RFC3339Nano), time.UnixMicro(wt).UTC().Format(time.RFC3339Nano))
+	}
+	return b.String()
 }
 
 func readSessions(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[sessKey]string {

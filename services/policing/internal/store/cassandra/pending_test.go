@@ -46,26 +46,26 @@ func TestPendingSessions(t *testing.T) {
 	}
 }
 
-// A failed write goes to the spool while the request waits for it; past its deadline only
-// when part of the record is written (the history without the row), which must not be left
-// half applied.
+// A failed write that Cassandra may still have applied goes to the spool, whether or not the
+// request still waits for it: a timed-out write can have landed (the history of a Stop without
+// its row, or the other way round), and a NAS that gives up on the request would leave it half
+// applied. The replay is idempotent (content-derived history ids, rows merged by event time).
+// A request Cassandra refused as wrong is not spooled.
 func TestSpoolOnFailure(t *testing.T) {
 	timeout := context.DeadlineExceeded
 	var invalid error = invalidRequest{}
 	for _, c := range []struct {
-		err         error
-		requestDone bool
-		want        bool
+		err  error
+		want bool
 	}{
-		{timeout, false, true},
-		{timeout, true, false},
-		{rowError{timeout}, true, true},
-		{rowError{invalid}, true, false},
-		{invalid, false, false},
-		{historyError{timeout}, false, true},
+		{timeout, true},
+		{rowError{timeout}, true},
+		{rowError{invalid}, false},
+		{invalid, false},
+		{historyError{timeout}, true},
 	} {
-		if got := spoolOnFailure(c.err, c.requestDone); got != c.want {
-			t.Errorf("spoolOnFailure(%v, done=%v) = %v, want %v", c.err, c.requestDone, got, c.want)
+		if got := spoolOnFailure(c.err); got != c.want {
+			t.Errorf("spoolOnFailure(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

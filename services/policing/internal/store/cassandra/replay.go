@@ -101,14 +101,14 @@ func spoolable(err error) bool {
 	return true
 }
 
-// spoolOnFailure reports whether a record whose write failed goes to the spool: when
-// Cassandra cannot take it now, and either the request still waits for the outcome or part
-// of the record is written already. A request past its deadline is not acknowledged and its
-// NAS retransmits; but when its history is in and its row is not, a NAS that gives up would
-// leave a Stop in the history of a session that stays active — the rest must follow.
-func spoolOnFailure(err error, requestDone bool) bool {
-	var partial rowError
-	return spoolable(err) && (!requestDone || errors.As(err, &partial))
+// spoolOnFailure reports whether a record whose write failed goes to the spool: whenever
+// Cassandra cannot take it now, even past the request's deadline. A write that timed out may
+// have landed all the same — the history of a Stop, say, while its session row did not — and
+// a NAS that gives up on the unanswered request would leave the record half applied: the
+// rest must follow. The replay is idempotent (content-derived history ids; a row merges by
+// event time), so a record the NAS retransmits as well is applied once.
+func spoolOnFailure(err error) bool {
+	return spoolable(err)
 }
 
 // ReplayNow replays the spool once (also done every ReplayInterval in the background) and

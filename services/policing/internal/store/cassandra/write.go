@@ -49,7 +49,7 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 		return nil, err
 	}
 	merged, err := st.applyRecord(ctx, rec)
-	if err != nil && st.o.Spool != nil && spoolOnFailure(err, ctx.Err() != nil) {
+	if err != nil && st.o.Spool != nil && spoolOnFailure(err) {
 		// From now on this session's records queue behind this one.
 		d := 0
 		if !rec.HistoryOnly {
