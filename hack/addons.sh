@@ -10,7 +10,8 @@
 # cached under $ADDONS_CACHE (default $CACHE/addons, $CACHE default ~/.cache/openaaa), each
 # with a stamp of its version, the Go version and the flags: a warm run takes seconds.
 #
-#   $ADDONS_CACHE/src/...             wrapper modules (go.mod, go.sum)
+#   $ADDONS_CACHE/src/...             wrapper modules (go.mod, go.sum), and the patched
+#                                     copies of Prometheus and metrics-server (patched_src)
 #   $ADDONS_CACHE/bin/NAME            binaries
 #   $ADDONS_CACHE/images/NAME.oci.tar images (and their OCI layouts)
 #   $ADDONS_CACHE/crds/*.yaml         the CRDs the add-ons need beyond OPENAAA_THIRD_PARTY_CRDS
@@ -76,7 +77,7 @@ COMPONENTS=(
   # prometheus-operator runs the reloader as /bin/prometheus-config-reloader (a fixed command).
   "prometheus-config-reloader|monitoring|github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader|${IMAGE_PROMETHEUS_CONFIG_RELOADER}|/bin"
   "prometheus|monitoring|github.com/prometheus/prometheus/cmd/prometheus|${IMAGE_PROMETHEUS}|/bin"
-  "metrics-server|metrics-server|sigs.k8s.io/metrics-server/cmd/metrics-server|${IMAGE_METRICS_SERVER}|/usr/local/bin"
+  "metrics-server|monitoring|sigs.k8s.io/metrics-server/cmd/metrics-server|${IMAGE_METRICS_SERVER}|/usr/local/bin"
   # Our mains (hack/addons/cert-manager/*), not upstream's: the controller with only the CA and
   # SelfSigned issuers, the webhook, the cainjector; one module, one build.
   "cert-manager-controller|cert-manager|${CM_MODULE}/controller|${IMAGE_CERT_MANAGER_CONTROLLER}|/usr/local/bin"
@@ -117,19 +118,17 @@ prepare_src() { # wrapper dir (relative)
   mkdir -p "$dir"
   case "$rel" in
     monitoring)
-      # prometheus-operator, its reloader and Prometheus: the operator requires
+      # prometheus-operator, its reloader, Prometheus and metrics-server: the operator requires
       # github.com/prometheus/prometheus ${PROMETHEUS_MODULE_VERSION} as a library, so one
-      # module graph compiles every shared package once.
-      K8S_PINS="api apiextensions-apiserver apimachinery apiserver client-go component-base" \
-        k8s_wrapper_mod monitoring "prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}, Prometheus ${PROMETHEUS_VERSION}" \
+      # module graph compiles every shared package once. Prometheus and metrics-server come
+      # from patched copies (patched_src): Prometheus with only the service discoveries the
+      # local cluster uses, metrics-server calling that Prometheus's textparse.New.
+      REPLACES="github.com/prometheus/prometheus => $(patched_src "github.com/prometheus/prometheus@${PROMETHEUS_MODULE_VERSION}" "sd=${PROMETHEUS_SD}" prometheus_plugins)
+sigs.k8s.io/metrics-server => $(patched_src "sigs.k8s.io/metrics-server@${METRICS_SERVER_VERSION}" "textparse=${PROMETHEUS_MODULE_VERSION}" metrics_server_textparse)" \
+      K8S_PINS="api apiextensions-apiserver apimachinery apiserver client-go component-base kms metrics" \
+        k8s_wrapper_mod monitoring "prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}, Prometheus ${PROMETHEUS_VERSION}, metrics-server ${METRICS_SERVER_VERSION}" \
         "github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}" \
-        "github.com/prometheus/prometheus ${PROMETHEUS_MODULE_VERSION}" | write_if_changed "$dir/go.mod"
-      ;;
-    metrics-server)
-      # Not in the graph above: metrics-server v0.8.0 calls textparse.New of
-      # github.com/prometheus/prometheus v0.304.2, whose signature v0.309.1 changed.
-      K8S_PINS="api apimachinery apiserver client-go component-base kms metrics" \
-        k8s_wrapper_mod metrics-server "metrics-server ${METRICS_SERVER_VERSION}" \
+        "github.com/prometheus/prometheus ${PROMETHEUS_MODULE_VERSION}" \
         "sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}" | write_if_changed "$dir/go.mod"
       ;;
     cert-manager)
@@ -149,7 +148,56 @@ prepare_src() { # wrapper dir (relative)
   echo "$dir"
 }
 
-# K8S_PINS=MODULES k8s_wrapper_mod NAME WHAT REQUIREMENT...: a wrapper go.mod that also pins
+# Prometheus's service discoveries: upstream registers all 23 of them (plugins/plugins.go,
+# generated from its plugins.yml; AWS, Azure, GCE, OpenStack... SDKs: about a third of the
+# monitoring graph's source); a build may keep a subset, as upstream documents. The local
+# cluster's Prometheus discovers only Kubernetes targets (prometheus-operator's
+# kubernetes_sd_configs); file and HTTP discovery are always in (plugins/minimum.go).
+PROMETHEUS_SD="kubernetes"
+
+# patched_src MODULE@VERSION STAMP EDIT: a writable copy of a module under $ADDONS_CACHE/src
+# (the module cache is read-only, and go build's -overlay refuses its files), changed by the
+# function EDIT (run in the copy); its path on stdout. Made again when STAMP changes.
+patched_src() {
+  local dir="${ADDONS_CACHE}/src/${1##*/}" stamp="$2 edit=$(declare -f "$3" | sha256sum | cut -c1-16)" tmp
+  if [[ -f "${dir}/.openaaa-stamp" && "$(cat "${dir}/.openaaa-stamp")" == "$stamp" ]]; then
+    echo "$dir"; return
+  fi
+  tmp="${dir}.tmp"
+  rm -rf "$tmp" "$dir"
+  cp -r "$(module_dir "$1")" "$tmp"
+  chmod -R u+w "$tmp"
+  (cd "$tmp" && "$3") || die "patching $1 ($3) failed"
+  echo "$stamp" >"${tmp}/.openaaa-stamp"
+  mv "$tmp" "$dir"
+  echo "$dir"
+}
+
+prometheus_plugins() { # plugins/plugins.go registering PROMETHEUS_SD only
+  local sd
+  {
+    echo "// Generated by hack/addons.sh: the service discoveries of the local cluster's Prometheus."
+    echo
+    echo "package plugins"
+    echo
+    echo "import ("
+    for sd in ${PROMETHEUS_SD}; do echo "	_ \"github.com/prometheus/prometheus/discovery/${sd}\""; done
+    echo ")"
+  } >plugins/plugins.go
+}
+
+# metrics-server v0.8.0 parses the kubelet's resource metrics with textparse.New of Prometheus
+# v0.304.2: New(b, contentType, fallbackType, parseClassicHistograms, skipOMCTSeries, st);
+# the version prometheus-operator needs has New(b, contentType, st, ParserOptions): for
+# "text/plain" the same parser, with the zero options. The one call, changed to that form
+# (and checked that it was).
+metrics_server_textparse() {
+  local f=pkg/scraper/client/resource/decode.go
+  sed -i 's|textparse.New(b, "text/plain", "", false, false, nil)|textparse.New(b, "text/plain", nil, textparse.ParserOptions{})|' "$f"
+  grep -q 'textparse.New(b, "text/plain", nil, textparse.ParserOptions{})' "$f"
+}
+
+# REPLACES=LINES K8S_PINS=MODULES k8s_wrapper_mod NAME WHAT REQUIREMENT...: a wrapper go.mod that also pins
 # the k8s.io MODULES of its graph (only those: another would add its own requirements) to the
 # cluster's version (metrics-server v0.8.0 asks for v0.33.2, prometheus-operator
 # v0.89.0 for v0.34.3). They still cannot share compiled k8s.io packages with the cluster's
@@ -169,6 +217,12 @@ k8s_wrapper_mod() {
     echo "	k8s.io/${m} ${K8S_MODULE_VERSION}"
   done
   echo ")"
+  if [[ -n "${REPLACES:-}" ]]; then
+    echo
+    echo "replace ("
+    while IFS= read -r r; do echo "	${r}"; done <<<"${REPLACES}"
+    echo ")"
+  fi
 }
 
 src_hash() { # wrapper dir (relative): " src=HASH" of its sources kept in the repository, if any
@@ -186,7 +240,7 @@ write_if_changed() { # file; content on stdin. A changed go.mod starts a fresh g
 
 bin_stamp() { # name: what its binary is built from
   local c; c="$(component "$1")"
-  echo "go=${GOVERSION_TEXT} k8s=${K8S_MODULE_VERSION} module=$(field "$c" 1) pkg=$(field "$c" 2)$(src_hash "$(field "$c" 1)") ldflags=$(ldflags "$1") $(grep -E '^[A-Z_]+_VERSION=' "${ADDONS}/images.env" | tr '\n' ' ')"
+  echo "go=${GOVERSION_TEXT} k8s=${K8S_MODULE_VERSION} module=$(field "$c" 1) pkg=$(field "$c" 2)$(src_hash "$(field "$c" 1)")$([[ "$(field "$c" 1)" != monitoring ]] || echo " sd=${PROMETHEUS_SD} patches=$(declare -f prometheus_plugins metrics_server_textparse | sha256sum | cut -c1-16)") ldflags=$(ldflags "$1") $(grep -E '^[A-Z_]+_VERSION=' "${ADDONS}/images.env" | tr '\n' ' ')"
 }
 
 bin_ok() { # name
