@@ -150,7 +150,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		n.abort()
 		return nil, err
 	}
-	if err := n.startDiameter(n.diameterApps()); err != nil {
+	if err := n.startDiameter(n.diameterApps(builtin)); err != nil {
 		n.abort()
 		return nil, err
 	}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
@@ -71,8 +73,9 @@ func (n *Node) stopDiameter() error {
 }
 
 // diameterApps are the Diameter applications this node serves: Gx, on the node's store
-// and subscriber source.
-func (n *Node) diameterApps() map[uint32]diameter.Handler {
+// and subscriber source; with policy requests on (coa.policyDisconnect), a Gx session that
+// uses the quota sends the subscriber's RADIUS sessions the data policy's throttleAttributes.
+func (n *Node) diameterApps(pol *policy.Default) map[uint32]diameter.Handler {
 	if !n.Config.Diameter.Enabled {
 		return nil
 	}
@@ -85,6 +88,16 @@ func (n *Node) diameterApps() map[uint32]diameter.Handler {
 	}
 	if n.lua != nil { // never a typed nil in the interface
 		h.Hooks = n.lua
+	}
+	if n.policyCoA != nil {
+		h.Throttled = func(sub *subscriber.Subscriber) {
+			attrs, err := pol.ThrottleAttributes(&sub.Profile)
+			if err != nil { // checked at load: only after a dictionary change
+				n.Log.Warn("gx: throttle CoA not sent", "user", sub.Username, "err", err.Error())
+				return
+			}
+			n.policyCoA.UserCoA(sub.Username, gx.NAS, attrs)
+		}
 	}
 	n.gx = h
 	return map[uint32]diameter.Handler{diameter.GxApplicationID: h}

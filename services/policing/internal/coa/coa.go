@@ -44,6 +44,8 @@ const (
 const (
 	TriggerAPI    = "api"
 	TriggerPolicy = "policy"
+	// TriggerGxQuota: a Gx session of the subscriber used the quota (PolicyTrigger.UserCoA).
+	TriggerGxQuota = "gx_quota"
 )
 
 // Result is the outcome for one session.

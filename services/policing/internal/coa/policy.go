@@ -45,14 +45,41 @@ func (p *PolicyTrigger) Stored(u *session.Update) {
 	switch {
 	case u.Kind == session.KindStop:
 	case u.Session.DisconnectReason != "":
-		p.trigger(u.Session.Key, u.Session.DisconnectReason, nil)
+		p.trigger(u.Session.Key, u.Session.DisconnectReason, TriggerPolicy, nil)
 	case len(u.CoA) > 0:
-		p.trigger(u.Session.Key, "coa", u.CoA)
+		p.trigger(u.Session.Key, "coa", TriggerPolicy, u.CoA)
 	}
 }
 
-// trigger sends a Disconnect-Request, or a CoA-Request carrying attrs when attrs is set.
-func (p *PolicyTrigger) trigger(k session.Key, reason string, attrs radius.Attributes) {
+// UserCoA sends a CoA-Request carrying attrs to every active RADIUS session of user, in the
+// background, except the sessions of NAS skipNAS (the Gx sessions themselves): the Gx policy
+// server's quota reaching the subscriber's other accesses. Each session is subject to
+// ResendAfter as the other policy requests are.
+func (p *PolicyTrigger) UserCoA(user, skipNAS string, attrs radius.Attributes) {
+	if user == "" || len(attrs) == 0 {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		defer cancel()
+		sessions, err := p.Store.ByUser(ctx, user)
+		if err != nil {
+			p.Log.Warn("coa: gx quota: the subscriber's sessions not readable", "user", user, "err", err)
+			return
+		}
+		for _, s := range sessions {
+			if s.Key.NAS != skipNAS {
+				p.trigger(s.Key, "gx quota", TriggerGxQuota, attrs)
+			}
+		}
+	}()
+}
+
+// trigger sends a Disconnect-Request, or a CoA-Request carrying attrs when attrs is set;
+// reason is for the log, label the requests' trigger label.
+func (p *PolicyTrigger) trigger(k session.Key, reason, label string, attrs radius.Attributes) {
 	now := time.Now()
 	p.mu.Lock()
 	if last, ok := p.lastSent[k]; ok && now.Sub(last) < p.ResendAfter {
@@ -87,12 +114,12 @@ func (p *PolicyTrigger) trigger(k session.Key, reason string, attrs radius.Attri
 			return
 		}
 		if attrs != nil {
-			p.Log.Info("coa: policy CoA", "nas", k.NAS, "session", k.ID, "user", sess.UserName, "attributes", len(attrs))
-			p.Sender.CoA(ctx, sess, attrs, TriggerPolicy)
+			p.Log.Info("coa: policy CoA", "nas", k.NAS, "session", k.ID, "user", sess.UserName, "reason", reason, "attributes", len(attrs))
+			p.Sender.CoA(ctx, sess, attrs, label)
 			return
 		}
 		p.Log.Info("coa: policy disconnect", "nas", k.NAS, "session", k.ID, "user", sess.UserName, "reason", reason)
-		p.Sender.Disconnect(ctx, sess, TriggerPolicy)
+		p.Sender.Disconnect(ctx, sess, label)
 	}()
 }
 

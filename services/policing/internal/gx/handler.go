@@ -48,6 +48,11 @@ type Handler struct {
 	Hooks Hooks
 	// Peers sends RARs (rar.go); set once the listener is up.
 	Peers Peers
+	// Throttled, when set, is called once a session of sub is switched to the throttle rule
+	// (the quota used), after the store took the change and before the CCA leaves; it must
+	// not block. The node sends the subscriber's RADIUS sessions a CoA-Request with the data
+	// policy's throttleAttributes (app/diameter.go).
+	Throttled func(sub *subscriber.Subscriber)
 }
 
 // Hooks is the Lua policy as the Gx handler uses it (luapolicy.Engine).
@@ -217,6 +222,9 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd, NoSpool: true}); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
+	}
+	if upd.DisconnectReason == policy.QuotaReason && h.Throttled != nil {
+		h.Throttled(sub)
 	}
 	return d, diam.Success
 }

@@ -115,19 +115,39 @@ func (d *Default) ReplyAttributes(p *subscriber.Profile) (radius.Attributes, err
 			return nil, fmt.Errorf("rateLimit: %w", err)
 		}
 	}
-	names := make([]string, 0, len(p.ReplyAttributes))
-	for n := range p.ReplyAttributes {
+	named, err := d.named("replyAttributes", p.ReplyAttributes)
+	if err != nil {
+		return nil, err
+	}
+	return append(a, named...), nil
+}
+
+// ThrottleAttributes encodes the data policy's throttleAttributes: what a CoA-Request carries
+// to the subscriber's RADIUS sessions when a Gx session uses the quota (nil when none).
+func (d *Default) ThrottleAttributes(p *subscriber.Profile) (radius.Attributes, error) {
+	if p.DataPolicy == nil {
+		return nil, nil
+	}
+	return d.named("dataPolicy.throttleAttributes", p.DataPolicy.ThrottleAttributes)
+}
+
+// named encodes attributes by dictionary name, sorted by name (stable packets), several
+// values of one name repeated in order; errors name field and attribute.
+func (d *Default) named(field string, r subscriber.ReplyAttributes) (radius.Attributes, error) {
+	var a radius.Attributes
+	names := make([]string, 0, len(r))
+	for n := range r {
 		names = append(names, n)
 	}
-	sort.Strings(names) // stable replies
+	sort.Strings(names)
 	for _, n := range names {
-		vs := p.ReplyAttributes[n]
+		vs := r[n]
 		for i, v := range vs { // several values: repeated attributes, in order
 			if err := d.addNamed(&a, n, v); err != nil {
 				if len(vs) > 1 {
-					return nil, fmt.Errorf("replyAttributes.%s[%d]: %w", n, i, err)
+					return nil, fmt.Errorf("%s.%s[%d]: %w", field, n, i, err)
 				}
-				return nil, fmt.Errorf("replyAttributes.%s: %w", n, err)
+				return nil, fmt.Errorf("%s.%s: %w", field, n, err)
 			}
 		}
 	}
@@ -196,7 +216,10 @@ func (d *Default) CheckRateLimitAttribute() error {
 
 // CheckProfile validates a profile (used when a subscriber file is loaded).
 func (d *Default) CheckProfile(p *subscriber.Profile) error {
-	_, err := d.ReplyAttributes(p)
+	if _, err := d.ReplyAttributes(p); err != nil {
+		return err
+	}
+	_, err := d.ThrottleAttributes(p)
 	return err
 }
 

@@ -125,6 +125,10 @@ func TestCheckProfile(t *testing.T) {
 		{subscriber.Profile{RateLimit: strings.Repeat("r", 300)}, "rateLimit"},
 		{subscriber.Profile{ReplyAttributes: subscriber.ReplyAttributes{"Framed-MTU": {"big"}}}, "replyAttributes.Framed-MTU"},
 		{subscriber.Profile{ReplyAttributes: subscriber.ReplyAttributes{"Framed-Mtu": {"1"}}}, "replyAttributes.Framed-Mtu"},
+		{subscriber.Profile{DataPolicy: &subscriber.DataPolicy{ThrottleAttributes: subscriber.ReplyAttributes{"Filter-Idd": {"slow"}}}},
+			"dataPolicy.throttleAttributes.Filter-Idd"},
+		{subscriber.Profile{DataPolicy: &subscriber.DataPolicy{ThrottleAttributes: subscriber.ReplyAttributes{"Session-Timeout": {"1", "soon"}}}},
+			"dataPolicy.throttleAttributes.Session-Timeout[1]"},
 	}
 	for _, c := range cases {
 		err := d.CheckProfile(&c.p)
@@ -134,6 +138,13 @@ func TestCheckProfile(t *testing.T) {
 	}
 	if err := d.CheckProfile(&subscriber.Profile{FramedIPAddress: "192.0.2.1", RateLimit: "1M"}); err != nil {
 		t.Fatal(err)
+	}
+	throttle := &subscriber.Profile{DataPolicy: &subscriber.DataPolicy{ThrottleAttributes: subscriber.ReplyAttributes{"Filter-Id": {"slow"}}}}
+	if err := d.CheckProfile(throttle); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := d.ThrottleAttributes(throttle); err != nil || len(a) != 1 || string(a[0].Attribute) != "slow" {
+		t.Fatalf("throttle attributes %v, %v; want Filter-Id slow", a, err)
 	}
 	noRate := &Default{Dict: dict.Builtin, RateLimitAttribute: "No-Such-Attr"}
 	if err := noRate.CheckProfile(&subscriber.Profile{RateLimit: "1M"}); err == nil || !strings.Contains(err.Error(), "No-Such-Attr") {

@@ -23,6 +23,11 @@ type DataPolicy struct {
 	GrantOctets   uint64 `json:"grantOctets,omitempty"`
 	// ThrottleRule is the predefined rule installed, in place of Rules, once the quota is used.
 	ThrottleRule string `json:"throttleRule,omitempty"`
+	// ThrottleAttributes are RADIUS attributes (dictionary names, as a profile's
+	// replyAttributes) that a CoA-Request carries to the subscriber's RADIUS sessions when a
+	// Gx session of theirs uses the quota: a converged plan slows the fixed or Wi-Fi access
+	// too (docs/diameter-gx.md).
+	ThrottleAttributes ReplyAttributes `json:"throttleAttributes,omitempty"`
 	// RevalidationSeconds asks the PCEF to come back (Revalidation-Time) after this long.
 	RevalidationSeconds uint32 `json:"revalidationSeconds,omitempty"`
 }
