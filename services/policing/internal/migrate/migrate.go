@@ -393,8 +393,14 @@ func (m *migrator) pending(records map[int]record) ([]Migration, error) {
 
 func short(s string) string { return s[:min(12, len(s))] }
 
+// ddlRetries: a schema statement that times out is sent again, up to this many times. A
+// loaded node can take longer than the query timeout to apply a schema change; every
+// statement of a migration is idempotent (IF NOT EXISTS, fixed table ids), so the driver may
+// send it again (gocql retries only queries marked idempotent).
+var ddlRetries = &gocql.SimpleRetryPolicy{NumRetries: 3}
+
 func (m *migrator) exec(ctx context.Context, stmt string) error {
-	if err := m.s.Query(stmt).Consistency(gocql.Quorum).ExecContext(ctx); err != nil {
+	if err := m.s.Query(stmt).Consistency(gocql.Quorum).Idempotent(true).RetryPolicy(ddlRetries).ExecContext(ctx); err != nil {
 		return err
 	}
 	return m.s.AwaitSchemaAgreement(ctx)

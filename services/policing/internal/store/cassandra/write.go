@@ -21,6 +21,12 @@ type record struct {
 	ID          gocql.UUID      `json:"id"`       // the history row's id (idempotent replays)
 	Received    time.Time       `json:"received"` // when policing received it
 	HistoryOnly bool            `json:"historyOnly,omitempty"`
+	// Quorum: the row is read and written at QUORUM across data centers, not at the
+	// configured (local) consistency — an update that must not spool (Update.NoSpool, Gx) is
+	// on replicas of two DCs before Apply returns, so losing the DC that wrote it loses
+	// nothing, and its read sees what another DC wrote at QUORUM. Never spooled, never set in
+	// the spool.
+	Quorum bool `json:"-"`
 }
 
 // Apply merges an accounting update into its session (session.Store).
@@ -39,6 +45,7 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 	}
 	rec.ID = historyID(rec.Kind, &rec.Session)
 	if u.NoSpool {
+		rec.Quorum = true
 		return st.applyRecord(ctx, rec)
 	}
 	if st.o.Spool != nil && st.pending.enqueue(rec.Session.Key) {
@@ -86,7 +93,11 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 	if k.NAS == "" || k.ID == "" {
 		return nil, errors.New("cassandra store: accounting update without NAS or Acct-Session-Id")
 	}
-	old, wt, err := st.readRow(ctx, k, st.cons)
+	cons := st.cons
+	if rec.Quorum {
+		cons = gocql.Quorum
+	}
+	old, wt, err := st.readRow(ctx, k, cons)
 	if st.staleRead != nil {
 		if s, w, ok := st.staleRead(k); ok {
 			old, wt, err = s, w, nil
@@ -143,7 +154,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			batchErr = st.writeSession(ctx, old, merged, ts, ipTS)
+			batchErr = st.writeSession(ctx, cons, old, merged, ts, ipTS)
 		}()
 	}
 	histErr = st.writeHistory(ctx, rec, hist)
@@ -203,8 +214,8 @@ func ttlSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
 }
 
-func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts, ipTS int64) error {
-	b := st.s.Batch(gocql.LoggedBatch).Consistency(st.cons).WithTimestamp(ts)
+func (st *Store) writeSession(ctx context.Context, cons gocql.Consistency, old, s *session.Session, ts, ipTS int64) error {
+	b := st.s.Batch(gocql.LoggedBatch).Consistency(cons).WithTimestamp(ts)
 	k := s.Key
 	base := append([]any{k.NAS, k.ID}, values(s)...)
 	kind := "write_session"
@@ -218,7 +229,7 @@ func (st *Store) writeSession(ctx context.Context, old, s *session.Session, ts, 
 		for _, ip := range uniqIP(s.FramedIP, oldIP(old)) {
 			// Another session may hold the address by now (out-of-order Start/Stop).
 			var nas, id string
-			err := st.s.Query(st.q.selByIP, ipOrNil(ip)).Consistency(st.cons).ScanContext(ctx, &nas, &id)
+			err := st.s.Query(st.q.selByIP, ipOrNil(ip)).Consistency(cons).ScanContext(ctx, &nas, &id)
 			if err == nil && nas == k.NAS && id == k.ID {
 				b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
 			} else if err != nil && !errors.Is(err, gocql.ErrNotFound) {
