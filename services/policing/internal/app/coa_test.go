@@ -23,6 +23,12 @@ func coaNode(t *testing.T, receiver *freeRADIUS) *Node {
 // coaNodeIn is coaNode with its files in dir and extra configuration appended.
 func coaNodeIn(t *testing.T, dir string, receiver *freeRADIUS, extra string) *Node {
 	t.Helper()
+	return coaNodeWith(t, dir, receiver, extra, edgeSubs)
+}
+
+// coaNodeWith is coaNodeIn with the subscriber file subs.
+func coaNodeWith(t *testing.T, dir string, receiver *freeRADIUS, extra, subs string) *Node {
+	t.Helper()
 	return edgeNode(t, dir, fmt.Sprintf(`
 log: {level: debug, format: text}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
@@ -31,7 +37,7 @@ clients:
   - {name: nas1, address: 127.0.0.1, secretFile: {{dir}}/secret, coaPort: %d}
 subscribers: {source: file, file: {{dir}}/subs.yaml}
 coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
-`, receiver.port)+extra, edgeSubs)
+`, receiver.port)+extra, subs)
 }
 
 func postCoA(t *testing.T, n *Node, path string) (int, admin.CoAReply) {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,21 +26,14 @@ subscribers:
 
 func TestGxQuotaSendsCoAToRADIUSSessions(t *testing.T) {
 	nas := newFreeRADIUS(t, "nasgx", "--role", "coa", "--secret", radclientSecret)
-	n := edgeNode(t, t.TempDir(), fmt.Sprintf(`
-log: {level: debug, format: text}
-radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
-admin: {address: "127.0.0.1:0", tokenFile: {{dir}}/admin-token}
-clients:
-  - {name: nas1, address: 127.0.0.1, secretFile: {{dir}}/secret, coaPort: %d}
-subscribers: {source: file, file: {{dir}}/subs.yaml}
-coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
+	n := coaNodeWith(t, t.TempDir(), nas, `
 diameter:
   enabled: true
   address: 127.0.0.1:0
   originHost: pcrf.node.test
   originRealm: test
   peers: [{originRealm: test, address: 127.0.0.1}]
-`, nas.port), gxCoASubs)
+`, gxCoASubs)
 	acctAddr := n.AcctAddr.String()
 	for _, lines := range [][]string{
 		acctLinesFor("Start", "FIX-1", "alice", "Framed-IP-Address = 10.9.0.1"),
