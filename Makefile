@@ -57,17 +57,19 @@ $(BIN)/staticcheck:
 provision: $(PROVISION) ## Install and build every component the tests need (idempotent, cached).
 
 # `make test` provisions the base, then runs the other packages beside the local cluster's
-# provisioning and packages (CLUSTER_TESTS) and the add-ons' build and package (ADDONS_TESTS):
+# provisioning, the multi-DC end-to-end package (E2E_TESTS) and the cluster's packages
+# (CLUSTER_TESTS), one after the other, and the add-ons' build and package (ADDONS_TESTS):
 # hack/test.sh.
 PROVISION_CLUSTER := cluster-provision addons
 CLUSTER_TESTS     := ./test/cluster/...
+E2E_TESTS         := ./test/e2e/...
 .PHONY: provision-base provision-cluster
 provision-base: $(filter-out $(PROVISION_CLUSTER),$(PROVISION))
 provision-cluster: cluster-provision
 
 .PHONY: test
 test: ## The whole test suite: unit and integration against real components (provisions first).
-	GO=$(GO) TEST_ENV_VARS='$(TEST_ENV)' TEST_TIMEOUT=$(TEST_TIMEOUT) CLUSTER_TESTS='$(CLUSTER_TESTS)' ADDONS_TESTS='$(ADDONS_TESTS)' hack/test.sh
+	GO=$(GO) TEST_ENV_VARS='$(TEST_ENV)' TEST_TIMEOUT=$(TEST_TIMEOUT) CLUSTER_TESTS='$(CLUSTER_TESTS)' ADDONS_TESTS='$(ADDONS_TESTS)' E2E_TESTS='$(E2E_TESTS)' hack/test.sh
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (integration tests skip when their component is absent).

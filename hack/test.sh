@@ -5,7 +5,12 @@
 #      jars, FreeRADIUS, slapd, envtest's API server, helm, our images). Then, at once:
 #   A. every package but the cluster's and the add-ons' (go test's usual parallelism);
 #   B. provision-cluster (the cluster's Kubernetes binaries, CoreDNS, its images), then the
-#      cluster's packages (CLUSTER_TESTS), one at a time;
+#      multi-DC end-to-end package (E2E_TESTS), then the cluster's packages (CLUSTER_TESTS),
+#      one at a time: the two heaviest loads on the machine (three Cassandra nodes, one of
+#      them killed and restarted under load; a Kubernetes node with its add-ons) never run
+#      at once. Beside each other they starved Cassandra's restart (4 min instead of 1) and
+#      the multi-DC test's outage phase grew with it. When cold, the end-to-end package runs
+#      while the add-ons compile;
 #   C. after provision-cluster: the add-ons' build (`make addons`, minutes of compiling when
 #      cold), then their package (ADDONS_TESTS). The cluster tests that need the add-ons wait
 #      for this build (test/addons NeedBuilt, through the status file BuildStatusEnv names);
@@ -15,7 +20,7 @@
 # Exit status: non-zero when any lane fails; every lane runs to its end.
 #
 # Environment (from the Makefile): GO, TEST_ENV_VARS (KEY=VALUE...), TEST_TIMEOUT,
-# CLUSTER_TESTS, ADDONS_TESTS (package patterns).
+# CLUSTER_TESTS, ADDONS_TESTS, E2E_TESTS (package patterns).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -24,6 +29,7 @@ MAKE="${MAKE:-make}"
 TIMEOUT="${TEST_TIMEOUT:-60m}"
 read -r -a cluster_pkgs <<<"${CLUSTER_TESTS:?}"
 read -r -a addons_pkgs <<<"${ADDONS_TESTS:?}"
+read -r -a e2e_pkgs <<<"${E2E_TESTS:?}"
 # shellcheck disable=SC2206 # KEY=VALUE words
 env_vars=(${TEST_ENV_VARS:-})
 status="$(mktemp -t openaaa-addons-build.XXXXXX)"
@@ -36,7 +42,7 @@ at "base provisioned"
 
 # Every package, minus the cluster's and the add-ons'.
 mapfile -t all < <("$GO" list ./...)
-mapfile -t apart < <("$GO" list "${cluster_pkgs[@]}" "${addons_pkgs[@]}")
+mapfile -t apart < <("$GO" list "${cluster_pkgs[@]}" "${addons_pkgs[@]}" "${e2e_pkgs[@]}")
 others=()
 for p in "${all[@]}"; do
 	[[ " ${apart[*]} " == *" ${p} "* ]] || others+=("$p")
@@ -58,10 +64,14 @@ done
 		fi
 	) &
 	addons_lane=$!
+	erc=0
+	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${e2e_pkgs[@]}" || erc=$?
+	at "the end-to-end packages done (rc=${erc})"
 	if ((rc == 0)); then
 		env "${env_vars[@]}" OPENAAA_ADDONS_BUILD_STATUS="$status" \
 			"$GO" test -p 1 -count=1 -timeout "$TIMEOUT" "${cluster_pkgs[@]}" || rc=$?
 	fi
+	((erc == 0)) || rc=$erc
 	arc=0
 	wait "$addons_lane" || arc=$?
 	((rc == 0 && arc == 0))

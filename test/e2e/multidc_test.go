@@ -330,8 +330,9 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	t.Logf("phase 2 gx: %d sessions (%d completed, %d unconfirmed, %d abandoned), %d answered in %.1f s, codes %v, %d timeouts, %d failovers",
 		g2.Sessions, g2.SessionsCompleted, g2.Unconfirmed, g2.Abandoned, g2.Total.Answered, g2.Seconds, g2.Total.Codes, g2.Total.Timeouts, g2.Failovers)
 	// A session another DC began is in the store: no 5002 DIAMETER_UNKNOWN_SESSION_ID, not
-	// even for a CCR-I that dc3 acknowledged in the instant before the whole DC was lost (Gx
-	// writes are at QUORUM: on two DCs' replicas before the CCA leaves; docs/diameter-gx.md).
+	// even for a CCR-I that dc3 acknowledged in the instant before the whole DC was lost (a
+	// CCR-I is written at QUORUM: on two DCs' replicas before the CCA leaves;
+	// docs/diameter-gx.md).
 	if n := g2.Total.Codes["5002"]; n > 0 {
 		t.Fatalf("phase 2 gx: %d CCRs answered 5002 for sessions the store should have", n)
 	} else if n > 0 {

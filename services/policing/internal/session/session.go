@@ -83,9 +83,10 @@ type Update struct {
 	// NAS once the update is stored (e.g. a throttled rate). Not stored; read-only.
 	CoA radius.Attributes
 	// NoSpool asks for the update to be in the shared store when Apply returns, or an error:
-	// never the local spool; on Cassandra, on replicas of two data centers (QUORUM). A Gx CCR
-	// sets it: the PCEF's next request may reach another DC, which must find the session
-	// there even if this DC is lost; a PCEF that gets an error (3004) fails over instead.
+	// never the local spool; on Cassandra a Start so is on replicas of two data centers
+	// (QUORUM). A Gx CCR sets it: the PCEF's next request may reach another DC, which must
+	// find the session there even if this DC is lost; a PCEF that gets an error (3004) fails
+	// over instead.
 	NoSpool bool
 }
 

@@ -21,11 +21,10 @@ type record struct {
 	ID          gocql.UUID      `json:"id"`       // the history row's id (idempotent replays)
 	Received    time.Time       `json:"received"` // when policing received it
 	HistoryOnly bool            `json:"historyOnly,omitempty"`
-	// Quorum: the row is read and written at QUORUM across data centers, not at the
-	// configured (local) consistency — an update that must not spool (Update.NoSpool, Gx) is
-	// on replicas of two DCs before Apply returns, so losing the DC that wrote it loses
-	// nothing, and its read sees what another DC wrote at QUORUM. Never spooled, never set in
-	// the spool.
+	// Quorum: the row is written at QUORUM across data centers, not at the configured
+	// (local) consistency — the Start of a session that must not spool (Update.NoSpool: a
+	// Gx CCR-I) is on replicas of two DCs before Apply returns, so losing the DC that wrote
+	// it does not lose the session. Never spooled, never set in the spool.
 	Quorum bool `json:"-"`
 }
 
@@ -45,7 +44,11 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 	}
 	rec.ID = historyID(rec.Kind, &rec.Session)
 	if u.NoSpool {
-		rec.Quorum = true
+		// The session's creation, the one write whose loss no later write repairs (a CCR-U
+		// or CCR-T lost with its DC leaves the session; the next CCR or the expiry mends it).
+		// Reads and the other writes stay local: QUORUM on every CCR doubled the cross-DC
+		// work, and with a DC down and the others loaded it turned CCRs into 3004s.
+		rec.Quorum = u.Kind == session.KindStart
 		return st.applyRecord(ctx, rec)
 	}
 	if st.o.Spool != nil && st.pending.enqueue(rec.Session.Key) {
@@ -93,11 +96,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 	if k.NAS == "" || k.ID == "" {
 		return nil, errors.New("cassandra store: accounting update without NAS or Acct-Session-Id")
 	}
-	cons := st.cons
-	if rec.Quorum {
-		cons = gocql.Quorum
-	}
-	old, wt, err := st.readRow(ctx, k, cons)
+	old, wt, err := st.readRow(ctx, k, st.cons)
 	if st.staleRead != nil {
 		if s, w, ok := st.staleRead(k); ok {
 			old, wt, err = s, w, nil
@@ -154,6 +153,10 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			cons := st.cons
+			if rec.Quorum {
+				cons = gocql.Quorum
+			}
 			batchErr = st.writeSession(ctx, cons, old, merged, ts, ipTS)
 		}()
 	}
