@@ -172,6 +172,9 @@ func startEnvWith(assets string, crdDirs []string, setup func(ctrl.Manager, *tes
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
+		// envtest waits 10 s for the CRDs by default: on a machine busy with the other
+		// lanes the API server took longer (as test/charts allows too).
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 2 * time.Minute},
 	}
 	cfg, err := env.Start()
 	if err != nil {
