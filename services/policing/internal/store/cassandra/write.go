@@ -46,8 +46,8 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 	if u.NoSpool {
 		// The session's creation, the one write whose loss no later write repairs (a CCR-U
 		// or CCR-T lost with its DC leaves the session; the next CCR or the expiry mends it).
-		// Reads and the other writes stay local: QUORUM on every CCR doubled the cross-DC
-		// work, and with a DC down and the others loaded it turned CCRs into 3004s.
+		// Reads and the other writes stay local: QUORUM on every CCR would add a cross-DC
+		// round trip to each, and needs both surviving DCs' replicas while one DC is down.
 		rec.Quorum = u.Kind == session.KindStart
 		return st.applyRecord(ctx, rec)
 	}
