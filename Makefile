@@ -66,6 +66,13 @@ E2E_TESTS         := ./test/e2e/...
 .PHONY: provision-base provision-cluster
 provision-base: $(filter-out $(PROVISION_CLUSTER),$(PROVISION))
 provision-cluster: cluster-provision
+# provision-base in two streams, which hack/test.sh runs at once: the Go builds (bound by the
+# compiler) and the rest (apt, Maven, pip: bound by the network and dpkg), which alone left a
+# core idle on a cold machine. Only the second stream runs apt-get.
+PROVISION_BUILDS := helm images envtest-assets
+.PHONY: provision-base-builds provision-base-packages
+provision-base-builds: $(filter $(PROVISION_BUILDS),$(PROVISION))
+provision-base-packages: $(filter-out $(PROVISION_CLUSTER) $(PROVISION_BUILDS),$(PROVISION))
 
 .PHONY: test
 test: ## The whole test suite: unit and integration against real components (provisions first).

@@ -359,7 +359,8 @@ cmd_start() {
     [[ -f "$(node_dir "$i")/conf/cassandra.yaml" ]] || write_config "$i" "$seeds"
     start_node "$i"
   done
-  wait_all_un "$n"
+  # One node: its CQL port is the readiness (a nodetool JVM costs seconds of CPU).
+  if ((n > 1)); then wait_all_un "$n"; fi
 }
 
 stop_node() { # i

@@ -2,15 +2,16 @@
 # `make test`: the whole suite, in lanes that overlap (the cold-machine budget, issue 12).
 #
 #   1. provision-base: what every package but the local cluster's needs (apt packages, Cassandra
-#      jars, FreeRADIUS, slapd, envtest's API server, helm, our images). Then, at once:
+#      jars, FreeRADIUS, slapd, envtest's API server, helm, our images), the Go builds beside
+#      the downloads and installs. Then, at once:
 #   A. every package but the cluster's and the add-ons' (go test's usual parallelism);
-#   B. provision-cluster (the cluster's Kubernetes binaries, CoreDNS, its images), then the
-#      multi-DC end-to-end package (E2E_TESTS), then the cluster's packages (CLUSTER_TESTS),
-#      one at a time: the two heaviest loads on the machine (three Cassandra nodes, one of
-#      them killed and restarted under load; a Kubernetes node with its add-ons) never run
-#      at once. Beside each other they starved Cassandra's restart (4 min instead of 1) and
-#      the multi-DC test's outage phase grew with it. When cold, the end-to-end package runs
-#      while the add-ons compile;
+#   B. the multi-DC end-to-end package (E2E_TESTS) beside provision-cluster (the cluster's
+#      Kubernetes binaries, CoreDNS, its images), then the cluster's packages
+#      (CLUSTER_TESTS) once both are done: the two heaviest loads on the machine (three
+#      Cassandra nodes, one of them killed and restarted under load; a Kubernetes node with
+#      its add-ons) never run at once. Beside each other they starved Cassandra's restart
+#      (4 min instead of 1) and the multi-DC test's outage phase grew with it. The cluster's
+#      and the add-ons' builds run niced (BUILD_NICE) so that they yield to the tests;
 #   C. after provision-cluster: the add-ons' build (`make addons`, minutes of compiling when
 #      cold), then their package (ADDONS_TESTS). The cluster tests that need the add-ons wait
 #      for this build (test/addons NeedBuilt, through the status file BuildStatusEnv names);
@@ -32,12 +33,28 @@ read -r -a addons_pkgs <<<"${ADDONS_TESTS:?}"
 read -r -a e2e_pkgs <<<"${E2E_TESTS:?}"
 # shellcheck disable=SC2206 # KEY=VALUE words
 env_vars=(${TEST_ENV_VARS:-})
+# One build configuration for the tests and the binaries they build, the images' (static,
+# -trimpath): the packages compiled for the images in provision-base serve them all, instead
+# of a second compile of every dependency with cgo and full paths (issue 12's budget).
+env_vars+=(CGO_ENABLED=0 "GOFLAGS=${GOFLAGS:+${GOFLAGS} }-trimpath")
 status="$(mktemp -t openaaa-addons-build.XXXXXX)"
 trap 'rm -f "$status"' EXIT
 
+# The cluster's and the add-ons' builds run at a lower priority than the tests: on a cold
+# machine they compile for many minutes beside the multi-DC test, whose Cassandra nodes and
+# timeouts must not starve (it failed so: a killed node took 3.5 min to come back).
+BUILD_NICE=10
+
 start=$SECONDS
 at() { echo "test: $* at $((SECONDS - start))s" >&2; }
-"$MAKE" --no-print-directory provision-base
+# The base's two streams (Makefile, PROVISION_BUILDS) at once.
+"$MAKE" --no-print-directory provision-base-packages &
+packages=$!
+brc=0
+"$MAKE" --no-print-directory provision-base-builds || brc=$?
+prc=0
+wait "$packages" || prc=$?
+((brc == 0 && prc == 0)) || { at "base provisioning FAILED (builds rc=${brc}, packages rc=${prc})"; exit 1; }
 at "base provisioned"
 
 # Every package, minus the cluster's and the add-ons'.
@@ -49,11 +66,15 @@ for p in "${all[@]}"; do
 done
 
 (
+	# The multi-DC end-to-end package needs only the base: it starts now, beside the cluster's
+	# provisioning (at a lower priority); the cluster's tests wait for it.
+	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${e2e_pkgs[@]}" &
+	e2e=$!
 	rc=0
-	"$MAKE" --no-print-directory provision-cluster || rc=$?
+	nice -n "$BUILD_NICE" "$MAKE" --no-print-directory provision-cluster || rc=$?
 	at "cluster provisioned (rc=${rc})"
 	(
-		if ((rc == 0)) && "$MAKE" --no-print-directory addons; then
+		if ((rc == 0)) && nice -n "$BUILD_NICE" "$MAKE" --no-print-directory addons; then
 			echo ok >"$status"
 			at "add-ons built"
 			env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${addons_pkgs[@]}"
@@ -65,7 +86,7 @@ done
 	) &
 	addons_lane=$!
 	erc=0
-	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${e2e_pkgs[@]}" || erc=$?
+	wait "$e2e" || erc=$?
 	at "the end-to-end packages done (rc=${erc})"
 	if ((rc == 0)); then
 		env "${env_vars[@]}" OPENAAA_ADDONS_BUILD_STATUS="$status" \

@@ -5,10 +5,14 @@
 # promtool (Debian's prometheus package), umoci (Debian; an independent OCI unpacker for the
 # image test) and builds the images; the tests live in test/{charts,monitoring,argocd,images}.
 
-HELM_VERSION   := v3.22.0
+# helm is a tool of our own module (go.mod's `tool` line pins its version): built with the
+# images' flags in the same module graph, the Kubernetes client packages compiled for it serve
+# our builds and tests too, instead of a compile of their own (issue 12's cold budget).
+HELM_VERSION   := $(shell awk '$$1 == "helm.sh/helm/v3" { print $$2 }' go.mod)
 HELM           := $(BIN)/helm
-# helm built with `go install` reports KubeVersion v1.20 unless these are linked in.
-HELM_LDFLAGS   := -s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34
+# helm built from source reports KubeVersion v1.20 unless these are linked in.
+HELM_LDFLAGS   := -s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34 \
+                  -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)
 CHARTS         := charts/openaaa-operator charts/aaacluster
 IMAGE_DIR      := $(BIN)/images
 IMAGE_TAG      ?= $(VERSION)
@@ -22,7 +26,7 @@ helm: $(BIN)/.helm-$(HELM_VERSION) ## Install helm into bin/ (Go module proxy; K
 
 $(BIN)/.helm-$(HELM_VERSION):
 	@mkdir -p $(BIN)
-	GOBIN=$(BIN) $(GO) install -trimpath -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(HELM_LDFLAGS)' -o $(BIN)/helm helm.sh/helm/v3/cmd/helm
 	@touch $@
 
 # Debian packages, installed when missing (apt-get update at most once a day).

@@ -1,8 +1,8 @@
 # The operator (issue 6): envtest assets, controller-gen, manifests, running it locally.
 #
 # `make provision` builds kube-apiserver v1.34.4 and etcd v3.6.4 from the Go module proxy into
-# $(CACHE)/envtest (cold 7-12 min on 2 cores, warm well under a second) and installs
-# controller-gen into $(BIN). `go test ./controllers/...` finds the assets in the cache by
+# $(CACHE)/envtest (cold 7-12 min on 2 cores, warm well under a second); `make manifests` and
+# `make generate` install controller-gen into $(BIN). `go test ./controllers/...` finds the assets in the cache by
 # itself; KUBEBUILDER_ASSETS (exported below) says where they are for other tools.
 
 CONTROLLER_GEN_VERSION := v0.19.0
@@ -13,7 +13,9 @@ KUBEBUILDER_ASSETS     ?= $(ENVTEST_DIR)/bin
 OPENAAA_THIRD_PARTY_CRDS ?= $(ENVTEST_DIR)/crds
 export KUBEBUILDER_ASSETS OPENAAA_THIRD_PARTY_CRDS
 
-PROVISION += envtest-assets controller-gen
+# controller-gen is not in PROVISION: no test runs it, and its compile (controller-tools and
+# its own Kubernetes libraries) only lengthened the cold `make test`.
+PROVISION += envtest-assets
 
 ##@ Operator
 .PHONY: envtest-assets

@@ -54,3 +54,14 @@ func RepoRoot() (string, error) {
 	}
 	return "", errors.New("no go.mod above the working directory")
 }
+
+// Root is RepoRoot for tests: it fails t when there is no go.mod above the working directory.
+// Tests use it rather than runtime.Caller, whose file names -trimpath (make test) rewrites.
+func Root(t testing.TB) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -153,8 +152,7 @@ func TestFreeRADIUS(t *testing.T) {
 		_, err = os.Stat("/usr/sbin/freeradius")
 	}
 	testenv.Need(t, err == nil, "freeradius (hack/freeradius.sh install)")
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "hack", "freeradius.sh")
+	script := filepath.Join(testenv.Root(t), "hack", "freeradius.sh")
 	dir := t.TempDir()
 	users := filepath.Join(dir, "users")
 	if _, stderr, code := lg(t, "subscribers", "--users", "100", "--freeradius", users); code != 0 {

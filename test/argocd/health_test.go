@@ -6,19 +6,18 @@ package argocd
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
 	health "github.com/openaaa/openaaa/config/argocd"
+	"github.com/openaaa/openaaa/internal/testenv"
 )
 
 func dir(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "config", "argocd")
+	return filepath.Join(testenv.Root(t), "config", "argocd")
 }
 
 type healthStatus = health.Status

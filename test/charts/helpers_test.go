@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -25,8 +24,11 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files and the chart READMEs")
 
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		panic(err) // go test runs in the package's directory, below go.mod
+	}
+	return root
 }
 
 // helmBin finds helm: $BIN/helm, bin/helm of the repository, then PATH.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,7 @@ import (
 // and the operator agree on every flag.
 func TestOperatorAcceptsChartArgs(t *testing.T) {
 	dir := imageDir(t)
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root := testenv.Root(t)
 	helmPath := filepath.Join(root, "bin", "helm")
 	if b := os.Getenv("BIN"); b != "" {
 		helmPath = filepath.Join(b, "helm")

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,8 +55,7 @@ func imageDir(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("BIN")
 	if bin == "" {
-		_, file, _, _ := runtime.Caller(0)
-		bin = filepath.Join(filepath.Dir(file), "..", "..", "bin")
+		bin = filepath.Join(testenv.Root(t), "bin")
 	}
 	dir := filepath.Join(bin, "images")
 	for _, name := range imageNames {

@@ -1,17 +1,16 @@
 package monitoring
 
 import (
-	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/openaaa/openaaa/internal/testenv"
 )
 
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return testenv.Root(t)
 }
 
 // grafanaVars replaces Grafana's interval variables with durations PromQL accepts.
