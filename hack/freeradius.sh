@@ -13,7 +13,7 @@
 #   hack/freeradius.sh clean NAME                   stop and remove the instance directory
 #
 # Roles (config --role):
-#   server  (default) authentication with the `files` users file (PAP and CHAP) on PORT and
+#   server  (default) authentication with the `files` users file (PAP, CHAP, MS-CHAP) on PORT and
 #           accounting into detail files on PORT+1: the reference for `make bench`.
 #   acct    an upstream accounting server on PORT (detail files), for accounting-proxy tests.
 #   coa     a NAS-side CoA/Disconnect receiver on PORT (default 3799): ACKs every CoA-Request
@@ -295,6 +295,10 @@ modules {
 	}
 	chap {
 	}
+	# MS-CHAPv2 (and v1) from Cleartext-Password, with MPPE keys: the reference for
+	# policing's MS-CHAPv2 (rlm_mschap's defaults).
+	mschap {
+	}
 	files {
 		filename = \${confdir}/users
 		acctusersfile = \${confdir}/acct_users
@@ -344,6 +348,7 @@ listen {
 server default {
 	authorize {
 		chap
+		mschap
 		files
 		pap
 	}
@@ -353,6 +358,9 @@ server default {
 		}
 		Auth-Type CHAP {
 			chap
+		}
+		Auth-Type MS-CHAP {
+			mschap
 		}
 	}
 	preacct {

@@ -196,7 +196,7 @@ func TestCheckPassword(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRequest(radius.CodeAccessRequest, c.build)
-			if got := checkPassword(r.Packet, c.stored); got != c.want {
+			if got := checkPassword(r.Packet, &subscriber.Subscriber{Password: c.stored}); got != c.want {
 				t.Fatalf("checkPassword = %q, want %q", got, c.want)
 			}
 		})

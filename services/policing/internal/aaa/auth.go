@@ -1,4 +1,4 @@
-// Package aaa holds the RADIUS handlers: authentication (PAP, CHAP) and accounting. They
+// Package aaa holds the RADIUS handlers: authentication (PAP, CHAP, MS-CHAPv2) and accounting. They
 // are thin: decode the fields they need, ask the subscriber source and the policy, write
 // to the store, reply. Data flows one way.
 package aaa
@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"layeh.com/radius"
@@ -39,9 +40,13 @@ const (
 	reasonNoUser      = "no User-Name"
 	reasonUnknownUser = "unknown user"
 	reasonBadPassword = "wrong password"
-	reasonNoPassword  = "no User-Password or CHAP-Password"
-	reasonTwoPassword = "both User-Password and CHAP-Password"
-	reasonUnavailable = "subscriber source unavailable"
+	reasonNoPassword  = "no User-Password, CHAP-Password or MS-CHAP2-Response"
+	reasonTwoPassword = "more than one of User-Password, CHAP-Password and MS-CHAP"
+	// MS-CHAP attributes that cannot be an MS-CHAPv2 answer (RFC 2548 §2.3.2 lengths).
+	reasonMSCHAPMalformed = "malformed MS-CHAP-Challenge or MS-CHAP2-Response"
+	reasonMSCHAPv1        = "MS-CHAPv1 (not supported)"
+	reasonNoClearText     = "CHAP needs a clear-text password (the subscriber has an ntPassword only)"
+	reasonUnavailable     = "subscriber source unavailable"
 )
 
 func (h *Auth) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
@@ -82,8 +87,16 @@ func (h *Auth) decide(r *radiusd.Request) policy.AuthDecision {
 	if user == "" {
 		return h.Policy.Reject(reasonNoUser)
 	}
-	if twoPasswords(r.Packet) {
+	if !onePasswordKind(r.Packet) {
 		return h.Policy.Reject(reasonTwoPassword)
+	}
+	var mschap *msCHAPv2
+	if hasMSCHAP(r.Packet) {
+		m, reason := decodeMSCHAPv2(r.Packet)
+		if reason != "" {
+			return h.Policy.Reject(reason)
+		}
+		mschap = &m
 	}
 	ctx, cancel := withTimeout(r.Context(), h.LookupTimeout)
 	defer cancel()
@@ -95,32 +108,75 @@ func (h *Auth) decide(r *radiusd.Request) policy.AuthDecision {
 		h.Log.Warn("subscriber lookup failed", "err", err)
 		return h.Policy.Reject(reasonUnavailable)
 	}
-	if reason := checkPassword(r.Packet, sub.Password); reason != "" {
+	if mschap != nil {
+		return h.authorizeMSCHAPv2(ctx, r.Packet, *mschap, user, sub)
+	}
+	if reason := checkPassword(r.Packet, sub); reason != "" {
 		return h.Policy.Reject(reason)
 	}
 	return h.Policy.Authorize(ctx, r.Packet, sub)
 }
 
-// twoPasswords: an Access-Request must not carry both User-Password and CHAP-Password
-// (RFC 2865 §5.44, note 1). FreeRADIUS 3.2.1 accepts it when the passwords are right: we
-// follow the RFC.
-func twoPasswords(p *radius.Packet) bool {
-	_, pap := p.Lookup(rfc2865.UserPassword_Type)
-	_, chap := p.Lookup(rfc2865.CHAPPassword_Type)
-	return pap && chap
+// authorizeMSCHAPv2: the policy's decision, with MS-CHAP2-Success and the MPPE keys added to
+// an Accept, MS-CHAP-Error to a wrong password's Reject (the NAS relays both to the peer).
+func (h *Auth) authorizeMSCHAPv2(ctx context.Context, req *radius.Packet, m msCHAPv2, user string, sub *subscriber.Subscriber) policy.AuthDecision {
+	var extra radius.Attributes
+	ok := false
+	if hash := ntHash(sub); hash != nil {
+		extra, ok = m.verify(req, user, hash)
+	}
+	if !ok {
+		d := h.Policy.Reject(reasonBadPassword)
+		d.Reply = append(slices.Clip(d.Reply), msCHAPError(m.ident)...)
+		return d
+	}
+	d := h.Policy.Authorize(ctx, req, sub)
+	if d.Accept {
+		// Clip: the policy's reply may be shared (a profile's cached attributes).
+		d.Reply = append(slices.Clip(d.Reply), extra...)
+	}
+	return d
+}
+
+// onePasswordKind: an Access-Request carries one of User-Password, CHAP-Password or the
+// MS-CHAP attributes (RFC 2865 §5.44, note 1, for the first two; a mix is ambiguous).
+// FreeRADIUS 3.2.1 accepts PAP with CHAP when both passwords are right: we follow the RFC.
+func onePasswordKind(p *radius.Packet) bool {
+	n := 0
+	if _, ok := p.Lookup(rfc2865.UserPassword_Type); ok {
+		n++
+	}
+	if _, ok := p.Lookup(rfc2865.CHAPPassword_Type); ok {
+		n++
+	}
+	if hasMSCHAP(p) {
+		n++
+	}
+	return n <= 1
 }
 
 // checkPassword verifies PAP (RFC 2865 §5.2) or CHAP (RFC 2865 §5.3, RFC 1994) and returns
-// a reject reason, or "" when the password is right.
-func checkPassword(p *radius.Packet, password string) string {
+// a reject reason, or "" when the password is right. PAP is checked against the NT hash of a
+// subscriber that has no clear-text password; CHAP cannot be.
+func checkPassword(p *radius.Packet, sub *subscriber.Subscriber) string {
+	password := sub.Password
 	if enc, ok := p.Lookup(rfc2865.UserPassword_Type); ok {
 		clear, err := radius.UserPassword(enc, p.Secret, p.Authenticator[:])
-		if err != nil || subtle.ConstantTimeCompare(clear, []byte(password)) != 1 {
+		if err != nil {
+			return reasonBadPassword
+		}
+		if password == "" && sub.NTPassword != "" {
+			return checkPAPHash(clear, sub)
+		}
+		if subtle.ConstantTimeCompare(clear, []byte(password)) != 1 {
 			return reasonBadPassword
 		}
 		return ""
 	}
 	if chap, ok := p.Lookup(rfc2865.CHAPPassword_Type); ok {
+		if password == "" {
+			return reasonNoClearText
+		}
 		if len(chap) != 17 {
 			return reasonBadPassword
 		}

@@ -2,6 +2,7 @@ package subscriber
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,9 +108,15 @@ func ParseFile(raw []byte, check func(*Profile) error) (map[string]*Subscriber, 
 				continue
 			}
 		}
-		if s.Password == "" && !s.Disabled {
+		if s.NTPassword != "" {
+			if b, err := hex.DecodeString(s.NTPassword); err != nil || len(b) != 16 {
+				errs = append(errs, fmt.Errorf("%s.ntPassword: want 32 hex digits (the NT hash)", key))
+				continue
+			}
+		}
+		if s.Password == "" && s.NTPassword == "" && !s.Disabled {
 			// An empty password would accept an empty PAP or CHAP password.
-			errs = append(errs, fmt.Errorf("%s.password: required (or set disabled: true)", key))
+			errs = append(errs, fmt.Errorf("%s.password: required, or ntPassword (or set disabled: true)", key))
 			continue
 		}
 		db[s.Username] = &s

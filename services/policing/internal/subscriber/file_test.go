@@ -71,6 +71,14 @@ func TestParseFileOverlay(t *testing.T) {
 	}
 }
 
+// An NT hash alone is a password (PAP and MS-CHAPv2 need no clear text).
+func TestParseFileNTPassword(t *testing.T) {
+	db, err := ParseFile([]byte("subscribers:\n- {username: u, ntPassword: 44EBBA8D5312B8D611474411F56989AE}\n"), nil)
+	if err != nil || db["u"].NTPassword != "44EBBA8D5312B8D611474411F56989AE" || db["u"].Password != "" {
+		t.Fatalf("%v %+v", err, db["u"])
+	}
+}
+
 func TestParseFileErrors(t *testing.T) {
 	cases := []struct {
 		name, text string
@@ -82,6 +90,8 @@ func TestParseFileErrors(t *testing.T) {
 			[]string{"subscribers[0].profileName", `no profile "silver"`}},
 		{"missing username", "subscribers:\n- {password: x}\n", []string{"subscribers[0].username: required"}},
 		{"missing password", "subscribers:\n- {username: a}\n", []string{"subscribers[0].password: required"}},
+		{"short ntPassword", "subscribers:\n- {username: a, ntPassword: 44EBBA8D}\n", []string{"subscribers[0].ntPassword", "32 hex digits"}},
+		{"ntPassword not hex", "subscribers:\n- {username: a, ntPassword: 44EBBA8D5312B8D611474411F56989AZ}\n", []string{"subscribers[0].ntPassword"}},
 		{"unknown key", "subscribers:\n- {username: a, pasword: x}\n", []string{"pasword"}},
 		{"unknown profile key", "profiles: {gold: {sessionTimout: 5}}\n", []string{"sessionTimout"}},
 		{"unknown top-level key", "users: []\n", []string{"users"}},

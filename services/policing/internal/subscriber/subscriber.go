@@ -48,7 +48,11 @@ type Subscriber struct {
 	Username string `json:"username"`
 	// Password in clear text: CHAP needs it (RFC 1994); the file is mounted from a Secret.
 	Password string `json:"password"`
-	Disabled bool   `json:"disabled,omitempty"`
+	// NTPassword is the password's NT hash (32 hex digits: MD4 of its UTF-16LE form), as
+	// FreeRADIUS's NT-Password: enough for PAP and MS-CHAPv2, so the clear text need not be
+	// stored (CHAP still needs it). Used when Password is empty.
+	NTPassword string `json:"ntPassword,omitempty"`
+	Disabled   bool   `json:"disabled,omitempty"`
 	// ProfileName refers to a named profile; Profile fields set here override it.
 	ProfileName string  `json:"profileName,omitempty"`
 	Profile     Profile `json:"profile,omitzero"`
