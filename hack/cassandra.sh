@@ -199,7 +199,7 @@ EOF
 write_config() { # i seeds
   local i=$1 seeds=$2 d
   d=$(node_dir "$i")
-  mkdir -p "$d/conf" "$d/data" "$d/logs"
+  mkdir -p "$d/conf" "$d/data" "$d/logs" "$d/tmp"
   cat >"$d/conf/cassandra.yaml" <<EOF
 # Written by hack/cassandra.sh: a test node, not a production configuration.
 cluster_name: openaaa
@@ -286,6 +286,8 @@ start_node() { # i
     mapfile -t flags < <(server_flags)
     say "starting node $i on $(node_ip "$i") (dc$i)"
     # setsid: the node survives the shell that started it and gets its own process group.
+    # java.io.tmpdir: the native libraries (lz4, snappy) a node unpacks go with its directory,
+    # not into /tmp, where a killed node would leave them.
     setsid "$JAVA" "${flags[@]}" \
       "-Xms${HEAP}" "-Xmx${HEAP}" \
       "-Dcassandra.config=file://$d/conf/cassandra.yaml" \
@@ -293,6 +295,7 @@ start_node() { # i
       "-Dlogback.configurationFile=$d/conf/logback.xml" \
       "-Dcassandra.logdir=$d/logs" \
       "-Dcassandra.storagedir=$d/data" \
+      "-Djava.io.tmpdir=$d/tmp" \
       "-Dcassandra.jmx.local.port=$(jmx_port "$i")" \
       "-Dcassandra-foreground=yes" \
       "-Dcassandra.skip_wait_for_gossip_to_settle=0" \

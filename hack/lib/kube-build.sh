@@ -16,7 +16,6 @@
 K8S_VERSION="${K8S_VERSION:-1.34.4}"         # k8s.io/kubernetes v1.34.4, staging modules v0.34.4
 ETCD_VERSION="${ETCD_VERSION:-3.6.4}"
 GO="${GO:-go}"
-KUBE_BUILD_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # The wrapper modules stay where hack/envtest.sh always kept them: moving them would change
 # nothing in the build cache keys (-trimpath) but would orphan the old go.sum.
 KUBE_BUILD_SRC="${CACHE}/envtest/src"
@@ -56,14 +55,6 @@ kube_wrapper() {
 		echo "go 1.24.0"
 		echo
 		echo "require k8s.io/kubernetes v${K8S_VERSION}"
-		echo
-		# Our module's build list at its versions: MVS then gives every module the two graphs
-		# share the version our own builds use, so that k8s.io/api, client-go, apiserver,
-		# grpc, x/net... compile once for our binaries, our tests and these (the same flags:
-		# CGO_ENABLED=0, -trimpath). Where Kubernetes needs a newer one, go.mod pins it too.
-		echo "require ("
-		(cd "$KUBE_BUILD_REPO" && GOFLAGS=-mod=mod ${GO} list -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{end}}' all) | sed '/^$/d; s/^/\t/'
-		echo ")"
 		echo
 		echo "replace ("
 		# k8s.io/X => ./staging/src/k8s.io/X  becomes  k8s.io/X => k8s.io/X v0.<minor>.<patch>
