@@ -45,8 +45,11 @@ const (
 	interims = 5
 	// Phase 1: every session must complete.
 	phase1Sessions = 300
-	// Phase 2: open loop at this many messages per second while a DC is lost.
-	phase2Rate = 250
+	// Phase 2: open loop at this many messages per second while a DC is lost. The test checks
+	// loss and completeness, not capacity: at 250/s on a cold `make test`, with the other
+	// packages compiling and running beside it, three Cassandra nodes on two cores fell so far
+	// behind that a spool could not drain within its bound.
+	phase2Rate = 150
 	// Gx: CCR-Us per session; phase 2's Gx sessions begun per second.
 	gxUpdates    = 3
 	phase2GxRate = 10
@@ -151,7 +154,7 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 
 	// spoolsEmpty waits until every policing has replayed its spool.
 	spoolsEmpty := func() error {
-		return eventually(ctx, 120*time.Second, 500*time.Millisecond, func() error {
+		return eventually(ctx, 240*time.Second, 500*time.Millisecond, func() error {
 			for _, p := range pol {
 				if n, err := p.metric("openaaa_spool_records"); err != nil || n != 0 {
 					return fmt.Errorf("%s spool holds %.0f records (%v)", p.name, n, err)

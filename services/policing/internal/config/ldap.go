@@ -49,6 +49,10 @@ type LDAP struct {
 type LDAPAttributes struct {
 	// Password is the clear-text password attribute (CHAP needs clear text).
 	Password string `json:"password"`
+	// NTPassword is an attribute holding the password's NT hash in hex (Samba's
+	// sambaNTPassword), used when Password is empty or absent: PAP and MS-CHAPv2 work
+	// without the clear text. Empty: not read.
+	NTPassword string `json:"ntPassword,omitempty"`
 	// Disabled is a boolean attribute (TRUE: reject).
 	Disabled            string `json:"disabled"`
 	FramedIPAddress     string `json:"framedIPAddress"`
@@ -119,7 +123,7 @@ func defaultLDAP() LDAP {
 // Names lists the mapped LDAP attributes (the search asks for these only).
 func (a LDAPAttributes) Names() []string {
 	var out []string
-	for _, n := range []string{a.Password, a.Disabled, a.FramedIPAddress, a.FramedPool, a.SessionTimeout,
+	for _, n := range []string{a.Password, a.NTPassword, a.Disabled, a.FramedIPAddress, a.FramedPool, a.SessionTimeout,
 		a.IdleTimeout, a.AcctInterimInterval, a.Class, a.FilterID, a.RateLimit, a.QuotaOctets, a.UsedOctets, a.ReplyAttributes} {
 		if n != "" {
 			out = append(out, n)
@@ -172,8 +176,8 @@ func (l LDAP) validate(key string) []error {
 	} else if _, err := ldap.CompileFilter(strings.ReplaceAll(l.Filter, LDAPUsernamePlaceholder, "x")); err != nil {
 		bad("filter", "%q: %v", l.Filter, err)
 	}
-	if l.Attributes.Password == "" {
-		bad("attributes.password", "required")
+	if l.Attributes.Password == "" && l.Attributes.NTPassword == "" {
+		bad("attributes.password", "required (or attributes.ntPassword)")
 	}
 	if l.PoolSize < 1 || l.PoolSize > 256 {
 		bad("poolSize", "must be between 1 and 256, got %d", l.PoolSize)

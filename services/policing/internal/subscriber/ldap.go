@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -533,9 +534,22 @@ func (l *LDAP) toSubscriber(username string, entries []*ldap.Entry) (*Subscriber
 		}
 		return n
 	}
-	s := &Subscriber{Username: username, Password: get(a.Password)}
-	if s.Password == "" {
-		errs = append(errs, fmt.Errorf("%s: missing or not readable by the bind DN", a.Password))
+	s := &Subscriber{Username: username}
+	if a.Password != "" {
+		s.Password = get(a.Password)
+	}
+	if a.NTPassword != "" && s.Password == "" {
+		s.NTPassword = strings.TrimSpace(get(a.NTPassword))
+		if b, err := hex.DecodeString(s.NTPassword); s.NTPassword != "" && (err != nil || len(b) != 16) {
+			errs = append(errs, fmt.Errorf("%s: not an NT hash (32 hex digits)", a.NTPassword))
+		}
+	}
+	if s.Password == "" && s.NTPassword == "" {
+		names := a.Password
+		if a.NTPassword != "" {
+			names = strings.TrimPrefix(names+" or "+a.NTPassword, " or ")
+		}
+		errs = append(errs, fmt.Errorf("%s: missing or not readable by the bind DN", names))
 	}
 	switch strings.ToUpper(strings.TrimSpace(get(a.Disabled))) {
 	case "", "FALSE", "0", "NO":

@@ -2,6 +2,7 @@ package subscriber
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-ldap/ldap/v3"
@@ -25,5 +26,34 @@ func TestLDAPEntryRepeatedReplyAttributes(t *testing.T) {
 	got := fmt.Sprint(s.Profile.ReplyAttributes)
 	if want := "map[Cisco-AVPair:[ip:addr-pool=gold ip:vrf-id=inet subscriber:accounting-list=acct] Framed-MTU:[1492]]"; got != want {
 		t.Fatalf("%s, want %s", got, want)
+	}
+}
+
+// An entry with an NT hash (sambaNTPassword) and no clear text is a subscriber with
+// NTPassword; a malformed hash or neither attribute is an error that names the attribute and
+// not the value.
+func TestLDAPEntryNTPassword(t *testing.T) {
+	cfg := config.Default().Subscribers.LDAP
+	cfg.Attributes.NTPassword = "sambaNTPassword"
+	l := &LDAP{cfg: cfg}
+	entry := func(attrs map[string][]string) []*ldap.Entry {
+		return []*ldap.Entry{ldap.NewEntry("uid=u,ou=subscribers,dc=example", attrs)}
+	}
+	s, err := l.toSubscriber("u", entry(map[string][]string{"sambaNTPassword": {"44EBBA8D5312B8D611474411F56989AE"}}))
+	if err != nil || s.NTPassword != "44EBBA8D5312B8D611474411F56989AE" || s.Password != "" {
+		t.Fatalf("%v %+v", err, s)
+	}
+	// The clear text wins when both are there (CHAP works then).
+	s, err = l.toSubscriber("u", entry(map[string][]string{"userPassword": {"pw"}, "sambaNTPassword": {"44EBBA8D5312B8D611474411F56989AE"}}))
+	if err != nil || s.Password != "pw" || s.NTPassword != "" {
+		t.Fatalf("%v %+v", err, s)
+	}
+	_, err = l.toSubscriber("u", entry(map[string][]string{"sambaNTPassword": {"secret-not-a-hash"}}))
+	if err == nil || !strings.Contains(err.Error(), "sambaNTPassword") || strings.Contains(err.Error(), "secret-not-a-hash") {
+		t.Fatalf("error %v", err)
+	}
+	_, err = l.toSubscriber("u", entry(map[string][]string{"openaaaClass": {"x"}}))
+	if err == nil || !strings.Contains(err.Error(), "userPassword or sambaNTPassword") {
+		t.Fatalf("error %v", err)
 	}
 }
