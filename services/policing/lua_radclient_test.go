@@ -42,6 +42,20 @@ func startLua(t *testing.T, script string) (*node, string) {
 	return startPolicing(t, dir, "--set", "policy.lua.file="+file, "--set", "reload.interval=50ms"), file
 }
 
+// replaceFile replaces a file whole (a new file renamed over it), as a ConfigMap volume or a
+// deploy tool does: written in place, the reloader could read it empty, between the truncate
+// and the write (a script with no hook is refused, and counted).
+func replaceFile(t *testing.T, path, text string) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRadclientLuaPolicyReplies(t *testing.T) {
 	n, _ := startLua(t, luaScript("50M/50M"))
 	out := radclient(t, n.auth, "auth", testSecret, `User-Name = "alice"`, `User-Password = "wonderland"`, `Calling-Station-Id = "02-00-00-00-00-01"`, ma)
@@ -103,14 +117,10 @@ func TestRadclientLuaReloadUnderLoad(t *testing.T) {
 		outc <- string(out)
 	}()
 	time.Sleep(1 * time.Second)
-	if err := os.WriteFile(file, []byte(luaScript("20M/20M")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	replaceFile(t, file, luaScript("20M/20M"))
 	time.Sleep(500 * time.Millisecond)
-	if err := os.WriteFile(file, []byte(`function authorize(req, sub) reply("No-Such-Attribute", 1) end
-function selftest() check_authorize({}, {}) end`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	replaceFile(t, file, `function authorize(req, sub) reply("No-Such-Attribute", 1) end
+function selftest() check_authorize({}, {}) end`)
 	out := <-outc
 	// Request 0x66 carries the blocklisted Calling-Station-Id: one reject, in both scripts.
 	accepts, rejects := strings.Count(out, "Received Access-Accept"), strings.Count(out, "Received Access-Reject")

@@ -128,8 +128,10 @@ end`)
 	}
 }
 
+// A script with a Gx hook only: RADIUS decisions are the built-in policy's. (A script with no
+// hook at all is refused: reload_test.go.)
 func TestAbsentHooksFallBackToBuiltin(t *testing.T) {
-	e := newEngine(t, `x = 1`)
+	e := newEngine(t, `function gx_terminate(req, session, sub) end`)
 	s := sub("gold", "")
 	d := e.Authorize(context.Background(), request(t, "alice"), s)
 	want, _ := builtin().ReplyAttributes(&s.Profile)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,13 @@ func newProgram(source []byte, o programOptions) (*program, error) {
 	p.created.Store(1)
 	for h := range numHooks {
 		p.hooks[h] = st.fns[h] != nil
+	}
+	// A script with no hook at all would silently hand every decision to the built-in policy:
+	// most likely a file read while being written (an editor truncates, then writes) or
+	// emptied by mistake. Refused, so the script in force stays.
+	if !slices.Contains(p.hooks[:], true) {
+		st.close()
+		return nil, fmt.Errorf("defines none of the hooks %s (an empty or partly written file?)", strings.Join(hookNames[:], ", "))
 	}
 	if err := p.readInputs(st.L); err != nil {
 		st.close()

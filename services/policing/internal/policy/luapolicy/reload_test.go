@@ -52,6 +52,9 @@ func TestReloadSwapsAndRefusesBadScripts(t *testing.T) {
 		"unknown hook":    `inputs = { authorise = {} }`,
 		"hook not a func": `authorize = 3`,
 		"bad reply attr":  `function authorize() reply("No-Such", "1") end function selftest() check_authorize({}, {}) end`,
+		// An editor's truncate before its write, read by the reloader: no hook at all.
+		"empty":    ``,
+		"no hooks": `local x = 1`,
 	} {
 		r0 := rejected()
 		if err := write(bad); err == nil {
