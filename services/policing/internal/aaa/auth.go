@@ -87,11 +87,12 @@ func (h *Auth) decide(r *radiusd.Request) policy.AuthDecision {
 	if user == "" {
 		return h.Policy.Reject(reasonNoUser)
 	}
-	if !onePasswordKind(r.Packet) {
+	ms := hasMSCHAP(r.Packet)
+	if !onePasswordKind(r.Packet, ms) {
 		return h.Policy.Reject(reasonTwoPassword)
 	}
 	var mschap *msCHAPv2
-	if hasMSCHAP(r.Packet) {
+	if ms {
 		m, reason := decodeMSCHAPv2(r.Packet)
 		if reason != "" {
 			return h.Policy.Reject(reason)
@@ -139,9 +140,9 @@ func (h *Auth) authorizeMSCHAPv2(ctx context.Context, req *radius.Packet, m msCH
 }
 
 // onePasswordKind: an Access-Request carries one of User-Password, CHAP-Password or the
-// MS-CHAP attributes (RFC 2865 §5.44, note 1, for the first two; a mix is ambiguous).
-// FreeRADIUS 3.2.1 accepts PAP with CHAP when both passwords are right: we follow the RFC.
-func onePasswordKind(p *radius.Packet) bool {
+// MS-CHAP attributes (msCHAP: hasMSCHAP's answer, read once per request) (RFC 2865 §5.44,
+// note 1, for the first two; a mix is ambiguous). FreeRADIUS 3.2.1 accepts PAP with CHAP when both passwords are right: we follow the RFC.
+func onePasswordKind(p *radius.Packet, msCHAP bool) bool {
 	n := 0
 	if _, ok := p.Lookup(rfc2865.UserPassword_Type); ok {
 		n++
@@ -149,7 +150,7 @@ func onePasswordKind(p *radius.Packet) bool {
 	if _, ok := p.Lookup(rfc2865.CHAPPassword_Type); ok {
 		n++
 	}
-	if hasMSCHAP(p) {
+	if msCHAP {
 		n++
 	}
 	return n <= 1

@@ -138,9 +138,9 @@ func mppeKeys(hashHash, ntResponse []byte) (send, recv []byte, err error) {
 // UTF-16LE (RFC 2759 §8.3); nil when it has neither.
 func ntHash(sub *subscriber.Subscriber) []byte {
 	if sub.Password == "" {
-		h, err := hex.DecodeString(sub.NTPassword)
-		if err != nil || len(h) != 16 {
-			return nil // the file source checks it when it loads
+		h, ok := subscriber.NTHash(sub.NTPassword)
+		if !ok {
+			return nil // the sources check it when they load it
 		}
 		return h
 	}

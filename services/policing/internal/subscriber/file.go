@@ -2,7 +2,6 @@ package subscriber
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,7 +108,7 @@ func ParseFile(raw []byte, check func(*Profile) error) (map[string]*Subscriber, 
 			}
 		}
 		if s.NTPassword != "" {
-			if b, err := hex.DecodeString(s.NTPassword); err != nil || len(b) != 16 {
+			if _, ok := NTHash(s.NTPassword); !ok {
 				errs = append(errs, fmt.Errorf("%s.ntPassword: want 32 hex digits (the NT hash)", key))
 				continue
 			}

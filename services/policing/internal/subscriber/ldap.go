@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -540,7 +539,7 @@ func (l *LDAP) toSubscriber(username string, entries []*ldap.Entry) (*Subscriber
 	}
 	if a.NTPassword != "" && s.Password == "" {
 		s.NTPassword = strings.TrimSpace(get(a.NTPassword))
-		if b, err := hex.DecodeString(s.NTPassword); s.NTPassword != "" && (err != nil || len(b) != 16) {
+		if _, ok := NTHash(s.NTPassword); s.NTPassword != "" && !ok {
 			errs = append(errs, fmt.Errorf("%s: not an NT hash (32 hex digits)", a.NTPassword))
 		}
 	}

@@ -4,6 +4,7 @@ package subscriber
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 )
 
@@ -56,6 +57,12 @@ type Subscriber struct {
 	// ProfileName refers to a named profile; Profile fields set here override it.
 	ProfileName string  `json:"profileName,omitempty"`
 	Profile     Profile `json:"profile,omitzero"`
+}
+
+// NTHash decodes an NTPassword: 16 bytes from 32 hex digits, or ok false.
+func NTHash(text string) (hash []byte, ok bool) {
+	b, err := hex.DecodeString(text)
+	return b, err == nil && len(b) == 16
 }
 
 // ErrNotFound is returned when the subscriber does not exist.
