@@ -75,6 +75,11 @@ type pcCassandra struct {
 	Keyspace      string       `json:"keyspace"`
 	UsernameFile  string       `json:"usernameFile"`
 	PasswordFile  string       `json:"passwordFile"`
+	Spool         *pcSpool     `json:"spool,omitempty"`
+}
+
+type pcSpool struct {
+	DeliverWithin string `json:"deliverWithin"`
 }
 
 type pcRemoteDC struct {
@@ -84,6 +89,7 @@ type pcRemoteDC struct {
 
 type pcProxy struct {
 	Upstreams []pcUpstream `json:"upstreams"`
+	Queue     *pcSpool     `json:"queue,omitempty"`
 }
 
 type pcUpstream struct {
@@ -158,6 +164,7 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 				Keyspace:      spec.Cassandra.Keyspace,
 				UsernameFile:  path.Join(cassandraCredsDir, "username"),
 				PasswordFile:  path.Join(cassandraCredsDir, "password"),
+				Spool:         spoolBound(spec),
 			},
 		},
 		Admin: pcAdmin{Address: fmt.Sprintf(":%d", AdminPort), TokenFile: path.Join(adminTokenDir, adminTokenKey)},
@@ -192,7 +199,7 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 		}
 	}
 	if ap := spec.AccountingProxy; ap != nil {
-		p := &pcProxy{}
+		p := &pcProxy{Queue: spoolBound(spec)}
 		for _, s := range ap.Servers {
 			p.Upstreams = append(p.Upstreams, pcUpstream{
 				Name: s.Name, Address: s.Address,
@@ -268,6 +275,20 @@ func remoteDCs(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, want b
 		}
 	}
 	return out
+}
+
+// spoolBound bounds a spool or a proxy queue in an emptyDir, which dies with its pod, to what
+// the pod's replays deliver in a quarter of its shutdown budget (both drain at once). The rest
+// is margin: a stopping pod shares Cassandra with the pods that took over its load, and
+// delivered at a third of the rate its replays had measured in the cluster test. Without a
+// bound a pod whose Cassandra stalls acknowledges at disk speed a backlog no shutdown can hand
+// on: a rollout lost the rest. A persistent spool is left unbounded (its successor of the same
+// name delivers it). Pure.
+func spoolBound(spec aaav1.AAAClusterSpec) *pcSpool {
+	if spec.Spool.Persistence != nil {
+		return nil
+	}
+	return &pcSpool{DeliverWithin: fmt.Sprintf("%ds", max(drainSeconds(spec)/4, 1))}
 }
 
 // drainSeconds is policing's shutdown budget (radius.drainTimeout): the grace period less the

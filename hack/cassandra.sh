@@ -17,6 +17,7 @@
 #                      Nodes already running are left alone (idempotent).
 #   stop               stop every node of CASSANDRA_DIR by PID (TERM, then KILL after 30 s)
 #   kill I             SIGKILL node I (fault tests)
+#   pause I | resume I SIGSTOP / SIGCONT node I: a stall (a long GC pause, a frozen VM)
 #   restart I          start node I again with its data and wait for its CQL port
 #   status             nodetool status (through node 1, or the first node up)
 #   nodetool I ARGS    run nodetool against node I
@@ -370,6 +371,7 @@ stop_node() { # i
   local pid
   pid=$(pid_of "$1") || { rm -f "$(node_dir "$1")/pid"; return 0; }
   kill -TERM "$pid" 2>/dev/null || true
+  kill -CONT "$pid" 2>/dev/null || true # a paused node handles TERM only once continued
   local deadline=$((SECONDS + 30))
   while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
   if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
@@ -391,6 +393,12 @@ cmd_kill() {
   rm -f "$(node_dir "$i")/pid"
 }
 
+cmd_signal() { # node signal
+  local pid
+  pid=$(pid_of "$1") || die "node $1 is not running"
+  kill "-$2" "$pid"
+}
+
 case "${1:-}" in
   fetch) fetch ;;
   check) java_ok && [[ -f "${LIB}/.complete" ]] ;;
@@ -398,6 +406,8 @@ case "${1:-}" in
   start) cmd_start "${2:-1}" ;;
   stop) cmd_stop ;;
   kill) cmd_kill "${2:?node}" ;;
+  pause) cmd_signal "${2:?node}" STOP ;;
+  resume) cmd_signal "${2:?node}" CONT ;;
   restart)
     java_ok || die "Java 17 or newer is required"
     [[ -f "$(node_dir "${2:?node}")/conf/cassandra.yaml" ]] || die "node $2 was never started"

@@ -132,6 +132,12 @@ func Start(n int) (*Cluster, error) {
 // Kill SIGKILLs node i.
 func (c *Cluster) Kill(i int) error { return c.run("kill", strconv.Itoa(i)) }
 
+// Pause stops node i (SIGSTOP) without killing it: a stall, like a long GC pause. Resume ends it.
+func (c *Cluster) Pause(i int) error { return c.run("pause", strconv.Itoa(i)) }
+
+// Resume continues node i after Pause (SIGCONT).
+func (c *Cluster) Resume(i int) error { return c.run("resume", strconv.Itoa(i)) }
+
 // Restart starts node i again and waits for its CQL port.
 func (c *Cluster) Restart(i int) error {
 	// A node killed under load replays its commit log before it opens CQL: on a busy 2-core

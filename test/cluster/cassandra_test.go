@@ -67,6 +67,29 @@ func cassandraKill(t *testing.T) {
 	s.down = true
 }
 
+// cassandraStall pauses the shared node (SIGSTOP: a long GC pause, a frozen VM) and returns
+// the function that resumes it, which the caller also defers.
+func cassandraStall(t *testing.T) (resume func()) {
+	t.Helper()
+	s := &sharedCassandra
+	s.Lock()
+	defer s.Unlock()
+	if s.c == nil || s.down {
+		t.Fatal("cassandraStall: the shared node is not up")
+	}
+	if err := s.c.Pause(1); err != nil {
+		t.Fatalf("pausing Cassandra: %v", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if err := s.c.Resume(1); err != nil {
+				t.Errorf("resuming Cassandra: %v", err)
+			}
+		})
+	}
+}
+
 // stopSharedCassandra stops the node by PID and removes its data (TestMain, after the tests).
 func stopSharedCassandra() {
 	s := &sharedCassandra

@@ -60,6 +60,12 @@ type Spool struct {
 	MaxBytes int64 `json:"maxBytes"`
 	// ReplayInterval is how often the spool tries to replay to Cassandra.
 	ReplayInterval Duration `json:"replayInterval"`
+	// DeliverWithin, for a directory that dies with the node (a pod's emptyDir): the spool
+	// takes no more records than its replays deliver in this long at the rate they measured
+	// (at least 100 records/s); past that accounting fails (the NAS retransmits or fails
+	// over). Set it to at most radius.drainTimeout, so that a stopping node hands on all it
+	// acknowledged. 0 (the default): the directory persists, maxBytes alone bounds it.
+	DeliverWithin Duration `json:"deliverWithin,omitempty"`
 }
 
 // Cache tunes the hybrid store's local cache.
@@ -198,6 +204,9 @@ func (c Cassandra) validate(key string) []error {
 		}
 		if c.Spool.ReplayInterval <= 0 {
 			bad("spool.replayInterval", "must be positive")
+		}
+		if c.Spool.DeliverWithin < 0 {
+			bad("spool.deliverWithin", "must not be negative (0: no bound but maxBytes)")
 		}
 	}
 	if c.Cache.Size < 1 {

@@ -57,6 +57,9 @@ type ProxyQueue struct {
 	ReplayInterval Duration `json:"replayInterval"`
 	// Concurrency is how many queued requests are in flight at once (a power of two up to 256).
 	Concurrency int `json:"concurrency"`
+	// DeliverWithin bounds a queue whose directory dies with the node (an emptyDir) as
+	// session.cassandra.spool.deliverWithin does the spool. 0: no bound but maxBytes.
+	DeliverWithin Duration `json:"deliverWithin,omitempty"`
 }
 
 func defaultProxy() Proxy {
@@ -146,6 +149,9 @@ func (p Proxy) validate(key string) []error {
 		}
 		if p.Queue.ReplayInterval <= 0 {
 			bad("queue.replayInterval", "must be positive")
+		}
+		if p.Queue.DeliverWithin < 0 {
+			bad("queue.deliverWithin", "must not be negative (0: no bound but maxBytes)")
 		}
 		if c := p.Queue.Concurrency; c < 1 || c > 256 || c&(c-1) != 0 {
 			bad("queue.concurrency", "must be a power of two up to 256, got %d", c)

@@ -166,7 +166,7 @@ func (q *queue) deliverBatch(batch [][]byte, lastInSpool bool) error {
 		undelivered = undelivered[:len(undelivered)-1]
 	}
 	for _, rec := range undelivered {
-		if err := q.sp.Append(rec); err != nil {
+		if err := q.sp.Requeue(rec); err != nil {
 			q.p.log.Error("proxy queue: record lost on stop", "err", err)
 			forwarded.WithLabelValues("queue", "lost").Inc()
 		}

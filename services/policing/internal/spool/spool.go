@@ -23,10 +23,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ErrFull is returned by Append when the spool has reached its size bound.
 var ErrFull = errors.New("spool: full")
+
+// ErrBudget is returned by Append when the spool holds as many records as it can deliver
+// within Options.DeliverWithin: the caller does not acknowledge the record (the NAS
+// retransmits it, or fails over to another server) rather than keep what may be lost.
+var ErrBudget = errors.New("spool: holds what it can deliver within its delivery budget")
 
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("spool: closed")
@@ -39,6 +45,8 @@ const (
 	saveEvery   = 256
 	defaultSeg  = 16 << 20
 	minMaxBytes = 64 << 10
+	// defaultMinRate (records/s): what a replay delivers to a slow Cassandra at the least.
+	defaultMinRate = 100
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -49,7 +57,19 @@ type Options struct {
 	MaxBytes int64 // bound on the records not yet replayed, headers included
 	// SegmentBytes is the size at which a new segment file starts (default 16 MiB).
 	SegmentBytes int64
-	Log          *slog.Logger
+	// DeliverWithin bounds a spool whose directory dies with its process (a pod's emptyDir)
+	// to what its replays deliver in this long: Append refuses records past DeliverWithin
+	// times the delivery rate the replays measured (never below MinDeliveryRate). A backlog
+	// taken faster than it drains — the spool acknowledges at disk speed — would otherwise
+	// outgrow what the process can hand on when it stops. 0: no such bound (MaxBytes only).
+	DeliverWithin time.Duration
+	// MinDeliveryRate (records/s) is the rate assumed before any replay was measured, and
+	// the floor of the measured one. Default 100.
+	MinDeliveryRate float64
+	// Unmetered: the openaaa_spool_* metrics are not this spool's (a proxy queue, which has
+	// its own).
+	Unmetered bool
+	Log       *slog.Logger
 }
 
 type segment struct {
@@ -61,6 +81,7 @@ type segment struct {
 type Spool struct {
 	opts Options
 	log  *slog.Logger
+	m    meters
 
 	mu      sync.Mutex
 	segs    []segment // oldest first; the last one is being written
@@ -74,6 +95,7 @@ type Spool struct {
 	synced int64      // global offset up to which the data is on disk
 
 	replayMu sync.Mutex
+	rate     float64 // delivered records/s, as measured by the replays (under mu)
 }
 
 // Open opens (or creates) the spool in opts.Dir, recovering from a torn last record.
@@ -90,10 +112,16 @@ func Open(opts Options) (*Spool, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	if opts.MinDeliveryRate <= 0 {
+		opts.MinDeliveryRate = defaultMinRate
+	}
 	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{opts: opts, log: opts.Log}
+	s := &Spool{opts: opts, log: opts.Log, m: accountingMeters}
+	if opts.Unmetered {
+		s.m = unregisteredMeters()
+	}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -225,7 +253,14 @@ func readRecord(r io.Reader) ([]byte, error) {
 }
 
 // Append writes one record and returns once it is on disk.
-func (s *Spool) Append(rec []byte) error {
+func (s *Spool) Append(rec []byte) error { return s.append(rec, true) }
+
+// Requeue is Append for a record the spool's own replay took out and hands back undelivered
+// (a stopping proxy queue): it was within the bound when it was first taken, so only MaxBytes
+// bounds it again.
+func (s *Spool) Requeue(rec []byte) error { return s.append(rec, false) }
+
+func (s *Spool) append(rec []byte, budget bool) error {
 	if len(rec) > maxRecord {
 		return fmt.Errorf("spool: record of %d bytes is too large", len(rec))
 	}
@@ -241,14 +276,19 @@ func (s *Spool) Append(rec []byte) error {
 	}
 	if s.end-s.cursor+int64(len(buf)) > s.opts.MaxBytes {
 		s.mu.Unlock()
-		spoolRejected.Inc()
+		s.m.rejected.Inc()
 		return ErrFull
+	}
+	if c := s.capacityLocked(); budget && c > 0 && s.records >= c {
+		s.mu.Unlock()
+		s.m.rejectedBudget.Inc()
+		return ErrBudget
 	}
 	if _, err := s.cur.Write(buf); err != nil {
 		// A partial write would corrupt what follows: cut it off.
 		_ = s.cur.Truncate(s.end - s.segs[len(s.segs)-1].base)
 		s.mu.Unlock()
-		spoolErrors.Inc()
+		s.m.errs.Inc()
 		return fmt.Errorf("spool: %w", err)
 	}
 	s.end += int64(len(buf))
@@ -258,10 +298,10 @@ func (s *Spool) Append(rec []byte) error {
 	s.mu.Unlock()
 
 	if err := s.syncTo(want); err != nil {
-		spoolErrors.Inc()
+		s.m.errs.Inc()
 		return err
 	}
-	spoolAppended.Inc()
+	s.m.appended.Inc()
 	s.updateMetrics()
 	return nil
 }
@@ -349,7 +389,9 @@ func (s *Spool) ReplayBatch(n int, apply func(recs [][]byte) error) (int, error)
 	defer s.replayMu.Unlock()
 	done := 0
 	sinceSave := 0
+	began := time.Now()
 	defer func() {
+		s.measure(done, n, time.Since(began))
 		if sinceSave > 0 {
 			if err := s.saveCursor(); err != nil {
 				s.log.Error("spool: cannot save the cursor", "err", err)
@@ -412,7 +454,7 @@ func (s *Spool) ReplayBatch(n int, apply func(recs [][]byte) error) (int, error)
 			s.mu.Unlock()
 			done += len(batch)
 			sinceSave += len(batch)
-			spoolReplayed.Add(float64(len(batch)))
+			s.m.replayed.Add(float64(len(batch)))
 			if sinceSave >= saveEvery {
 				if err := s.saveCursor(); err != nil {
 					f.Close()
@@ -428,6 +470,34 @@ func (s *Spool) ReplayBatch(n int, apply func(recs [][]byte) error) (int, error)
 		s.mu.Unlock()
 	}
 }
+
+// capacityLocked is the bound DeliverWithin sets on the records (0: none). Callers hold mu.
+func (s *Spool) capacityLocked() int {
+	if s.opts.DeliverWithin <= 0 {
+		return 0
+	}
+	return max(int(max(s.rate, s.opts.MinDeliveryRate)*s.opts.DeliverWithin.Seconds()), 1)
+}
+
+// measure updates the delivery rate from one ReplayBatch call that delivered done records
+// in elapsed, when it delivered at least a full batch (a few records say more about the
+// latency than the rate). A moving average: one replay does not move the bound at once.
+func (s *Spool) measure(done, batch int, elapsed time.Duration) {
+	if done < max(batch, minMeasured) || elapsed <= 0 {
+		return
+	}
+	r := float64(done) / elapsed.Seconds()
+	s.mu.Lock()
+	// From the assumed rate on: the first replays after a stall meet an idle Cassandra and
+	// deliver faster than a shutdown will, beside the pods that took over the load.
+	s.rate = 0.7*max(s.rate, s.opts.MinDeliveryRate) + 0.3*r
+	rate := s.rate
+	s.mu.Unlock()
+	s.m.deliveryRate.Set(rate)
+}
+
+// minMeasured is the fewest records a replay must deliver for its rate to count.
+const minMeasured = 64
 
 func (s *Spool) saveCursor() error {
 	s.mu.Lock()
@@ -480,10 +550,13 @@ func (s *Spool) Close() error {
 
 func (s *Spool) updateMetrics() {
 	s.mu.Lock()
-	b, n := s.end-s.cursor, s.records
+	b, n, c := s.end-s.cursor, s.records, s.capacityLocked()
 	s.mu.Unlock()
-	spoolBytes.Set(float64(b))
-	spoolRecords.Set(float64(n))
+	s.m.bytes.Set(float64(b))
+	s.m.records.Set(float64(n))
+	if c > 0 {
+		s.m.capacity.Set(float64(c))
+	}
 }
 
 func syncDir(dir string) error {

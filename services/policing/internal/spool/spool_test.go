@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 func open(t *testing.T, dir string, maxBytes, seg int64) *Spool {
@@ -228,6 +229,62 @@ func TestReplayBatchMovesPastWholeBatchesOnly(t *testing.T) {
 	for i, r := range got {
 		if want := fmt.Sprintf("rec-%03d", i); r != want {
 			t.Fatalf("record %d = %q, want %q (order or loss)", i, r, want)
+		}
+	}
+}
+
+// An ephemeral spool takes no more than it delivers within DeliverWithin: the assumed rate
+// before a replay was measured, then the measured one; what it refuses is refused with
+// ErrBudget, and a replay makes room again.
+func TestDeliverWithinBoundsTheBacklog(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir(), MaxBytes: 1 << 20, DeliverWithin: time.Second, MinDeliveryRate: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fill := func() int {
+		n := 0
+		for ; n < 10000; n++ {
+			if err := s.Append([]byte("r")); err != nil {
+				if !errors.Is(err, ErrBudget) {
+					t.Fatalf("Append: %v, want ErrBudget", err)
+				}
+				return n
+			}
+		}
+		t.Fatal("no bound: 10000 records taken")
+		return n
+	}
+	if n := fill(); n != 100 {
+		t.Fatalf("took %d records before any replay, want 100 (MinDeliveryRate × DeliverWithin)", n)
+	}
+	// Replays of full batches at about 1000 records/s raise the bound.
+	for range 3 {
+		if _, err := s.ReplayBatch(64, func(recs [][]byte) error { time.Sleep(time.Duration(len(recs)) * time.Millisecond); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		fill()
+	}
+	if s.rate < 300 {
+		t.Fatalf("measured rate %.0f records/s, want about 1000", s.rate)
+	}
+	// Full again, now at the measured rate's bound.
+	if got, want := s.Records(), int(s.rate); got != want {
+		t.Fatalf("holds %d records at %.0f records/s measured, want %d", got, s.rate, want)
+	}
+	// A record its own replay hands back (a stopping proxy queue) is taken all the same.
+	if err := s.Requeue([]byte("r")); err != nil {
+		t.Fatalf("Requeue at the bound: %v", err)
+	}
+	// A persistent spool (no DeliverWithin) has no such bound.
+	p, err := Open(Options{Dir: t.TempDir(), MaxBytes: 1 << 20, MinDeliveryRate: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for range 1000 {
+		if err := p.Append([]byte("r")); err != nil {
+			t.Fatalf("a spool without DeliverWithin refused: %v", err)
 		}
 	}
 }

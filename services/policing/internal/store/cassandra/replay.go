@@ -11,6 +11,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/spool"
 )
 
 // pendingSessions are the sessions with records in the spool. A new record of such a session
@@ -69,6 +70,10 @@ func (st *Store) toSpool(rec *record, cause error) error {
 		return fmt.Errorf("cassandra store: encoding for the spool: %w", err)
 	}
 	if err := st.o.Spool.Append(b); err != nil {
+		if errors.Is(err, spool.ErrBudget) && st.errLog.ok() {
+			st.log.Warn("spool: holds what this node can deliver within spool.deliverWithin: accounting is refused until it drains (NASes retransmit)",
+				"records", st.o.Spool.Records())
+		}
 		if cause != nil {
 			return fmt.Errorf("cassandra store: %v; spool: %w", cause, err)
 		}
@@ -83,6 +88,9 @@ func (st *Store) toSpool(rec *record, cause error) error {
 // spoolable reports whether err means "Cassandra cannot take it now" (retry later) rather
 // than "this request is wrong".
 func spoolable(err error) bool {
+	if errors.Is(err, spool.ErrBudget) || errors.Is(err, spool.ErrFull) {
+		return false // the spool refused it: the NAS retransmits
+	}
 	var re gocql.RequestError
 	if errors.As(err, &re) {
 		switch re.Code() {

@@ -29,7 +29,7 @@ func FromConfig(ctx context.Context, kind string, c config.Cassandra, expiry fun
 	}
 	var sp *spool.Spool
 	if c.Spool.Dir != "" {
-		sp, err = spool.Open(spool.Options{Dir: c.Spool.Dir, MaxBytes: c.Spool.MaxBytes, Log: log})
+		sp, err = spool.Open(spool.Options{Dir: c.Spool.Dir, MaxBytes: c.Spool.MaxBytes, DeliverWithin: c.Spool.DeliverWithin.D(), Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("session.cassandra.spool.dir: %w", err)
 		}
