@@ -172,6 +172,12 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		h.Log.Warn("gx: session not read", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
+	repeated := r.RequestType == Update && applied(s, r)
+	if repeated {
+		// Answered on the session as it is: the same decision the first answer carried.
+		repeatedUpdates.Inc()
+		r.Usage, r.RuleReports = nil, nil
+	}
 	in, out := s.InputOctets, s.OutputOctets
 	for _, u := range r.Usage {
 		usageReported.Add(float64(u.Octets()))
@@ -219,6 +225,9 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 			}
 		}
 	}
+	if repeated {
+		return d, diam.Success
+	}
 	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd, NoSpool: true}); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
@@ -228,6 +237,14 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	}
 	return d, diam.Success
 }
+
+// applied reports whether the session holds the CCR already: the PCEF sent it again, to this
+// node or another DC, after the first answer was lost or late (a node's duplicate cache is its
+// own). CC-Request-Number is 0 for the CCR-I and rises by one per request (RFC 4006 §8.2), and
+// every applied CCR merges one update into the session (session.Merge counts them, the CCR-I
+// first), so a number below the count was applied. A write the store skipped (nothing changed)
+// leaves the count behind, which only ever lets a request through, never holds one back.
+func applied(s *session.Session, r *CCR) bool { return r.RequestNumber < s.Updates }
 
 // eventTime is when the session's event happened: the CCR's Event-Timestamp when the PCEF
 // sent one within the last hour (and not ahead of this clock by more than a second), else

@@ -78,7 +78,15 @@ func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
-	id := diameter.Identity{Host: "pcrf.test", Realm: "test"}
+	addr, h := serveOn(t, st, src, hooks, "pcrf.test", peers...)
+	return st, addr, h
+}
+
+// serveOn starts a Gx server named host on the store st: two of them on one store are two
+// data centers, each with its own connections and duplicate cache.
+func serveOn(t *testing.T, st session.Store, src subscriber.Source, hooks Hooks, host string, peers ...string) (net.Addr, *Handler) {
+	t.Helper()
+	id := diameter.Identity{Host: host, Realm: "test"}
 	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default(), Hooks: hooks}
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm,
 		Peers: allowPeers(peers), Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h}})
@@ -87,7 +95,7 @@ func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...strin
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	h.Peers = srv
-	return st, srv.Addr(), h
+	return srv.Addr(), h
 }
 
 func allowPeers(hosts []string) []diameter.Peer {
@@ -459,5 +467,40 @@ func TestEventTime(t *testing.T) {
 		if got := eventTime(&CCR{EventTime: c.event}, now); !got.Equal(c.want) {
 			t.Errorf("event %v: %v, want %v", c.event, got, c.want)
 		}
+	}
+}
+
+// A PCEF that got no answer sends its CCR-U again to another data center (the same
+// CC-Request-Number; the first DC's duplicate cache is its own). The usage it reports counts
+// once, and the answer is the one the first gave.
+func TestCCRUSentAgainToAnotherDCCountsOnce(t *testing.T) {
+	st, addrA, h := newServerWith(t, nil, subscribersYAML, "pgw.test")
+	addrB, _ := serveOn(t, st, h.Subscribers, nil, "pcrf-dc2.test", "pgw.test")
+	dcA, dcB := dialRig(t, st, addrA), dialRig(t, st, addrB)
+	sid := "pgw.test;1;again"
+	if code := dcA.code(dcA.send(ccr(sid, Initial, 0, initialAVPs()...))); code != diam.Success {
+		t.Fatalf("CCA-I %d", code)
+	}
+	first := dcA.send(ccr(sid, Update, 1, usedOctets(300)))
+	again := dcB.send(ccr(sid, Update, 1, usedOctets(300)))
+	if dcA.code(first) != diam.Success || dcB.code(again) != diam.Success {
+		t.Fatalf("CCA-U %d and, sent again, %d", dcA.code(first), dcB.code(again))
+	}
+	s, err := st.Get(context.Background(), session.Key{NAS: NAS, ID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := s.InputOctets + s.OutputOctets; used != 300 {
+		t.Fatalf("usage %d after one report of 300 sent to two DCs", used)
+	}
+	if g1, g2 := grant(t, first), grant(t, again); g1 != 500 || g2 != g1 {
+		t.Fatalf("grants %d and %d, want 500 both (the grant; 700 of 1000 left)", g1, g2)
+	}
+	// The next report is new: it counts.
+	if code := dcB.code(dcB.send(ccr(sid, Update, 2, usedOctets(100)))); code != diam.Success {
+		t.Fatalf("CCA-U 2: %d", code)
+	}
+	if s, _ = st.Get(context.Background(), session.Key{NAS: NAS, ID: sid}); s.InputOctets+s.OutputOctets != 400 {
+		t.Fatalf("usage %d after reports of 300 and 100", s.InputOctets+s.OutputOctets)
 	}
 }

@@ -24,6 +24,10 @@ var (
 		Namespace: metrics.Namespace, Subsystem: "gx", Name: "terminations_repeated_total",
 		Help: "CCR-T for a session another node had already closed (the PCEF sent it again after a lost or late answer): answered 2001.",
 	})
+	repeatedUpdates = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "gx", Name: "updates_repeated_total",
+		Help: "CCR-U another node had already applied (the PCEF sent it again after a lost or late answer): answered on the session as it is, its usage not counted twice.",
+	})
 	replicaWaits = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "gx", Name: "replica_waits_total",
 		Help: "CCR-U/T whose session the shared store did not show at first (another DC wrote it a moment ago), by outcome: found after waiting, or not_found (answered 5002).",
