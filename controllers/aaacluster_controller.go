@@ -82,7 +82,7 @@ type state struct {
 	// datacenters.go
 	dcs map[string]*dcObserved
 	// certificates.go: a problem that degrades the cluster without stopping it
-	radsecProblem *problem
+	certProblem *problem
 	// monitoring.go
 	monitoring       *problem
 	monitoringWanted bool

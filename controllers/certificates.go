@@ -23,53 +23,108 @@ func radsecDNSNames(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) []string {
 	return append(out, spec.Radius.RadSec.DNSNames...)
 }
 
+// diameterDNSNames are the names the Diameter TLS certificate covers: every data center's
+// Diameter identity (a PCEF checks the Origin-Host it connects to) and Diameter Service in its
+// in-cluster forms, then the configured ones. Pure.
+func diameterDNSNames(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) []string {
+	var out []string
+	for _, dc := range spec.Datacenters {
+		svc := diameterServiceName(c, dc.Name)
+		out = append(out, diameterOriginHost(spec, dc.Name),
+			svc, svc+"."+c.Namespace, svc+"."+c.Namespace+".svc", svc+"."+c.Namespace+".svc.cluster.local")
+	}
+	return append(out, spec.Diameter.TLS.DNSNames...)
+}
+
 // buildCertificate is the cert-manager Certificate of RadSec (server and client auth: RadSec
 // peers authenticate each other). Pure.
 func buildCertificate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *unstructured.Unstructured {
-	rs := spec.Radius.RadSec
-	dns := make([]any, 0)
-	for _, n := range radsecDNSNames(c, spec) {
+	return certificate(c, certificateName(c), certificateSecretName(c), spec.Radius.RadSec.IssuerRef,
+		radsecDNSNames(c, spec), "radsec")
+}
+
+// buildDiameterCertificate is the cert-manager Certificate of Diameter over TLS (server and
+// client auth: Diameter peers authenticate each other, RFC 6733 §13). Pure.
+func buildDiameterCertificate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *unstructured.Unstructured {
+	return certificate(c, diameterCertificateName(c), diameterCertificateSecretName(c), spec.Diameter.TLS.IssuerRef,
+		diameterDNSNames(c, spec), "diameter")
+}
+
+func certificate(c *aaav1.AAACluster, name, secret string, issuer *aaav1.IssuerReference, names []string, component string) *unstructured.Unstructured {
+	dns := make([]any, 0, len(names))
+	for _, n := range names {
 		dns = append(dns, n)
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": CertificateGVK.GroupVersion().String(),
 		"kind":       CertificateGVK.Kind,
-		"metadata":   map[string]any{"name": certificateName(c), "namespace": c.Namespace},
+		"metadata":   map[string]any{"name": name, "namespace": c.Namespace},
 		"spec": map[string]any{
-			"secretName": certificateSecretName(c),
-			"issuerRef":  map[string]any{"name": rs.IssuerRef.Name, "kind": rs.IssuerRef.Kind, "group": rs.IssuerRef.Group},
+			"secretName": secret,
+			"issuerRef":  map[string]any{"name": issuer.Name, "kind": issuer.Kind, "group": issuer.Group},
 			"dnsNames":   dns,
 			"usages":     []any{"server auth", "client auth"},
 			"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
 		},
 	}}
-	u.SetLabels(clusterLabels(c, "radsec"))
+	u.SetLabels(clusterLabels(c, component))
 	return u
 }
 
-// reconcileCertificates requests the RadSec Certificate from cert-manager when RadSec is
-// enabled with an issuer. Without cert-manager the cluster is degraded, not stopped.
+// wantedCertificate is a Certificate the operator manages: requested when want, else deleted
+// if present.
+type wantedCertificate struct {
+	name, what, field string // its name; what it serves; the spec field that asks for it
+	issuer            *aaav1.IssuerReference
+	want              bool
+	build             func(*aaav1.AAACluster, aaav1.AAAClusterSpec) *unstructured.Unstructured
+}
+
+// reconcileCertificates requests the RadSec and Diameter TLS Certificates from cert-manager
+// when they are enabled with an issuer. Without cert-manager the cluster is degraded, not
+// stopped.
 func (r *AAAClusterReconciler) reconcileCertificates(ctx context.Context, st *state) (result, error) {
 	c, spec := st.cluster, st.spec
-	want := radsecEnabled(spec) && spec.Radius.RadSec.IssuerRef != nil
+	certs := []wantedCertificate{
+		{name: certificateName(c), what: "RadSec", field: "spec.radius.radsec", build: buildCertificate},
+		{name: diameterCertificateName(c), what: "Diameter over TLS", field: "spec.diameter.tls", build: buildDiameterCertificate},
+	}
+	if radsecEnabled(spec) {
+		certs[0].issuer = spec.Radius.RadSec.IssuerRef
+	}
+	if diameterTLSEnabled(spec) {
+		certs[1].issuer = spec.Diameter.TLS.IssuerRef
+	}
+	for i := range certs {
+		certs[i].want = certs[i].issuer != nil
+	}
 	ok, err := r.hasKind(CertificateGVK)
 	if err != nil {
 		return result{}, err
 	}
 	if !ok {
-		if want {
-			st.radsecProblem = &problem{ReasonCertManagerMissing, fmt.Sprintf(
-				"RadSec needs a certificate from issuer %s but cert-manager (Certificate cert-manager.io/v1) is not installed; "+
-					"install cert-manager or set spec.radius.radsec.secretName", spec.Radius.RadSec.IssuerRef.Name)}
-			return result{requeueAfter: requeueOptional}, nil
+		for _, w := range certs {
+			if w.want {
+				st.certProblem = &problem{ReasonCertManagerMissing, fmt.Sprintf(
+					"%s needs a certificate from issuer %s but cert-manager (Certificate cert-manager.io/v1) is not installed; "+
+						"install cert-manager or set %s.secretName", w.what, w.issuer.Name, w.field)}
+				return result{requeueAfter: requeueOptional}, nil
+			}
 		}
 		return result{}, nil
 	}
-	if !want {
-		return result{}, r.deleteIfExists(ctx, c, CertificateGVK, certificateName(c))
+	for _, w := range certs {
+		if !w.want {
+			if err := r.deleteIfExists(ctx, c, CertificateGVK, w.name); err != nil {
+				return result{}, err
+			}
+			continue
+		}
+		if _, err := r.apply(ctx, c, w.build(c, spec)); err != nil {
+			return result{}, err
+		}
 	}
-	_, err = r.apply(ctx, c, buildCertificate(c, spec))
-	return result{}, err
+	return result{}, nil
 }
 
 // deleteIfExists deletes an object of an optional kind the cluster controls, reading first so

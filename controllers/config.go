@@ -117,6 +117,14 @@ type pcDiameter struct {
 	OriginHost  string           `json:"originHost"`
 	OriginRealm string           `json:"originRealm"`
 	Peers       []pcDiameterPeer `json:"peers"`
+	TLS         *pcDiameterTLS   `json:"tls,omitempty"`
+}
+
+type pcDiameterTLS struct {
+	Address  string `json:"address"`
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+	CAFile   string `json:"caFile"`
 }
 
 type pcDiameterPeer struct {
@@ -249,6 +257,14 @@ func renderDiameter(spec aaav1.AAAClusterSpec, dc string) *pcDiameter {
 			out.Peers = append(out.Peers, entry)
 		}
 	}
+	if diameterTLSEnabled(spec) {
+		out.TLS = &pcDiameterTLS{
+			Address:  fmt.Sprintf(":%d", d.TLS.Port),
+			CertFile: path.Join(diameterTLSDir, "tls.crt"),
+			KeyFile:  path.Join(diameterTLSDir, "tls.key"),
+			CAFile:   path.Join(diameterTLSDir, "ca.crt"),
+		}
+	}
 	return out
 }
 
@@ -355,6 +371,9 @@ func referencedObjects(c *aaav1.AAACluster) []string {
 	out = append(out, "Secret/"+spec.Radius.ClientsSecret.Name)
 	if rs := spec.Radius.RadSec; rs != nil && rs.SecretName != "" {
 		out = append(out, "Secret/"+rs.SecretName)
+	}
+	if d := spec.Diameter; d != nil && d.TLS != nil && d.TLS.SecretName != "" {
+		out = append(out, "Secret/"+d.TLS.SecretName)
 	}
 	if sub := spec.Subscribers; sub != nil && sub.File != nil && sub.File.ConfigMap != nil {
 		out = append(out, "ConfigMap/"+sub.File.ConfigMap.Name)

@@ -29,6 +29,7 @@ const (
 	portAcct     = "radius-acct"
 	portRadSec   = "radsec"
 	portDiameter = "diameter"
+	portDiamTLS  = "diameter-tls"
 	portAdmin    = "admin"
 )
 
@@ -101,6 +102,14 @@ func radsecSecretName(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) string {
 	return certificateSecretName(c)
 }
 
+// diameterSecretName is the TLS Secret of Diameter over TLS: cert-manager's or the user's.
+func diameterSecretName(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) string {
+	if t := spec.Diameter.TLS; t.SecretName != "" {
+		return t.SecretName
+	}
+	return diameterCertificateSecretName(c)
+}
+
 // buildPodTemplate is the policing pod of one data center. configHash goes into the pod
 // template so a change of configuration or Secrets rolls the pods. Pure.
 func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacenter, configHash string) corev1.PodTemplateSpec {
@@ -114,6 +123,9 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 	}
 	if diameterEnabled(spec) {
 		ports = append(ports, corev1.ContainerPort{Name: portDiameter, ContainerPort: spec.Diameter.Port, Protocol: corev1.ProtocolTCP})
+	}
+	if diameterTLSEnabled(spec) {
+		ports = append(ports, corev1.ContainerPort{Name: portDiamTLS, ContainerPort: spec.Diameter.TLS.Port, Protocol: corev1.ProtocolTCP})
 	}
 	ports = append(ports, corev1.ContainerPort{Name: portAdmin, ContainerPort: AdminPort, Protocol: corev1.ProtocolTCP})
 
@@ -148,6 +160,12 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 		mounts = append(mounts, corev1.VolumeMount{Name: "radsec-tls", MountPath: tlsDir, ReadOnly: true})
 		volumes = append(volumes, corev1.Volume{Name: "radsec-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: radsecSecretName(c, spec), DefaultMode: ptr.To[int32](0o440),
+		}}})
+	}
+	if diameterTLSEnabled(spec) {
+		mounts = append(mounts, corev1.VolumeMount{Name: "diameter-tls", MountPath: diameterTLSDir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "diameter-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: diameterSecretName(c, spec), DefaultMode: ptr.To[int32](0o440),
 		}}})
 	}
 	if sub := spec.Subscribers; sub != nil {
@@ -380,9 +398,14 @@ func buildServices(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Data
 		}))
 	}
 	if diameterEnabled(spec) {
-		out = append(out, external(diameterServiceName(c, dc.Name), []corev1.ServicePort{
+		ports := []corev1.ServicePort{
 			{Name: portDiameter, Protocol: corev1.ProtocolTCP, Port: spec.Diameter.Port, TargetPort: intstr.FromString(portDiameter)},
-		}))
+		}
+		if diameterTLSEnabled(spec) {
+			ports = append(ports, corev1.ServicePort{Name: portDiamTLS, Protocol: corev1.ProtocolTCP,
+				Port: spec.Diameter.TLS.Port, TargetPort: intstr.FromString(portDiamTLS)})
+		}
+		out = append(out, external(diameterServiceName(c, dc.Name), ports))
 	}
 	out = append(out, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{

@@ -26,6 +26,7 @@ const (
 	DefaultAcctPort               int32 = 1813
 	DefaultRadSecPort             int32 = 2083
 	DefaultDiameterPort           int32 = 3868
+	DefaultDiameterTLSPort        int32 = 5658
 	DefaultDiameterOriginHost           = "pcrf.{datacenter}.{realm}"
 	AdminPort                     int32 = 9812
 	DefaultScrapeInterval               = "30s"
@@ -99,14 +100,7 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 		if rs.Port == 0 {
 			rs.Port = DefaultRadSecPort
 		}
-		if rs.IssuerRef != nil {
-			if rs.IssuerRef.Kind == "" {
-				rs.IssuerRef.Kind = "Issuer"
-			}
-			if rs.IssuerRef.Group == "" {
-				rs.IssuerRef.Group = "cert-manager.io"
-			}
-		}
+		defaultIssuer(rs.IssuerRef)
 	}
 	if d := s.Diameter; d != nil {
 		if d.Port == 0 {
@@ -114,6 +108,12 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 		}
 		if d.OriginHost == "" {
 			d.OriginHost = DefaultDiameterOriginHost
+		}
+		if t := d.TLS; t != nil {
+			if t.Port == 0 {
+				t.Port = DefaultDiameterTLSPort
+			}
+			defaultIssuer(t.IssuerRef)
 		}
 	}
 	if sub := s.Subscribers; sub != nil {
@@ -246,6 +246,24 @@ func managed(s aaav1.AAAClusterSpec) bool { return s.Cassandra.External == nil }
 // radsecEnabled tells whether RadSec is on.
 func radsecEnabled(s aaav1.AAAClusterSpec) bool {
 	return s.Radius.RadSec != nil && s.Radius.RadSec.Enabled
+}
+
+// defaultIssuer fills in an issuer reference's kind and group (nil: nothing to do).
+func defaultIssuer(ref *aaav1.IssuerReference) {
+	if ref == nil {
+		return
+	}
+	if ref.Kind == "" {
+		ref.Kind = "Issuer"
+	}
+	if ref.Group == "" {
+		ref.Group = "cert-manager.io"
+	}
+}
+
+// diameterTLSEnabled tells whether Diameter over TLS is on (Diameter itself too).
+func diameterTLSEnabled(s aaav1.AAAClusterSpec) bool {
+	return diameterEnabled(s) && s.Diameter.TLS != nil && s.Diameter.TLS.Enabled
 }
 
 // diameterEnabled tells whether Diameter Gx is on.

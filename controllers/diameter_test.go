@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -144,4 +145,71 @@ func hasContainerPort(d *appsv1.Deployment, name string, port int32) bool {
 		}
 	}
 	return false
+}
+
+// spec.diameter.tls: with an issuer, a Certificate <name>-diameter covering every data
+// center's Diameter identity and Service, mounted into the pods, a second port on the Diameter
+// Service and the pods, open in the NetworkPolicy, and policing's diameter.tls naming the
+// files; with secretName the user's Secret is mounted and no Certificate is asked for.
+func TestDiameterTLSObjects(t *testing.T) {
+	c, _ := diameterCluster()
+	c.Spec.Diameter.TLS = &aaav1.DiameterTLSSpec{Enabled: true, IssuerRef: &aaav1.IssuerReference{Name: "epc-ca"},
+		DNSNames: []string{"pcrf.public.example.net"}}
+	spec := withDefaults(c.Spec, Options{Version: "v1.2.3"})
+	dc := spec.Datacenters[0]
+	golden(t, "policing-diameter-tls-dc1.yaml", []byte(renderPolicingConfig(c, spec, "dc1")))
+	golden(t, "certificate-diameter.yaml", toYAML(t, buildDiameterCertificate(c, spec).Object))
+
+	names := diameterDNSNames(c, spec)
+	for _, want := range []string{"pcrf.dc1.epc.example.net", "pcrf-backup.epc.example.net",
+		diameterServiceName(c, "dc2") + ".prod.svc", "pcrf.public.example.net"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("certificate names %v lack %s", names, want)
+		}
+	}
+	svc := findService(buildServices(c, spec, dc), diameterServiceName(c, dc.Name))
+	if svc == nil || len(svc.Spec.Ports) != 2 || svc.Spec.Ports[1].Port != 5658 || svc.Spec.Ports[1].TargetPort.StrVal != portDiamTLS {
+		t.Fatalf("Diameter Service ports %+v, want 3868 and 5658", svc)
+	}
+	dep := buildDeployment(c, spec, dc, "h")
+	if !hasContainerPort(dep, portDiamTLS, 5658) {
+		t.Errorf("no container port %s 5658/TCP", portDiamTLS)
+	}
+	secretOf := func(d *appsv1.Deployment) string {
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Name == "diameter-tls" && v.Secret != nil {
+				return v.Secret.SecretName
+			}
+		}
+		return ""
+	}
+	if got := secretOf(dep); got != "gx-diameter-tls" {
+		t.Errorf("mounted Secret %q, want cert-manager's gx-diameter-tls", got)
+	}
+	open := false
+	for _, rule := range buildNetworkPolicy(c, spec, dc.Name, "").Spec.Ingress {
+		for _, p := range rule.Ports {
+			open = open || (p.Port.IntVal == 5658 && len(rule.From) == 0)
+		}
+	}
+	if !open {
+		t.Error("the NetworkPolicy does not let PCEFs reach 5658/TCP")
+	}
+
+	c.Spec.Diameter.TLS = &aaav1.DiameterTLSSpec{Enabled: true, Port: 5659, SecretName: "pcrf-tls"}
+	spec = withDefaults(c.Spec, Options{Version: "v1.2.3"})
+	if got := secretOf(buildDeployment(c, spec, dc, "h")); got != "pcrf-tls" {
+		t.Errorf("mounted Secret %q, want the user's pcrf-tls", got)
+	}
+	if got := renderDiameter(spec, "dc1").TLS; got == nil || got.Address != ":5659" || got.CAFile != "/etc/openaaa/diameter-tls/ca.crt" {
+		t.Errorf("policing's diameter.tls %+v", got)
+	}
+	if !slices.Contains(referencedObjects(c), "Secret/pcrf-tls") {
+		t.Errorf("the user's Secret is not watched: %v", referencedObjects(c))
+	}
+	c.Spec.Diameter.TLS.Enabled = false
+	spec = withDefaults(c.Spec, Options{Version: "v1.2.3"})
+	if renderDiameter(spec, "dc1").TLS != nil || hasContainerPort(buildDeployment(c, spec, dc, "h"), portDiamTLS, 5659) {
+		t.Error("TLS objects while spec.diameter.tls.enabled is false")
+	}
 }

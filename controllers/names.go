@@ -45,6 +45,7 @@ const (
 	clientsKey         = "clients.yaml"
 	cassandraCredsDir  = configDir + "/cassandra"
 	tlsDir             = configDir + "/tls"
+	diameterTLSDir     = configDir + "/diameter-tls"
 	ldapDir            = configDir + "/ldap"
 	subscribersDir     = configDir + "/subscribers"
 	policyDir          = configDir + "/policy"
@@ -63,9 +64,13 @@ func k8ssandraName(c *aaav1.AAACluster) string                { return c.Name }
 func superuserSecretName(c *aaav1.AAACluster) string          { return k8ssandraName(c) + "-superuser" }
 func certificateName(c *aaav1.AAACluster) string              { return c.Name + "-radsec" }
 func certificateSecretName(c *aaav1.AAACluster) string        { return c.Name + "-radsec-tls" }
-func serviceMonitorName(c *aaav1.AAACluster) string           { return c.Name }
-func prometheusRuleName(c *aaav1.AAACluster) string           { return c.Name }
-func dashboardConfigMapName(c *aaav1.AAACluster) string       { return c.Name + "-dashboard" }
+func diameterCertificateName(c *aaav1.AAACluster) string      { return c.Name + "-diameter" }
+func diameterCertificateSecretName(c *aaav1.AAACluster) string {
+	return c.Name + "-diameter-tls"
+}
+func serviceMonitorName(c *aaav1.AAACluster) string     { return c.Name }
+func prometheusRuleName(c *aaav1.AAACluster) string     { return c.Name }
+func dashboardConfigMapName(c *aaav1.AAACluster) string { return c.Name + "-dashboard" }
 
 func diameterServiceName(c *aaav1.AAACluster, dc string) string {
 	return c.Name + "-" + dc + "-diameter"

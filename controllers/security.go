@@ -116,6 +116,9 @@ func buildNetworkPolicy(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc strin
 		// counted), and a NetworkPolicy's view of a load-balanced source address varies by CNI.
 		public = append(public, port(tcp, spec.Diameter.Port))
 	}
+	if diameterTLSEnabled(spec) {
+		public = append(public, port(tcp, spec.Diameter.TLS.Port))
+	}
 	monitoring := spec.NetworkPolicy.MonitoringNamespaceSelector
 	if monitoring == nil {
 		monitoring = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: defaultMonitoringNamespace}}

@@ -135,8 +135,8 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 
 	// Degraded: serving, but not fully.
 	switch {
-	case st.radsecProblem != nil:
-		set(aaav1.ConditionDegraded, true, st.radsecProblem.reason, st.radsecProblem.message)
+	case st.certProblem != nil:
+		set(aaav1.ConditionDegraded, true, st.certProblem.reason, st.certProblem.message)
 	case st.completed[stepConfig] && len(st.unwatched) > 0:
 		// Their changes would not reach the pods: serving, but not as configured.
 		set(aaav1.ConditionDegraded, true, ReasonNotLabelled, notLabelledMessage(st.unwatched))

@@ -120,6 +120,18 @@ func TestValidation(t *testing.T) {
 		{"Diameter identity with an unknown placeholder", func(c *aaav1.AAACluster) {
 			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", OriginHost: "{pod}.{datacenter}.example.net", Peers: []aaav1.DiameterPeer{{Realm: "epc.example.net"}}}
 		}, []string{"spec.diameter.originHost"}},
+		{"Diameter TLS without a certificate", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", Peers: []aaav1.DiameterPeer{{Realm: "epc.example.net"}},
+				TLS: &aaav1.DiameterTLSSpec{Enabled: true}}
+		}, []string{"spec.diameter.tls", "issuerRef or secretName"}},
+		{"Diameter TLS with both an issuer and a Secret", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", Peers: []aaav1.DiameterPeer{{Realm: "epc.example.net"}},
+				TLS: &aaav1.DiameterTLSSpec{Enabled: true, SecretName: "t", IssuerRef: &aaav1.IssuerReference{Name: "ca"}}}
+		}, []string{"spec.diameter.tls", "mutually exclusive"}},
+		{"Diameter TLS on the Diameter port", func(c *aaav1.AAACluster) {
+			c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "example.net", Peers: []aaav1.DiameterPeer{{Realm: "epc.example.net"}},
+				TLS: &aaav1.DiameterTLSSpec{Enabled: true, Port: 3868, SecretName: "t"}}
+		}, []string{"spec.diameter.tls.port", "must differ"}},
 		{"grace period with the default delay", func(c *aaav1.AAACluster) {
 			c.Spec.Spool = aaav1.SpoolSpec{TerminationGracePeriodSeconds: ptr.To[int64](16)}
 		}, []string{"spec.spool.terminationGracePeriodSeconds"}},

@@ -390,6 +390,7 @@ type RadiusSpec struct {
 // (3GPP TS 29.212) of policing: policing's diameter.* keys (docs/diameter-gx.md).
 // +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.realm)",message="spec.diameter.realm is required when enabled (the Origin-Realm of policing)",fieldPath=".realm"
 // +kubebuilder:validation:XValidation:rule="!self.enabled || (has(self.peers) && size(self.peers) > 0)",message="spec.diameter.peers: at least one peer is required when enabled (a CER from anyone else is refused with 3010 DIAMETER_UNKNOWN_PEER)",fieldPath=".peers"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !self.tls.enabled || !has(self.tls.port) || !has(self.port) || self.tls.port != self.port",message="spec.diameter.tls.port must differ from spec.diameter.port",fieldPath=".tls.port"
 type DiameterSpec struct {
 	// Enabled opens the Diameter port and serves Gx.
 	Enabled bool `json:"enabled"`
@@ -419,6 +420,38 @@ type DiameterSpec struct {
 	// +listType=atomic
 	// +optional
 	Peers []DiameterPeer `json:"peers,omitempty"`
+	// TLS serves Diameter over TLS as well (RFC 6733 §2.1), on its own port: mutual TLS, a
+	// peer's certificate must chain to the Secret's ca.crt and name its Origin-Host.
+	// +optional
+	TLS *DiameterTLSSpec `json:"tls,omitempty"`
+}
+
+// DiameterTLSSpec configures Diameter over TLS. The certificate comes from cert-manager
+// (issuerRef: a Certificate <name>-diameter for every data center's Diameter identity and
+// Services) or from a kubernetes.io/tls Secret with ca.crt; policing reloads it when it renews.
+// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.issuerRef) || has(self.secretName)",message="spec.diameter.tls: issuerRef or secretName is required when enabled"
+// +kubebuilder:validation:XValidation:rule="!(has(self.issuerRef) && has(self.secretName))",message="spec.diameter.tls: issuerRef and secretName are mutually exclusive"
+type DiameterTLSSpec struct {
+	// Enabled opens the Diameter TLS port.
+	Enabled bool `json:"enabled"`
+	// Port (TCP). Default 5658, Diameter over TLS's registered port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=5658
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// IssuerRef of a cert-manager Issuer or ClusterIssuer.
+	// +optional
+	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
+	// SecretName of an existing kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt) to use
+	// instead of cert-manager.
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+	// DNSNames added to the certificate, e.g. the public names of the load balancers.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	DNSNames []string `json:"dnsNames,omitempty"`
 }
 
 // DiameterPeer is one allowed Diameter peer: every field that is set must match its CER and

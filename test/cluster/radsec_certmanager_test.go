@@ -16,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
+	"github.com/fiorix/go-diameter/v4/diam/datatype"
+	"github.com/fiorix/go-diameter/v4/diam/dict"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,6 +37,10 @@ const (
 	radsecRelease = "rs"
 	// radsecNAS is the Certificate (and Secret) of the RadSec client, from the same CA.
 	radsecNAS = "radsec-nas"
+	// diameterPCEF is the Certificate (and Secret) of the Diameter over TLS peer, named for
+	// its Origin-Host (policing checks that the certificate names it).
+	diameterPCEF     = "pgw-tls"
+	diameterPCEFHost = "pgw.epc.test"
 )
 
 // TestRadSecCertManagerOnCluster: cert-manager (our controller build, hack/addons) runs on the
@@ -42,7 +50,10 @@ const (
 // the Service's DNS name, chaining to the CA), and FreeRADIUS as a RadSec client (a TLS proxy
 // on the host with its own certificate from the same CA) gets radclient's Access-Request
 // accepted. A renewal, triggered as `cmctl renew` does, is served by the same pod without a
-// restart, and FreeRADIUS authenticates again over a new connection.
+// restart, and FreeRADIUS authenticates again over a new connection. The same AAACluster serves
+// Diameter over TLS (spec.diameter.tls with the same issuer): its Certificate names the data
+// center's Diameter identity, and a PCEF with a certificate from the CA gets its CER answered
+// 2001 over TLS through the NodePort.
 func TestRadSecCertManagerOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
 	addons.NeedBuilt(t)
@@ -80,6 +91,9 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 	if err := c.Create(ctx, certificate(radsecNS, radsecNAS, []any{"client auth"}, "nas.radsec.test")); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Create(ctx, certificate(radsecNS, diameterPCEF, []any{"client auth"}, diameterPCEFHost)); err != nil {
+		t.Fatal(err)
+	}
 
 	installOperatorChart(t, ctx, helm, root, tag)
 	defer func() {
@@ -89,7 +103,9 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 		t.Logf("both releases uninstalled in %s", time.Since(start).Round(100*time.Millisecond))
 	}()
 	values := filepath.Join(t.TempDir(), "values.yaml")
-	radsec := fmt.Sprintf("radius:\n  radsec: {enabled: true, issuerRef: {name: %s, kind: ClusterIssuer}}\n", addons.CertManagerCAIssuer)
+	radsec := fmt.Sprintf("radius:\n  radsec: {enabled: true, issuerRef: {name: %s, kind: ClusterIssuer}}\n", addons.CertManagerCAIssuer) +
+		fmt.Sprintf("diameter:\n  enabled: true\n  realm: epc.test\n  peers: [{originHost: %s}]\n  tls: {enabled: true, issuerRef: {name: %s, kind: ClusterIssuer}}\n",
+			diameterPCEFHost, addons.CertManagerCAIssuer)
 	if err := os.WriteFile(values, []byte(aaaclusterValues()+radsec), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +124,20 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 	t.Logf("AAACluster Ready %s after it was installed", time.Since(start).Round(time.Second))
 	waitCertificateReady(t, c, radsecNS, radsecNAS)
 	pod := policingPodOf(t, c, key, true)
+
+	// Diameter over TLS: the operator's second Certificate, for the Diameter identity; a PCEF
+	// with its own certificate from the CA exchanges capabilities over TLS.
+	waitCertificateReady(t, c, radsecNS, radsecRelease+"-diameter")
+	waitCertificateReady(t, c, radsecNS, diameterPCEF)
+	pcef := secretData(t, c, radsecNS, diameterPCEF)
+	diamAddr := fmt.Sprintf("%s:%d", clustertest.NodeIP, nodePort(t, c, radsecRelease+"-dc1-diameter", "diameter-tls"))
+	eventually(t, time.Minute, "a CER over TLS on "+diamAddr+" answered 2001", func() error {
+		return diameterTLSCER(diamAddr, "pcrf.dc1.epc.test", pcef, diameterPCEFHost)
+	})
+	if err := diameterTLSCER(diamAddr, "pcrf.dc1.epc.test", secretData(t, c, radsecNS, radsecNAS), diameterPCEFHost); err == nil {
+		t.Error("a CER over TLS with a certificate that does not name its Origin-Host was answered 2001")
+	}
+	t.Logf("Diameter over TLS: CER answered 2001 for %s, refused with another peer's certificate", diameterPCEFHost)
 
 	// 2. policing serves that certificate on the RadSec NodePort.
 	dir := t.TempDir()
@@ -235,17 +265,23 @@ func secretCert(t *testing.T, c client.Client, ns, name string) *x509.Certificat
 	return crt
 }
 
+// dialTLS connects to addr as a client with the certificate of a cert-manager Secret's data,
+// verifying the server's against its ca.crt and serverName.
+func dialTLS(addr, serverName string, client map[string][]byte) (*tls.Conn, error) {
+	pair, err := tls.X509KeyPair(client[corev1.TLSCertKey], client[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(client["ca.crt"])
+	return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+		&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: serverName, MinVersion: tls.VersionTLS12})
+}
+
 // servedSerial connects to the RadSec port as a client with the NAS's certificate, verifies
 // the server's against the CA and serverName, and compares its serial number with want.
 func servedSerial(addr, serverName string, nas map[string][]byte, want *big.Int) error {
-	pair, err := tls.X509KeyPair(nas[corev1.TLSCertKey], nas[corev1.TLSPrivateKeyKey])
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(nas["ca.crt"])
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
-		&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: serverName, MinVersion: tls.VersionTLS12})
+	conn, err := dialTLS(addr, serverName, nas)
 	if err != nil {
 		return err
 	}
@@ -258,15 +294,55 @@ func servedSerial(addr, serverName string, nas map[string][]byte, want *big.Int)
 
 func radsecNodePort(t *testing.T, c client.Client) int32 {
 	t.Helper()
+	return nodePort(t, c, radsecRelease+"-dc1-radsec", "radsec")
+}
+
+// nodePort is the NodePort of the port named port of the Service name in radsecNS.
+func nodePort(t *testing.T, c client.Client, name, port string) int32 {
+	t.Helper()
 	svc := &corev1.Service{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: radsecNS, Name: radsecRelease + "-dc1-radsec"}, svc); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: radsecNS, Name: name}, svc); err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "radsec" }); i >= 0 && svc.Spec.Ports[i].NodePort != 0 {
+	if i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == port }); i >= 0 && svc.Spec.Ports[i].NodePort != 0 {
 		return svc.Spec.Ports[i].NodePort
 	}
-	t.Fatalf("RadSec Service %s: no NodePort: %+v", svc.Name, svc.Spec.Ports)
+	t.Fatalf("Service %s: no NodePort for %s: %+v", svc.Name, port, svc.Spec.Ports)
 	return 0
+}
+
+// diameterTLSCER connects to addr over TLS with the peer's certificate (verifying the server's
+// against the CA and serverName, the data center's Diameter identity), sends a CER as
+// originHost and wants a CEA with Result-Code 2001.
+func diameterTLSCER(addr, serverName string, peer map[string][]byte, originHost string) error {
+	conn, err := dialTLS(addr, serverName, peer)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	cer := diam.NewRequest(diam.CapabilitiesExchange, 0, dict.Default)
+	cer.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(originHost))
+	cer.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity("epc.test"))
+	cer.NewAVP(avp.HostIPAddress, avp.Mbit, 0, datatype.Address(net.ParseIP(clustertest.NodeIP)))
+	cer.NewAVP(avp.VendorID, avp.Mbit, 0, datatype.Unsigned32(0))
+	cer.NewAVP(avp.ProductName, 0, 0, datatype.UTF8String("cluster-test"))
+	cer.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(16777238))
+	if _, err := cer.WriteTo(conn); err != nil {
+		return err
+	}
+	cea, err := diam.ReadMessage(conn, dict.Default)
+	if err != nil {
+		return fmt.Errorf("no CEA: %w", err)
+	}
+	rc, err := cea.FindAVP(avp.ResultCode, 0)
+	if err != nil {
+		return fmt.Errorf("CEA without Result-Code: %s", cea)
+	}
+	if code := rc.Data.(datatype.Unsigned32); code != diam.Success {
+		return fmt.Errorf("CEA %d", code)
+	}
+	return nil
 }
 
 // The FreeRADIUS RadSec proxy (hack/freeradius.sh --role radsec-proxy) on the host: radclient
