@@ -56,11 +56,17 @@ type pcSubscribers struct {
 }
 
 type pcLDAP struct {
-	URLs             []string `json:"urls"`
-	BaseDN           string   `json:"baseDN"`
-	Filter           string   `json:"filter,omitempty"`
-	BindDN           string   `json:"bindDN,omitempty"`
-	BindPasswordFile string   `json:"bindPasswordFile,omitempty"`
+	URLs             []string          `json:"urls"`
+	BaseDN           string            `json:"baseDN"`
+	Filter           string            `json:"filter,omitempty"`
+	BindDN           string            `json:"bindDN,omitempty"`
+	BindPasswordFile string            `json:"bindPasswordFile,omitempty"`
+	ProfilesFile     string            `json:"profilesFile,omitempty"`
+	Attributes       *pcLDAPAttributes `json:"attributes,omitempty"`
+}
+
+type pcLDAPAttributes struct {
+	ProfileName string `json:"profileName"`
 }
 
 type pcSession struct {
@@ -194,6 +200,10 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 			l := &pcLDAP{URLs: []string{sub.LDAP.URL}, BaseDN: sub.LDAP.BaseDN, Filter: sub.LDAP.Filter, BindDN: sub.LDAP.BindDN}
 			if sub.LDAP.BindSecret != nil {
 				l.BindPasswordFile = path.Join(ldapDir, sub.LDAP.BindSecret.Key)
+			}
+			if pr := sub.LDAP.Profiles; pr != nil {
+				l.ProfilesFile = path.Join(ldapProfilesDir, pr.ConfigMap.Key)
+				l.Attributes = &pcLDAPAttributes{ProfileName: pr.Attribute}
 			}
 			cfg.Subscribers = &pcSubscribers{Source: "ldap", LDAP: l}
 		case sub.File != nil:
@@ -360,6 +370,22 @@ func rollingSecrets(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) []string {
 	return uniqueSorted(names)
 }
 
+// rollingConfigMaps are the ConfigMaps whose change rolls the policing pods: the files
+// policing reads at start (the subscriber file, the LDAP profiles). The Lua policy is not one:
+// policing reloads it.
+func rollingConfigMaps(spec aaav1.AAAClusterSpec) []string {
+	var names []string
+	if sub := spec.Subscribers; sub != nil {
+		if sub.File != nil && sub.File.ConfigMap != nil {
+			names = append(names, sub.File.ConfigMap.Name)
+		}
+		if sub.LDAP != nil && sub.LDAP.Profiles != nil {
+			names = append(names, sub.LDAP.Profiles.ConfigMap.Name)
+		}
+	}
+	return uniqueSorted(names)
+}
+
 // referencedObjects lists "Secret/<name>" and "ConfigMap/<name>" the AAACluster uses (index for
 // the watches: a change there reconciles the cluster).
 func referencedObjects(c *aaav1.AAACluster) []string {
@@ -375,8 +401,8 @@ func referencedObjects(c *aaav1.AAACluster) []string {
 	if d := spec.Diameter; d != nil && d.TLS != nil && d.TLS.SecretName != "" {
 		out = append(out, "Secret/"+d.TLS.SecretName)
 	}
-	if sub := spec.Subscribers; sub != nil && sub.File != nil && sub.File.ConfigMap != nil {
-		out = append(out, "ConfigMap/"+sub.File.ConfigMap.Name)
+	for _, cm := range rollingConfigMaps(spec) {
+		out = append(out, "ConfigMap/"+cm)
 	}
 	return uniqueSorted(out)
 }
@@ -427,8 +453,7 @@ func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (
 		}
 	}
 	configMaps := map[string]map[string]string{}
-	if sub := spec.Subscribers; sub != nil && sub.File != nil && sub.File.ConfigMap != nil {
-		name := sub.File.ConfigMap.Name
+	for _, name := range rollingConfigMaps(spec) {
 		cm := &corev1.ConfigMap{}
 		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, cm)
 		switch {

@@ -169,6 +169,14 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 		}}})
 	}
 	if sub := spec.Subscribers; sub != nil {
+		if sub.LDAP != nil && sub.LDAP.Profiles != nil {
+			cmRef := sub.LDAP.Profiles.ConfigMap
+			mounts = append(mounts, corev1.VolumeMount{Name: "ldap-profiles", MountPath: ldapProfilesDir, ReadOnly: true})
+			volumes = append(volumes, corev1.Volume{Name: "ldap-profiles", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: cmRef.Name},
+				Items:                []corev1.KeyToPath{{Key: cmRef.Key, Path: cmRef.Key}},
+			}}})
+		}
 		if sub.LDAP != nil && sub.LDAP.BindSecret != nil {
 			mounts = append(mounts, corev1.VolumeMount{Name: "ldap-bind", MountPath: ldapDir, ReadOnly: true})
 			volumes = append(volumes, corev1.Volume{Name: "ldap-bind", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{

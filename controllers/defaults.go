@@ -33,6 +33,7 @@ const (
 	DefaultPolicingImage                = "ghcr.io/openaaa/policing"
 	DefaultLoadgenImage                 = "ghcr.io/openaaa/aaa-loadgen"
 	defaultSubscriberFileKey            = "subscribers.yaml"
+	defaultLDAPProfilesKey              = "profiles.yaml"
 	defaultPolicyKey                    = "policy.lua"
 	defaultLDAPPasswordKey              = "password"
 	defaultAccountingSecretKey          = "secret"
@@ -121,6 +122,9 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 			if sub.LDAP.BindSecret != nil && sub.LDAP.BindSecret.Key == "" {
 				sub.LDAP.BindSecret.Key = defaultLDAPPasswordKey
 			}
+		}
+		if sub.LDAP != nil && sub.LDAP.Profiles != nil && sub.LDAP.Profiles.ConfigMap.Key == "" {
+			sub.LDAP.Profiles.ConfigMap.Key = defaultLDAPProfilesKey
 		}
 		if f := sub.File; f != nil {
 			if f.ConfigMap != nil && f.ConfigMap.Key == "" {

@@ -47,6 +47,7 @@ const (
 	tlsDir             = configDir + "/tls"
 	diameterTLSDir     = configDir + "/diameter-tls"
 	ldapDir            = configDir + "/ldap"
+	ldapProfilesDir    = configDir + "/ldap-profiles"
 	subscribersDir     = configDir + "/subscribers"
 	policyDir          = configDir + "/policy"
 	accountingProxyDir = configDir + "/accounting-proxy"

@@ -552,6 +552,23 @@ type LDAPSpec struct {
 	// BindSecret holds the bind password (key password unless BindSecret.key says otherwise).
 	// +optional
 	BindSecret *SecretKeyRef `json:"bindSecret,omitempty"`
+	// Profiles are named profiles (a subscriber file's profiles: a Gx data policy, RADIUS
+	// defaults) that an entry picks by the value of one of its attributes, e.g. a service class:
+	// policing's subscribers.ldap.profilesFile and attributes.profileName (docs/ldap.md). A
+	// change of the ConfigMap rolls the pods (the file is read at start).
+	// +optional
+	Profiles *LDAPProfilesSpec `json:"profiles,omitempty"`
+}
+
+// LDAPProfilesSpec is the profiles file of an LDAP subscriber source.
+type LDAPProfilesSpec struct {
+	// ConfigMap holding the file (key profiles.yaml unless it says otherwise).
+	ConfigMap ConfigMapKeyRef `json:"configMap"`
+	// Attribute of an entry whose value names its profile, e.g. openaaaClass.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][-A-Za-z0-9;]*$`
+	Attribute string `json:"attribute"`
 }
 
 // SubscriberFileSpec is a subscriber file in a ConfigMap or a Secret.

@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // the data policies' rule windows name time zones; the image has no zoneinfo
 
 	"github.com/openaaa/openaaa/internal/version"
 	"github.com/openaaa/openaaa/services/policing/internal/app"

@@ -31,32 +31,33 @@ import (
 
 // Node is a running policing node.
 type Node struct {
-	Config       *config.Config
-	Log          *slog.Logger
-	LogLevel     *slog.LevelVar
-	Store        session.Store
-	Radius       *radiusd.Server
-	Subscribers  subscriber.Source
-	Dict         *dict.Dict // the built-in dictionary and radius.dictionaries, swapped on reload
-	AuthAddr     net.Addr
-	AcctAddr     net.Addr
-	AdminAddr    net.Addr
-	admin        *http.Server
-	Proxy        *proxy.Proxy    // accounting proxy (app/proxy.go); nil when off
-	CoA          *coa.Sender     // CoA/Disconnect sender (app/coa.go)
-	RadSec       *radiusd.RadSec // RadSec listener (app/radsec.go); nil when off
-	RadSecAddr   net.Addr
-	Diameter     *diameter.Server // Diameter/Gx listener (app/diameter.go); nil when off
-	DiameterAddr net.Addr
-	gx           *gx.Handler     // the Gx handler (app/diameter.go): RARs from the admin API
-	stopNodeReg  func()          // ends this node's entry refresh in the node registry (app/diameter.go)
-	Reloader     *reload.Watcher // hot reload of mounted files (app/reload.go)
-	reloadStop   func()
-	authLog      *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
-	lua          *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
-	spool        spooler           // the store's spool, nil without one (shutdown.go)
-	draining     atomic.Bool
-	shutdown     sync.Once
+	Config         *config.Config
+	Log            *slog.Logger
+	LogLevel       *slog.LevelVar
+	Store          session.Store
+	Radius         *radiusd.Server
+	Subscribers    subscriber.Source
+	Dict           *dict.Dict // the built-in dictionary and radius.dictionaries, swapped on reload
+	AuthAddr       net.Addr
+	AcctAddr       net.Addr
+	AdminAddr      net.Addr
+	admin          *http.Server
+	Proxy          *proxy.Proxy    // accounting proxy (app/proxy.go); nil when off
+	CoA            *coa.Sender     // CoA/Disconnect sender (app/coa.go)
+	RadSec         *radiusd.RadSec // RadSec listener (app/radsec.go); nil when off
+	RadSecAddr     net.Addr
+	Diameter       *diameter.Server // Diameter/Gx listener (app/diameter.go); nil when off
+	DiameterAddr   net.Addr
+	gx             *gx.Handler     // the Gx handler (app/diameter.go): RARs from the admin API
+	stopNodeReg    func()          // ends this node's entry refresh in the node registry (app/diameter.go)
+	stopWindowPush func()          // ends the rule windows' RARs (app/diameter.go)
+	Reloader       *reload.Watcher // hot reload of mounted files (app/reload.go)
+	reloadStop     func()
+	authLog        *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
+	lua            *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
+	spool          spooler           // the store's spool, nil without one (shutdown.go)
+	draining       atomic.Bool
+	shutdown       sync.Once
 	// the policy's Disconnect/CoA after a store write (app/coa.go); nil when off
 	policyCoA *coa.PolicyTrigger
 }

@@ -55,13 +55,42 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 	n.DiameterAddr = s.Addr()
 	if n.gx != nil {
 		n.gx.Peers = s // RARs leave over the PCEFs' connections to this node
+		n.startWindowPush()
 	}
 	return nil
+}
+
+// windowPushConcurrency bounds the RARs of one round of rule window changes in flight.
+const windowPushConcurrency = 16
+
+// startWindowPush sends, every diameter.scheduleInterval, the RARs of the data policies' rule
+// windows that opened or closed (gx/schedule.go) to the sessions this node holds.
+func (n *Node) startWindowPush() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer close(done)
+		t := time.NewTicker(n.Config.Diameter.ScheduleInterval.D())
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			n.gx.PushWindows(ctx, windowPushConcurrency)
+		}
+	}()
+	n.stopWindowPush = func() { close(stop); cancel(); <-done }
 }
 
 // stopDiameter closes the peer connections (PCEFs reconnect to another node) before the
 // store closes.
 func (n *Node) stopDiameter() error {
+	if n.stopWindowPush != nil {
+		n.stopWindowPush()
+		n.stopWindowPush = nil
+	}
 	if n.stopNodeReg != nil {
 		n.stopNodeReg()
 		n.stopNodeReg = nil

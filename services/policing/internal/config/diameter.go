@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Diameter configures the Diameter base protocol and the Gx policy server (docs/diameter-gx.md).
@@ -28,6 +29,9 @@ type Diameter struct {
 	// PCEF's connection by it, and a RAR is forwarded to that node. Default: the host name and
 	// the Diameter port ("host:3868"; in Kubernetes the pod's name).
 	NodeName string `json:"nodeName,omitempty"`
+	// ScheduleInterval is how often a node sends the RARs of the data policies' rule windows
+	// (dataPolicy.windows) that opened or closed to the Gx sessions it holds.
+	ScheduleInterval Duration `json:"scheduleInterval"`
 	// TLS serves Diameter over TLS as well, on its own port (RFC 6733 §2.1; 5658 is the
 	// standard one), with certificates as RadSec's.
 	TLS DiameterTLS `json:"tls"`
@@ -52,7 +56,7 @@ type DiameterPeer struct {
 }
 
 func defaultDiameter() Diameter {
-	return Diameter{Address: ":3868", MaxInFlight: 1024}
+	return Diameter{Address: ":3868", MaxInFlight: 1024, ScheduleInterval: Duration(30 * time.Second)}
 }
 
 // Network parses Address (an IP or a CIDR); nil when unset.
@@ -97,6 +101,9 @@ func (d Diameter) validate(key string) []error {
 	}
 	if d.MaxInFlight < 1 {
 		bad("maxInFlight", "must be at least 1")
+	}
+	if d.ScheduleInterval < Duration(time.Second) {
+		bad("scheduleInterval", "must be at least 1s")
 	}
 	if t := d.TLS; t.Address != "" {
 		if _, _, err := net.SplitHostPort(t.Address); err != nil {

@@ -32,6 +32,10 @@ type LDAP struct {
 	Filter string `json:"filter"`
 	// Attributes maps profile fields to LDAP attribute names ("" leaves a field unmapped).
 	Attributes LDAPAttributes `json:"attributes"`
+	// ProfilesFile holds named profiles in the subscriber file's format (its profiles: only):
+	// an entry names one in attributes.profileName and gets it as its base — a Gx data
+	// policy, RADIUS defaults — under what its own attributes set. Read at start.
+	ProfilesFile string `json:"profilesFile,omitempty"`
 	// PoolSize is the number of LDAP connections (each carries many requests at once).
 	PoolSize int `json:"poolSize"`
 	// ConnectTimeout bounds dial, TLS handshake and bind of one connection.
@@ -69,6 +73,9 @@ type LDAPAttributes struct {
 	UsedOctets string `json:"usedOctets,omitempty"`
 	// ReplyAttributes is multi-valued, each value "Attribute-Name=value".
 	ReplyAttributes string `json:"replyAttributes"`
+	// ProfileName names a profile of profilesFile (e.g. a service class: "gold"); required
+	// with profilesFile. Empty: not read.
+	ProfileName string `json:"profileName,omitempty"`
 }
 
 // LDAPCache tunes the profile cache: accounting reads only the cache, auth reads LDAP when
@@ -124,7 +131,8 @@ func defaultLDAP() LDAP {
 func (a LDAPAttributes) Names() []string {
 	var out []string
 	for _, n := range []string{a.Password, a.NTPassword, a.Disabled, a.FramedIPAddress, a.FramedPool, a.SessionTimeout,
-		a.IdleTimeout, a.AcctInterimInterval, a.Class, a.FilterID, a.RateLimit, a.QuotaOctets, a.UsedOctets, a.ReplyAttributes} {
+		a.IdleTimeout, a.AcctInterimInterval, a.Class, a.FilterID, a.RateLimit, a.QuotaOctets, a.UsedOctets, a.ReplyAttributes,
+		a.ProfileName} {
 		if n != "" {
 			out = append(out, n)
 		}
@@ -178,6 +186,9 @@ func (l LDAP) validate(key string) []error {
 	}
 	if l.Attributes.Password == "" && l.Attributes.NTPassword == "" {
 		bad("attributes.password", "required (or attributes.ntPassword)")
+	}
+	if (l.ProfilesFile == "") != (l.Attributes.ProfileName == "") {
+		bad("profilesFile", "profilesFile and attributes.profileName go together")
 	}
 	if l.PoolSize < 1 || l.PoolSize > 256 {
 		bad("poolSize", "must be between 1 and 256, got %d", l.PoolSize)

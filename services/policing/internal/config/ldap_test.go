@@ -38,6 +38,8 @@ func TestLDAPValidationNamesKeys(t *testing.T) {
 		{func(l *LDAP) { l.Cache.TTL = 0 }, "subscribers.ldap.cache.ttl"},
 		{func(l *LDAP) { l.Cache.Size = 0 }, "subscribers.ldap.cache.size"},
 		{func(l *LDAP) { l.Attributes.Password = "" }, "subscribers.ldap.attributes.password"},
+		{func(l *LDAP) { l.ProfilesFile = "/etc/openaaa/profiles.yaml" }, "subscribers.ldap.profilesFile: profilesFile and attributes.profileName go together"},
+		{func(l *LDAP) { l.Attributes.ProfileName = "openaaaProfile" }, "subscribers.ldap.profilesFile"},
 	} {
 		c2 := c
 		tc.mod(&c2.Subscribers.LDAP)

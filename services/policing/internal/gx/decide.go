@@ -1,6 +1,11 @@
 package gx
 
-import "github.com/openaaa/openaaa/services/policing/internal/subscriber"
+import (
+	"slices"
+	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
 
 // Event-Trigger values (TS 29.212 §5.3.7) the policy server subscribes to.
 const (
@@ -28,8 +33,9 @@ type Decision struct {
 
 // Decide is the policy of one CCR, pure: p is the subscriber's data policy, used the octets
 // used in the period so far (the profile's and this session's), throttled whether the
-// session is already throttled.
-func Decide(p *subscriber.DataPolicy, reqType uint32, used uint64, throttled bool) Decision {
+// session is already throttled, prev the time of the session's last decision (a CCR-U: its
+// rule windows that opened or closed since are installed or removed) and now this one's.
+func Decide(p *subscriber.DataPolicy, reqType uint32, used uint64, throttled bool, prev, now time.Time) Decision {
 	var d Decision
 	if reqType == Termination || p == nil {
 		return d
@@ -49,14 +55,17 @@ func Decide(p *subscriber.DataPolicy, reqType uint32, used uint64, throttled boo
 			d.Install = nonEmpty(p.ThrottleRule)
 			return d
 		}
-		d.Install, d.Bases, d.Dynamic = p.Rules, p.RuleBases, p.Dynamic
+		d.Install, d.Bases, d.Dynamic = append(slices.Clone(p.Rules), windowRules(p, now)...), p.RuleBases, p.Dynamic
 	}
 	if exhausted {
 		if !throttled { // the change happens once: the rules go, the throttle rule comes
-			d.Remove = append(append(append([]string(nil), p.Rules...), p.RuleBases...), dynamicNames(p.Dynamic)...)
+			d.Remove = append(append(append(slices.Clone(p.Rules), p.RuleBases...), dynamicNames(p.Dynamic)...), windowRules(p, prev)...)
 			d.Install = nonEmpty(p.ThrottleRule)
 		}
 		return d
+	}
+	if reqType == Update {
+		d.Install, d.Remove = WindowChanges(p, prev, now)
 	}
 	if p.QuotaOctets > 0 {
 		d.GrantKey = p.MonitoringKey
@@ -66,6 +75,34 @@ func Decide(p *subscriber.DataPolicy, reqType uint32, used uint64, throttled boo
 		}
 	}
 	return d
+}
+
+// windowRules are the rules of p's windows open at t.
+func windowRules(p *subscriber.DataPolicy, t time.Time) []string {
+	var out []string
+	for _, w := range p.Windows {
+		if w.Open(t) {
+			out = append(out, w.Rules...)
+		}
+	}
+	return out
+}
+
+// WindowChanges are the rules of p's windows that opened (install) and closed (remove) between
+// prev and now, pure. A window that opened and closed again in between changes nothing.
+func WindowChanges(p *subscriber.DataPolicy, prev, now time.Time) (install, remove []string) {
+	if p == nil {
+		return nil, nil
+	}
+	for _, w := range p.Windows {
+		switch was, is := w.Open(prev), w.Open(now); {
+		case is && !was:
+			install = append(install, w.Rules...)
+		case was && !is:
+			remove = append(remove, w.Rules...)
+		}
+	}
+	return install, remove
 }
 
 func nonEmpty(s string) []string {

@@ -48,6 +48,8 @@ type Handler struct {
 	Hooks Hooks
 	// Peers sends RARs (rar.go); set once the listener is up.
 	Peers Peers
+	// sched holds the sessions watched for their rule windows (schedule.go).
+	sched schedule
 	// Throttled, when set, is called once a session of sub is switched to the throttle rule
 	// (the quota used), after the store took the change and before the CCA leaves; it must
 	// not block. The node sends the subscriber's RADIUS sessions a CoA-Request with the data
@@ -124,7 +126,7 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 		return Decision{}, code
 	}
 	p := sub.Profile.DataPolicy
-	d := Decide(p, Initial, sub.Profile.UsedOctets, false)
+	d := Decide(p, Initial, sub.Profile.UsedOctets, false, now, now)
 	s := session.Session{Key: session.Key{NAS: NAS, ID: r.SessionID}, UserName: r.Subscriber(),
 		ClientName: h.node(), NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP, FramedIPv6Prefix: r.FramedIPv6Prefix,
 		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now}
@@ -146,6 +148,10 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
+	if d.Throttled {
+		p = nil // the throttle rule replaced the rules: no windows
+	}
+	h.track(r.SessionID, s.UserName, p, now)
 	return d, diam.Success
 }
 
@@ -174,7 +180,9 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	}
 	repeated := r.RequestType == Update && applied(s, r)
 	if repeated {
-		// Answered on the session as it is: the same decision the first answer carried.
+		// Answered on the session as it is, the usage not added again: the first answer's
+		// decision, less rule windows that opened or closed in between (their RAR, or the first
+		// CCA, carried those).
 		repeatedUpdates.Inc()
 		r.Usage, r.RuleReports = nil, nil
 	}
@@ -201,7 +209,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	sub, code := h.lookup(ctx, s.UserName)
 	if code == diam.Success {
 		used += sub.Profile.UsedOctets
-		d = Decide(sub.Profile.DataPolicy, r.RequestType, used, throttled)
+		d = Decide(sub.Profile.DataPolicy, r.RequestType, used, throttled, s.LastSeen, now)
 	}
 	kind := session.KindInterim
 	if r.RequestType == Termination {
@@ -235,6 +243,11 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	if upd.DisconnectReason == policy.QuotaReason && h.Throttled != nil {
 		h.Throttled(sub)
 	}
+	if kind == session.KindStop || sub == nil || d.Throttled {
+		h.untrack(r.SessionID)
+	} else {
+		h.track(r.SessionID, s.UserName, sub.Profile.DataPolicy, now)
+	}
 	return d, diam.Success
 }
 
@@ -243,8 +256,12 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 // own). CC-Request-Number is 0 for the CCR-I and rises by one per request (RFC 4006 §8.2), and
 // every applied CCR merges one update into the session (session.Merge counts them, the CCR-I
 // first), so a number below the count was applied. A write the store skipped (nothing changed)
-// leaves the count behind, which only ever lets a request through, never holds one back.
-func applied(s *session.Session, r *CCR) bool { return r.RequestNumber < s.Updates }
+// leaves the count behind, which only ever lets a request through, never holds one back. A
+// CCR-U numbered 0 (the CCR-I's number: a PCEF that does not count) is always applied: its
+// usage must not be lost to a guess.
+func applied(s *session.Session, r *CCR) bool {
+	return r.RequestNumber > 0 && r.RequestNumber < s.Updates
+}
 
 // eventTime is when the session's event happened: the CCR's Event-Timestamp when the PCEF
 // sent one within the last hour (and not ahead of this clock by more than a second), else

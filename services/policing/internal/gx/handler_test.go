@@ -23,6 +23,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+	"github.com/openaaa/openaaa/services/policing/internal/testslapd"
 )
 
 const subscribersYAML = `
@@ -502,5 +503,39 @@ func TestCCRUSentAgainToAnotherDCCountsOnce(t *testing.T) {
 	}
 	if s, _ = st.Get(context.Background(), session.Key{NAS: NAS, ID: sid}); s.InputOctets+s.OutputOctets != 400 {
 		t.Fatalf("usage %d after reports of 300 and 100", s.InputOctets+s.OutputOctets)
+	}
+}
+
+// A subscriber from LDAP (slapd) whose entry names a profile of the profiles file gets that
+// profile's data policy at CCR-I.
+func TestDataPolicyFromLDAP(t *testing.T) {
+	srv := testslapd.Start(t, 2)
+	cfg := srv.Config()
+	cfg.ProfilesFile = filepath.Join(t.TempDir(), "profiles.yaml")
+	cfg.Attributes.ProfileName = "openaaaClass" // user00001's class is ldap-gold
+	if err := os.WriteFile(cfg.ProfilesFile, []byte("profiles:\n  ldap-gold:\n    dataPolicy: {rules: [internet-gold], qci: 8}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := subscriber.OpenLDAP(cfg, nil, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := LoadDictionary(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := embedded.Open(embedded.Options{Shards: 4, HistorySize: 100, SweepInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	addr, _ := serveOn(t, st, src, nil, "pcrf.test", "pgw.test")
+	r := dialRig(t, st, addr)
+	a := r.send(ccr("pgw.test;1;ldap", Initial, 0, imsi("user00001")))
+	if code := r.code(a); code != diam.Success {
+		t.Fatalf("CCA-I %d: %s", code, a)
+	}
+	if got := ruleNames(t, a, avp.ChargingRuleInstall); len(got) != 1 || got[0] != "internet-gold" {
+		t.Fatalf("installed %v, want the LDAP profile's [internet-gold]", got)
 	}
 }

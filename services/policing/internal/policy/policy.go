@@ -219,8 +219,13 @@ func (d *Default) CheckProfile(p *subscriber.Profile) error {
 	if _, err := d.ReplyAttributes(p); err != nil {
 		return err
 	}
-	_, err := d.ThrottleAttributes(p)
-	return err
+	if _, err := d.ThrottleAttributes(p); err != nil {
+		return err
+	}
+	if p.DataPolicy != nil {
+		return p.DataPolicy.Check()
+	}
+	return nil
 }
 
 // QuotaReason is the DisconnectReason set when a session used its quota.

@@ -1,5 +1,12 @@
 package subscriber
 
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
 // DataPolicy is what the Gx policy server (internal/gx, docs/diameter-gx.md) gives a
 // subscriber's data sessions: PCC rules, the default bearer's QoS, the APN-AMBR and a quota
 // per billing period on one Monitoring-Key, after which ThrottleRule replaces Rules.
@@ -30,6 +37,95 @@ type DataPolicy struct {
 	ThrottleAttributes ReplyAttributes `json:"throttleAttributes,omitempty"`
 	// RevalidationSeconds asks the PCEF to come back (Revalidation-Time) after this long.
 	RevalidationSeconds uint32 `json:"revalidationSeconds,omitempty"`
+	// Windows are predefined rules in force only at certain hours (a night boost, an
+	// off-peak bundle): installed while a window is open, removed when it closes — in the
+	// CCAs, and by a RAR for a session whose window opens or closes between its CCRs
+	// (internal/gx, schedule.go). Not while the quota is used up.
+	Windows []RuleWindow `json:"windows,omitempty"`
+}
+
+// RuleWindow is a daily time window of extra predefined rules.
+type RuleWindow struct {
+	// From and To are the local times ("HH:MM") the window opens and closes; To before From
+	// spans midnight ("22:00" to "06:00").
+	From string `json:"from"`
+	To   string `json:"to"`
+	// TimeZone is an IANA zone, e.g. Europe/Paris. Default UTC.
+	TimeZone string `json:"timeZone,omitempty"`
+	// Rules are the predefined rule names (Charging-Rule-Name) of the window.
+	Rules []string `json:"rules"`
+}
+
+// Check validates the windows; errors name the field.
+func (p *DataPolicy) Check() error {
+	var errs []error
+	for i, w := range p.Windows {
+		if _, _, _, err := w.parse(); err != nil {
+			errs = append(errs, fmt.Errorf("dataPolicy.windows[%d]: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Open reports whether the window is open at t (false for an invalid window: Check refuses it).
+func (w RuleWindow) Open(t time.Time) bool {
+	from, to, loc, err := w.parse()
+	if err != nil {
+		return false
+	}
+	lt := t.In(loc)
+	m := lt.Hour()*60 + lt.Minute()
+	if from < to {
+		return m >= from && m < to
+	}
+	return m >= from || m < to // spans midnight
+}
+
+// parse returns from and to in minutes after midnight and the zone.
+func (w RuleWindow) parse() (from, to int, loc *time.Location, err error) {
+	minutes := func(field, s string) (int, error) {
+		t, err := time.Parse("15:04", s)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %q is not HH:MM", field, s)
+		}
+		return t.Hour()*60 + t.Minute(), nil
+	}
+	if from, err = minutes("from", w.From); err != nil {
+		return
+	}
+	if to, err = minutes("to", w.To); err != nil {
+		return
+	}
+	if from == to {
+		return 0, 0, nil, fmt.Errorf("from and to are both %s: the window would never close", w.From)
+	}
+	if len(w.Rules) == 0 {
+		return 0, 0, nil, errors.New("rules: at least one rule name")
+	}
+	if loc, err = zone(w.TimeZone); err != nil {
+		return 0, 0, nil, fmt.Errorf("timeZone: %q is not an IANA time zone", w.TimeZone)
+	}
+	return from, to, loc, nil
+}
+
+// zones caches loaded time zones: time.LoadLocation reads the zone database each time, and a
+// window is evaluated on every CCR. The database is compiled into policing (time/tzdata): its
+// image has no /usr/share/zoneinfo.
+var zones sync.Map // name → *time.Location
+
+func zone(name string) (*time.Location, error) {
+	if name == "" {
+		return time.UTC, nil
+	}
+	if l, ok := zones.Load(name); ok {
+		return l.(*time.Location), nil
+	}
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, l)
+	return l, nil
 }
 
 // DynamicRule is one Charging-Rule-Definition.

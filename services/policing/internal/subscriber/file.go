@@ -70,14 +70,8 @@ func (f *File) Store(db map[string]*Subscriber) { f.db.Store(&db) }
 // ParseFile parses and validates a subscriber file: named profiles are resolved into each
 // subscriber (fields set on the subscriber win), and check (if any) vets each profile.
 func ParseFile(raw []byte, check func(*Profile) error) (map[string]*Subscriber, error) {
-	js, err := yaml.YAMLToJSON(raw)
+	doc, err := decodeFile(raw)
 	if err != nil {
-		return nil, err
-	}
-	var doc fileDoc
-	dec := json.NewDecoder(strings.NewReader(string(js)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
 		return nil, err
 	}
 	db := make(map[string]*Subscriber, len(doc.Subscribers))
@@ -121,6 +115,39 @@ func ParseFile(raw []byte, check func(*Profile) error) (map[string]*Subscriber, 
 		db[s.Username] = &s
 	}
 	return db, errors.Join(errs...)
+}
+
+// decodeFile decodes a subscriber file (YAML), refusing unknown keys.
+func decodeFile(raw []byte) (fileDoc, error) {
+	var doc fileDoc
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return doc, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(js)))
+	dec.DisallowUnknownFields()
+	return doc, dec.Decode(&doc)
+}
+
+// ParseProfiles parses a file of named profiles in the subscriber file's format (the LDAP
+// source's profilesFile): profiles only, each vetted by check.
+func ParseProfiles(raw []byte, check func(*Profile) error) (map[string]Profile, error) {
+	doc, err := decodeFile(raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(doc.Subscribers) > 0 {
+		return nil, errors.New("subscribers: not read here (the subscribers are in LDAP): profiles only")
+	}
+	var errs []error
+	for name, p := range doc.Profiles {
+		if check != nil {
+			if err := check(&p); err != nil {
+				errs = append(errs, fmt.Errorf("profiles.%s: %w", name, err))
+			}
+		}
+	}
+	return doc.Profiles, errors.Join(errs...)
 }
 
 // overlay returns base with every field set in top replacing it.

@@ -40,6 +40,8 @@ type LDAP struct {
 	scope  int
 	attrs  []string
 	urls   []*url.URL
+	// profiles are the named profiles of cfg.ProfilesFile (nil without one).
+	profiles map[string]Profile
 
 	slots []*ldapSlot
 	next  atomic.Uint64
@@ -89,6 +91,15 @@ func OpenLDAP(cfg config.LDAP, check func(*Profile) error, log *slog.Logger) (*L
 		l.scope = ldap.ScopeSingleLevel
 	default:
 		l.scope = ldap.ScopeWholeSubtree
+	}
+	if cfg.ProfilesFile != "" {
+		raw, err := os.ReadFile(cfg.ProfilesFile)
+		if err != nil {
+			return nil, fmt.Errorf("subscribers.ldap.profilesFile: %w", err)
+		}
+		if l.profiles, err = ParseProfiles(raw, check); err != nil {
+			return nil, fmt.Errorf("subscribers.ldap.profilesFile %s: %w", cfg.ProfilesFile, err)
+		}
 	}
 	needTLS := cfg.StartTLS
 	for i, s := range cfg.URLs {
@@ -581,6 +592,13 @@ func (l *LDAP) toSubscriber(username string, entries []*ldap.Entry) (*Subscriber
 			}
 			// Several values of one name are repeated attributes, in the entry's order.
 			p.ReplyAttributes[name] = append(p.ReplyAttributes[name], val)
+		}
+	}
+	if name := strings.TrimSpace(get(a.ProfileName)); name != "" {
+		if base, ok := l.profiles[name]; ok {
+			*p = overlay(base, *p) // what the entry sets wins, as in the subscriber file
+		} else {
+			errs = append(errs, fmt.Errorf("%s: no profile %q in %s", a.ProfileName, name, l.cfg.ProfilesFile))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

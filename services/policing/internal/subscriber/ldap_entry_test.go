@@ -57,3 +57,19 @@ func TestLDAPEntryNTPassword(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// An entry naming a profile the profiles file lacks is an invalid entry, naming the attribute.
+func TestLDAPEntryUnknownProfile(t *testing.T) {
+	cfg := config.Default().Subscribers.LDAP
+	cfg.ProfilesFile, cfg.Attributes.ProfileName = "profiles.yaml", "openaaaProfile"
+	l := &LDAP{cfg: cfg, profiles: map[string]Profile{"gold": {Class: "g"}}}
+	entry := func(profile string) []*ldap.Entry {
+		return []*ldap.Entry{ldap.NewEntry("uid=u,ou=subscribers,dc=example", map[string][]string{"userPassword": {"pw"}, "openaaaProfile": {profile}})}
+	}
+	if s, err := l.toSubscriber("u", entry("gold")); err != nil || s.Profile.Class != "g" {
+		t.Fatalf("%v %+v", err, s)
+	}
+	if _, err := l.toSubscriber("u", entry("platinum")); err == nil || !strings.Contains(err.Error(), `openaaaProfile: no profile "platinum"`) {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -378,5 +380,42 @@ func TestLDAPSearchRate(t *testing.T) {
 	}
 	if n := l.Len(); n != users {
 		t.Errorf("cache holds %d, want %d", n, users)
+	}
+}
+
+// A profiles file names profiles an entry picks by an attribute (here its class, which the
+// test directory sets to ldap-gold for user00001): the profile is the base, the entry's own
+// attributes win, and the Gx data policy comes from the profile.
+func TestLDAPProfilesFile(t *testing.T) {
+	srv := testslapd.Start(t, 2)
+	cfg := srv.Config()
+	cfg.ProfilesFile = filepath.Join(t.TempDir(), "profiles.yaml")
+	cfg.Attributes.ProfileName = "openaaaClass"
+	if err := os.WriteFile(cfg.ProfilesFile, []byte(`profiles:
+  ldap-gold:
+    sessionTimeout: 100
+    idleTimeout: 900
+    dataPolicy: {rules: [internet-gold], qci: 8, monitoringKey: mk1, quotaOctets: 1000000}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := openLDAP(t, cfg)
+	s, err := l.Lookup(context.Background(), "user00001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Profile
+	if p.DataPolicy == nil || fmt.Sprint(p.DataPolicy.Rules) != "[internet-gold]" || p.DataPolicy.QCI != 8 {
+		t.Fatalf("data policy %+v, want the profile's", p.DataPolicy)
+	}
+	if p.SessionTimeout != 3600 || p.IdleTimeout != 900 || p.Class != "ldap-gold" {
+		t.Errorf("profile %+v: want the entry's session timeout (3600) over the profile's, the profile's idle timeout", p)
+	}
+	// A file with subscribers in it, or a profile the policy refuses, does not open.
+	if err := os.WriteFile(cfg.ProfilesFile, []byte("subscribers: [{username: a, password: b}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLDAP(cfg, nil, testLog()); err == nil || !strings.Contains(err.Error(), "profiles only") {
+		t.Errorf("a profiles file with subscribers: %v", err)
 	}
 }
