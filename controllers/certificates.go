@@ -71,12 +71,11 @@ func certificate(c *aaav1.AAACluster, name, secret string, issuer *aaav1.IssuerR
 	return u
 }
 
-// wantedCertificate is a Certificate the operator manages: requested when want, else deleted
-// if present.
+// wantedCertificate is a Certificate the operator manages: requested from issuer when its
+// listener is enabled with one, else deleted if present.
 type wantedCertificate struct {
-	name, what, field string // its name; what it serves; the spec field that asks for it
-	issuer            *aaav1.IssuerReference
-	want              bool
+	name, what, field string                 // its name; what it serves; the spec field that asks for it
+	issuer            *aaav1.IssuerReference // nil: not wanted
 	build             func(*aaav1.AAACluster, aaav1.AAAClusterSpec) *unstructured.Unstructured
 }
 
@@ -95,16 +94,13 @@ func (r *AAAClusterReconciler) reconcileCertificates(ctx context.Context, st *st
 	if diameterTLSEnabled(spec) {
 		certs[1].issuer = spec.Diameter.TLS.IssuerRef
 	}
-	for i := range certs {
-		certs[i].want = certs[i].issuer != nil
-	}
 	ok, err := r.hasKind(CertificateGVK)
 	if err != nil {
 		return result{}, err
 	}
 	if !ok {
 		for _, w := range certs {
-			if w.want {
+			if w.issuer != nil {
 				st.certProblem = &problem{ReasonCertManagerMissing, fmt.Sprintf(
 					"%s needs a certificate from issuer %s but cert-manager (Certificate cert-manager.io/v1) is not installed; "+
 						"install cert-manager or set %s.secretName", w.what, w.issuer.Name, w.field)}
@@ -114,7 +110,7 @@ func (r *AAAClusterReconciler) reconcileCertificates(ctx context.Context, st *st
 		return result{}, nil
 	}
 	for _, w := range certs {
-		if !w.want {
+		if w.issuer == nil {
 			if err := r.deleteIfExists(ctx, c, CertificateGVK, w.name); err != nil {
 				return result{}, err
 			}

@@ -122,9 +122,9 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 			if sub.LDAP.BindSecret != nil && sub.LDAP.BindSecret.Key == "" {
 				sub.LDAP.BindSecret.Key = defaultLDAPPasswordKey
 			}
-		}
-		if sub.LDAP != nil && sub.LDAP.Profiles != nil && sub.LDAP.Profiles.ConfigMap.Key == "" {
-			sub.LDAP.Profiles.ConfigMap.Key = defaultLDAPProfilesKey
+			if sub.LDAP.Profiles != nil && sub.LDAP.Profiles.ConfigMap.Key == "" {
+				sub.LDAP.Profiles.ConfigMap.Key = defaultLDAPProfilesKey
+			}
 		}
 		if f := sub.File; f != nil {
 			if f.ConfigMap != nil && f.ConfigMap.Key == "" {

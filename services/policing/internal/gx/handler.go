@@ -88,11 +88,7 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 		ctx, cancel = context.WithTimeout(ctx, h.StoreTimeout)
 		defer cancel()
 	}
-	now := time.Now()
-	if h.Now != nil {
-		now = h.Now()
-	}
-	now = eventTime(r, now)
+	now := eventTime(r, h.now())
 	var (
 		d    Decision
 		code uint32

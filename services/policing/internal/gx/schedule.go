@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
@@ -90,8 +91,7 @@ func (h *Handler) PushWindows(ctx context.Context, concurrency int) int {
 	var (
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, max(concurrency, 1))
-		mu   sync.Mutex
-		sent int
+		sent atomic.Int64
 	)
 	for id, t := range due {
 		sub, ok := h.cachedSubscriber(ctx, t.user)
@@ -107,14 +107,12 @@ func (h *Handler) PushWindows(ctx context.Context, concurrency int) int {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			if h.pushWindow(ctx, id, t, install, remove, now) {
-				mu.Lock()
-				sent++
-				mu.Unlock()
+				sent.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	return sent
+	return int(sent.Load())
 }
 
 // pushWindow sends one session its window change and records the outcome; true when a RAR
