@@ -170,6 +170,7 @@ type run struct {
 	conns    [][]*slot // per target
 	rars     atomic.Uint64
 	runID    int64
+	e2e      atomic.Uint32 // End-to-End-Ids (newE2E)
 	next     atomic.Uint64 // sessions begun
 	end      time.Time
 	answered atomic.Uint64
@@ -209,6 +210,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r := &run{cfg: &cfg, runID: time.Now().UnixNano()}
+	// RFC 6733 §3: an End-to-End-Id stays unique for at least 4 minutes, across restarts: the
+	// low 12 bits of the clock in the high 12, then a counter (4 billion requests before it
+	// repeats). diam.NewRequest's random ones repeat every few hundred thousand requests, and
+	// a server takes the second for a retransmission of the first.
+	r.e2e.Store(uint32(time.Now().Unix()&0xfff) << 20)
 	for _, t := range cfg.Targets {
 		var cs []*slot
 		for range cfg.ConnsPerTarget {
@@ -427,6 +433,7 @@ func (r *run) initial(sid string, sub uint64) *diam.Message {
 func (r *run) ccr(sid string, cmd Command, num uint32, usage bool) *diam.Message {
 	id := r.cfg.Identity
 	m := diam.NewRequest(cmdCCR, GxApplicationID, dict.Default)
+	m.Header.EndToEndID = r.e2e.Add(1)
 	m.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String(sid))
 	m.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(GxApplicationID))
 	m.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(id.OriginHost))

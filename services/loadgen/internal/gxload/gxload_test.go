@@ -26,6 +26,8 @@ type fakePCRF struct {
 	ccrs       atomic.Int64
 	retransmit atomic.Int64 // CCRs with the T flag
 	raas       atomic.Int64 // RAAs with 2001 and the Session-Id
+	mu         sync.Mutex
+	e2e        []uint32 // End-to-End-Ids of the CCRs without the T flag
 }
 
 func newFake(t *testing.T, mute, sendRAR bool) *fakePCRF {
@@ -83,6 +85,10 @@ func (f *fakePCRF) serve(c net.Conn) {
 			f.ccrs.Add(1)
 			if m.Header.CommandFlags&diam.RetransmittedFlag != 0 {
 				f.retransmit.Add(1)
+			} else {
+				f.mu.Lock()
+				f.e2e = append(f.e2e, m.Header.EndToEndID)
+				f.mu.Unlock()
 			}
 			if f.mute {
 				continue
@@ -125,6 +131,32 @@ func TestFailoverToTheNextPeer(t *testing.T) {
 	}
 	if tot := res.Total(); tot.Timeouts != 0 || tot.Answered != 4*4 {
 		t.Fatalf("answered %d (want 16), timeouts %d", tot.Answered, tot.Timeouts)
+	}
+}
+
+// Every CCR carries its own End-to-End-Id, from a counter (RFC 6733 §3: unique for 4 minutes):
+// random ones repeat every few hundred thousand requests, and the server then answers the
+// second from its duplicate cache.
+func TestEndToEndIdsFromACounter(t *testing.T) {
+	f := newFake(t, false, false)
+	cfg := config(f.addr())
+	cfg.MaxSessions = 50
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := map[uint32]bool{}
+	lo, hi := f.e2e[0], f.e2e[0]
+	for _, id := range f.e2e {
+		if seen[id] {
+			t.Fatalf("End-to-End-Id %#x used twice", id)
+		}
+		seen[id] = true
+		lo, hi = min(lo, id), max(hi, id)
+	}
+	if n := uint32(len(f.e2e)); n != 200 || hi-lo != n-1 {
+		t.Fatalf("%d CCRs with End-to-End-Ids %#x..%#x; want 200 consecutive ones", n, lo, hi)
 	}
 }
 

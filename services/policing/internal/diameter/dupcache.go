@@ -9,7 +9,10 @@ import (
 // dupCache keeps the answers of recent application requests by the requester's Origin-Host
 // and End-to-End-Id (RFC 6733 §6.2: together they identify a request across retransmissions,
 // even over another connection), so that a retransmitted CCR is answered without being
-// processed twice. Bounded in size and age.
+// processed twice. Bounded in size and age. The key holds the Session-Id as well, which a
+// retransmission repeats: End-to-End-Ids are 32 bits that many peers draw at random
+// (go-diameter's diam.NewRequest does), so two requests of different sessions share one every
+// few hundred thousand, and the second must not get the first's answer unprocessed.
 type dupCache struct {
 	mu    sync.Mutex
 	ttl   time.Duration
@@ -19,8 +22,8 @@ type dupCache struct {
 }
 
 type dupKey struct {
-	host string
-	e2e  uint32
+	host, session string
+	e2e           uint32
 }
 
 type dupEntry struct {
@@ -33,9 +36,9 @@ func newDupCache(size int, ttl time.Duration) *dupCache {
 }
 
 // get returns the cached answer re-addressed to the retransmission's Hop-by-Hop-Id.
-func (d *dupCache) get(host string, e2e, hopByHop uint32, now time.Time) ([]byte, bool) {
+func (d *dupCache) get(host, session string, e2e, hopByHop uint32, now time.Time) ([]byte, bool) {
 	d.mu.Lock()
-	e, ok := d.byKey[dupKey{host, e2e}]
+	e, ok := d.byKey[dupKey{host, session, e2e}]
 	d.mu.Unlock()
 	if !ok || now.Sub(e.at) > d.ttl {
 		return nil, false
@@ -45,8 +48,8 @@ func (d *dupCache) get(host string, e2e, hopByHop uint32, now time.Time) ([]byte
 	return b, true
 }
 
-func (d *dupCache) put(host string, e2e uint32, answer []byte, now time.Time) {
-	k := dupKey{host, e2e}
+func (d *dupCache) put(host, session string, e2e uint32, answer []byte, now time.Time) {
+	k := dupKey{host, session, e2e}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.byKey[k]; !ok {

@@ -218,7 +218,7 @@ func (s *Server) replay(c *peerConn, m *diam.Message) bool {
 	if !open {
 		return false
 	}
-	b, ok := s.dups.get(info.OriginHost, m.Header.EndToEndID, m.Header.HopByHopID, time.Now())
+	b, ok := s.dups.get(info.OriginHost, sessionID(m), m.Header.EndToEndID, m.Header.HopByHopID, time.Now())
 	if !ok {
 		return false
 	}
@@ -239,12 +239,24 @@ func (s *Server) write(c *peerConn, req, ans *diam.Message, name string) {
 	}
 	if req.Header.ApplicationID != 0 {
 		if info, open := s.state(c); open {
-			s.dups.put(info.OriginHost, req.Header.EndToEndID, b, time.Now())
+			s.dups.put(info.OriginHost, sessionID(req), req.Header.EndToEndID, b, time.Now())
 		}
 	}
 	if _, err := c.Write(b); err != nil {
 		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
 	}
+}
+
+// sessionID is the request's Session-Id ("" without one).
+func sessionID(m *diam.Message) string {
+	a, err := m.FindAVP(avp.SessionID, 0)
+	if err != nil {
+		return ""
+	}
+	if v, ok := a.Data.(datatype.UTF8String); ok {
+		return string(v)
+	}
+	return ""
 }
 
 func commandName(m *diam.Message) string {

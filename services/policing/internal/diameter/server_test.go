@@ -220,6 +220,32 @@ func TestRetransmissionAnsweredOnce(t *testing.T) {
 	}
 }
 
+// Two different requests that happen to carry the same End-to-End-Id — a PCEF (or go-diameter's
+// diam.NewRequest) drawing it at random repeats one every few hundred thousand requests —
+// are both processed, each answered for its own session: a cached answer goes only to a
+// request of the same session. Before, the second got the first's answer (another session's
+// CCA) unprocessed, and its session was never opened: its CCR-U/T were answered 5002.
+func TestSameEndToEndIdOtherSessionIsNotADuplicate(t *testing.T) {
+	s, calls := startServer(t)
+	c := dialPeer(t, s)
+	exchange(t, c, cer("pcef.test", GxApplicationID))
+	dups := testutil.ToFloat64(duplicates)
+	first := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;one")))
+	exchange(t, c, first)
+	other := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;two")))
+	other.Header.EndToEndID = first.Header.EndToEndID
+	a := exchange(t, c, other)
+	if calls.Load() != 2 {
+		t.Fatalf("application ran %d times for two requests of two sessions, want 2", calls.Load())
+	}
+	if sid, err := a.FindAVP(avp.SessionID, 0); err != nil || string(sid.Data.(datatype.UTF8String)) != "s;two" {
+		t.Fatalf("the second request was answered for session %v, want s;two", sid)
+	}
+	if testutil.ToFloat64(duplicates) != dups {
+		t.Fatal("counted as a duplicate")
+	}
+}
+
 // A retransmission sent the moment the answer arrives is answered from the cache: the answer
 // must be cached before it leaves, or the peer can be faster than the cache and have its
 // request processed twice. Many rounds on one connection, since one round rarely loses.
