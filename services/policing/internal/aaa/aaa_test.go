@@ -106,6 +106,9 @@ func (s *fakeStore) ByIPv6(context.Context, netip.Prefix) (*session.Session, err
 	return nil, session.ErrNotFound
 }
 func (s *fakeStore) ByNAS(context.Context, string) ([]*session.Session, error) { return nil, nil }
+func (s *fakeStore) ByCallingStation(context.Context, string) ([]*session.Session, error) {
+	return nil, nil
+}
 func (s *fakeStore) History(context.Context, string, int) ([]*session.Session, error) {
 	return nil, nil
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -89,8 +90,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-// sessions answers ?user=, ?ip= (framedIp= is its older name) or ?nas= with the matching
-// active sessions.
+// sessions answers ?user=, ?callingStationId= (msisdn= is its name for mobile), ?ip=
+// (framedIp= is its older name) or ?nas= with the matching active sessions, narrowed by
+// ?calledStationId= (apn=) when given.
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ctx := r.Context()
@@ -101,6 +103,8 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case q.Has("user"):
 		out, err = s.Store.ByUser(ctx, q.Get("user"))
+	case q.Has("callingStationId") || q.Has("msisdn"):
+		out, err = s.Store.ByCallingStation(ctx, either(q, "callingStationId", "msisdn"))
 	case q.Has("nas"):
 		out, err = s.Store.ByNAS(ctx, q.Get("nas"))
 	case q.Has("ip") || q.Has("framedIp"):
@@ -117,14 +121,26 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 			err = nil
 		}
 	default:
-		httpError(w, http.StatusBadRequest, "give one of user, ip, nas")
+		httpError(w, http.StatusBadRequest, "give one of user, callingStationId (msisdn), ip, nas")
 		return
 	}
 	if err != nil {
 		s.storeError(w, err)
 		return
 	}
+	if q.Has("calledStationId") || q.Has("apn") {
+		called := either(q, "calledStationId", "apn")
+		out = slices.DeleteFunc(out, func(x *session.Session) bool { return x.CalledStationID != called })
+	}
 	writeJSON(w, map[string]any{"sessions": nonNil(out)})
+}
+
+// either is the value of parameter a, else of its other name b.
+func either(q url.Values, a, b string) string {
+	if q.Has(a) {
+		return q.Get(a)
+	}
+	return q.Get(b)
 }
 
 // ipQuery reads ?ip= (or ?framedIp=): an IPv4 address, an IPv6 address or an IPv6 prefix

@@ -50,7 +50,7 @@ type Node struct {
 	DiameterAddr   net.Addr
 	gx             *gx.Handler     // the Gx handler (app/diameter.go): RARs from the admin API
 	stopNodeReg    func()          // ends this node's entry refresh in the node registry (app/diameter.go)
-	stopWindowPush func()          // ends the rule windows' RARs (app/diameter.go)
+	stopPolicyPush func()          // ends the data policies' RARs (app/diameter.go)
 	Reloader       *reload.Watcher // hot reload of mounted files (app/reload.go)
 	reloadStop     func()
 	authLog        *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none

@@ -55,17 +55,18 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 	n.DiameterAddr = s.Addr()
 	if n.gx != nil {
 		n.gx.Peers = s // RARs leave over the PCEFs' connections to this node
-		n.startWindowPush()
+		n.startPolicyPush()
 	}
 	return nil
 }
 
-// windowPushConcurrency bounds the RARs of one round of rule window changes in flight.
-const windowPushConcurrency = 16
+// policyPushConcurrency bounds the RARs of one round of data policy changes in flight.
+const policyPushConcurrency = 16
 
-// startWindowPush sends, every diameter.scheduleInterval, the RARs of the data policies' rule
-// windows that opened or closed (gx/schedule.go) to the sessions this node holds.
-func (n *Node) startWindowPush() {
+// startPolicyPush sends, every diameter.scheduleInterval, the RARs of the data policies'
+// changes between CCRs — rule windows that opened or closed, quotas that ran out
+// (gx/schedule.go) — to the sessions this node holds.
+func (n *Node) startPolicyPush() {
 	stop, done := make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -78,18 +79,18 @@ func (n *Node) startWindowPush() {
 				return
 			case <-t.C:
 			}
-			n.gx.PushWindows(ctx, windowPushConcurrency)
+			n.gx.PushPolicy(ctx, policyPushConcurrency)
 		}
 	}()
-	n.stopWindowPush = func() { close(stop); cancel(); <-done }
+	n.stopPolicyPush = func() { close(stop); cancel(); <-done }
 }
 
 // stopDiameter closes the peer connections (PCEFs reconnect to another node) before the
 // store closes.
 func (n *Node) stopDiameter() error {
-	if n.stopWindowPush != nil {
-		n.stopWindowPush()
-		n.stopWindowPush = nil
+	if n.stopPolicyPush != nil {
+		n.stopPolicyPush()
+		n.stopPolicyPush = nil
 	}
 	if n.stopNodeReg != nil {
 		n.stopNodeReg()

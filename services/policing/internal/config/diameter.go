@@ -29,8 +29,9 @@ type Diameter struct {
 	// PCEF's connection by it, and a RAR is forwarded to that node. Default: the host name and
 	// the Diameter port ("host:3868"; in Kubernetes the pod's name).
 	NodeName string `json:"nodeName,omitempty"`
-	// ScheduleInterval is how often a node sends the RARs of the data policies' rule windows
-	// (dataPolicy.windows) that opened or closed to the Gx sessions it holds.
+	// ScheduleInterval is how often a node decides the Gx sessions it holds again and pushes
+	// by RAR what changed between CCRs: rule windows (dataPolicy.windows) that opened or
+	// closed, quotas that ran out.
 	ScheduleInterval Duration `json:"scheduleInterval"`
 	// TLS serves Diameter over TLS as well, on its own port (RFC 6733 §2.1; 5658 is the
 	// standard one), with certificates as RadSec's.

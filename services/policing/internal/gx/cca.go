@@ -47,13 +47,20 @@ func AddDecision(ans *diam.Message, req *CCR, d Decision, now time.Time) {
 	if d.Revalidate != 0 {
 		ans.NewAVP(avp.RevalidationTime, mv, Vendor3GPP, datatype.Time(now.Add(time.Duration(d.Revalidate)*time.Second)))
 	}
-	if d.Grant != 0 {
+	for _, g := range d.Grants {
+		if g.Octets == 0 {
+			continue
+		}
+		level := datatype.Enumerated(1) // PCC_RULE_LEVEL
+		if g.SessionKey {
+			level = 0 // SESSION_LEVEL
+		}
 		ans.NewAVP(avp.UsageMonitoringInformation, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{
-			diam.NewAVP(avp.MonitoringKey, mv, Vendor3GPP, datatype.OctetString(d.GrantKey)),
+			diam.NewAVP(avp.MonitoringKey, mv, Vendor3GPP, datatype.OctetString(g.Key)),
 			diam.NewAVP(avp.GrantedServiceUnit, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
-				diam.NewAVP(avp.CCTotalOctets, avp.Mbit, 0, datatype.Unsigned64(d.Grant)),
+				diam.NewAVP(avp.CCTotalOctets, avp.Mbit, 0, datatype.Unsigned64(g.Octets)),
 			}}),
-			diam.NewAVP(avp.UsageMonitoringLevel, mv, Vendor3GPP, datatype.Enumerated(0)), // SESSION_LEVEL
+			diam.NewAVP(avp.UsageMonitoringLevel, mv, Vendor3GPP, level),
 		}})
 	}
 }

@@ -24,28 +24,50 @@ type Decision struct {
 	AMBRUp     uint32
 	AMBRDown   uint32
 	Triggers   []uint32
-	GrantKey   string
-	Grant      uint64 // octets granted on GrantKey (0: none)
+	Grants     []Grant
 	Revalidate uint32
 	// Throttled is true once the quota is used: the throttle rule replaced the policy's rules.
 	Throttled bool
+	// Exhausted are the rule-level keys whose quota this decision found used: their rules
+	// are swapped here, once (the session records them: Used.Exhausted).
+	Exhausted []string
 }
 
-// Decide is the policy of one CCR, pure: p is the subscriber's data policy, used the octets
-// used in the period so far (the profile's and this session's), throttled whether the
-// session is already throttled, prev the time of the session's last decision (a CCR-U: its
-// rule windows that opened or closed since are installed or removed) and now this one's.
-func Decide(p *subscriber.DataPolicy, reqType uint32, used uint64, throttled bool, prev, now time.Time) Decision {
+// Grant is octets granted on a Monitoring-Key (Usage-Monitoring-Information).
+type Grant struct {
+	Key        string
+	Octets     uint64
+	SessionKey bool // the session-level key (Usage-Monitoring-Level SESSION_LEVEL), else PCC_RULE_LEVEL
+}
+
+// Used is the usage a decision weighs.
+type Used struct {
+	// Octets are the period's octets on the session-level key: the subscriber source's
+	// usedOctets and the session's.
+	Octets uint64
+	// Throttled: the session is on the throttle rule already.
+	Throttled bool
+	// Keys are the session's octets per rule-level Monitoring-Key (the data policy's
+	// monitoring; the source's usedOctets per key are added here, not by the caller), and
+	// Exhausted the keys whose rules were swapped already (Decision.Exhausted before).
+	Keys      map[string]uint64
+	Exhausted []string
+}
+
+// Decide is the policy of one CCR, pure: p is the subscriber's data policy, u the usage so
+// far, prev the time of the session's last decision (a CCR-U: its rule windows that opened or
+// closed since are installed or removed) and now this one's.
+func Decide(p *subscriber.DataPolicy, reqType uint32, u Used, prev, now time.Time) Decision {
 	var d Decision
 	if reqType == Termination || p == nil {
 		return d
 	}
-	exhausted := p.QuotaOctets > 0 && used >= p.QuotaOctets
+	exhausted := p.QuotaOctets > 0 && u.Octets >= p.QuotaOctets
 	d.Throttled = exhausted
 	if reqType == Initial {
 		d.QCI, d.ARP, d.AMBRUp, d.AMBRDown = p.QCI, p.ARPPriority, p.AMBRUplink, p.AMBRDownlink
 		d.Revalidate = p.RevalidationSeconds
-		if p.QuotaOctets > 0 {
+		if p.QuotaOctets > 0 || len(p.Monitoring) > 0 {
 			d.Triggers = append(d.Triggers, triggerUsageReport)
 		}
 		if p.RevalidationSeconds > 0 {
@@ -58,8 +80,13 @@ func Decide(p *subscriber.DataPolicy, reqType uint32, used uint64, throttled boo
 		d.Install, d.Bases, d.Dynamic = append(slices.Clone(p.Rules), windowRules(p, now)...), p.RuleBases, p.Dynamic
 	}
 	if exhausted {
-		if !throttled { // the change happens once: the rules go, the throttle rule comes
+		if !u.Throttled { // the change happens once: the rules go, the throttle rule comes
 			d.Remove = append(append(append(slices.Clone(p.Rules), p.RuleBases...), dynamicNames(p.Dynamic)...), windowRules(p, prev)...)
+			for _, m := range p.Monitoring { // a key used up earlier swapped its rules
+				if slices.Contains(u.Exhausted, m.Key) {
+					d.Remove = append(without(d.Remove, m.RemoveRules), m.InstallRules...)
+				}
+			}
 			d.Install = nonEmpty(p.ThrottleRule)
 		}
 		return d
@@ -68,13 +95,42 @@ func Decide(p *subscriber.DataPolicy, reqType uint32, used uint64, throttled boo
 		d.Install, d.Remove = WindowChanges(p, prev, now)
 	}
 	if p.QuotaOctets > 0 {
-		d.GrantKey = p.MonitoringKey
-		d.Grant = p.QuotaOctets - used
-		if p.GrantOctets > 0 && p.GrantOctets < d.Grant {
-			d.Grant = p.GrantOctets
+		d.Grants = append(d.Grants, Grant{Key: p.MonitoringKey, Octets: granted(p.QuotaOctets, u.Octets, p.GrantOctets), SessionKey: true})
+	}
+	for _, m := range p.Monitoring {
+		switch {
+		case slices.Contains(u.Exhausted, m.Key): // swapped already
+		case !keyUsed(m, u.Keys):
+			d.Grants = append(d.Grants, Grant{Key: m.Key, Octets: granted(m.QuotaOctets, m.UsedOctets+u.Keys[m.Key], m.GrantOctets)})
+		case reqType == Initial: // used up before the session began
+			d.Install = append(without(d.Install, m.RemoveRules), m.InstallRules...)
+			d.Exhausted = append(d.Exhausted, m.Key)
+		default: // used up since the last decision
+			d.Remove = append(d.Remove, m.RemoveRules...)
+			d.Install = append(d.Install, m.InstallRules...)
+			d.Exhausted = append(d.Exhausted, m.Key)
 		}
 	}
 	return d
+}
+
+// keyUsed reports whether a rule-level key's quota is used with the session's octets on it.
+func keyUsed(m subscriber.MonitoredKey, keys map[string]uint64) bool {
+	return m.UsedOctets+keys[m.Key] >= m.QuotaOctets
+}
+
+// granted is what is left of quota after used, at most most (0: no cap).
+func granted(quota, used, most uint64) uint64 {
+	g := quota - used
+	if most > 0 && most < g {
+		g = most
+	}
+	return g
+}
+
+// without is rules less those in drop (a new slice).
+func without(rules, drop []string) []string {
+	return slices.DeleteFunc(slices.Clone(rules), func(r string) bool { return slices.Contains(drop, r) })
 }
 
 // windowRules are the rules of p's windows open at t.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -21,7 +22,7 @@ import (
 // NAS is the NAS part of a Gx session's key in the session store: Session-Id is globally
 // unique (RFC 6733 §8.8), so any node in any DC finds the session by it alone, whichever
 // PCEF peer or DC the CCR-U/T comes through.
-const NAS = "gx"
+const NAS = session.GxNAS
 
 // Result-Codes of RFC 6733 / RFC 4006 used here.
 const (
@@ -122,10 +123,10 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 		return Decision{}, code
 	}
 	p := sub.Profile.DataPolicy
-	d := Decide(p, Initial, sub.Profile.UsedOctets, false, now, now)
+	d := Decide(p, Initial, Used{Octets: sub.Profile.UsedOctets}, now, now)
 	s := session.Session{Key: session.Key{NAS: NAS, ID: r.SessionID}, UserName: r.Subscriber(),
 		ClientName: h.node(), NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP, FramedIPv6Prefix: r.FramedIPv6Prefix,
-		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now}
+		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now, MonitoringExhausted: d.Exhausted}
 	if d.Throttled {
 		s.DisconnectReason = policy.QuotaReason
 	}
@@ -147,7 +148,7 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	if d.Throttled {
 		p = nil // the throttle rule replaced the rules: no windows
 	}
-	h.track(r.SessionID, s.UserName, p, now)
+	h.track(r.SessionID, s.UserName, p, now, Used{Exhausted: d.Exhausted})
 	return d, diam.Success
 }
 
@@ -182,9 +183,23 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		repeatedUpdates.Inc()
 		r.Usage, r.RuleReports = nil, nil
 	}
+	sub, code := h.lookup(ctx, s.UserName)
+	var p *subscriber.DataPolicy
+	if code == diam.Success {
+		p = sub.Profile.DataPolicy
+	}
 	in, out := s.InputOctets, s.OutputOctets
+	keys := s.MonitoringUsage // never written into: replaced when a report adds to it
 	for _, u := range r.Usage {
 		usageReported.Add(float64(u.Octets()))
+		if ruleLevel(p, u.MonitoringKey) { // counted apart from the session's totals
+			keys = maps.Clone(keys)
+			if keys == nil {
+				keys = map[string]uint64{}
+			}
+			keys[u.MonitoringKey] += u.Octets()
+			continue
+		}
 		if u.Input+u.Output == 0 {
 			out += u.Total // a total without the split counts as downlink
 			continue
@@ -200,12 +215,11 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 			"rules", rep.Rules, "status", rep.Status, "failureCode", rep.FailureCode)
 	}
 	var d Decision
-	used := in + out
 	throttled := s.DisconnectReason == policy.QuotaReason
-	sub, code := h.lookup(ctx, s.UserName)
+	used := Used{Octets: in + out, Throttled: throttled, Keys: keys, Exhausted: s.MonitoringExhausted}
 	if code == diam.Success {
-		used += sub.Profile.UsedOctets
-		d = Decide(sub.Profile.DataPolicy, r.RequestType, used, throttled, s.LastSeen, now)
+		used.Octets += sub.Profile.UsedOctets
+		d = Decide(p, r.RequestType, used, s.LastSeen, now)
 	}
 	kind := session.KindInterim
 	if r.RequestType == Termination {
@@ -213,7 +227,8 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	}
 	elapsed := uint32(max(now.Sub(s.StartTime), 0) / time.Second)
 	upd := session.Session{Key: key, InputOctets: in, OutputOctets: out, LastSeen: now,
-		SessionTime: max(elapsed, s.SessionTime), ClientName: h.node(), NASIdentifier: peer.OriginHost}
+		SessionTime: max(elapsed, s.SessionTime), ClientName: h.node(), NASIdentifier: peer.OriginHost,
+		MonitoringUsage: keys, MonitoringExhausted: d.Exhausted}
 	if d.Throttled && !throttled {
 		upd.DisconnectReason = policy.QuotaReason
 		throttles.Inc()
@@ -242,9 +257,19 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	if kind == session.KindStop || sub == nil || d.Throttled {
 		h.untrack(r.SessionID)
 	} else {
-		h.track(r.SessionID, s.UserName, sub.Profile.DataPolicy, now)
+		h.track(r.SessionID, s.UserName, p, now, Used{Octets: in + out, Keys: keys, Exhausted: slices.Concat(s.MonitoringExhausted, d.Exhausted)})
 	}
 	return d, diam.Success
+}
+
+// ruleLevel reports whether key is one of the data policy's rule-level Monitoring-Keys, whose
+// usage is counted apart; any other report (the session-level key, none) adds to the session's
+// totals.
+func ruleLevel(p *subscriber.DataPolicy, key string) bool {
+	if p == nil || key == "" {
+		return false
+	}
+	return slices.ContainsFunc(p.Monitoring, func(m subscriber.MonitoredKey) bool { return m.Key == key })
 }
 
 // applied reports whether the session holds the CCR already: the PCEF sent it again, to this

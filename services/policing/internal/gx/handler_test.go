@@ -63,11 +63,19 @@ func newServer(t *testing.T, peers ...string) (*embedded.Store, net.Addr) {
 
 func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...string) (*embedded.Store, net.Addr, *Handler) {
 	t.Helper()
-	if err := LoadDictionary(); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "subscribers.yaml")
 	if err := os.WriteFile(path, []byte(subscribers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, addr, h, _ := newServerOnFile(t, hooks, path, peers...)
+	return st, addr, h
+}
+
+// newServerOnFile starts a Gx server on the embedded store and the subscriber file at path,
+// which the test may rewrite and reload (the returned source).
+func newServerOnFile(t *testing.T, hooks Hooks, path string, peers ...string) (*embedded.Store, net.Addr, *Handler, *subscriber.File) {
+	t.Helper()
+	if err := LoadDictionary(); err != nil {
 		t.Fatal(err)
 	}
 	src, err := subscriber.OpenFile(path, nil)
@@ -80,7 +88,7 @@ func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...strin
 	}
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
 	addr, h := serveOn(t, st, src, hooks, "pcrf.test", peers...)
-	return st, addr, h
+	return st, addr, h, src
 }
 
 // serveOn starts a Gx server named host on the store st: two of them on one store are two

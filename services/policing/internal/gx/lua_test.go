@@ -63,6 +63,14 @@ func TestLuaThrottle(t *testing.T) {
 	if got := counter(t, "openaaa_policy_lua_runs_total", map[string]string{"hook": "gx_update"}); got != runs+2 {
 		t.Fatalf("gx_update ran %v times, want 2", got-runs)
 	}
+	// gx_initial is memoized per subscriber: the subscriber's next session reuses it.
+	initialReuses := counter(t, "openaaa_policy_lua_reuses_total", map[string]string{"hook": "gx_initial"})
+	if code := r.code(r.send(ccr("pgw.test;lua;3", Initial, 0, initialAVPs()...))); code != diam.Success {
+		t.Fatalf("second session's CCA-I %d", code)
+	}
+	if counter(t, "openaaa_policy_lua_reuses_total", map[string]string{"hook": "gx_initial"}) != initialReuses+1 {
+		t.Fatal("gx_initial not memoized for the subscriber's second session")
+	}
 	// gx_initial rejects the blocked profile: 5003, nothing stored.
 	blocked := ccr("pgw.test;lua;2", Initial, 0, initialAVPs()...)
 	blocked.DeleteAVP(avp.SubscriptionID, 0)

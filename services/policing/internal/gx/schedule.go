@@ -3,6 +3,7 @@ package gx
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,36 +13,40 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
-// The rule windows of the data policies (subscriber.RuleWindow) open and close between a
-// session's CCRs, which may be hours apart. Each node pushes the change by RAR to the sessions
-// whose PCEF connection it holds: it tracks the sessions its CCRs opened or updated (the last
-// CCR of a session came through it, so the store names it as the holder), and every
-// ScheduleInterval sends a RAR to each whose windows opened or closed since it last decided.
-// A session that moved to another node (the PCEF failed over) is that node's to track from
-// its next CCR; here the RAR finds it held elsewhere and forgets it.
+// A data policy changes between a session's CCRs, which may be hours apart: its rule windows
+// (subscriber.RuleWindow) open and close, and its quota runs out when the subscriber source's
+// usedOctets grows (a billing system writes it) or the quota is lowered (a plan change). Each
+// node pushes the change by RAR to the sessions whose PCEF connection it holds: it tracks the
+// sessions its CCRs opened or updated (the last CCR of a session came through it, so the store
+// names it as the holder), and every ScheduleInterval decides each again (Decide, as a CCR-U
+// without usage would) and sends a RAR to those whose rules change. A session that moved to
+// another node (the PCEF failed over) is that node's to track from its next CCR; here the RAR
+// finds it held elsewhere and forgets it.
 
 var scheduledRARs = promauto.NewCounterVec(prometheus.CounterOpts{
 	Namespace: metrics.Namespace, Subsystem: "gx", Name: "scheduled_rars_total",
-	Help: "RARs a rule window (dataPolicy.windows) opening or closing sent, by result: answered (2001), refused (another Result-Code), failed (no answer, no connection; retried), forgotten (the session ended or moved to another node).",
-}, []string{"result"})
+	Help: "RARs the data policy pushed between CCRs, by cause (window: a rule window opened or closed; quota: the quota ran out) and result: answered (2001), refused (another Result-Code), failed (no answer, no connection; retried), forgotten (the session ended or moved to another node).",
+}, []string{"cause", "result"})
 
 var trackedSessions = promauto.NewGauge(prometheus.GaugeOpts{
 	Namespace: metrics.Namespace, Subsystem: "gx", Name: "scheduled_sessions",
-	Help: "Gx sessions this node holds whose data policy has rule windows (watched for RARs).",
+	Help: "Gx sessions this node holds whose data policy has rule windows or a quota (watched for RARs).",
 })
 
 // maxTracked bounds the sessions one node watches (about 100 bytes each); past it a new
-// session's windows change only at its next CCR.
+// session's policy changes only at its next CCR.
 const maxTracked = 1 << 20
 
-// tracked is a session watched for its rule windows.
+// tracked is a session watched for its data policy's changes.
 type tracked struct {
 	user    string
-	decided time.Time // when its windows were last applied (a CCA or a RAR)
+	decided time.Time // when its policy was last applied (a CCA or a RAR)
+	used    Used      // the session's own usage at its last CCR (without the source's usedOctets)
 }
 
 // schedule is the set of watched sessions of a Handler.
@@ -50,9 +55,11 @@ type schedule struct {
 	sessions map[string]tracked
 }
 
-// track watches a session (CCR-I/U answered here) whose policy has windows; untrack forgets it.
-func (h *Handler) track(sessionID, user string, p *subscriber.DataPolicy, decided time.Time) {
-	if p == nil || len(p.Windows) == 0 {
+// track watches a session (CCR-I/U answered here, used its own usage so far) whose policy has
+// windows or quotas; untrack forgets it. A throttled session is not tracked (p nil): the
+// throttle rule replaced every rule, and its quota can only run out once.
+func (h *Handler) track(sessionID, user string, p *subscriber.DataPolicy, decided time.Time, used Used) {
+	if p == nil || len(p.Windows) == 0 && p.QuotaOctets == 0 && len(p.Monitoring) == 0 {
 		h.untrack(sessionID)
 		return
 	}
@@ -64,7 +71,7 @@ func (h *Handler) track(sessionID, user string, p *subscriber.DataPolicy, decide
 	if _, ok := h.sched.sessions[sessionID]; !ok && len(h.sched.sessions) >= maxTracked {
 		return
 	}
-	h.sched.sessions[sessionID] = tracked{user: user, decided: decided}
+	h.sched.sessions[sessionID] = tracked{user: user, decided: decided, used: used}
 	trackedSessions.Set(float64(len(h.sched.sessions)))
 }
 
@@ -77,10 +84,11 @@ func (h *Handler) untrack(sessionID string) {
 	}
 }
 
-// PushWindows sends a RAR to every watched session whose rule windows opened or closed since
-// its last decision, at most concurrency at once, and returns how many RARs it sent. The
-// node calls it every ScheduleInterval (app/diameter.go).
-func (h *Handler) PushWindows(ctx context.Context, concurrency int) int {
+// PushPolicy decides every watched session again and sends a RAR to each whose rules change —
+// its rule windows opened or closed since its last decision, or its quota ran out — at most
+// concurrency at once, and returns how many RARs it sent. The node calls it every
+// ScheduleInterval (app/diameter.go).
+func (h *Handler) PushPolicy(ctx context.Context, concurrency int) int {
 	now := h.now()
 	h.sched.mu.Lock()
 	due := make(map[string]tracked, len(h.sched.sessions))
@@ -98,15 +106,17 @@ func (h *Handler) PushWindows(ctx context.Context, concurrency int) int {
 		if !ok {
 			continue // the source cannot say now: the next round
 		}
-		install, remove := WindowChanges(sub.Profile.DataPolicy, t.decided, now)
-		if len(install) == 0 && len(remove) == 0 {
+		u := t.used
+		u.Octets += sub.Profile.UsedOctets
+		d := Decide(sub.Profile.DataPolicy, Update, u, t.decided, now)
+		if len(d.Install) == 0 && len(d.Remove) == 0 && !d.Throttled {
 			continue
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if h.pushWindow(ctx, id, t, install, remove, now) {
+			if h.push(ctx, id, t, sub, d, now) {
 				sent.Add(1)
 			}
 		}()
@@ -115,35 +125,62 @@ func (h *Handler) PushWindows(ctx context.Context, concurrency int) int {
 	return int(sent.Load())
 }
 
-// pushWindow sends one session its window change and records the outcome; true when a RAR
-// left.
-func (h *Handler) pushWindow(ctx context.Context, id string, t tracked, install, remove []string, now time.Time) bool {
+// push sends one session its policy change and records the outcome; true when a RAR left. A
+// session the RAR throttled is marked so in the store (the quota reason, as a CCR-U that
+// used the quota would), without counting as one of the PCEF's requests (Update.Push): its
+// next CCA-U must not remove the rules again, nor its next CC-Request-Number look repeated.
+func (h *Handler) push(ctx context.Context, id string, t tracked, sub *subscriber.Subscriber, d Decision, now time.Time) bool {
+	cause := "window"
+	if d.Throttled || len(d.Exhausted) > 0 {
+		cause = "quota"
+	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	code, err := h.RAR(rctx, id, install, remove)
+	code, err := h.RAR(rctx, id, d.Install, d.Remove)
 	var elsewhere *HeldElsewhere
 	switch {
 	case errors.Is(err, session.ErrNotFound) || errors.As(err, &elsewhere):
 		h.untrack(id)
-		scheduledRARs.WithLabelValues("forgotten").Inc()
+		scheduledRARs.WithLabelValues(cause, "forgotten").Inc()
 		return false
 	case err != nil:
-		scheduledRARs.WithLabelValues("failed").Inc()
-		h.Log.Warn("gx: rule window RAR not answered; retried next round", "sessionId", id, "err", err.Error())
+		scheduledRARs.WithLabelValues(cause, "failed").Inc()
+		h.Log.Warn("gx: policy RAR not answered; retried next round", "sessionId", id, "cause", cause, "err", err.Error())
 		return true
 	case code == diam.UnknownSessionID:
 		h.untrack(id)
-		scheduledRARs.WithLabelValues("forgotten").Inc()
+		scheduledRARs.WithLabelValues(cause, "forgotten").Inc()
 		return true
 	case code != diam.Success:
-		scheduledRARs.WithLabelValues("refused").Inc()
-		h.Log.Warn("gx: rule window RAR refused", "sessionId", id, "resultCode", code)
+		scheduledRARs.WithLabelValues(cause, "refused").Inc()
+		h.Log.Warn("gx: policy RAR refused", "sessionId", id, "cause", cause, "resultCode", code)
 	default:
-		scheduledRARs.WithLabelValues("answered").Inc()
+		scheduledRARs.WithLabelValues(cause, "answered").Inc()
+	}
+	if code == diam.Success && (d.Throttled || len(d.Exhausted) > 0) {
+		upd := session.Session{Key: session.Key{NAS: NAS, ID: id}, MonitoringExhausted: d.Exhausted, LastSeen: now}
+		if d.Throttled {
+			upd.DisconnectReason = policy.QuotaReason
+			throttles.Inc()
+		}
+		if err := h.Store.Apply(rctx, &session.Update{Kind: session.KindInterim, NoSpool: true, Push: true, Session: upd}); err != nil {
+			// The PCEF has the new rules; its next CCA-U sends the change again, which it
+			// reports as rules it did not have.
+			h.Log.Warn("gx: pushed policy not stored", "sessionId", id, "err", err.Error())
+		}
+		if d.Throttled {
+			h.untrack(id)
+			if h.Throttled != nil {
+				h.Throttled(sub)
+			}
+			return true
+		}
 	}
 	h.sched.mu.Lock()
 	if cur, ok := h.sched.sessions[id]; ok && cur.decided.Equal(t.decided) { // no CCR meanwhile
-		h.sched.sessions[id] = tracked{user: t.user, decided: now}
+		used := t.used
+		used.Exhausted = slices.Concat(used.Exhausted, d.Exhausted)
+		h.sched.sessions[id] = tracked{user: t.user, decided: now, used: used}
 	}
 	h.sched.mu.Unlock()
 	return true

@@ -5,11 +5,19 @@ package session
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
+	"slices"
 	"time"
 
 	"layeh.com/radius"
 )
+
+// GxNAS is the NAS part of every Gx session's key (internal/gx): the Diameter Session-Id is
+// globally unique on its own. The stores keep no by-NAS lookup for it: it would hold every Gx
+// session under one key — in Cassandra one ever-growing partition that every CCR writes — and
+// nothing closes Gx sessions by NAS (no Accounting-On/Off in Diameter).
+const GxNAS = "gx"
 
 // Key identifies a session uniquely: the NAS (its NAS-Identifier when the client is
 // configured to be told apart by it, else its NAS-IP-Address / source address) and the
@@ -57,6 +65,13 @@ type Session struct {
 	TerminateCause     uint32     `json:"terminateCause,omitempty"`
 	InterimInterval    uint32     `json:"interimInterval,omitempty"`
 	Updates            uint32     `json:"updates"`
+	// MonitoringUsage is a Gx session's octets per PCC-rule-level Monitoring-Key (the
+	// data policy's monitoring keys), absolute like the counters; the session-level key's are
+	// InputOctets/OutputOctets. Never written into: Merge replaces it, so copies may share it.
+	MonitoringUsage map[string]uint64 `json:"monitoringUsage,omitempty"`
+	// MonitoringExhausted are the rule-level keys whose quota was used and whose rules the
+	// policy swapped: done once. Never written into, like MonitoringUsage.
+	MonitoringExhausted []string `json:"monitoringExhausted,omitempty"`
 	// DisconnectReason is set by the policy (e.g. "quota") when the session should be
 	// disconnected; the CoA sender acts on it.
 	DisconnectReason string `json:"disconnectReason,omitempty"`
@@ -88,6 +103,10 @@ type Update struct {
 	// find the session there even if this DC is lost; a PCEF that gets an error (3004) fails
 	// over instead.
 	NoSpool bool
+	// Push marks a change the policy server pushed to the session (a Gx RAR), not a message
+	// of its client: merged like one, but not counted in Session.Updates, which counts the
+	// client's requests (a Gx CCR's CC-Request-Number is checked against it).
+	Push bool
 }
 
 // Kind of accounting update.
@@ -134,7 +153,11 @@ type Store interface {
 	// address is q with all 128 bits. When several sessions hold that claim (the NAS gave it
 	// out again before the old Stop arrived), the one seen last. ErrNotFound if none covers q.
 	ByIPv6(ctx context.Context, q netip.Prefix) (*Session, error)
-	// ByNAS returns the active sessions of a NAS.
+	// ByCallingStation returns the active sessions whose Calling-Station-Id is id: a mobile
+	// subscriber's MSISDN (RADIUS from a GGSN/PGW, TS 29.061; a Gx session's MSISDN), a
+	// Wi-Fi client's MAC address.
+	ByCallingStation(ctx context.Context, id string) ([]*Session, error)
+	// ByNAS returns the active sessions of a NAS (none for GxNAS: see there).
 	ByNAS(ctx context.Context, nas string) ([]*Session, error)
 	// History returns the most recent closed sessions of a user, newest first (limit <= 0: all kept).
 	History(ctx context.Context, user string, limit int) ([]*Session, error)
@@ -142,6 +165,26 @@ type Store interface {
 	Ready(ctx context.Context) error
 	// Close flushes and releases the store.
 	Close(ctx context.Context) error
+}
+
+// mergeUsage is a new map of the larger count per key (counts are absolute: an old
+// retransmission never rolls one back).
+func mergeUsage(old, in map[string]uint64) map[string]uint64 {
+	out := maps.Clone(old)
+	if out == nil {
+		out = make(map[string]uint64, len(in))
+	}
+	for k, v := range in {
+		out[k] = max(out[k], v)
+	}
+	return out
+}
+
+// union is a new sorted slice of the elements of a and b.
+func union(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Merge applies the non-zero fields of u onto s and the kind's state change. It is the one
@@ -193,6 +236,12 @@ func Merge(s *Session, u *Update, now time.Time) {
 		s.InputPackets = max(s.InputPackets, in.InputPackets)
 		s.OutputPackets = max(s.OutputPackets, in.OutputPackets)
 	}
+	if len(in.MonitoringUsage) > 0 {
+		s.MonitoringUsage = mergeUsage(s.MonitoringUsage, in.MonitoringUsage)
+	}
+	if len(in.MonitoringExhausted) > 0 {
+		s.MonitoringExhausted = union(s.MonitoringExhausted, in.MonitoringExhausted)
+	}
 	setU32(&s.InterimInterval, in.InterimInterval)
 	setStr(&s.DisconnectReason, in.DisconnectReason)
 	at := u.At(now)
@@ -206,7 +255,9 @@ func Merge(s *Session, u *Update, now time.Time) {
 	if at.After(s.LastSeen) { // an old retransmission must not move it back (expiry uses it)
 		s.LastSeen = at
 	}
-	s.Updates++
+	if !u.Push {
+		s.Updates++
+	}
 	switch u.Kind {
 	case KindStop:
 		s.State = Stopped

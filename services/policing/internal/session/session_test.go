@@ -146,3 +146,16 @@ func TestKindString(t *testing.T) {
 		}
 	}
 }
+
+// A change the policy server pushed (a Gx RAR's throttle) is merged but not counted among the
+// client's requests: Updates is what a CCR's CC-Request-Number is checked against.
+func TestMergePushNotCounted(t *testing.T) {
+	var s Session
+	Merge(&s, upd(KindStart, t0, nil), t0)
+	u := upd(KindInterim, t0.Add(time.Minute), func(x *Session) { x.DisconnectReason = "quota" })
+	u.Push = true
+	Merge(&s, u, t0)
+	if s.Updates != 1 || s.DisconnectReason != "quota" || !s.LastSeen.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("after a pushed change: updates %d, reason %q, last seen %s", s.Updates, s.DisconnectReason, s.LastSeen)
+	}
+}

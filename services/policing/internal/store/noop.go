@@ -20,6 +20,9 @@ func (Noop) Get(context.Context, session.Key) (*session.Session, error) {
 	return nil, session.ErrNotFound
 }
 func (Noop) ByUser(context.Context, string) ([]*session.Session, error) { return nil, nil }
+
+// ByCallingStation implements session.Store.
+func (Noop) ByCallingStation(context.Context, string) ([]*session.Session, error) { return nil, nil }
 func (Noop) ByFramedIP(context.Context, netip.Addr) (*session.Session, error) {
 	return nil, session.ErrNotFound
 }

@@ -37,11 +37,32 @@ type DataPolicy struct {
 	ThrottleAttributes ReplyAttributes `json:"throttleAttributes,omitempty"`
 	// RevalidationSeconds asks the PCEF to come back (Revalidation-Time) after this long.
 	RevalidationSeconds uint32 `json:"revalidationSeconds,omitempty"`
+	// Monitoring are further Monitoring-Keys, each with a quota of its own at the PCC rule
+	// level: a video or social bundle whose rules carry the key (a dynamic rule's
+	// monitoringKey, or a predefined rule so configured at the PCEF). Their usage is counted
+	// apart from MonitoringKey's, which stays the session-level key of QuotaOctets.
+	Monitoring []MonitoredKey `json:"monitoring,omitempty"`
 	// Windows are predefined rules in force only at certain hours (a night boost, an
 	// off-peak bundle): installed while a window is open, removed when it closes — in the
 	// CCAs, and by a RAR for a session whose window opens or closes between its CCRs
 	// (internal/gx, schedule.go). Not while the quota is used up.
 	Windows []RuleWindow `json:"windows,omitempty"`
+}
+
+// MonitoredKey is a PCC-rule-level Monitoring-Key with its quota (docs/diameter-gx.md
+// "Several Monitoring-Keys").
+type MonitoredKey struct {
+	Key string `json:"key"`
+	// QuotaOctets is the period's quota on the key; UsedOctets what the subscriber used on it
+	// earlier in the period (written by a billing system, like the profile's usedOctets);
+	// GrantOctets the most granted at once (0: the rest of the quota).
+	QuotaOctets uint64 `json:"quotaOctets"`
+	UsedOctets  uint64 `json:"usedOctets,omitempty"`
+	GrantOctets uint64 `json:"grantOctets,omitempty"`
+	// RemoveRules are removed, and InstallRules installed, once the key's quota is used
+	// (e.g. remove "video-hd", install "video-sd").
+	RemoveRules  []string `json:"removeRules,omitempty"`
+	InstallRules []string `json:"installRules,omitempty"`
 }
 
 // RuleWindow is a daily time window of extra predefined rules.
@@ -56,9 +77,21 @@ type RuleWindow struct {
 	Rules []string `json:"rules"`
 }
 
-// Check validates the windows; errors name the field.
+// Check validates the windows and the monitoring keys; errors name the field.
 func (p *DataPolicy) Check() error {
 	var errs []error
+	seen := map[string]bool{p.MonitoringKey: p.MonitoringKey != ""}
+	for i, m := range p.Monitoring {
+		switch {
+		case m.Key == "":
+			errs = append(errs, fmt.Errorf("dataPolicy.monitoring[%d].key: required", i))
+		case seen[m.Key]:
+			errs = append(errs, fmt.Errorf("dataPolicy.monitoring[%d].key: %q is used twice (monitoringKey is the session-level key)", i, m.Key))
+		case m.QuotaOctets == 0:
+			errs = append(errs, fmt.Errorf("dataPolicy.monitoring[%d].quotaOctets: required (more than 0)", i))
+		}
+		seen[m.Key] = true
+	}
 	for i, w := range p.Windows {
 		if _, _, _, err := w.parse(); err != nil {
 			errs = append(errs, fmt.Errorf("dataPolicy.windows[%d]: %w", i, err))

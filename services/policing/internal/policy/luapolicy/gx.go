@@ -19,8 +19,9 @@ type GxDecision struct {
 	Remove  []string
 }
 
-// Gx runs gx_initial (initial) or gx_update for a Gx session, memoized per session like
-// accounting: the script runs again only when its declared inputs changed. ok is false when
+// Gx runs gx_initial (initial) or gx_update for a Gx session, memoized — gx_initial per
+// subscriber, gx_update per session like accounting: the script runs again only when its
+// declared inputs changed. ok is false when
 // the script does not define the hook or the hook failed (the data policy alone decides).
 // u is the session as stored after the CCR (counters include this CCR's usage).
 func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *subscriber.Subscriber) (GxDecision, bool) {
@@ -32,8 +33,14 @@ func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *s
 	if !p.hooks[h] {
 		return GxDecision{}, false
 	}
+	// gx_initial is memoized per subscriber, like authorize per User-Name: every new session
+	// of a subscriber asks it again, and its inputs rarely differ between them.
+	key := memoKey{a: hookNames[h], b: u.Session.ID}
+	if initial {
+		key.b = u.Session.UserName
+	}
 	a := args{sub: sub, sess: u, now: e.opt.Now()}
-	d, err := e.decide(ctx, p, h, memoKey{a: hookNames[h], b: u.Session.ID}, a)
+	d, err := e.decide(ctx, p, h, key, a)
 	if err != nil {
 		Failed.WithLabelValues(hookNames[h]).Inc()
 		return GxDecision{}, false

@@ -152,6 +152,7 @@ type queries struct {
 	insByNAS, delByNAS, selByNAS, selByUser, insHistory, insHistByUser      string
 	insHistByIP, insHistByTime, insClosed, selClosed, selClosedAll, insAuth string
 	selHistory, insByIPv6, delByIPv6, selByIPv6                             string
+	insByCalling, delByCalling, selByCalling                                string
 }
 
 func newQueries() queries {
@@ -184,6 +185,10 @@ func newQueries() queries {
 		insByIPv6:  "INSERT INTO sessions_by_ipv6 (bucket, prefix, nas, acct_session_id, user_name) VALUES (?, ?, ?, ?, ?) USING TTL ?",
 		delByIPv6:  "DELETE FROM sessions_by_ipv6 WHERE bucket = ? AND prefix = ? AND nas = ? AND acct_session_id = ?",
 		selByIPv6:  "SELECT prefix, nas, acct_session_id FROM sessions_by_ipv6 WHERE bucket = ?",
+		insByCalling: "INSERT INTO sessions_by_calling_station (calling_station_id, nas, acct_session_id, user_name) " +
+			"VALUES (?, ?, ?, ?) USING TTL ?",
+		delByCalling: "DELETE FROM sessions_by_calling_station WHERE calling_station_id = ? AND nas = ? AND acct_session_id = ?",
+		selByCalling: "SELECT nas, acct_session_id FROM sessions_by_calling_station WHERE calling_station_id = ?",
 	}
 }
 

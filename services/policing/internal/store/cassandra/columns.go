@@ -2,10 +2,13 @@ package cassandra
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +27,7 @@ var sessionCols = []string{
 	"output_octets", "input_packets", "output_packets", "terminate_cause", "interim_interval",
 	"updates", "disconnect_reason",
 	"delegated_ipv6_prefix", "framed_ipv6_address", "framed_interface_id", "nas_ipv6_address",
+	"monitoring",
 }
 
 func colList(extra ...string) string {
@@ -120,7 +124,32 @@ func values(s *session.Session) []any {
 		uInt(s.OutputPackets), uInt(s.TerminateCause), uInt(s.InterimInterval),
 		uInt(s.Updates), uStr(s.DisconnectReason),
 		uPrefix(s.DelegatedIPv6Prefix), uIP(s.FramedIPv6Address), uStr(s.FramedInterfaceID), uIP(s.NASIPv6Address),
+		uMonitoring(s),
 	}
+}
+
+// monitoring is a Gx session's state per rule-level Monitoring-Key, as one text cell (JSON):
+// one cell, last write wins like the counters, where a map column would write a tombstone
+// with every full write.
+type monitoring struct {
+	Usage     map[string]uint64 `json:"usage,omitempty"`
+	Exhausted []string          `json:"exhausted,omitempty"`
+}
+
+func uMonitoring(s *session.Session) any {
+	if len(s.MonitoringUsage) == 0 && len(s.MonitoringExhausted) == 0 {
+		return unset
+	}
+	b, _ := json.Marshal(monitoring{s.MonitoringUsage, s.MonitoringExhausted}) // always encodes
+	return string(b)
+}
+
+func monitoringFrom(text string, s *session.Session) {
+	var m monitoring
+	if text == "" || json.Unmarshal([]byte(text), &m) != nil {
+		return // written by us: a bad cell cannot happen but by hand
+	}
+	s.MonitoringUsage, s.MonitoringExhausted = m.Usage, m.Exhausted
 }
 
 // row receives a scanned session row.
@@ -128,7 +157,7 @@ type row struct {
 	s                                                       session.Session
 	state                                                   string
 	nasIP, framedIP, framedIPv6, nasIPv6                    net.IP
-	framedIPv6Prefix, delegatedIPv6Prefix                   string
+	framedIPv6Prefix, delegatedIPv6Prefix, monitoring       string
 	nasPort, nasPortType, serviceType, framedProto, sessTim int64
 	inOct, outOct, inPkt, outPkt, cause, interim, updates   int64
 }
@@ -143,6 +172,7 @@ func (r *row) dest() []any {
 		&s.Class, &s.StartTime, &s.LastSeen, &s.StopTime, &r.sessTim, &r.inOct, &r.outOct,
 		&r.inPkt, &r.outPkt, &r.cause, &r.interim, &r.updates, &s.DisconnectReason,
 		&r.delegatedIPv6Prefix, &r.framedIPv6, &s.FramedInterfaceID, &r.nasIPv6,
+		&r.monitoring,
 	}
 }
 
@@ -167,6 +197,7 @@ func (r *row) session() *session.Session {
 	s.TerminateCause = uint32(r.cause)
 	s.InterimInterval = uint32(r.interim)
 	s.Updates = uint32(r.updates)
+	monitoringFrom(r.monitoring, &s)
 	s.StartTime = utc(s.StartTime)
 	s.LastSeen = utc(s.LastSeen)
 	s.StopTime = utc(s.StopTime)
@@ -217,6 +248,9 @@ func historyRow(k session.Kind, in, s *session.Session) *session.Session {
 		h.SessionTime, h.InputOctets, h.OutputOctets = in.SessionTime, in.InputOctets, in.OutputOctets
 		h.InputPackets, h.OutputPackets = in.InputPackets, in.OutputPackets
 	}
+	if len(in.MonitoringUsage) > 0 {
+		h.MonitoringUsage = in.MonitoringUsage
+	}
 	h.State, h.StopTime, h.TerminateCause = session.Active, time.Time{}, 0
 	if k == session.KindStop {
 		h.State, h.StopTime, h.TerminateCause = session.Stopped, in.LastSeen, s.TerminateCause
@@ -251,5 +285,6 @@ func sameRow(a, b *session.Session) bool {
 		a.TerminateCause == b.TerminateCause && a.InterimInterval == b.InterimInterval &&
 		a.DisconnectReason == b.DisconnectReason && a.DelegatedIPv6Prefix == b.DelegatedIPv6Prefix &&
 		a.FramedIPv6Address == b.FramedIPv6Address && a.FramedInterfaceID == b.FramedInterfaceID &&
-		a.NASIPv6Address == b.NASIPv6Address
+		a.NASIPv6Address == b.NASIPv6Address && maps.Equal(a.MonitoringUsage, b.MonitoringUsage) &&
+		slices.Equal(a.MonitoringExhausted, b.MonitoringExhausted)
 }

@@ -116,6 +116,10 @@ func TestSameRowSeesEveryField(t *testing.T) {
 			*x = netip.MustParseAddr("2001:db8::1")
 		case *netip.Prefix:
 			*x = netip.MustParsePrefix("2001:db8::/56")
+		case *map[string]uint64:
+			*x = map[string]uint64{"mk": 7}
+		case *[]string:
+			*x = []string{"mk"}
 		default:
 			t.Fatalf("field %s: type %s not covered by this test", f.Name, f.Type)
 		}

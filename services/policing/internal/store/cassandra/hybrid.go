@@ -148,9 +148,22 @@ func (h *Hybrid) Get(ctx context.Context, k session.Key) (*session.Session, erro
 
 // ByUser reads the user's lookup from Cassandra and the sessions through the cache.
 func (h *Hybrid) ByUser(ctx context.Context, user string) ([]*session.Session, error) {
-	keys, err := h.userKeys(ctx, user)
+	return h.byLookup(ctx, h.userKeys, user, func(s *session.Session) bool { return s.UserName == user })
+}
+
+// ByCallingStation reads the lookup from Cassandra and the sessions through the cache.
+func (h *Hybrid) ByCallingStation(ctx context.Context, id string) ([]*session.Session, error) {
+	out, err := h.byLookup(ctx, h.callingKeys, id, func(s *session.Session) bool { return s.CallingStationID == id })
+	return withCalling(out, id), err
+}
+
+// byLookup reads a lookup's keys from Cassandra and the sessions through the cache; with
+// Cassandra unreachable, the cached sessions that match.
+func (h *Hybrid) byLookup(ctx context.Context, keysOf func(context.Context, string) ([]session.Key, error),
+	key string, match func(*session.Session) bool) ([]*session.Session, error) {
+	keys, err := keysOf(ctx, key)
 	if err != nil {
-		if out := h.scan(func(s *session.Session) bool { return s.UserName == user }); len(out) > 0 {
+		if out := h.scan(match); len(out) > 0 {
 			return out, nil
 		}
 		return nil, err

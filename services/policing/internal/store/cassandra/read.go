@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -87,15 +88,21 @@ func (st *Store) getMany(ctx context.Context, keys []session.Key, get func(conte
 }
 
 func (st *Store) userKeys(ctx context.Context, user string) ([]session.Key, error) {
+	return st.lookupKeys(ctx, st.q.selByUser, user, "lookup_user")
+}
+
+// lookupKeys reads the session keys of a lookup table's partition (q selects nas,
+// acct_session_id by its key).
+func (st *Store) lookupKeys(ctx context.Context, q, key, kind string) ([]session.Key, error) {
 	start := time.Now()
-	it := st.s.Query(st.q.selByUser, user).Consistency(st.cons).IterContext(ctx)
+	it := st.s.Query(q, key).Consistency(st.cons).IterContext(ctx)
 	var keys []session.Key
 	var k session.Key
 	for it.Scan(&k.NAS, &k.ID) {
 		keys = append(keys, k)
 	}
 	err := it.Close()
-	observe("lookup_user", start, err)
+	observe(kind, start, err)
 	return keys, err
 }
 
@@ -106,6 +113,26 @@ func (st *Store) ByUser(ctx context.Context, user string) ([]*session.Session, e
 		return nil, err
 	}
 	return st.getMany(ctx, keys, st.Get)
+}
+
+func (st *Store) callingKeys(ctx context.Context, id string) ([]session.Key, error) {
+	return st.lookupKeys(ctx, st.q.selByCalling, id, "lookup_calling_station")
+}
+
+// ByCallingStation returns the active sessions whose Calling-Station-Id is id.
+func (st *Store) ByCallingStation(ctx context.Context, id string) ([]*session.Session, error) {
+	keys, err := st.callingKeys(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := st.getMany(ctx, keys, st.Get)
+	return withCalling(out, id), err
+}
+
+// withCalling keeps the sessions whose Calling-Station-Id is id: a lookup row may outlive a
+// change of the session's (its delete and the new row race in another DC).
+func withCalling(in []*session.Session, id string) []*session.Session {
+	return slices.DeleteFunc(in, func(s *session.Session) bool { return s.CallingStationID != id })
 }
 
 func (st *Store) framedIPKey(ctx context.Context, ip netip.Addr) (session.Key, error) {

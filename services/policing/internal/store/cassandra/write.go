@@ -228,7 +228,12 @@ func (st *Store) writeSession(ctx context.Context, cons gocql.Consistency, old, 
 		for _, user := range uniq(s.UserName, oldUser(old)) {
 			b.Query(st.q.delByUser, user, k.NAS, k.ID)
 		}
-		b.Query(st.q.delByNAS, k.NAS, k.ID)
+		for _, id := range uniq(s.CallingStationID, oldCalling(old)) {
+			b.Query(st.q.delByCalling, id, k.NAS, k.ID)
+		}
+		if k.NAS != session.GxNAS {
+			b.Query(st.q.delByNAS, k.NAS, k.ID)
+		}
 		for _, ip := range uniqIP(s.FramedIP, oldIP(old)) {
 			// Another session may hold the address by now (out-of-order Start/Stop).
 			var nas, id string
@@ -263,7 +268,13 @@ func (st *Store) writeSession(ctx context.Context, cons gocql.Consistency, old, 
 		if ip := oldIP(old); ip.IsValid() && ip != s.FramedIP {
 			b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
 		}
-		if fresh || old.UserName != s.UserName {
+		if s.CallingStationID != "" && (fresh || old.CallingStationID != s.CallingStationID || old.UserName != s.UserName) {
+			b.Query(st.q.insByCalling, s.CallingStationID, k.NAS, k.ID, uStr(s.UserName), ttl)
+		}
+		if c := oldCalling(old); c != "" && c != s.CallingStationID {
+			b.Query(st.q.delByCalling, c, k.NAS, k.ID)
+		}
+		if k.NAS != session.GxNAS && (fresh || old.UserName != s.UserName) {
 			b.Query(st.q.insByNAS, k.NAS, k.ID, uStr(s.UserName), ttl)
 		}
 		st.ipv6Writes(b, old, s, fresh, ttl)
@@ -279,6 +290,13 @@ func oldUser(s *session.Session) string {
 		return ""
 	}
 	return s.UserName
+}
+
+func oldCalling(s *session.Session) string {
+	if s == nil {
+		return ""
+	}
+	return s.CallingStationID
 }
 
 func oldIP(s *session.Session) netip.Addr {

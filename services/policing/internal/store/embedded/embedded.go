@@ -61,7 +61,9 @@ type shard struct {
 	// byUser holds a short list per user (the field sees at most ~40 sessions a user): a
 	// slice costs a fraction of a map per user, in memory and in allocations per Start.
 	byUser map[string][]session.Key
-	byNAS  map[string]map[session.Key]struct{}
+	// byCalling: a subscriber's MSISDN or a client's MAC, a few sessions each.
+	byCalling map[string][]session.Key
+	byNAS     map[string]map[session.Key]struct{}
 	// Tombstones in two generations: when the newer one is full it becomes the older one and
 	// the older one is dropped, so their number stays bounded (Options.MaxTombstones).
 	stopped, stoppedOld map[session.Key]tomb
@@ -171,6 +173,7 @@ func Open(opt Options) (*Store, error) {
 		sh := &s.shards[i]
 		sh.sessions = map[session.Key]*session.Session{}
 		sh.byUser = map[string][]session.Key{}
+		sh.byCalling = map[string][]session.Key{}
 		sh.byNAS = map[string]map[session.Key]struct{}{}
 		sh.stopped = map[session.Key]tomb{}
 		sh.stoppedOld = map[session.Key]tomb{}
@@ -260,18 +263,24 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 
 // entry is what the lookups hold of a session.
 type entry struct {
-	key  session.Key
-	user string
-	ip   netip.Addr
-	v6   session.Claims
+	key     session.Key
+	user    string
+	calling string
+	ip      netip.Addr
+	v6      session.Claims
 }
 
-func entryOf(x *session.Session) entry { return entry{x.Key, x.UserName, x.FramedIP, x.IPv6Claims()} }
+func entryOf(x *session.Session) entry {
+	return entry{x.Key, x.UserName, x.CallingStationID, x.FramedIP, x.IPv6Claims()}
+}
 
 // index adds a session to the lookups; sh is its shard, locked.
 func (s *Store) index(sh *shard, e entry) {
 	if e.user != "" {
 		addKey(sh.byUser, e.user, e.key)
+	}
+	if e.calling != "" {
+		addKey(sh.byCalling, e.calling, e.key)
 	}
 	if e.ip.IsValid() {
 		is := s.ipShardOf(e.ip)
@@ -280,6 +289,9 @@ func (s *Store) index(sh *shard, e entry) {
 		is.mu.Unlock()
 	}
 	s.v6.add(e.v6, e.key)
+	if e.key.NAS == session.GxNAS {
+		return
+	}
 	m := sh.byNAS[e.key.NAS]
 	if m == nil {
 		m = map[session.Key]struct{}{}
@@ -291,6 +303,7 @@ func (s *Store) index(sh *shard, e entry) {
 // unindex removes a session from the lookups; sh is its shard, locked.
 func (s *Store) unindex(sh *shard, e entry) {
 	removeKey(sh.byUser, e.user, e.key)
+	removeKey(sh.byCalling, e.calling, e.key)
 	if e.ip.IsValid() {
 		is := s.ipShardOf(e.ip)
 		is.mu.Lock()
@@ -404,6 +417,11 @@ func keysOf(m map[session.Key]struct{}) []session.Key {
 // ByUser implements session.Store.
 func (s *Store) ByUser(_ context.Context, user string) ([]*session.Session, error) {
 	return s.collect(func(sh *shard) []session.Key { return slices.Clone(sh.byUser[user]) }), nil
+}
+
+// ByCallingStation implements session.Store.
+func (s *Store) ByCallingStation(_ context.Context, id string) ([]*session.Session, error) {
+	return s.collect(func(sh *shard) []session.Key { return slices.Clone(sh.byCalling[id]) }), nil
 }
 
 // ByNAS implements session.Store.

@@ -110,6 +110,60 @@ func Run(t *testing.T, st session.Store, prefix string) {
 		stopped(t, "late", 5)
 	})
 	t.Run("ipv6", func(t *testing.T) { runIPv6(t, st, prefix) })
+	t.Run("calling station and gx", func(t *testing.T) { runCalling(t, st, prefix) })
+}
+
+// runCalling holds a store to the Calling-Station-Id lookup (a subscriber's MSISDN across its
+// RADIUS and Gx sessions, a client's MAC), kept through a change and a Stop, and to Gx
+// sessions having no by-NAS lookup (session.GxNAS).
+func runCalling(t *testing.T, st session.Store, prefix string) {
+	c := context.Background()
+	msisdn, other := prefix+"-46700000001", prefix+"-46700000002"
+	radius := session.Key{NAS: prefix + "-pgw", ID: "r1"}
+	gx := session.Key{NAS: session.GxNAS, ID: prefix + ";gx;1"}
+	apply := func(kind session.Kind, k session.Key, calling string, at time.Time) {
+		t.Helper()
+		u := &session.Update{Kind: kind, Session: session.Session{Key: k, UserName: prefix + "-imsi",
+			CallingStationID: calling, LastSeen: at, SessionTime: uint32(at.Sub(T0) / time.Second)}}
+		if kind == session.KindStart {
+			u.Session.StartTime = at
+		}
+		if err := st.Apply(c, u); err != nil {
+			t.Fatalf("%s %v: %v", kind, k, err)
+		}
+	}
+	want := func(id string, keys ...session.Key) {
+		t.Helper()
+		ss, err := st.ByCallingStation(c, id)
+		if err != nil {
+			t.Fatalf("ByCallingStation %s: %v", id, err)
+		}
+		got := map[session.Key]bool{}
+		for _, s := range ss {
+			got[s.Key] = true
+		}
+		if len(ss) != len(keys) {
+			t.Fatalf("ByCallingStation %s = %d sessions %v, want %v", id, len(ss), got, keys)
+		}
+		for _, k := range keys {
+			if !got[k] {
+				t.Fatalf("ByCallingStation %s = %v, want %v", id, got, keys)
+			}
+		}
+	}
+	apply(session.KindStart, radius, msisdn, T0)
+	apply(session.KindStart, gx, msisdn, T0)
+	want(msisdn, radius, gx)
+	if ss, err := st.ByNAS(c, session.GxNAS); err != nil || len(ss) != 0 {
+		t.Fatalf("ByNAS(%q) = %d sessions, %v; want none: Gx sessions have no by-NAS lookup", session.GxNAS, len(ss), err)
+	}
+	apply(session.KindInterim, radius, other, T0.Add(time.Minute))
+	want(msisdn, gx)
+	want(other, radius)
+	apply(session.KindStop, radius, "", T0.Add(2*time.Minute))
+	apply(session.KindStop, gx, "", T0.Add(2*time.Minute))
+	want(msisdn)
+	want(other)
 }
 
 // runIPv6 holds a store to the dual-stack contract: the IPv6 fields are kept, and ByIPv6
