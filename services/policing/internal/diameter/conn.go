@@ -1,6 +1,7 @@
 package diameter
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/tls"
 	"encoding/binary"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -30,17 +32,91 @@ const (
 // concurrently (bounded), and writes serialized by a lock.
 type peerConn struct {
 	net.Conn
-	wmu sync.Mutex
 	sem chan struct{}
 	// certNames are the DNS names and CN of the peer's certificate (TLS only; nil on TCP).
 	certNames []string
+
+	wmu     sync.Mutex
+	pending []byte        // messages written, not yet in the socket
+	spare   []byte        // the buffer the writer sent last, reused for pending
+	writing bool          // the writer has a batch in the socket
+	werr    error         // the socket failed: every later Write fails with it
+	kick    chan struct{} // wakes the writer (buffered 1)
+	stop    chan struct{} // ends the writer (closed by Close)
+	once    sync.Once
 }
 
+func newPeerConn(nc net.Conn) *peerConn {
+	c := &peerConn{Conn: nc, sem: make(chan struct{}, 64), kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	go c.writer()
+	return c
+}
+
+// Write queues one whole message for the connection's writer, which sends everything queued
+// at once: a syscall per burst of answers rather than one per answer (that was a sixth of
+// the Gx CPU), and no handler waits on the socket. A message whose send fails is not
+// reported to its writer: the connection is broken, and its reader closes it.
 func (c *peerConn) Write(b []byte) (int, error) {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.Conn.Write(b)
+	if c.werr != nil {
+		err := c.werr
+		c.wmu.Unlock()
+		return 0, err
+	}
+	c.pending = append(c.pending, b...)
+	c.wmu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default: // the writer is awake already
+	}
+	return len(b), nil
 }
+
+func (c *peerConn) writer() {
+	for {
+		select {
+		case <-c.kick:
+		case <-c.stop:
+			return
+		}
+		// Let the handlers that are ready finish first: their answers join this batch. Woken
+		// at once, the writer sent one answer per syscall.
+		runtime.Gosched()
+		c.wmu.Lock()
+		out := c.pending
+		c.pending, c.spare = c.spare[:0], out
+		c.writing = len(out) > 0
+		c.wmu.Unlock()
+		if len(out) == 0 {
+			continue
+		}
+		_, err := c.Conn.Write(out)
+		c.wmu.Lock()
+		c.writing = false
+		if err != nil && c.werr == nil {
+			c.werr = err
+		}
+		c.wmu.Unlock()
+	}
+}
+
+// Close closes the connection once the queued messages are sent (a DPA or a refused CEA
+// leaves before the close), waiting at most closeFlushWait for them: a peer that stopped
+// reading must not hold a shutdown.
+func (c *peerConn) Close() error {
+	deadline := time.Now().Add(closeFlushWait)
+	c.wmu.Lock()
+	for (c.writing || len(c.pending) > 0) && c.werr == nil && time.Now().Before(deadline) {
+		c.wmu.Unlock()
+		time.Sleep(time.Millisecond)
+		c.wmu.Lock()
+	}
+	c.wmu.Unlock()
+	c.once.Do(func() { close(c.stop) })
+	return c.Conn.Close()
+}
+
+const closeFlushWait = time.Second
 
 // accept takes the connections of both listeners; s.done closes when both have stopped.
 func (s *Server) accept() {
@@ -70,14 +146,16 @@ func (s *Server) acceptOn(ln net.Listener, overTLS bool) {
 		}
 		s.wg.Add(1)
 		go func() {
-			c := &peerConn{Conn: nc, sem: make(chan struct{}, 64)}
+			conn, names := nc, []string(nil)
 			if overTLS {
-				if c.Conn, c.certNames = s.handshake(nc); c.Conn == nil {
+				if conn, names = s.handshake(nc); conn == nil {
 					_ = nc.Close()
 					s.wg.Done()
 					return
 				}
 			}
+			c := newPeerConn(conn)
+			c.certNames = names
 			s.mu.Lock()
 			if s.closing { // Close ran during the handshake
 				s.mu.Unlock()
@@ -130,8 +208,10 @@ func (s *Server) read(c *peerConn) {
 		}
 		s.wg.Done()
 	}()
+	// Buffered: a burst of requests costs one read syscall, not two per message.
+	r := bufio.NewReaderSize(c.Conn, 64<<10)
 	for {
-		frame, err := readFrame(c.Conn)
+		frame, err := readFrame(r)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				malformed.Inc()
@@ -151,10 +231,10 @@ func (s *Server) read(c *peerConn) {
 		}
 		c.sem <- struct{}{}
 		handlers.Add(1)
-		go func() {
+		s.handlers.run(func() {
 			defer func() { <-c.sem; handlers.Done() }()
 			s.serve(c, m)
-		}()
+		})
 	}
 }
 
@@ -214,4 +294,36 @@ func (s *Server) answerUndecodable(c *peerConn, frame []byte, code uint32) {
 	}
 	requests.WithLabelValues("undecodable", fmt.Sprint(code)).Inc()
 	s.opt.Log.Warn("diameter: request not decodable, answered", "peer", c.RemoteAddr().String(), "resultCode", code)
+}
+
+// workers runs the requests of every connection on goroutines that live on between requests:
+// a new goroutine per request grew its stack anew each time (newstack and copystack were a
+// tenth of the Gx CPU). A request goes to an idle worker, or a new one; a worker idle for
+// workerIdle ends. How many run at once is bounded by the connections' semaphores.
+type workers struct {
+	work chan func() // unbuffered: a send succeeds only when a worker waits
+}
+
+const workerIdle = 10 * time.Second
+
+func (w *workers) run(fn func()) {
+	select {
+	case w.work <- fn:
+	default:
+		go w.loop(fn)
+	}
+}
+
+func (w *workers) loop(fn func()) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		fn()
+		idle.Reset(workerIdle)
+		select {
+		case fn = <-w.work:
+		case <-idle.C:
+			return
+		}
+	}
 }

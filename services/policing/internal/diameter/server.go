@@ -87,6 +87,7 @@ type Server struct {
 	closing  bool
 	conns    map[*peerConn]*peerState
 	dups     *dupCache
+	handlers workers // run the requests (conn.go)
 	out      pending // requests this node sent (request.go)
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -120,7 +121,8 @@ func Listen(addr string, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, ln: ln, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{})}
+	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, ln: ln, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{}),
+		handlers: workers{work: make(chan func())}}
 	if opt.TLS != nil {
 		if s.tlsLn, err = net.Listen("tcp", opt.TLSAddress); err != nil {
 			_ = ln.Close()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -330,4 +331,67 @@ func TestMalformed(t *testing.T) {
 	if testutil.ToFloat64(malformed) != before+2 {
 		t.Fatal("lost framing not counted")
 	}
+}
+
+// slowConn is a connection whose writes take a while and are recorded.
+type slowConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes [][]byte
+}
+
+func (c *slowConn) Close() error { return nil }
+
+func (c *slowConn) Write(b []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes = append(c.writes, append([]byte(nil), b...))
+	return len(b), nil
+}
+
+// Answers written at once are coalesced into fewer socket writes, each message whole and
+// none lost, the writes of one writer in their order; Close sends what is queued first.
+func TestWritesCoalesced(t *testing.T) {
+	sc := &slowConn{}
+	c := newPeerConn(sc)
+	const writers, each = 16, 50
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				msg := []byte(fmt.Sprintf("<%02d:%03d>", w, i))
+				if _, err := c.Write(msg); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	_ = c.Close() // sends what is queued first
+	all := bytes.Join(sc.writes, nil)
+	next := make([]int, writers)
+	for len(all) > 0 {
+		var w, i int
+		if _, err := fmt.Sscanf(string(all[:8]), "<%02d:%03d>", &w, &i); err != nil {
+			t.Fatalf("a message torn apart: %q", all[:8])
+		}
+		if i != next[w] {
+			t.Fatalf("writer %d: message %d after %d", w, i, next[w]-1)
+		}
+		next[w]++
+		all = all[8:]
+	}
+	for w, n := range next {
+		if n != each {
+			t.Fatalf("writer %d: %d of %d messages arrived", w, n, each)
+		}
+	}
+	if len(sc.writes) >= writers*each {
+		t.Fatalf("%d socket writes for %d messages: not coalesced", len(sc.writes), writers*each)
+	}
+	t.Logf("%d messages in %d socket writes", writers*each, len(sc.writes))
 }
