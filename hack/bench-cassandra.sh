@@ -102,8 +102,13 @@ if [[ $PROFILE == 1 ]]; then
 	curl -fsS -H @"$OUT/admin-header" -o "$OUT/policing.cpu.pprof" "http://127.0.0.1:$ADMIN_PORT/debug/pprof/profile?seconds=${secs%.*}" &
 	PROF_PID=$!
 fi
+# CQL requests per message (issue 17's currency): policing counts every statement and batch it
+# sends by kind (openaaa_store_statement_duration_seconds_count), read before and after the run.
+cql_counts() { curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -F'[{}" ]+' '/^openaaa_store_statement_duration_seconds_count/ {for (i = 2; i < NF; i++) if ($i == "kind=") k = $(i + 1); n[k] += $NF} END {for (k in n) print k, n[k]}' | sort; }
+cql_counts >"$OUT/cql-before.txt"
 lg --concurrency "$CONC" --duration "$DURATION" --label policing-cassandra --server-pid "$POL_PID" \
 	--metrics "127.0.0.1:$ADMIN_PORT" --json-out "$OUT/policing.json" --text-out "$OUT/policing.txt" >/dev/null
+cql_counts >"$OUT/cql-after.txt"
 [[ -n ${PROF_PID:-} ]] && { wait "$PROF_PID" || true; }
 echo "bench-cassandra: $("$LOADGEN" summary "$OUT/policing.json")"
 max=$("$LOADGEN" summary --median-tps "$OUT/policing.json")
@@ -151,4 +156,17 @@ ratio = pol['incomingTPS'] / raw['messagesPerSecond'] if raw['messagesPerSecond'
 print(f"ratio policing / raw ceiling: **{ratio:.2f}** (target ≥ 0.8); field targets at 80% load: auth 2.5 ms, acct 4 ms (104 vCPU)")
 if cpu:
     print(f"policing CPU: {cpu:.0f} µs per transaction")
+def counts(name):
+    n = {}
+    for line in open(f"{out}/{name}"):
+        k, v = line.split()
+        n[k] = float(v)
+    return n
+before, after = counts("cql-before.txt"), counts("cql-after.txt")
+per = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0) > 0}
+msgs = pol.get("answered", 0)
+if msgs:
+    total = sum(per.values())
+    detail = ", ".join(f"{k} {v / msgs:.2f}" for k, v in sorted(per.items()))
+    print(f"CQL requests per message (closed loop, {msgs} messages answered): **{total / msgs:.2f}** (target ≤ 2.5) — {detail}")
 EOF

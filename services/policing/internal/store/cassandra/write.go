@@ -237,7 +237,9 @@ func (st *Store) writeSession(ctx context.Context, cons gocql.Consistency, old, 
 		for _, ip := range uniqIP(s.FramedIP, oldIP(old)) {
 			// Another session may hold the address by now (out-of-order Start/Stop).
 			var nas, id string
+			start := time.Now()
 			err := st.s.Query(st.q.selByIP, ipOrNil(ip)).Consistency(cons).ScanContext(ctx, &nas, &id)
+			observe("lookup_framed_ip", start, err)
 			if err == nil && nas == k.NAS && id == k.ID {
 				b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
 			} else if err != nil && !errors.Is(err, gocql.ErrNotFound) {
@@ -328,7 +330,11 @@ func uniqIP(a, b netip.Addr) []netip.Addr {
 	return out
 }
 
-// writeHistory inserts the record into acct_history and its lookups (LOCAL_ONE, in parallel).
+// writeHistory inserts the record into acct_history and its lookups in one unlogged batch
+// (historyConsistency): one request instead of one per table, Cassandra's coordinator sends
+// each insert to its partition's replicas. Unlogged: the inserts are idempotent (content-
+// derived ids), and a record whose batch failed in part is written again whole (spool, NAS
+// retransmission).
 func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Session) error {
 	s = historyRow(rec.Kind, &rec.Session, s)
 	k := s.Key
@@ -340,24 +346,19 @@ func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Sessi
 	h.Write([]byte(k.ID))
 	shard := int(h.Sum32() % 16)
 	kind := rec.Kind.String()
-	type stmt struct {
-		q    string
-		args []any
-	}
-	stmts := []stmt{{st.q.insHistory, append([]any{k.NAS, k.ID, rec.ID, kind, at}, values(s)...)}}
+	b := st.s.Batch(gocql.UnloggedBatch).Consistency(st.hcons).WithTimestamp(rec.Received.UnixMicro())
+	b.Query(st.q.insHistory, append([]any{k.NAS, k.ID, rec.ID, kind, at}, values(s)...)...)
 	if s.UserName != "" {
-		stmts = append(stmts, stmt{st.q.insHistByUser, []any{s.UserName, day, rec.ID, k.NAS, k.ID, kind, uIP(s.FramedIP)}})
+		b.Query(st.q.insHistByUser, s.UserName, day, rec.ID, k.NAS, k.ID, kind, uIP(s.FramedIP))
 	}
 	if s.FramedIP.IsValid() {
-		stmts = append(stmts, stmt{st.q.insHistByIP, []any{ipOrNil(s.FramedIP), day, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName)}})
+		b.Query(st.q.insHistByIP, ipOrNil(s.FramedIP), day, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName))
 	}
-	stmts = append(stmts, stmt{st.q.insHistByTime, []any{minute, shard, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName), uIP(s.FramedIP)}})
-	return parallel(len(stmts), len(stmts), func(i int) error {
-		start := time.Now()
-		err := st.s.Query(stmts[i].q, stmts[i].args...).Consistency(st.hcons).WithTimestamp(rec.Received.UnixMicro()).ExecContext(ctx)
-		observe("write_history", start, err)
-		return err
-	})
+	b.Query(st.q.insHistByTime, minute, shard, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName), uIP(s.FramedIP))
+	start := time.Now()
+	err := b.ExecContext(ctx)
+	observe("write_history", start, err)
+	return err
 }
 
 // CloseNAS closes every active session of a NAS (Accounting-On/Off).
