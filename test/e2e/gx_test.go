@@ -45,6 +45,9 @@ type gxReport struct {
 // gxSubscribers is how many Gx subscribers (IMSIs) the tests' subscriber files hold.
 const gxSubscribers = 200
 
+// gxIMSIBase is aaa-loadgen's first IMSI (its --imsi-base default).
+const gxIMSIBase = 1010000000001
+
 // diameterConfig is the diameter block of a test policing: the generator's identity allowed.
 func diameterConfig(port int, host string) string {
 	return fmt.Sprintf(`diameter:
@@ -59,17 +62,25 @@ func diameterConfig(port int, host string) string {
 // activeGx lists the IDs of the active Gx sessions policing's store has.
 func (p *policing) activeGx() []string {
 	p.t.Helper()
-	var body struct {
-		Sessions []struct {
-			ID string `json:"acctSessionId"`
-		} `json:"sessions"`
-	}
-	if code := p.call(http.MethodGet, "/api/v1/sessions?nas=gx", nil, &body); code != http.StatusOK {
-		p.t.Fatalf("%s GET /api/v1/sessions?nas=gx: %d", p.name, code)
-	}
+	// By subscriber: Gx sessions have no by-NAS lookup (docs/diameter-gx.md), and the
+	// generator's subscribers are the IMSIs from its default base.
 	var ids []string
-	for _, s := range body.Sessions {
-		ids = append(ids, s.ID)
+	for i := range gxSubscribers {
+		var body struct {
+			Sessions []struct {
+				NAS string `json:"nas"`
+				ID  string `json:"acctSessionId"`
+			} `json:"sessions"`
+		}
+		user := fmt.Sprintf("%015d", gxIMSIBase+i)
+		if code := p.call(http.MethodGet, "/api/v1/sessions?user="+user, nil, &body); code != http.StatusOK {
+			p.t.Fatalf("%s GET /api/v1/sessions?user=%s: %d", p.name, user, code)
+		}
+		for _, s := range body.Sessions {
+			if s.NAS == "gx" {
+				ids = append(ids, s.ID)
+			}
+		}
 	}
 	return ids
 }

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
@@ -213,7 +214,8 @@ func (s *Server) read(c *peerConn) {
 	for {
 		frame, err := readFrame(r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			// A peer that closes or resets its end is gone, not malformed.
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
 				malformed.Inc()
 				s.opt.Log.Warn("diameter: framing lost, closing the connection", "peer", c.RemoteAddr().String(), "err", err.Error())
 			}
