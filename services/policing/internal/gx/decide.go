@@ -52,6 +52,9 @@ type Used struct {
 	// Exhausted the keys whose rules were swapped already (Decision.Exhausted before).
 	Keys      map[string]uint64
 	Exhausted []string
+	// Failed are the rules the PCEF reported in this CCR as not enforced (Charging-Rule-Report):
+	// their fallbacks (dataPolicy.fallbackRules) are installed in the answer.
+	Failed []string
 }
 
 // Decide is the policy of one CCR, pure: p is the subscriber's data policy, u the usage so
@@ -96,6 +99,11 @@ func Decide(p *subscriber.DataPolicy, reqType uint32, u Used, prev, now time.Tim
 	}
 	if p.QuotaOctets > 0 {
 		d.Grants = append(d.Grants, Grant{Key: p.MonitoringKey, Octets: granted(p.QuotaOctets, u.Octets, p.GrantOctets), SessionKey: true})
+	}
+	for _, r := range u.Failed {
+		if f, ok := p.FallbackRules[r]; ok && !slices.Contains(d.Install, f) {
+			d.Install = append(d.Install, f)
+		}
 	}
 	for _, m := range p.Monitoring {
 		switch {

@@ -206,17 +206,19 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		}
 		in, out = in+u.Input, out+u.Output
 	}
+	var failed []string
 	for _, rep := range r.RuleReports {
 		if rep.Status == 0 {
 			continue
 		}
+		failed = append(failed, rep.Rules...)
 		ruleFailures.WithLabelValues(strconv.FormatUint(uint64(rep.FailureCode), 10)).Inc()
-		h.Log.Warn("gx: PCEF reports rules not enforced", "sessionId", r.SessionID, "user", s.UserName,
+		h.Log.Warn("gx: PCEF reports rules not enforced; their fallbacks, if any, go in the answer", "sessionId", r.SessionID, "user", s.UserName,
 			"rules", rep.Rules, "status", rep.Status, "failureCode", rep.FailureCode)
 	}
 	var d Decision
 	throttled := s.DisconnectReason == policy.QuotaReason
-	used := Used{Octets: in + out, Throttled: throttled, Keys: keys, Exhausted: s.MonitoringExhausted}
+	used := Used{Octets: in + out, Throttled: throttled, Keys: keys, Exhausted: s.MonitoringExhausted, Failed: failed}
 	if code == diam.Success {
 		used.Octets += sub.Profile.UsedOctets
 		d = Decide(p, r.RequestType, used, s.LastSeen, now)

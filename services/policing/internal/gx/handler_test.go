@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ profiles:
       quotaOctets: 1000
       grantOctets: 500
       throttleRule: throttle-64k
+      fallbackRules: {internet: internet-basic}
       revalidationSeconds: 3600
 subscribers:
   - {username: "001010000000001", password: x, profileName: data}
@@ -316,7 +318,8 @@ func TestErrors(t *testing.T) {
 	if code := r.code(r.send(unknown)); code != resultUserUnknown {
 		t.Fatalf("unknown subscriber: %d, want 5030", code)
 	}
-	// A Charging-Rule-Report of a failed rule is decoded (our dictionary) and counted.
+	// A Charging-Rule-Report of a failed rule is decoded (our dictionary), counted, and acted
+	// on: its fallback (dataPolicy.fallbackRules) is installed in the answer.
 	sid := "pgw.test;9;12"
 	r.send(ccr(sid, Initial, 0, initialAVPs()...))
 	before := testutil.ToFloat64(ruleFailures.WithLabelValues("1"))
@@ -325,8 +328,12 @@ func TestErrors(t *testing.T) {
 		diam.NewAVP(1019, mv, Vendor3GPP, datatype.Enumerated(1)),
 		diam.NewAVP(1031, mv, Vendor3GPP, datatype.Enumerated(1)),
 	}})
-	if code := r.code(r.send(ccr(sid, Update, 1, report))); code != diam.Success {
+	a = r.send(ccr(sid, Update, 1, report))
+	if code := r.code(a); code != diam.Success {
 		t.Fatalf("CCR-U with a rule report: %d", code)
+	}
+	if got := ruleNames(t, a, avp.ChargingRuleInstall); !slices.Equal(got, []string{"internet-basic"}) {
+		t.Fatalf("CCA-U to the report of internet failing: installs %v, want its fallback [internet-basic]", got)
 	}
 	if testutil.ToFloat64(ruleFailures.WithLabelValues("1")) != before+1 {
 		t.Fatal("rule failure not counted")

@@ -124,6 +124,7 @@ func TestMonitoringKeysChecked(t *testing.T) {
 		{subscriber.DataPolicy{Monitoring: []subscriber.MonitoredKey{{QuotaOctets: 1}}}, "dataPolicy.monitoring[0].key: required"},
 		{subscriber.DataPolicy{MonitoringKey: "a", Monitoring: []subscriber.MonitoredKey{{Key: "a", QuotaOctets: 1}}}, "dataPolicy.monitoring[0].key: \"a\" is used twice"},
 		{subscriber.DataPolicy{Monitoring: []subscriber.MonitoredKey{{Key: "b"}}}, "dataPolicy.monitoring[0].quotaOctets: required"},
+		{subscriber.DataPolicy{FallbackRules: map[string]string{"video": "video"}}, "dataPolicy.fallbackRules.video"},
 	} {
 		if err := tc.p.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.p, err, tc.want)

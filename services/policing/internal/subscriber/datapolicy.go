@@ -42,6 +42,11 @@ type DataPolicy struct {
 	// monitoringKey, or a predefined rule so configured at the PCEF). Their usage is counted
 	// apart from MonitoringKey's, which stays the session-level key of QuotaOctets.
 	Monitoring []MonitoredKey `json:"monitoring,omitempty"`
+	// FallbackRules name, for a rule the PCEF reports it could not enforce (a
+	// Charging-Rule-Report with PCC-Rule-Status INACTIVE or TEMPORARILY_INACTIVE, e.g.
+	// RESOURCE_ALLOCATION_FAILURE), the rule installed in its place in the answer to that
+	// report (e.g. video-hd → video-sd).
+	FallbackRules map[string]string `json:"fallbackRules,omitempty"`
 	// Windows are predefined rules in force only at certain hours (a night boost, an
 	// off-peak bundle): installed while a window is open, removed when it closes — in the
 	// CCAs, and by a RAR for a session whose window opens or closes between its CCRs
@@ -91,6 +96,11 @@ func (p *DataPolicy) Check() error {
 			errs = append(errs, fmt.Errorf("dataPolicy.monitoring[%d].quotaOctets: required (more than 0)", i))
 		}
 		seen[m.Key] = true
+	}
+	for rule, fallback := range p.FallbackRules {
+		if fallback == "" || fallback == rule {
+			errs = append(errs, fmt.Errorf("dataPolicy.fallbackRules.%s: %q is not another rule", rule, fallback))
+		}
 	}
 	for i, w := range p.Windows {
 		if _, _, _, err := w.parse(); err != nil {
