@@ -349,9 +349,37 @@ func needOperatorImages(t *testing.T) (root, helm, tag string) {
 // extra are more helm arguments (--set ...).
 func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag string, extra ...string) {
 	t.Helper()
-	runHelm(t, ctx, helm, append([]string{"install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
-		"-n", operatorNS, "--create-namespace", "--set", "image.tag=" + tag, "--set", "policingImage.tag=" + tag,
-		"--set", "loadgenImage.tag=" + tag, "--set", "replicaCount=1", "--wait", "--timeout", "3m"}, extra...)...)
+	args := append([]string{"install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", operatorNS, "--create-namespace"}, imageValues(tag)...)
+	runHelm(t, ctx, helm, append(append(args, "--set", "replicaCount=1", "--wait", "--timeout", "3m"), extra...)...)
+}
+
+// imageValues are the helm arguments naming the images by tag. --set-string: a tag is a
+// string, and a short commit hash can be all digits (2759039), which --set makes a number
+// that the chart's schema refuses.
+func imageValues(tag string) []string {
+	return []string{"--set-string", "image.tag=" + tag, "--set-string", "policingImage.tag=" + tag,
+		"--set-string", "loadgenImage.tag=" + tag}
+}
+
+// A run at a commit whose short hash is all digits installs the chart: every cluster test
+// failed so (helm: "at '/image/tag': got number, want string").
+func TestOperatorChartTakesANumericTag(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := filepath.Join(root, "bin", "helm")
+	_, err = os.Stat(helm)
+	testenv.Need(t, err == nil, "helm in bin/ (make helm)")
+	out, err := exec.Command(helm, append([]string{"template", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", operatorNS}, imageValues("2759039")...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template with tag 2759039: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "openaaa-operator:2759039") {
+		t.Fatalf("the operator's image is not tagged 2759039:\n%s", out)
+	}
 }
 
 // loadTestOnCluster creates an AAALoadTest against the cluster and checks its report: traffic
