@@ -49,7 +49,8 @@ type Handler struct {
 	Hooks Hooks
 	// Peers sends RARs (rar.go); set once the listener is up.
 	Peers Peers
-	// sched holds the sessions watched for their rule windows (schedule.go).
+	// sched holds the sessions watched for their policy's changes between CCRs: rule windows,
+	// quotas (schedule.go).
 	sched schedule
 	// Throttled, when set, is called once a session of sub is switched to the throttle rule
 	// (the quota used), after the store took the change and before the CCA leaves; it must

@@ -3,6 +3,7 @@ package gx
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,8 +39,8 @@ var trackedSessions = promauto.NewGauge(prometheus.GaugeOpts{
 	Help: "Gx sessions this node holds whose data policy has rule windows or a quota (watched for RARs).",
 })
 
-// maxTracked bounds the sessions one node watches (about 100 bytes each); past it a new
-// session's policy changes only at its next CCR.
+// maxTracked bounds the sessions one node watches (about 150 bytes each, more with per-key
+// usage); past it a new session's policy changes only at its next CCR.
 const maxTracked = 1 << 20
 
 // tracked is a session watched for its data policy's changes.
@@ -91,10 +92,7 @@ func (h *Handler) untrack(sessionID string) {
 func (h *Handler) PushPolicy(ctx context.Context, concurrency int) int {
 	now := h.now()
 	h.sched.mu.Lock()
-	due := make(map[string]tracked, len(h.sched.sessions))
-	for id, t := range h.sched.sessions {
-		due[id] = t
-	}
+	due := maps.Clone(h.sched.sessions)
 	h.sched.mu.Unlock()
 	var (
 		wg   sync.WaitGroup
