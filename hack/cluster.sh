@@ -150,7 +150,7 @@ build_k8s() {
 	source "${HACK}/lib/kube-build.sh"
 	timed etcd etcd_build_bin "$ENVTEST_BIN"
 	timed kube-apiserver kube_build_bin kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$ENVTEST_BIN"
-	timed kubectl kube_build_bin kubectl k8s.io/kubernetes/cmd/kubectl "$ENVTEST_BIN"
+	timed kubectl kubectl_build_bin "$ENVTEST_BIN"
 	local c
 	for c in kubelet kube-controller-manager kube-scheduler kube-proxy; do
 		timed "$c" kube_build_bin "$c" "k8s.io/kubernetes/cmd/$c" "$CBIN"

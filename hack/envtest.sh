@@ -85,7 +85,7 @@ fetch_crds
 etcd_build_bin "$ASSETS"
 kube_build_bin kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$ASSETS"
 if [[ "$WANT_KUBECTL" == 1 ]]; then
-  kube_build_bin kubectl k8s.io/kubernetes/cmd/kubectl "$ASSETS"
+  kubectl_build_bin "$ASSETS"
 fi
 log "assets in ${ASSETS} ($(cd "$ASSETS" && ls | tr '\n' ' '))"
 log "third-party CRDs in ${CRDS}"

@@ -11,6 +11,7 @@
 # The sourcing script sets CACHE and GO (optional) and calls:
 #   kube_build_bin NAME PKG OUTDIR     build k8s.io/kubernetes/PKG as OUTDIR/NAME (stamped)
 #   etcd_build_bin OUTDIR              build etcd as OUTDIR/etcd (stamped)
+#   kubectl_build_bin OUTDIR           build kubectl as OUTDIR/kubectl in OUR module (stamped)
 #   kube_build_ok NAME OUTDIR          true when OUTDIR/NAME is built with today's versions/flags
 
 K8S_VERSION="${K8S_VERSION:-1.34.4}"         # k8s.io/kubernetes v1.34.4, staging modules v0.34.4
@@ -110,6 +111,28 @@ kube_build_bin() { # name package outdir
 	mv -f "${out}/${name}.tmp" "${out}/${name}"
 	echo "${KUBE_STAMP_TEXT}" >"${out}/.${name}.stamp"
 	kube_build_log "built ${name} in $((SECONDS - start))s"
+}
+
+# kubectl is the exception: built from k8s.io/kubectl's command package in this repository's
+# module (internal/tools/kubectl), whose graph helm and the operator have compiled by then, so
+# that a cold machine compiles only its commands (~100 packages) instead of client-go,
+# cli-runtime and kustomize a second time in the wrapper's graph (issue 12's budget). go.mod's
+# k8s.io/kubectl must be K8S_VERSION's staging version.
+kubectl_build_bin() { # outdir
+	local out="$1" root want have
+	root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+	local stamp="${KUBE_STAMP_TEXT} kubectl=internal/tools/kubectl"
+	if [[ -x "${out}/kubectl" && "$(cat "${out}/.kubectl.stamp" 2>/dev/null)" == "$stamp" ]]; then return; fi
+	want="v0.${K8S_VERSION#*.}"
+	have="$(cd "$root" && GOFLAGS=-mod=readonly ${GO} list -m -f '{{.Version}}' k8s.io/kubectl)"
+	[[ "$have" == "$want" ]] || { kube_build_log "go.mod has k8s.io/kubectl ${have}, not ${want} (K8S_VERSION ${K8S_VERSION})"; exit 1; }
+	mkdir -p "$out"
+	kube_build_log "building kubectl v${K8S_VERSION} (k8s.io/kubectl ${have}, in this module)..."
+	local start=$SECONDS
+	(cd "$root" && GOFLAGS=-buildvcs=false ${GO} build -trimpath -ldflags "${K8S_LDFLAGS}" -o "${out}/kubectl.tmp" ./internal/tools/kubectl)
+	mv -f "${out}/kubectl.tmp" "${out}/kubectl"
+	echo "$stamp" >"${out}/.kubectl.stamp"
+	kube_build_log "built kubectl in $((SECONDS - start))s"
 }
 
 etcd_build_bin() { # outdir

@@ -11,6 +11,7 @@ package cassandratest
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,8 @@ const (
 	JMXPort     = 17199
 )
 
-// Cluster is a running test cluster: node i listens on 127.0.0.i, alone in DC dci.
+// Cluster is a running test cluster: node i listens on 127.0.0.i (127.0.<subnet>.i with
+// StartOn), alone in DC dci.
 type Cluster struct {
 	Dir    string
 	Nodes  int
@@ -48,6 +50,15 @@ func lockAndJMX(addrs string) (string, int) {
 	}
 	name := strings.NewReplacer(" ", "_", ":", "_", "/", "_").Replace(strings.TrimSpace(addrs))
 	return filepath.Join(os.TempDir(), "openaaa-cassandra-test-"+name+".lock"), JMXPort + 1000
+}
+
+// subnetAddrs: n nodes on 127.0.<subnet>.1 .. 127.0.<subnet>.n.
+func subnetAddrs(subnet, n int) string {
+	a := make([]string, n)
+	for i := range a {
+		a[i] = fmt.Sprintf("127.0.%d.%d", subnet, i+1)
+	}
+	return strings.Join(a, " ")
 }
 
 // Required reports whether OPENAAA_INTEGRATION=require.
@@ -102,12 +113,28 @@ func (c *Cluster) runEnv(extra []string, args ...string) error {
 
 // Start takes the machine-wide test lock and starts n nodes, one after another.
 func Start(n int) (*Cluster, error) {
+	addrs := os.Getenv("CASSANDRA_ADDRESSES")
+	lockFile, jmx := lockAndJMX(addrs)
+	return start(n, addrs, lockFile, jmx)
+}
+
+// StartOn starts n nodes on 127.0.<subnet>.i (subnet 1..9), with a lock and JMX ports of
+// their own: a package that starts its nodes there does not wait for the nodes of the packages
+// on the default addresses (go test runs packages at once), nor they for it. The multi-DC e2e
+// does, so that the longest package of `make test` starts at once (issue 12's budget).
+func StartOn(subnet, n int) (*Cluster, error) {
+	if subnet < 1 || subnet > 9 {
+		return nil, fmt.Errorf("cassandratest: subnet %d: want 1..9", subnet)
+	}
+	addrs := subnetAddrs(subnet, n)
+	return start(n, addrs, filepath.Join(os.TempDir(), fmt.Sprintf("openaaa-cassandra-test-127.0.%d.lock", subnet)), JMXPort+100*subnet)
+}
+
+func start(n int, addrs, lockFile string, jmx int) (*Cluster, error) {
 	s, err := Script()
 	if err != nil {
 		return nil, err
 	}
-	addrs := os.Getenv("CASSANDRA_ADDRESSES")
-	lockFile, jmx := lockAndJMX(addrs)
 	lock, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
@@ -167,10 +194,17 @@ func (c *Cluster) Stop() error {
 }
 
 // Host returns node i's address.
-func (c *Cluster) Host(i int) string { return fmt.Sprintf("127.0.0.%d", i) }
+func (c *Cluster) Host(i int) string {
+	if a := strings.Fields(c.addrs); i >= 1 && i <= len(a) {
+		return a[i-1]
+	}
+	return fmt.Sprintf("127.0.0.%d", i)
+}
 
 // ContactPoint returns node i's host:port.
-func (c *Cluster) ContactPoint(i int) string { return fmt.Sprintf("127.0.0.%d:%d", i, CQLPort) }
+func (c *Cluster) ContactPoint(i int) string {
+	return net.JoinHostPort(c.Host(i), strconv.Itoa(CQLPort))
+}
 
 // DC returns node i's datacenter.
 func (c *Cluster) DC(i int) string { return fmt.Sprintf("dc%d", i) }

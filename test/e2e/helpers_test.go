@@ -45,14 +45,19 @@ func buildBinaries(t *testing.T, root string) (policing, loadgen string) {
 	return filepath.Join(dir, "policing"), filepath.Join(dir, "aaa-loadgen")
 }
 
-// startCluster starts n Cassandra nodes (node i on 127.0.0.i, dc<i>) through
-// internal/cassandratest: its ports and its machine-wide lock, so that one test cluster runs at
-// a time whatever package starts it, and acknowledged writes on disk (the test SIGKILLs a node).
+// cassandraSubnet: the package's nodes listen on 127.0.<cassandraSubnet>.i, with a lock of
+// their own: this package, the longest of `make test`, does not queue behind the single-node
+// packages on 127.0.0.1 (internal/cassandratest StartOn).
+const cassandraSubnet = 1
+
+// startCluster starts n Cassandra nodes (node i on 127.0.<cassandraSubnet>.i, dc<i>) through
+// internal/cassandratest: its ports and its lock, and acknowledged writes on disk (the test
+// SIGKILLs a node).
 func startCluster(t *testing.T, n int) *cassandratest.Cluster {
 	t.Helper()
 	testenv.Need(t, cassandratest.Available() == nil, "Java 17 and the Cassandra jars (make cassandra-jars)")
 	start := time.Now()
-	c, err := cassandratest.Start(n)
+	c, err := cassandratest.StartOn(cassandraSubnet, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +70,9 @@ func startCluster(t *testing.T, n int) *cassandratest.Cluster {
 	return c
 }
 
-func contactPoint(i int) string { return fmt.Sprintf("127.0.0.%d:%d", i, cassandratest.CQLPort) }
+func contactPoint(i int) string {
+	return fmt.Sprintf("127.0.%d.%d:%d", cassandraSubnet, i, cassandratest.CQLPort)
+}
 
 // freePorts returns n loopback ports that were free a moment ago (UDP and TCP).
 func freePorts(t *testing.T, n int) []int {
