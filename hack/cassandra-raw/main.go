@@ -320,21 +320,38 @@ func session(ctx context.Context, s *gocql.Session, st *stats, lat *[nKinds][]ti
 			b.Query(insClosed, base...)
 		} else {
 			b.Query(insSession, append(base, ttl)...)
-			b.Query(insByUser, user, nas, id, ip, start, ttl)
-			b.Query(insByIP, ip, nas, id, user, ttl)
-			b.Query(insByNAS, nas, id, user, ttl)
+			if kind == kStart {
+				// policing writes the lookups at the Start, and on an Interim only when they
+				// change or their (longer) TTL runs short: never within this flow.
+				b.Query(insByUser, user, nas, id, ip, start, ttl)
+				b.Query(insByIP, ip, nas, id, user, ttl)
+				b.Query(insByNAS, nas, id, user, ttl)
+			}
 		}
-		var wg sync.WaitGroup
-		var batchErr error
-		wg.Add(1)
-		go func() { defer wg.Done(); batchErr = b.ExecContext(ctx) }()
-		histErr := history(ctx, s, nas, id, user, ip, kindNames[kind], now, vals)
-		wg.Wait()
-		if err := errors.Join(batchErr, histErr); err != nil {
-			return err
+		if kind == kInterim {
+			// The row alone: one unlogged batch with the history, as policing sends it.
+			b.Type = gocql.UnloggedBatch
+			historyQueries(b, nas, id, user, ip, kindNames[kind], now, vals)
+			if err := b.ExecContext(ctx); err != nil {
+				return err
+			}
+			ops++
+		} else {
+			var wg sync.WaitGroup
+			var batchErr error
+			wg.Add(1)
+			go func() { defer wg.Done(); batchErr = b.ExecContext(ctx) }()
+			hb := s.Batch(gocql.UnloggedBatch).Consistency(gocql.LocalOne).WithTimestamp(now.UnixMicro())
+			historyQueries(hb, nas, id, user, ip, kindNames[kind], now, vals)
+			histErr := hb.ExecContext(ctx)
+			wg.Wait()
+			if err := errors.Join(batchErr, histErr); err != nil {
+				return err
+			}
+			ops += 2 // the row batch and the history batch
 		}
 		lat[kind] = append(lat[kind], time.Since(t0))
-		st.ops.Add(ops + 1 + 1) // the row batch and the history batch
+		st.ops.Add(ops)
 		st.msgs.Add(1)
 	}
 	return nil
@@ -373,17 +390,15 @@ func stopCause(kind int) any {
 	return gocql.UnsetValue
 }
 
-func history(ctx context.Context, s *gocql.Session, nas, id, user string, ip net.IP, kind string, at time.Time, vals []any) error {
+func historyQueries(b *gocql.Batch, nas, id, user string, ip net.IP, kind string, at time.Time, vals []any) {
 	rid := gocql.UUIDFromTime(at)
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
 	h := fnv.New32a()
 	h.Write([]byte(nas))
 	h.Write([]byte(id))
 	shard := int(h.Sum32() % 16)
-	b := s.Batch(gocql.UnloggedBatch).Consistency(gocql.LocalOne).WithTimestamp(at.UnixMicro())
 	b.Query(insHist, append([]any{nas, id, rid, kind, at}, vals...)...)
 	b.Query(insHUser, user, day, rid, nas, id, kind, ip)
 	b.Query(insHIP, ip, day, rid, nas, id, kind, user)
 	b.Query(insHTime, at.Truncate(time.Minute), shard, rid, nas, id, kind, user, ip)
-	return b.ExecContext(ctx)
 }

@@ -24,8 +24,12 @@ func TestMain(m *testing.M) { os.Exit(cassandratest.Main(m, 1, &cluster)) }
 
 var ksSeq atomic.Int64
 
+const leaseTestTTL = 15 * time.Second
+
 // leaseTest runs a migration whose only statement waits (beforeStatement) until its context
-// ends or 20 s pass; lose is called once the migration holds the lease and is in that step.
+// ends or 90 s pass; lose is called once the migration holds the lease and is in that step.
+// The lease (leaseTestTTL) and the request timeout leave room for a Cassandra node slowed by
+// the rest of `make test` (a 3 s lease was lost to one slow LWT there).
 // It returns Run's error, what Run said, and the status of version 1 in schema_migrations.
 func leaseTest(t *testing.T, o Options, lose func(c context.Context, s *gocql.Session, ks string)) (out, status string, err error) {
 	t.Helper()
@@ -35,11 +39,11 @@ func leaseTest(t *testing.T, o Options, lose func(c context.Context, s *gocql.Se
 	t.Cleanup(cancel)
 	o.Conn = cassandra.ConnOptions{
 		ContactPoints: []string{cluster.ContactPoint(1)}, LocalDC: cluster.DC(1), Keyspace: ks,
-		Timeout: 3 * time.Second, ConnectTimeout: 5 * time.Second, NumConns: 1,
+		Timeout: 15 * time.Second, ConnectTimeout: 15 * time.Second, NumConns: 1,
 	}
 	o.FS = fstest.MapFS{"migrations/0001_slow.cql": {Data: []byte("CREATE TABLE IF NOT EXISTS a (k text PRIMARY KEY);")}}
 	o.Owner = "first"
-	o.LeaseTTL = 3 * time.Second // renewed every second
+	o.LeaseTTL = leaseTestTTL // renewed every 5 s
 	var buf bytes.Buffer
 	o.Out = &buf
 	inStep := make(chan struct{})
@@ -48,7 +52,7 @@ func leaseTest(t *testing.T, o Options, lose func(c context.Context, s *gocql.Se
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Second): // without the fix nothing stops the step
+		case <-time.After(90 * time.Second): // without the fix nothing stops the step
 			return nil
 		}
 	}
@@ -72,7 +76,7 @@ func leaseTest(t *testing.T, o Options, lose func(c context.Context, s *gocql.Se
 	lose(c, sess, ks)
 	select {
 	case err = <-errc:
-	case <-time.After(time.Minute):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("Run did not end")
 	}
 	var st string
@@ -123,8 +127,9 @@ func TestLeaseRenewalErrorsStopTheMigration(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "lost the migration lease") || !strings.Contains(err.Error(), "injected timeout") {
 		t.Fatalf("err = %v\n%s", err, out)
 	}
-	// TTL 3 s: retried up to 1 s before the expiry, so stopped within about 2 s.
-	if d := time.Since(start); d > 5*time.Second {
+	// Retried until a third of the lease is left, so stopped within 2/3 of it after the last
+	// renewal; the step itself would last 90 s.
+	if d := time.Since(start); d > leaseTestTTL {
 		t.Fatalf("stopped after %s", d)
 	}
 	t.Logf("err = %v; version 1: %q", err, status)

@@ -141,6 +141,16 @@ func (st *Store) checkSchema(ctx context.Context) error {
 	if n != 5 {
 		return fmt.Errorf("cassandra store: keyspace %s has no (or an old) session schema: run `policing migrate`", st.o.Conn.Keyspace)
 	}
+	// The newest columns the statements name (migrations 0006, 0007): without them every
+	// accounting write would fail at its first read, not here.
+	err = st.s.Query("SELECT count(*) FROM system_schema.columns WHERE keyspace_name = ? AND table_name = 'sessions' AND column_name IN ('monitoring', 'lookups_until')",
+		st.o.Conn.Keyspace).Consistency(gocql.One).ScanContext(ctx, &n)
+	if err != nil {
+		return fmt.Errorf("cassandra store: reading the schema: %w", err)
+	}
+	if n != 2 {
+		return fmt.Errorf("cassandra store: keyspace %s has an old session schema (no sessions.lookups_until): run `policing migrate`", st.o.Conn.Keyspace)
+	}
 	return nil
 }
 
@@ -158,8 +168,8 @@ type queries struct {
 func newQueries() queries {
 	n := len(sessionCols)
 	return queries{
-		selSession: "SELECT " + colList() + ", WRITETIME(state) FROM sessions WHERE nas = ? AND acct_session_id = ?",
-		insSession: "INSERT INTO sessions (" + colList("nas", "acct_session_id") + ") VALUES (" + marks(n+2) + ") USING TTL ?",
+		selSession: "SELECT " + colList() + ", lookups_until, WRITETIME(state) FROM sessions WHERE nas = ? AND acct_session_id = ?",
+		insSession: "INSERT INTO sessions (" + colList("nas", "acct_session_id") + ", lookups_until) VALUES (" + marks(n+3) + ") USING TTL ?",
 		insByUser:  "INSERT INTO sessions_by_user (user_name, nas, acct_session_id, framed_ip, start_time) VALUES (?, ?, ?, ?, ?) USING TTL ?",
 		delByUser:  "DELETE FROM sessions_by_user WHERE user_name = ? AND nas = ? AND acct_session_id = ?",
 		insByIP:    "INSERT INTO sessions_by_framed_ip (framed_ip, nas, acct_session_id, user_name) VALUES (?, ?, ?, ?) USING TTL ? AND TIMESTAMP ?",

@@ -25,5 +25,6 @@ func SetStaleRead(st *Store, k session.Key, row *session.Session, wt int64) (und
 
 // ReadRow reads k's row as the accounting path does, with its write time.
 func ReadRow(ctx context.Context, st *Store, k session.Key) (*session.Session, int64, error) {
-	return st.readRow(ctx, k, st.cons)
+	s, m, err := st.readRow(ctx, k, st.cons)
+	return s, m.wt, err
 }

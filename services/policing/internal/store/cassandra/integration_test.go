@@ -225,9 +225,10 @@ func TestHistoryTTLAndAuthLog(t *testing.T) {
 	check("SELECT TTL(kind) FROM acct_history WHERE nas = 'nas1' AND acct_session_id = 's1'", week-120, week)
 	check("SELECT TTL(kind) FROM acct_history_by_user WHERE user_name = 'carol' AND day = ?", week-120, week, now)
 	check("SELECT TTL(result) FROM auth_log WHERE user_name = 'carol' AND day = ?", week-120, week, now)
-	// The active row lives for the expiry; the lookups with it.
+	// The active row lives for the expiry; the lookups four times as long (refreshed when
+	// less than twice the row's is left: TestInterimWritesItsRowOnly).
 	check("SELECT TTL(state) FROM sessions WHERE nas = 'nas1' AND acct_session_id = 's1'", 25*60-120, 25*60)
-	check("SELECT TTL(user_name) FROM sessions_by_framed_ip WHERE framed_ip = '10.0.1.1'", 25*60-120, 25*60)
+	check("SELECT TTL(user_name) FROM sessions_by_framed_ip WHERE framed_ip = '10.0.1.1'", 4*25*60-120, 4*25*60)
 	// The table options: TWCS and a 7-day default TTL on every history table.
 	for _, tbl := range []string{"acct_history", "acct_history_by_user", "acct_history_by_framed_ip", "acct_history_by_time", "sessions_closed_by_user", "auth_log"} {
 		var ttl int
@@ -325,6 +326,140 @@ func TestSupersedeStale(t *testing.T) {
 	}
 	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "old"}); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("late Interim revived the superseded session: %v", err)
+	}
+}
+
+// statements counts the requests sent to Cassandra by kind (the statement latency histogram).
+func statements(t *testing.T) map[string]uint64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "openaaa_store_statement_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" {
+					n[l.GetValue()] += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// An Interim that changes no lookup writes its row and its history in one request, and no
+// lookup; the lookups, written with four times the row's TTL, are written again once less
+// than twice the row's TTL is left (issue 17: CQL requests per message, no batchlog per
+// Interim). Before, every Interim rewrote every lookup to refresh its TTL, in a logged batch
+// across five partitions, with the history in a second request.
+func TestInterimWritesItsRowOnly(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	clock := time.Now().UTC().Truncate(time.Second)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	st := migratedStore(t, cassandra.Options{Expiry: func(*session.Session) time.Duration { return 25 * time.Minute }, Now: now})
+	c := ctx(t)
+	q := func(stmt string, dest ...any) {
+		t.Helper()
+		if err := st.Session().Query(stmt).Scan(dest...); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	lookupWritten := func() (user, ip, nas int64) {
+		q("SELECT WRITETIME(framed_ip) FROM sessions_by_user WHERE user_name = 'dave'", &user)
+		q("SELECT WRITETIME(user_name) FROM sessions_by_framed_ip WHERE framed_ip = '10.0.9.1'", &ip)
+		q("SELECT WRITETIME(user_name) FROM sessions_by_nas WHERE nas = 'nas9'", &nas)
+		return
+	}
+	apply := func(u *session.Update) map[string]uint64 {
+		t.Helper()
+		before := statements(t)
+		if err := st.Apply(c, u); err != nil {
+			t.Fatal(err)
+		}
+		d := statements(t)
+		for k, v := range before {
+			d[k] -= v
+		}
+		return d
+	}
+
+	at := clock
+	n := apply(start("nas9", "s9", "dave", "10.0.9.1", at))
+	if n["read_session"] != 1 || n["write_session"] != 1 || n["write_history"] != 1 {
+		t.Fatalf("Start: requests %v; want a read, the row's logged batch with its lookups, the history", n)
+	}
+	var until time.Time
+	q("SELECT lookups_until FROM sessions WHERE nas = 'nas9' AND acct_session_id = 's9'", &until)
+	if !until.Equal(at.Add(100 * time.Minute)) {
+		t.Fatalf("lookups_until %v; want the Start + 4 × 25 min", until)
+	}
+	u0, i0, n0 := lookupWritten()
+
+	for i := 1; i <= 3; i++ {
+		advance(10 * time.Minute)
+		n = apply(interim("nas9", "s9", i, clock))
+		if n["read_session"] != 1 || n["write_session"] != 1 || n["write_history"] != 0 {
+			t.Fatalf("Interim %d: requests %v; want a read and one write (row and history)", i, n)
+		}
+	}
+	if u, i, nn := lookupWritten(); u != u0 || i != i0 || nn != n0 {
+		t.Fatal("an Interim within the lookups' TTL wrote them again")
+	}
+	var records int
+	q("SELECT count(*) FROM acct_history WHERE nas = 'nas9' AND acct_session_id = 's9'", &records)
+	if records != 4 {
+		t.Fatalf("acct_history: %d records; want the Start and 3 Interims", records)
+	}
+	s, err := st.Get(c, session.Key{NAS: "nas9", ID: "s9"})
+	if err != nil || s.InputOctets != 3000 || s.Updates != 4 || string(s.Class) != "cls" {
+		t.Fatalf("row after the Interims: %+v, %v", s, err)
+	}
+
+	// 60 min after the Start less than 2 × 25 min of the lookups' 100 is left: written again.
+	advance(40 * time.Minute)
+	n = apply(interim("nas9", "s9", 7, clock))
+	if n["write_session"] != 1 || n["write_history"] != 1 {
+		t.Fatalf("Interim refreshing the lookups: requests %v; want the logged batch and the history", n)
+	}
+	if u, i, nn := lookupWritten(); u == u0 || i == i0 || nn == n0 {
+		t.Fatal("the lookups were not written again when their TTL ran short")
+	}
+	q("SELECT lookups_until FROM sessions WHERE nas = 'nas9' AND acct_session_id = 's9'", &until)
+	if !until.Equal(clock.Add(100 * time.Minute)) {
+		t.Fatalf("lookups_until %v; want %v", until, clock.Add(100*time.Minute))
+	}
+	if got, err := st.ByFramedIP(c, netip.MustParseAddr("10.0.9.1")); err != nil || got.ID != "s9" {
+		t.Fatalf("ByFramedIP: %+v, %v", got, err)
+	}
+}
+
+// A lookup outlives its row (TestInterimWritesItsRowOnly): Accounting-On does not write a
+// Stop for a session whose row is gone.
+func TestAccountingOnSkipsExpiredRows(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	st := migratedStore(t, cassandra.Options{})
+	c := ctx(t)
+	if err := st.Apply(c, start("nasX", "live", "erin", "10.3.0.1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	// What a row that expired leaves behind: its by-NAS lookup only.
+	if err := st.Session().Query("INSERT INTO sessions_by_nas (nas, acct_session_id, user_name) VALUES ('nasX', 'expired', 'frank')").Exec(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.CloseNAS(c, "nasX", t0.Add(time.Hour), 11)
+	if err != nil || n != 1 {
+		t.Fatalf("CloseNAS = %d, %v; want the live session only", n, err)
+	}
+	var rows int
+	if err := st.Session().Query("SELECT count(*) FROM sessions WHERE nas = 'nasX' AND acct_session_id = 'expired'").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("the expired session got a row (%d, %v): a Stop was written for it", rows, err)
 	}
 }
 

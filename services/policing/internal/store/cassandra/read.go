@@ -12,21 +12,27 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
-func (st *Store) readRow(ctx context.Context, k session.Key, cons gocql.Consistency) (*session.Session, int64, error) {
+// rowMeta is what the accounting path reads of a row besides the session.
+type rowMeta struct {
+	wt           int64     // WRITETIME(state): the next write goes after it
+	lookupsUntil time.Time // until when the session's lookups live (zero: unknown, or no TTL)
+}
+
+func (st *Store) readRow(ctx context.Context, k session.Key, cons gocql.Consistency) (*session.Session, rowMeta, error) {
 	var r row
-	var wt int64
+	var m rowMeta
 	start := time.Now()
-	err := st.s.Query(st.q.selSession, k.NAS, k.ID).Consistency(cons).ScanContext(ctx, append(r.dest(), &wt)...)
+	err := st.s.Query(st.q.selSession, k.NAS, k.ID).Consistency(cons).ScanContext(ctx, append(r.dest(), &m.lookupsUntil, &m.wt)...)
 	observe("read_session", start, err)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return nil, 0, nil
+		return nil, rowMeta{}, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, rowMeta{}, err
 	}
 	s := r.session()
 	s.Key = k
-	return s, wt, nil
+	return s, m, nil
 }
 
 func (st *Store) nasIDs(ctx context.Context, nas string) ([]string, error) {

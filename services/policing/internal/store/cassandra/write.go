@@ -96,12 +96,13 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 	if k.NAS == "" || k.ID == "" {
 		return nil, errors.New("cassandra store: accounting update without NAS or Acct-Session-Id")
 	}
-	old, wt, err := st.readRow(ctx, k, st.cons)
+	old, meta, err := st.readRow(ctx, k, st.cons)
 	if st.staleRead != nil {
 		if s, w, ok := st.staleRead(k); ok {
-			old, wt, err = s, w, nil
+			old, meta, err = s, rowMeta{wt: w}, nil
 		}
 	}
+	wt := meta.wt
 	if err != nil {
 		return nil, err
 	}
@@ -147,21 +148,41 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 	// in arrival order. Readers check the session it names (ByFramedIP, the Stop's delete).
 	ipTS := max(rec.Received.UnixMicro(), wt+1)
 
-	var wg sync.WaitGroup
 	var batchErr, histErr error
-	if !rec.HistoryOnly {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cons := st.cons
-			if rec.Quorum {
-				cons = gocql.Quorum
+	if rec.HistoryOnly {
+		histErr = st.writeHistory(ctx, rec, hist)
+	} else {
+		cons := st.cons
+		if rec.Quorum {
+			cons = gocql.Quorum
+		}
+		var b *gocql.Batch
+		b, batchErr = st.sessionBatch(ctx, cons, old, merged, meta.lookupsUntil, rec.Received, ts, ipTS)
+		switch {
+		case batchErr != nil:
+		case len(b.Entries) == 1:
+			// The row alone (an Interim that changes no lookup): one partition, so its
+			// history goes in the same request, an unlogged batch at the row's consistency —
+			// one request per message instead of two, and still no batchlog. The row write is
+			// atomic by itself; the history's inserts are idempotent, and the record is
+			// written again whole if the request fails (spool, the NAS's retransmission).
+			b.Type = gocql.UnloggedBatch
+			st.historyQueries(b, rec, hist)
+			batchErr = execBatch(ctx, b, "write_session")
+			if batchErr != nil {
+				histErr = batchErr
 			}
-			batchErr = st.writeSession(ctx, cons, old, merged, ts, ipTS)
-		}()
+		default:
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				batchErr = execBatch(ctx, b, batchKind(merged))
+			}()
+			histErr = st.writeHistory(ctx, rec, hist)
+			wg.Wait()
+		}
 	}
-	histErr = st.writeHistory(ctx, rec, hist)
-	wg.Wait()
 	if batchErr != nil {
 		if histErr == nil {
 			return nil, rowError{batchErr}
@@ -217,14 +238,45 @@ func ttlSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
 }
 
-func (st *Store) writeSession(ctx context.Context, cons gocql.Consistency, old, s *session.Session, ts, ipTS int64) error {
+// Lookups outlive their row: written with lookupTTLFactor × the row's TTL, and written again
+// only when what is left of that is less than lookupRefresh × the row's TTL (or when they
+// change). An Interim that refreshes the row's TTL therefore writes the row's one partition —
+// no logged batch across the lookups' partitions, no batchlog — on most Interims, and the
+// lookups still live at least one row TTL longer than the row. What outlives an expired row
+// names a row that is gone: readers check the session a lookup names (Get, CloseNAS).
+const (
+	lookupTTLFactor = 4
+	lookupRefresh   = 2
+)
+
+// lookupsDue reports whether the lookups must be written again to outlive the row's new TTL.
+func lookupsDue(until, now time.Time, ttl int) bool {
+	return ttl > 0 && until.Before(now.Add(lookupRefresh*time.Duration(ttl)*time.Second))
+}
+
+func batchKind(s *session.Session) string {
+	if s.State == session.Stopped {
+		return "stop_session"
+	}
+	return "write_session"
+}
+
+func execBatch(ctx context.Context, b *gocql.Batch, kind string) error {
+	start := time.Now()
+	err := b.ExecContext(ctx)
+	observe(kind, start, err)
+	return err
+}
+
+// sessionBatch builds the logged batch of a session's row and the lookups it changes or
+// refreshes (lookupsUntil: until when its lookups live, read with the row; now: the record's
+// arrival). The Stop's framed-IP lookup is read here: the only read of the write path's own.
+func (st *Store) sessionBatch(ctx context.Context, cons gocql.Consistency, old, s *session.Session, lookupsUntil, now time.Time, ts, ipTS int64) (*gocql.Batch, error) {
 	b := st.s.Batch(gocql.LoggedBatch).Consistency(cons).WithTimestamp(ts)
 	k := s.Key
 	base := append([]any{k.NAS, k.ID}, values(s)...)
-	kind := "write_session"
 	if s.State == session.Stopped {
-		kind = "stop_session"
-		b.Query(st.q.insSession, append(base, ttlSeconds(st.o.StoppedTTL))...)
+		b.Query(st.q.insSession, append(base, unset, ttlSeconds(st.o.StoppedTTL))...)
 		for _, user := range uniq(s.UserName, oldUser(old)) {
 			b.Query(st.q.delByUser, user, k.NAS, k.ID)
 		}
@@ -243,7 +295,7 @@ func (st *Store) writeSession(ctx context.Context, cons gocql.Consistency, old, 
 			if err == nil && nas == k.NAS && id == k.ID {
 				b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
 			} else if err != nil && !errors.Is(err, gocql.ErrNotFound) {
-				return err
+				return nil, err
 			}
 		}
 		st.ipv6Writes(b, old, s, false, 0)
@@ -255,9 +307,17 @@ func (st *Store) writeSession(ctx context.Context, cons gocql.Consistency, old, 
 		if st.o.Expiry != nil {
 			ttl = ttlSeconds(st.o.Expiry(s))
 		}
-		b.Query(st.q.insSession, append(base, ttl)...)
-		// Lookups: written when new or changed, or to refresh their TTL.
-		fresh := old == nil || ttl > 0
+		// Lookups: written when new or changed, or when their TTL runs short (lookupsDue).
+		fresh := old == nil || lookupsDue(lookupsUntil, now, ttl)
+		rowTTL := ttl
+		if fresh && ttl > 0 {
+			lookupsUntil = now.Add(lookupTTLFactor * time.Duration(ttl) * time.Second)
+			ttl *= lookupTTLFactor
+		} else if ttl > 0 {
+			// A changed lookup lives as long as the others.
+			ttl = max(int(lookupsUntil.Sub(now)/time.Second), rowTTL)
+		}
+		b.Query(st.q.insSession, append(base, uTime(lookupsUntil), rowTTL)...)
 		if s.UserName != "" && (fresh || old.UserName != s.UserName || old.FramedIP != s.FramedIP || !old.StartTime.Equal(s.StartTime)) {
 			b.Query(st.q.insByUser, s.UserName, k.NAS, k.ID, uIP(s.FramedIP), uTime(s.StartTime), ttl)
 		}
@@ -281,10 +341,7 @@ func (st *Store) writeSession(ctx context.Context, cons gocql.Consistency, old, 
 		}
 		st.ipv6Writes(b, old, s, fresh, ttl)
 	}
-	start := time.Now()
-	err := b.ExecContext(ctx)
-	observe(kind, start, err)
-	return err
+	return b, nil
 }
 
 func oldUser(s *session.Session) string {
@@ -336,6 +393,13 @@ func uniqIP(a, b netip.Addr) []netip.Addr {
 // derived ids), and a record whose batch failed in part is written again whole (spool, NAS
 // retransmission).
 func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Session) error {
+	b := st.s.Batch(gocql.UnloggedBatch).Consistency(st.hcons).WithTimestamp(rec.Received.UnixMicro())
+	st.historyQueries(b, rec, s)
+	return execBatch(ctx, b, "write_history")
+}
+
+// historyQueries adds a record's inserts into acct_history and its three lookups to b.
+func (st *Store) historyQueries(b *gocql.Batch, rec *record, s *session.Session) {
 	s = historyRow(rec.Kind, &rec.Session, s)
 	k := s.Key
 	at := rec.Session.LastSeen
@@ -346,7 +410,6 @@ func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Sessi
 	h.Write([]byte(k.ID))
 	shard := int(h.Sum32() % 16)
 	kind := rec.Kind.String()
-	b := st.s.Batch(gocql.UnloggedBatch).Consistency(st.hcons).WithTimestamp(rec.Received.UnixMicro())
 	b.Query(st.q.insHistory, append([]any{k.NAS, k.ID, rec.ID, kind, at}, values(s)...)...)
 	if s.UserName != "" {
 		b.Query(st.q.insHistByUser, s.UserName, day, rec.ID, k.NAS, k.ID, kind, uIP(s.FramedIP))
@@ -355,10 +418,6 @@ func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Sessi
 		b.Query(st.q.insHistByIP, ipOrNil(s.FramedIP), day, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName))
 	}
 	b.Query(st.q.insHistByTime, minute, shard, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName), uIP(s.FramedIP))
-	start := time.Now()
-	err := b.ExecContext(ctx)
-	observe("write_history", start, err)
-	return err
 }
 
 // CloseNAS closes every active session of a NAS (Accounting-On/Off).
@@ -369,8 +428,16 @@ func (st *Store) CloseNAS(ctx context.Context, nas string, at time.Time, cause u
 	}
 	var n atomic.Int64
 	err = parallel(len(ids), 16, func(i int) error {
+		k := session.Key{NAS: nas, ID: ids[i]}
+		// A lookup outlives its row (lookupTTLFactor): a session whose row expired is not
+		// closed again, which would write a Stop for it.
+		if _, err := st.Get(ctx, k); errors.Is(err, session.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
 		err := st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{
-			Key: session.Key{NAS: nas, ID: ids[i]}, LastSeen: at, TerminateCause: cause,
+			Key: k, LastSeen: at, TerminateCause: cause,
 		}})
 		if err == nil {
 			n.Add(1)
