@@ -158,20 +158,12 @@ build_k8s() {
 }
 
 # CoreDNS with only the plugins a cluster-local DNS needs (internal/tools/coredns), built in
-# this repository's module, whose graph helm and the operator have compiled by then (client-go,
-# the API types, grpc, the Prometheus client): a cold machine compiles only CoreDNS's own
-# packages. go.mod's github.com/coredns/coredns must be COREDNS_VERSION.
+# this repository's module (repo_build_bin); go.mod's github.com/coredns/coredns must be
+# COREDNS_VERSION.
 build_coredns() {
-	local stamp have
-	stamp="coredns=${COREDNS_VERSION} go=$(go env GOVERSION) module=internal/tools/coredns"
-	if [[ -x "${CBIN}/coredns" && "$(cat "${CBIN}/.coredns.stamp" 2>/dev/null)" == "$stamp" ]]; then return; fi
-	have="$(cd "$REPO_ROOT" && GOFLAGS=-mod=readonly go list -m -f '{{.Version}}' github.com/coredns/coredns)"
-	[[ "$have" == "v${COREDNS_VERSION}" ]] || die "go.mod has github.com/coredns/coredns ${have}, not v${COREDNS_VERSION}"
-	mkdir -p "$CBIN"
-	log "building CoreDNS v${COREDNS_VERSION} (in this module)..."
-	(cd "$REPO_ROOT" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${CBIN}/coredns.tmp" ./internal/tools/coredns)
-	mv -f "${CBIN}/coredns.tmp" "${CBIN}/coredns"
-	echo "$stamp" >"${CBIN}/.coredns.stamp"
+	# shellcheck source=lib/kube-build.sh
+	source "${HACK}/lib/kube-build.sh"
+	repo_build_bin coredns "github.com/coredns/coredns@v${COREDNS_VERSION}" "-s -w" "$CBIN"
 }
 
 build_images() {

@@ -12,6 +12,7 @@
 #   kube_build_bin NAME PKG OUTDIR     build k8s.io/kubernetes/PKG as OUTDIR/NAME (stamped)
 #   etcd_build_bin OUTDIR              build etcd as OUTDIR/etcd (stamped)
 #   kubectl_build_bin OUTDIR           build kubectl as OUTDIR/kubectl in OUR module (stamped)
+#   repo_build_bin NAME MOD@V FLAGS OUT build ./internal/tools/NAME in OUR module (stamped)
 #   kube_build_ok NAME OUTDIR          true when OUTDIR/NAME is built with today's versions/flags
 
 K8S_VERSION="${K8S_VERSION:-1.34.4}"         # k8s.io/kubernetes v1.34.4, staging modules v0.34.4
@@ -113,26 +114,31 @@ kube_build_bin() { # name package outdir
 	kube_build_log "built ${name} in $((SECONDS - start))s"
 }
 
-# kubectl is the exception: built from k8s.io/kubectl's command package in this repository's
-# module (internal/tools/kubectl), whose graph helm and the operator have compiled by then, so
-# that a cold machine compiles only its commands (~100 packages) instead of client-go,
-# cli-runtime and kustomize a second time in the wrapper's graph (issue 12's budget). go.mod's
-# k8s.io/kubectl must be K8S_VERSION's staging version.
-kubectl_build_bin() { # outdir
-	local out="$1" root want have
+# repo_build_bin NAME MODULE@VERSION LDFLAGS OUTDIR: build ./internal/tools/NAME in this
+# repository's module as OUTDIR/NAME (stamped), after checking that go.mod requires MODULE at
+# VERSION. kubectl (k8s.io/kubectl's command) and CoreDNS (hack/cluster.sh) are built so rather
+# than in wrappers of their own: this module's graph, which helm and the operator have compiled
+# by then, holds client-go, cli-runtime, kustomize, grpc and the Prometheus client, so a cold
+# machine compiles only their own packages (issue 12's budget).
+repo_build_bin() {
+	local name="$1" module="${2%@*}" want="${2#*@}" ldflags="$3" out="$4" root have
 	root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-	local stamp="${KUBE_STAMP_TEXT} kubectl=internal/tools/kubectl"
-	if [[ -x "${out}/kubectl" && "$(cat "${out}/.kubectl.stamp" 2>/dev/null)" == "$stamp" ]]; then return; fi
-	want="v0.${K8S_VERSION#*.}"
-	have="$(cd "$root" && GOFLAGS=-mod=readonly ${GO} list -m -f '{{.Version}}' k8s.io/kubectl)"
-	[[ "$have" == "$want" ]] || { kube_build_log "go.mod has k8s.io/kubectl ${have}, not ${want} (K8S_VERSION ${K8S_VERSION})"; exit 1; }
+	local stamp="go=$(${GO} env GOVERSION) ${2} pkg=internal/tools/${name} ldflags=${ldflags}"
+	if [[ -x "${out}/${name}" && "$(cat "${out}/.${name}.stamp" 2>/dev/null)" == "$stamp" ]]; then return; fi
+	have="$(cd "$root" && GOFLAGS=-mod=readonly ${GO} list -m -f '{{.Version}}' "$module")"
+	[[ "$have" == "$want" ]] || { kube_build_log "go.mod has ${module} ${have}, not ${want}"; exit 1; }
 	mkdir -p "$out"
-	kube_build_log "building kubectl v${K8S_VERSION} (k8s.io/kubectl ${have}, in this module)..."
+	kube_build_log "building ${name} (${module} ${have}, in this module)..."
 	local start=$SECONDS
-	(cd "$root" && GOFLAGS=-buildvcs=false ${GO} build -trimpath -ldflags "${K8S_LDFLAGS}" -o "${out}/kubectl.tmp" ./internal/tools/kubectl)
-	mv -f "${out}/kubectl.tmp" "${out}/kubectl"
-	echo "$stamp" >"${out}/.kubectl.stamp"
-	kube_build_log "built kubectl in $((SECONDS - start))s"
+	(cd "$root" && GOFLAGS=-buildvcs=false ${GO} build -trimpath -ldflags "$ldflags" -o "${out}/${name}.tmp" "./internal/tools/${name}")
+	mv -f "${out}/${name}.tmp" "${out}/${name}"
+	echo "$stamp" >"${out}/.${name}.stamp"
+	kube_build_log "built ${name} in $((SECONDS - start))s"
+}
+
+# kubectl at K8S_VERSION: go.mod's k8s.io/kubectl must be its staging version.
+kubectl_build_bin() { # outdir
+	repo_build_bin kubectl "k8s.io/kubectl@v0.${K8S_VERSION#*.}" "${K8S_LDFLAGS}" "$1"
 }
 
 etcd_build_bin() { # outdir

@@ -303,43 +303,45 @@ func (st *Store) sessionBatch(ctx context.Context, cons gocql.Consistency, old, 
 			b.Query(st.q.insClosed, base...)
 		}
 	} else {
-		var ttl int
+		var rowTTL int
 		if st.o.Expiry != nil {
-			ttl = ttlSeconds(st.o.Expiry(s))
+			rowTTL = ttlSeconds(st.o.Expiry(s))
 		}
-		// Lookups: written when new or changed, or when their TTL runs short (lookupsDue).
-		fresh := old == nil || lookupsDue(lookupsUntil, now, ttl)
-		rowTTL := ttl
-		if fresh && ttl > 0 {
-			lookupsUntil = now.Add(lookupTTLFactor * time.Duration(ttl) * time.Second)
-			ttl *= lookupTTLFactor
-		} else if ttl > 0 {
-			// A changed lookup lives as long as the others.
-			ttl = max(int(lookupsUntil.Sub(now)/time.Second), rowTTL)
+		// Lookups: written when new or changed, or when their TTL runs short (lookupsDue);
+		// lookupTTL is the TTL of a lookup written now.
+		fresh := old == nil || lookupsDue(lookupsUntil, now, rowTTL)
+		lookupTTL := rowTTL
+		switch {
+		case rowTTL == 0: // no expiry: lookups without a TTL
+		case fresh:
+			lookupTTL = lookupTTLFactor * rowTTL
+			lookupsUntil = now.Add(time.Duration(lookupTTL) * time.Second)
+		default: // a changed lookup lives as long as the others
+			lookupTTL = max(int(lookupsUntil.Sub(now)/time.Second), rowTTL)
 		}
 		b.Query(st.q.insSession, append(base, uTime(lookupsUntil), rowTTL)...)
 		if s.UserName != "" && (fresh || old.UserName != s.UserName || old.FramedIP != s.FramedIP || !old.StartTime.Equal(s.StartTime)) {
-			b.Query(st.q.insByUser, s.UserName, k.NAS, k.ID, uIP(s.FramedIP), uTime(s.StartTime), ttl)
+			b.Query(st.q.insByUser, s.UserName, k.NAS, k.ID, uIP(s.FramedIP), uTime(s.StartTime), lookupTTL)
 		}
 		if u := oldUser(old); u != "" && u != s.UserName {
 			b.Query(st.q.delByUser, u, k.NAS, k.ID)
 		}
 		if s.FramedIP.IsValid() && (fresh || old.FramedIP != s.FramedIP || old.UserName != s.UserName) {
-			b.Query(st.q.insByIP, ipOrNil(s.FramedIP), k.NAS, k.ID, uStr(s.UserName), ttl, ipTS)
+			b.Query(st.q.insByIP, ipOrNil(s.FramedIP), k.NAS, k.ID, uStr(s.UserName), lookupTTL, ipTS)
 		}
 		if ip := oldIP(old); ip.IsValid() && ip != s.FramedIP {
 			b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
 		}
 		if s.CallingStationID != "" && (fresh || old.CallingStationID != s.CallingStationID || old.UserName != s.UserName) {
-			b.Query(st.q.insByCalling, s.CallingStationID, k.NAS, k.ID, uStr(s.UserName), ttl)
+			b.Query(st.q.insByCalling, s.CallingStationID, k.NAS, k.ID, uStr(s.UserName), lookupTTL)
 		}
 		if c := oldCalling(old); c != "" && c != s.CallingStationID {
 			b.Query(st.q.delByCalling, c, k.NAS, k.ID)
 		}
 		if k.NAS != session.GxNAS && (fresh || old.UserName != s.UserName) {
-			b.Query(st.q.insByNAS, k.NAS, k.ID, uStr(s.UserName), ttl)
+			b.Query(st.q.insByNAS, k.NAS, k.ID, uStr(s.UserName), lookupTTL)
 		}
-		st.ipv6Writes(b, old, s, fresh, ttl)
+		st.ipv6Writes(b, old, s, fresh, lookupTTL)
 	}
 	return b, nil
 }
