@@ -1,10 +1,11 @@
 // Package addons gives tests the real add-ons of the local cluster (issue 12):
 // prometheus-operator with a Prometheus, metrics-server, cert-manager. hack/addons.sh builds
 // them and installs them; this package reads the same hack/addons/images.env and calls the
-// same script, so a cluster test does:
+// same script. A cluster test package starts their install when its cluster is up and each
+// test that needs them waits for it:
 //
-//	hack/cluster.sh import addons.ImportArgs(t)...  // ARCHIVE=REPO, as cluster.sh takes them
-//	addons.Install(t, ctx, kubeconfig)            // CRDs, manifests, waits until each add-on works
+//	b := addons.StartBackground(kubeconfig, cluster.ImportArchives) // import, install, verify
+//	b.Wait(t, ctx)                                                  // in a test
 //
 // docs/addons.md says what each step checks and costs. `make provision` builds them
 // (`make addons`); without them the tests skip, or fail under OPENAAA_INTEGRATION=require.
@@ -31,12 +32,16 @@ func CacheDir() string {
 	if d := os.Getenv("ADDONS_CACHE"); d != "" {
 		return d
 	}
-	c := os.Getenv("CACHE")
-	if c == "" {
-		home, _ := os.UserHomeDir()
-		c = filepath.Join(home, ".cache", "openaaa")
+	return filepath.Join(cacheRoot(), "addons")
+}
+
+// cacheRoot is the project's cache ($CACHE, else ~/.cache/openaaa), as the scripts compute it.
+func cacheRoot() string {
+	if c := os.Getenv("CACHE"); c != "" {
+		return c
 	}
-	return filepath.Join(c, "addons")
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "openaaa")
 }
 
 // Env reads hack/addons/images.env: versions and image references.
@@ -75,30 +80,27 @@ type Image struct {
 // Images lists the add-on images (`hack/addons.sh list`).
 func Images(t testing.TB) []Image {
 	t.Helper()
-	out, err := Script(context.Background(), "list")
+	imgs, err := images()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return imgs
+}
+
+func images() ([]Image, error) {
+	out, err := Script(context.Background(), "list")
+	if err != nil {
+		return nil, err
 	}
 	var imgs []Image
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(l)
 		if len(f) != 3 {
-			t.Fatalf("hack/addons.sh list: unexpected line %q", l)
+			return nil, fmt.Errorf("hack/addons.sh list: unexpected line %q", l)
 		}
 		imgs = append(imgs, Image{Name: f[0], Ref: f[1], Archive: f[2]})
 	}
-	return imgs
-}
-
-// ImportArgs are the arguments of `hack/cluster.sh import` for every add-on image:
-// ARCHIVE=REPO (the index carries the tag).
-func ImportArgs(t testing.TB) []string {
-	t.Helper()
-	var args []string
-	for _, img := range Images(t) {
-		args = append(args, img.ImportArg())
-	}
-	return args
+	return imgs, nil
 }
 
 // ImportArg is the image's `hack/cluster.sh import` argument: ARCHIVE=REPO.
@@ -133,26 +135,39 @@ func NeedBuilt(t testing.TB) {
 
 func waitBuild(t testing.TB, status string) {
 	t.Helper()
+	waited, err := waitBuildStatus(context.Background(), status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited > time.Second {
+		t.Logf("waited %s for the add-ons' build (make test builds them beside the cluster tests)", waited.Round(time.Second))
+	}
+}
+
+// waitBuildStatus waits (at most buildWait, or until ctx ends) for the build that make test
+// runs beside the tests to write its status file: nil once it says "ok".
+func waitBuildStatus(ctx context.Context, status string) (time.Duration, error) {
 	start := time.Now()
 	for {
 		b, err := os.ReadFile(status)
 		if err != nil && !os.IsNotExist(err) {
-			t.Fatalf("the add-ons' build status %s: %v", status, err)
+			return time.Since(start), fmt.Errorf("the add-ons' build status %s: %v", status, err)
 		}
 		switch strings.TrimSpace(string(b)) {
 		case "ok":
-			if w := time.Since(start); w > time.Second {
-				t.Logf("waited %s for the add-ons' build (make test builds them beside the cluster tests)", w.Round(time.Second))
-			}
-			return
+			return time.Since(start), nil
 		case "":
 		default:
-			t.Fatalf("the add-ons' build failed (%s says %q): see `make addons` in make test's output", status, b)
+			return time.Since(start), fmt.Errorf("the add-ons' build failed (%s says %q): see `make addons` in make test's output", status, b)
 		}
 		if time.Since(start) > buildWait {
-			t.Fatalf("the add-ons' build did not end within %s (%s)", buildWait, status)
+			return time.Since(start), fmt.Errorf("the add-ons' build did not end within %s (%s)", buildWait, status)
 		}
-		time.Sleep(2 * time.Second)
+		select {
+		case <-ctx.Done():
+			return time.Since(start), ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
 	}
 }
 
@@ -194,43 +209,5 @@ const (
 	PrometheusService   = "prometheus-operated:web"
 )
 
-// InstallCertManager installs only cert-manager and its local CA ClusterIssuer
-// (CertManagerCAIssuer) on the cluster of kubeconfig, its image already imported, and waits
-// until the ClusterIssuer is Ready. Install installs it too.
-func InstallCertManager(t testing.TB, ctx context.Context, kubeconfig string) {
-	t.Helper()
-	if out, err := Script(ctx, "install-cert-manager", kubeconfig); err != nil {
-		t.Fatalf("%v%s", err, out)
-	}
-}
-
 // CertManagerCAIssuer is the ClusterIssuer of the local CA (51-cert-manager-issuers.yaml).
 const CertManagerCAIssuer = "openaaa-local-ca"
-
-// CertManagerImportArgs are the `hack/cluster.sh import` arguments of cert-manager's images:
-// its controller, webhook and cainjector.
-func CertManagerImportArgs(t testing.TB) []string {
-	t.Helper()
-	var args []string
-	for _, img := range Images(t) {
-		if strings.HasPrefix(img.Name, "cert-manager-") {
-			args = append(args, img.ImportArg())
-		}
-	}
-	if len(args) != 3 {
-		t.Fatalf("cert-manager images %v; want the controller, webhook and cainjector (hack/addons.sh list)", args)
-	}
-	return args
-}
-
-// ImportArg is the `hack/cluster.sh import` argument (ARCHIVE=REPO) of one add-on image.
-func ImportArg(t testing.TB, name string) string {
-	t.Helper()
-	for _, img := range Images(t) {
-		if img.Name == name {
-			return img.ImportArg()
-		}
-	}
-	t.Fatalf("no add-on image %s (hack/addons.sh list)", name)
-	return ""
-}

@@ -25,6 +25,15 @@ import (
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
 )
 
+// clusterAddons installs every add-on from the moment the cluster is up, in the background
+// (TestMain): the first test does not need them, the ones after it wait for them.
+var clusterAddons *addons.Background
+
+func startAddons(c *clustertest.Cluster) (stop func()) {
+	clusterAddons = addons.StartBackground(c.Kubeconfig, c.ImportArchives)
+	return clusterAddons.Stop
+}
+
 // startAAA is what the monitoring and autoscaling tests share: the add-ons (prometheus-operator
 // with a Prometheus, metrics-server), the operator chart with its ServiceMonitor, Cassandra 5 on
 // the node's address, and the AAACluster of aaaclusterValues with extraValues over it (a second
@@ -34,13 +43,7 @@ func startAAA(t *testing.T, ctx context.Context, extraValues string) client.Clie
 	t.Helper()
 	clustertest.Skip(t, cluster)
 	root, helm, tag := needOperatorImages(t)
-	addons.NeedBuilt(t)
-	start := time.Now()
-	if err := cluster.ImportArchives(addons.ImportArgs(t)...); err != nil {
-		t.Fatal(err)
-	}
-	addons.Install(t, ctx, cluster.Kubeconfig)
-	t.Logf("add-ons imported, installed and verified in %s", time.Since(start).Round(time.Second))
+	clusterAddons.Wait(t, ctx)
 
 	c := aaaClient(t)
 	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: aaaNS}})
@@ -71,7 +74,7 @@ func startAAA(t *testing.T, ctx context.Context, extraValues string) client.Clie
 	t.Cleanup(func() {
 		runHelm(t, context.Background(), helm, "uninstall", release, "-n", aaaNS, "--wait", "--timeout", "2m")
 	})
-	start = time.Now()
+	start := time.Now()
 	waitCondition(t, c, aaav1.ConditionReady, metav1.ConditionTrue, "", readyWithin)
 	t.Logf("AAACluster Ready in %s", time.Since(start).Round(time.Second))
 	return c

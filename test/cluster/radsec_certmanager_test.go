@@ -56,19 +56,13 @@ const (
 // 2001 over TLS through the NodePort.
 func TestRadSecCertManagerOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
-	addons.NeedBuilt(t)
 	testenv.LookPath(t, "freeradius", "FreeRADIUS (hack/freeradius.sh install: make provision)")
 	root, helm, tag := needOperatorImages(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
-	// cert-manager and the local CA.
-	start := time.Now()
-	if err := cluster.ImportArchives(addons.CertManagerImportArgs(t)...); err != nil {
-		t.Fatalf("importing cert-manager's images: %v", err)
-	}
-	addons.InstallCertManager(t, ctx, cluster.Kubeconfig)
-	t.Logf("cert-manager imported and installed, CA ClusterIssuer Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	// cert-manager and the local CA ClusterIssuer (with the other add-ons).
+	clusterAddons.Wait(t, ctx)
 
 	cassandraUp(t)
 
@@ -113,7 +107,7 @@ func TestRadSecCertManagerOnCluster(t *testing.T) {
 
 	// 1. The operator's Certificate is issued by cert-manager; the AAACluster becomes Ready.
 	key := client.ObjectKey{Namespace: radsecNS, Name: radsecRelease}
-	start = time.Now()
+	start := time.Now()
 	crt := waitCertificateReady(t, c, radsecNS, radsecRelease+"-radsec")
 	issuer, _, _ := unstructured.NestedString(crt.Object, "spec", "issuerRef", "name")
 	if issuer != addons.CertManagerCAIssuer {

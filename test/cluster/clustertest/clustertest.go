@@ -318,8 +318,10 @@ func Start(t testing.TB) *Cluster {
 }
 
 // Main runs a package's tests against one cluster it starts and stops (call it from
-// TestMain). *cluster stays nil when the tests are to skip; tests call Skip first.
-func Main(m *testing.M, cluster **Cluster) int {
+// TestMain). *cluster stays nil when the tests are to skip; tests call Skip first. Each onUp
+// runs once the cluster is up, before the tests (e.g. to start work in the background); the
+// function it returns runs after them, before the cluster stops.
+func Main(m *testing.M, cluster **Cluster, onUp ...func(*Cluster) (stop func())) int {
 	for _, a := range os.Args { // flags are parsed by m.Run, after this
 		if (a == "-test.short" || a == "-test.short=true") && !testenv.Required() {
 			fmt.Println("clustertest: -short: the local cluster's tests skip")
@@ -342,9 +344,16 @@ func Main(m *testing.M, cluster **Cluster) int {
 	fmt.Printf("clustertest: waited %s for the lock; cluster up in %s (node Ready after %s)\n",
 		c.LockWait.Round(100*time.Millisecond), c.UpTime.Round(100*time.Millisecond), c.NodeReady)
 	*cluster = c
+	var stops []func()
+	for _, f := range onUp {
+		stops = append(stops, f(c))
+	}
 	testsStart := time.Now()
 	code := m.Run()
 	fmt.Printf("clustertest: tests took %s\n", time.Since(testsStart).Round(100*time.Millisecond))
+	for _, stop := range stops {
+		stop()
+	}
 	if code != 0 {
 		fmt.Println(c.Diagnostics())
 	}
