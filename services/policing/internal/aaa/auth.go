@@ -16,6 +16,7 @@ import (
 	"layeh.com/radius/rfc2865"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/mschapv2"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
@@ -123,7 +124,7 @@ func (h *Auth) decide(r *radiusd.Request) policy.AuthDecision {
 func (h *Auth) authorizeMSCHAPv2(ctx context.Context, req *radius.Packet, m msCHAPv2, user string, sub *subscriber.Subscriber) policy.AuthDecision {
 	var extra radius.Attributes
 	ok := false
-	if hash := ntHash(sub); hash != nil {
+	if hash := mschapv2.NTHash(sub); hash != nil {
 		extra, ok = m.verify(req, user, hash)
 	}
 	if !ok {
