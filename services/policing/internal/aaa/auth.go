@@ -15,6 +15,7 @@ import (
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/mschapv2"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
@@ -34,6 +35,8 @@ type Auth struct {
 	// AuthLog, when set, receives every decision after the reply was sent (asynchronous,
 	// bounded: it never delays a reply).
 	AuthLog *AuthLog
+	// EAP runs EAP conversations (docs/eap.md); nil: EAP is off and refused.
+	EAP *eap.Server
 }
 
 // Reject reasons (logged and counted, never sent).
@@ -51,6 +54,10 @@ const (
 )
 
 func (h *Auth) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
+	if eap.Has(r.Packet) {
+		h.serveEAP(w, r)
+		return
+	}
 	d := h.decide(r)
 	code := radius.CodeAccessReject
 	result := "reject"

@@ -1,0 +1,55 @@
+package eap
+
+import (
+	"context"
+
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+// method is one EAP method's server side (FreeRADIUS's rlm_eap_<type> behind one interface):
+// it produces the type-data of the Requests and consumes that of the Responses.
+type method interface {
+	// start returns the type-data of the method's first Request.
+	start() ([]byte, error)
+	// step consumes a Response's type-data (id: its Identifier) and says what comes next.
+	step(ctx context.Context, id byte, data []byte) outcome
+	// close releases what the method holds (a TLS engine's goroutine); idempotent.
+	close()
+}
+
+// outcome of a step: the next Request's type-data, or the end (ok with the subscriber and
+// the MSK, or a reject reason).
+type outcome struct {
+	next   []byte
+	done   bool
+	sub    *subscriber.Subscriber
+	msk    []byte
+	reason Reason
+}
+
+func fail(r Reason) outcome { return outcome{done: true, reason: r} }
+
+// Reason says why a conversation ended in EAP-Failure: logged, and the label of
+// openaaa_eap_rejects_total (never sent to the peer).
+type Reason string
+
+const (
+	ReasonDisabled      Reason = "eap_disabled"
+	ReasonMalformed     Reason = "malformed"
+	ReasonUnknownState  Reason = "unknown_state"
+	ReasonNoState       Reason = "no_state"
+	ReasonBadIdentifier Reason = "unexpected_identifier"
+	ReasonUnexpected    Reason = "unexpected_method"
+	ReasonNoMethod      Reason = "no_common_method"
+	ReasonFull          Reason = "too_many_conversations"
+	ReasonUnknownUser   Reason = "unknown_user"
+	ReasonBadPassword   Reason = "wrong_password"
+	ReasonNoClearText   Reason = "no_clear_text_password"
+	ReasonUnavailable   Reason = "subscriber_source_unavailable"
+	ReasonBadFragment   Reason = "bad_fragment"
+	ReasonTLS           Reason = "tls_failed"
+	ReasonTimeout       Reason = "tls_timeout"
+	ReasonCertificate   Reason = "certificate_identity"
+	ReasonInternal      Reason = "internal_error"
+	ReasonPolicy        Reason = "policy_refused" // the subscriber authenticated, the policy said no
+)
