@@ -397,3 +397,17 @@ func TestInnerRandom(t *testing.T) {
 		t.Fatalf("AVPs %x: %v %v", b, m, ok)
 	}
 }
+
+func TestCertIdentity(t *testing.T) {
+	c := &x509.Certificate{Subject: pkix.Name{CommonName: "alice"}, DNSNames: []string{"ap1.example"}}
+	if certIdentity(c, "commonName") != "alice" || certIdentity(c, "subjectAltName") != "ap1.example" {
+		t.Fatal("CN or DNS SAN")
+	}
+	c.EmailAddresses = []string{"alice@example.net"}
+	if certIdentity(c, "subjectAltName") != "alice@example.net" {
+		t.Fatal("the e-mail SAN comes first")
+	}
+	if certIdentity(&x509.Certificate{}, "subjectAltName") != "" {
+		t.Fatal("no SAN")
+	}
+}
