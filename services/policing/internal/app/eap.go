@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
@@ -19,7 +20,14 @@ func (n *Node) startEAP(src subscriber.Source) (*eap.Server, error) {
 	}
 	opt := eap.Options{NodeID: c.NodeID, MaxConversations: c.MaxConversations, Timeout: c.Timeout.D(),
 		RoundTimeout: c.RoundTimeout.D(), TLSMaxVersion: tls.VersionTLS13, TLSIdentity: c.TLSIdentity,
-		Subscribers: src, Log: n.Log, TLS: func() *tls.Config { return nil }}
+		Subscribers: src, Log: n.Log, TLS: func() *tls.Config { return nil }, AKANetworkName: c.AKANetworkName}
+	if c.UsesAKA() {
+		sqn, ok := n.Store.(session.SQNCounter)
+		if !ok {
+			return nil, fmt.Errorf("eap.methods: aka and aka-prime need a session store that keeps sequence numbers (embedded, cassandra, hybrid), not %q", n.Config.Session.Store)
+		}
+		opt.SQN = sqn
+	}
 	if c.TLSMaxVersion == "1.2" {
 		opt.TLSMaxVersion = tls.VersionTLS12
 	}

@@ -31,19 +31,27 @@ type EAP struct {
 	Timeout Duration `json:"timeout"`
 	// RoundTimeout bounds the work of one TLS round (a handshake never holds a worker longer).
 	RoundTimeout Duration `json:"roundTimeout"`
+	// AKANetworkName is EAP-AKA prime's access network name (AT_KDF_INPUT, bound into CK'
+	// and IK'): "WLAN" for Wi-Fi (TS 24.302).
+	AKANetworkName string `json:"akaNetworkName"`
 }
 
 func defaultEAP() EAP {
 	return EAP{TLSMaxVersion: "1.3", TLSIdentity: "commonName", MaxConversations: 10000,
-		Timeout: Duration(30 * time.Second), RoundTimeout: Duration(5 * time.Second)}
+		Timeout: Duration(30 * time.Second), RoundTimeout: Duration(5 * time.Second), AKANetworkName: "WLAN"}
 }
 
 // EAPMethods are the method names eap.methods takes.
-var EAPMethods = []string{"tls", "peap", "ttls", "md5"}
+var EAPMethods = []string{"tls", "peap", "ttls", "md5", "aka", "aka-prime"}
 
 // UsesTLS reports whether a method needs the server certificate.
 func (e EAP) UsesTLS() bool {
-	return slices.ContainsFunc(e.Methods, func(m string) bool { return m != "md5" })
+	return slices.ContainsFunc(e.Methods, func(m string) bool { return m == "tls" || m == "peap" || m == "ttls" })
+}
+
+// UsesAKA reports whether EAP-AKA or AKA' is offered (they need the store's SQNs).
+func (e EAP) UsesAKA() bool {
+	return slices.Contains(e.Methods, "aka") || slices.Contains(e.Methods, "aka-prime")
 }
 
 func (e EAP) validate(key string) []error {
@@ -53,7 +61,7 @@ func (e EAP) validate(key string) []error {
 	}
 	for i, m := range e.Methods {
 		if !slices.Contains(EAPMethods, m) {
-			bad(fmt.Sprintf("methods[%d]", i), "%q is not one of tls, peap, ttls, md5", m)
+			bad(fmt.Sprintf("methods[%d]", i), "%q is not one of tls, peap, ttls, md5, aka, aka-prime", m)
 		} else if slices.Index(e.Methods, m) != i {
 			bad(fmt.Sprintf("methods[%d]", i), "%q is listed twice", m)
 		}
@@ -83,6 +91,9 @@ func (e EAP) validate(key string) []error {
 	}
 	if e.RoundTimeout <= 0 {
 		bad("roundTimeout", "must be positive")
+	}
+	if slices.Contains(e.Methods, "aka-prime") && (e.AKANetworkName == "" || len(e.AKANetworkName) > 200) {
+		bad("akaNetworkName", "required by aka-prime, at most 200 octets")
 	}
 	return errs
 }

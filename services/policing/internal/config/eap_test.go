@@ -10,7 +10,10 @@ func TestEAPValidation(t *testing.T) {
 	if _, err := load(t, minimal, ok, nil); err != nil {
 		t.Fatalf("PEAP, TTLS and MD5 without a CA file: %v", err)
 	}
-	if c, err := load(t, minimal, nil, nil); err != nil || len(c.EAP.Methods) != 0 || c.EAP.TLSMaxVersion != "1.3" {
+	if _, err := load(t, minimal, []string{`eap.methods=["aka","aka-prime"]`}, nil); err != nil {
+		t.Fatalf("AKA and AKA' need no certificate: %v", err)
+	}
+	if c, err := load(t, minimal, nil, nil); err != nil || len(c.EAP.Methods) != 0 || c.EAP.TLSMaxVersion != "1.3" || c.EAP.AKANetworkName != "WLAN" {
 		t.Fatalf("defaults: EAP off, TLS 1.3 for EAP-TLS: %+v %v", c.EAP, err)
 	}
 	cases := []struct {
@@ -27,6 +30,7 @@ func TestEAPValidation(t *testing.T) {
 		{[]string{"eap.maxConversations=0"}, "eap.maxConversations"},
 		{[]string{"eap.timeout=500ms"}, "eap.timeout"},
 		{[]string{"eap.roundTimeout=0s"}, "eap.roundTimeout"},
+		{[]string{`eap.methods=["aka-prime"]`, "eap.akaNetworkName=" + strings.Repeat("w", 201)}, "eap.akaNetworkName"},
 	}
 	for _, c := range cases {
 		t.Run(c.key, func(t *testing.T) {

@@ -16,7 +16,7 @@ type md5Method struct {
 	challenge [16]byte
 }
 
-func (m *md5Method) start() ([]byte, error) {
+func (m *md5Method) start(context.Context) ([]byte, error) {
 	_, _ = rand.Read(m.challenge[:])
 	return append([]byte{byte(len(m.challenge))}, m.challenge[:]...), nil
 }

@@ -17,12 +17,18 @@ var (
 	// successes counts conversations ended with EAP-Success, by method.
 	successes = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "eap", Name: "successes_total",
-		Help: "EAP conversations ended with EAP-Success, by method (tls, peap, ttls, md5).",
+		Help: "EAP conversations ended with EAP-Success, by method (tls, peap, ttls, md5, aka, aka-prime).",
 	}, []string{"method"})
 
 	conversations = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: "eap", Name: "conversations",
 		Help: "EAP conversations waiting for the peer's next round on this node.",
+	})
+
+	// resyncs counts EAP-AKA resynchronisations (a card's AUTS that verified).
+	resyncs = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "eap", Name: "aka_resyncs_total",
+		Help: "EAP-AKA and AKA' resynchronisations: the card's SQN, from a verified AUTS, moved the stored SQN past it.",
 	})
 
 	expired = promauto.NewCounter(prometheus.CounterOpts{

@@ -23,6 +23,8 @@ const (
 	TypeIdentity  = 1
 	TypeNak       = 3
 	TypeMD5       = 4
+	TypeAKA       = 23
+	TypeAKAPrime  = 50
 	TypeTLS       = 13
 	TypeTTLS      = 21
 	TypePEAP      = 25

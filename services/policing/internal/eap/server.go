@@ -11,6 +11,7 @@ import (
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
+	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -37,7 +38,11 @@ type Options struct {
 	// subject CN) or "subjectAltName" (its first e-mail, else DNS name).
 	TLSIdentity string
 	Subscribers subscriber.Source
-	Log         *slog.Logger
+	// SQN hands out the AKA sequence numbers (the session store); required by aka, aka-prime.
+	SQN session.SQNCounter
+	// AKANetworkName is the access network name of EAP-AKA prime (AT_KDF_INPUT, RFC 9048 §3.1).
+	AKANetworkName string
+	Log            *slog.Logger
 }
 
 // Server runs EAP conversations.
@@ -99,7 +104,7 @@ func (s *Server) Handle(ctx context.Context, req *radius.Packet) Result {
 		if p.Type != TypeIdentity {
 			return s.reject(p.ID, ReasonNoState)
 		}
-		return s.begin(p, now)
+		return s.begin(ctx, p, now)
 	}
 	c := s.convs.take(string(state), now)
 	if c == nil {
@@ -110,7 +115,7 @@ func (s *Server) Handle(ctx context.Context, req *radius.Packet) Result {
 		return s.reject(p.ID, ReasonBadIdentifier)
 	}
 	if p.Type == TypeNak && c.rounds == 1 {
-		return s.nak(c, p, now)
+		return s.nak(ctx, c, p, now)
 	}
 	if p.Type != c.typ {
 		c.close()
@@ -121,27 +126,31 @@ func (s *Server) Handle(ctx context.Context, req *radius.Packet) Result {
 }
 
 // begin starts a conversation with the first configured method.
-func (s *Server) begin(p Packet, now time.Time) Result {
+func (s *Server) begin(ctx context.Context, p Packet, now time.Time) Result {
 	c := &conversation{identity: string(p.Data), lastID: p.ID}
-	return s.propose(c, s.opt.Methods[0], now)
+	return s.propose(ctx, c, s.opt.Methods[0], now)
 }
 
 // nak: the peer refused the proposed method and named those it wants (RFC 3748 §5.3.1).
-func (s *Server) nak(c *conversation, p Packet, now time.Time) Result {
+func (s *Server) nak(ctx context.Context, c *conversation, p Packet, now time.Time) Result {
 	c.close()
 	for _, t := range s.opt.Methods {
 		if slices.Contains(p.Data, t) && !slices.Contains(c.tried, t) {
-			return s.propose(c, t, now)
+			return s.propose(ctx, c, t, now)
 		}
 	}
 	return s.reject(p.ID, ReasonNoMethod)
 }
 
-func (s *Server) propose(c *conversation, t byte, now time.Time) Result {
-	m := s.newMethod(t, c.identity)
-	first, err := m.start()
+func (s *Server) propose(ctx context.Context, c *conversation, t byte, now time.Time) Result {
+	m := s.newMethod(t, c)
+	first, err := m.start(ctx)
 	if err != nil {
 		m.close()
+		var r reasonError
+		if errors.As(err, &r) {
+			return s.reject(c.lastID, Reason(r))
+		}
 		s.opt.Log.Warn("eap method not started", "method", typeName(t), "err", err)
 		return s.reject(c.lastID, ReasonInternal)
 	}
@@ -194,13 +203,18 @@ func typeName(t byte) string {
 		return "ttls"
 	case TypeMD5:
 		return "md5"
+	case TypeAKA:
+		return "aka"
+	case TypeAKAPrime:
+		return "aka-prime"
 	}
 	return "unknown"
 }
 
-// TypeOf is the EAP type of a method's configuration name ("tls", "peap", "ttls", "md5").
+// TypeOf is the EAP type of a method's configuration name ("tls", "peap", "ttls", "md5",
+// "aka", "aka-prime").
 func TypeOf(name string) (byte, bool) {
-	for _, t := range []byte{TypeTLS, TypePEAP, TypeTTLS, TypeMD5} {
+	for _, t := range []byte{TypeTLS, TypePEAP, TypeTTLS, TypeMD5, TypeAKA, TypeAKAPrime} {
 		if typeName(t) == name {
 			return t, true
 		}
@@ -208,11 +222,16 @@ func TypeOf(name string) (byte, bool) {
 	return 0, false
 }
 
-// newMethod builds the server side of method t for the peer named identity.
-func (s *Server) newMethod(t byte, identity string) method {
+// offers reports whether method t is configured.
+func (s *Server) offers(t byte) bool { return slices.Contains(s.opt.Methods, t) }
+
+// newMethod builds the server side of method t for conversation c.
+func (s *Server) newMethod(t byte, c *conversation) method {
 	switch t {
 	case TypeMD5:
-		return &md5Method{srv: s, identity: identity}
+		return &md5Method{srv: s, identity: c.identity}
+	case TypeAKA, TypeAKAPrime:
+		return &akaMethod{srv: s, typ: t, conv: c, identity: c.identity}
 	case TypeTLS:
 		return newTLSMethod(s, TypeTLS, nil)
 	case TypePEAP:

@@ -264,7 +264,7 @@ func TestTLSRoundTimeout(t *testing.T) {
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer s.Close()
 	m := &tlsMethod{srv: s, typ: TypePEAP, inner: &peapInner{srv: s}}
-	if _, err := m.start(); err != nil {
+	if _, err := m.start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	hello := clientHello(t)

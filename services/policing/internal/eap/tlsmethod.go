@@ -53,7 +53,7 @@ func newTLSMethod(s *Server, typ byte, inner tunnel) *tlsMethod {
 
 var errNoCertificate = errors.New("no EAP server certificate loaded (eap.certFile)")
 
-func (m *tlsMethod) start() ([]byte, error) {
+func (m *tlsMethod) start(context.Context) ([]byte, error) {
 	base := m.srv.opt.TLS()
 	if base == nil {
 		return nil, errNoCertificate
