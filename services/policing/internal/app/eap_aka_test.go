@@ -21,7 +21,8 @@ const (
 	realm   = "@wlan.mnc001.mcc001.3gppnetwork.org"
 )
 
-// akaNode offers EAP-AKA' then EAP-AKA (a peer doing AKA answers the AKA' proposal with a Nak),
+// akaNode offers EAP-AKA', EAP-AKA then EAP-SIM (a peer doing AKA or SIM answers the AKA'
+// proposal with a Nak),
 // the SQNs in the embedded store. Subscribers by IMSI: …01 with OPc, …02 with OP, …03
 // whose card is far ahead of the file's SQN (resynchronisation), …04 without a Ki.
 func akaNode(t *testing.T, dir string) *Node {
@@ -36,7 +37,7 @@ clients:
 subscribers: {source: file, file: {{dir}}/subs.yaml}
 session: {store: embedded}
 eap:
-  methods: [aka-prime, aka]
+  methods: [aka-prime, aka, sim]
   akaNetworkName: WLAN
 `, `subscribers:
   - {username: "001010000000001", ki: `+testKi+`, opc: `+testOPc+`, sqn: "000000000020"}
@@ -76,6 +77,10 @@ func TestEAPAKAAgainstEapolTest(t *testing.T) {
 		{"aka resynchronisation", akaNetwork("AKA", "0001010000000003", ""), "aka", card3, true},
 		{"aka after the resynchronisation", akaNetwork("AKA", "0001010000000003", ""), "aka", card3, false},
 		{"aka-prime resynchronisation", akaNetwork("AKA'", "6001010000000005", ""), "aka-prime", card5, true},
+		// A USIM through EAP-SIM: GSM triplets by c2/c3.
+		{"sim", akaNetwork("SIM", "1001010000000001", ""), "sim", card1, false},
+		{"sim, OPc from OP", akaNetwork("SIM", "1001010000000002", ""), "sim", card1, false},
+		{"sim, permanent identity requested", akaNetwork("SIM", "1001010000000001", "anonymous_identity=\"anonymous"+realm+"\""), "sim", card1, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,6 +121,9 @@ func TestEAPAKARefusalsAgainstEapolTest(t *testing.T) {
 		{"aka-prime wrong Ki", akaNetwork("AKA'", "6001010000000001", ""), "authentication_rejected", other},
 		{"aka unknown IMSI", akaNetwork("AKA", "0001010000000099", ""), "unknown_user", card},
 		{"aka subscriber without Ki", akaNetwork("AKA", "0001010000000004", ""), "no_aka_credentials", card},
+		// EAP-SIM: with another Ki the peer finds the Challenge's AT_MAC wrong.
+		{"sim wrong Ki", akaNetwork("SIM", "1001010000000001", ""), "client_error", other},
+		{"sim unknown IMSI", akaNetwork("SIM", "1001010000000099", ""), "unknown_user", card},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

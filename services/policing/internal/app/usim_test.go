@@ -18,12 +18,13 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/milenage"
 )
 
-// usim is the card behind eapol_test's external USIM interface (external_sim=1): Debian's
+// usim is the card behind eapol_test's external SIM interface (external_sim=1): Debian's
 // eapol_test 2.10 is built without wpa_supplicant's Milenage simulator (CONFIG_USIM_SIMULATOR,
 // password="Ki:OPc:SQN"), so the test answers its CTRL-REQ-SIM UMTS-AUTH requests on the
 // control interface as a USIM does (TS 33.102 §6.3.3): AUTN's MAC checked, the SQN fresh
 // (greater than the last accepted) or AUTS, then RES, CK and IK. eapol_test does the rest of
-// EAP-AKA and AKA' (AT_MAC, the keys, CK'/IK', the MSK it compares with the MPPE keys).
+// EAP-AKA and AKA' (AT_MAC, the keys, CK'/IK', the MSK it compares with the MPPE keys). To
+// EAP-SIM's GSM-AUTH it answers as a USIM in a GSM context: SRES and Kc by c2 and c3.
 type usim struct {
 	card *milenage.Card
 	sqn  uint64 // the last SQN accepted
@@ -56,6 +57,18 @@ func (u *usim) answer(rand, autn []byte) string {
 	}
 	u.sqn = milenage.SQN(sqn[:])
 	return "UMTS-AUTH:" + hex.EncodeToString(ks.IK[:]) + ":" + hex.EncodeToString(ks.CK[:]) + ":" + hex.EncodeToString(ks.RES[:])
+}
+
+// gsm is the USIM's answer to a GSM challenge (EAP-SIM's GSM-AUTH, RANDs in hex): Kc and
+// SRES of each, from Milenage by c3 and c2.
+func (u *usim) gsm(rands []string) string {
+	out := "GSM-AUTH"
+	for _, r := range rands {
+		rand, _ := hex.DecodeString(r)
+		sres, kc := u.card.GSM(rand)
+		out += ":" + hex.EncodeToString(kc[:]) + ":" + hex.EncodeToString(sres[:])
+	}
+	return out
 }
 
 // eapolTestUSIM runs eapol_test with the network block and card u behind its control
@@ -111,13 +124,19 @@ func eapolTestUSIM(t *testing.T, n *Node, dir, network string, u *usim) (string,
 			continue
 		}
 		id, rest, _ := strings.Cut(req, ":")
-		f := strings.SplitN(strings.Fields(rest)[0], ":", 3)
-		if len(f) != 3 || f[0] != "UMTS-AUTH" {
+		f := strings.Split(strings.Fields(rest)[0], ":")
+		var answer string
+		switch {
+		case len(f) == 3 && f[0] == "UMTS-AUTH":
+			rand, _ := hex.DecodeString(f[1])
+			autn, _ := hex.DecodeString(f[2])
+			answer = u.answer(rand, autn)
+		case len(f) >= 3 && f[0] == "GSM-AUTH":
+			answer = u.gsm(f[1:])
+		default:
 			t.Fatalf("unexpected SIM request %q", msg)
 		}
-		rand, _ := hex.DecodeString(f[1])
-		autn, _ := hex.DecodeString(f[2])
-		_, err = conn.Write([]byte("CTRL-RSP-SIM-" + id + ":" + u.answer(rand, autn)))
+		_, err = conn.Write([]byte("CTRL-RSP-SIM-" + id + ":" + answer))
 		must(t, err)
 	}
 }

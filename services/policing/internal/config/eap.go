@@ -9,7 +9,7 @@ import (
 // EAP configures EAP over RADIUS (RFC 3579, docs/eap.md): the methods offered, the server
 // certificate of the TLS-based ones, and the bounds on conversations.
 type EAP struct {
-	// Methods are offered in this order (tls, peap, ttls, md5); empty: EAP is off and an
+	// Methods are offered in this order (tls, peap, ttls, md5, sim, aka, aka-prime); empty: EAP is off and an
 	// Access-Request with EAP-Message gets an Access-Reject with EAP-Failure.
 	Methods []string `json:"methods,omitempty"`
 	// CertFile and KeyFile are the server's certificate and key (PEM), CAFile the CA bundle
@@ -42,7 +42,7 @@ func defaultEAP() EAP {
 }
 
 // EAPMethods are the method names eap.methods takes.
-var EAPMethods = []string{"tls", "peap", "ttls", "md5", "aka", "aka-prime"}
+var EAPMethods = []string{"tls", "peap", "ttls", "md5", "sim", "aka", "aka-prime"}
 
 // UsesTLS reports whether a method needs the server certificate.
 func (e EAP) UsesTLS() bool {
@@ -61,7 +61,7 @@ func (e EAP) validate(key string) []error {
 	}
 	for i, m := range e.Methods {
 		if !slices.Contains(EAPMethods, m) {
-			bad(fmt.Sprintf("methods[%d]", i), "%q is not one of tls, peap, ttls, md5, aka, aka-prime", m)
+			bad(fmt.Sprintf("methods[%d]", i), "%q is not one of tls, peap, ttls, md5, sim, aka, aka-prime", m)
 		} else if slices.Index(e.Methods, m) != i {
 			bad(fmt.Sprintf("methods[%d]", i), "%q is listed twice", m)
 		}

@@ -10,8 +10,8 @@ func TestEAPValidation(t *testing.T) {
 	if _, err := load(t, minimal, ok, nil); err != nil {
 		t.Fatalf("PEAP, TTLS and MD5 without a CA file: %v", err)
 	}
-	if _, err := load(t, minimal, []string{`eap.methods=["aka","aka-prime"]`}, nil); err != nil {
-		t.Fatalf("AKA and AKA' need no certificate: %v", err)
+	if _, err := load(t, minimal, []string{`eap.methods=["aka","aka-prime","sim"]`}, nil); err != nil {
+		t.Fatalf("AKA, AKA' and SIM need no certificate: %v", err)
 	}
 	if c, err := load(t, minimal, nil, nil); err != nil || len(c.EAP.Methods) != 0 || c.EAP.TLSMaxVersion != "1.3" || c.EAP.AKANetworkName != "WLAN" {
 		t.Fatalf("defaults: EAP off, TLS 1.3 for EAP-TLS: %+v %v", c.EAP, err)

@@ -35,11 +35,12 @@ type akaMethod struct {
 	keys     akaKeys
 }
 
-// permanentIMSI returns the IMSI of a permanent identity: "0" (AKA) or "6" (AKA') then 5 to
-// 15 digits, with an optional realm (RFC 4187 §4.1.1.6, RFC 9048 §3.1).
-func permanentIMSI(identity string) (string, bool) {
+// permanentIMSI returns the IMSI of a permanent identity: one of prefixes ("0" AKA, "6" AKA',
+// "1" SIM) then 5 to 15 digits, with an optional realm (RFC 4186 §4.2.1.6, RFC 4187
+// §4.1.1.6, RFC 9048 §3.1).
+func permanentIMSI(identity, prefixes string) (string, bool) {
 	user, _, _ := strings.Cut(identity, "@")
-	if len(user) < 6 || len(user) > 16 || (user[0] != '0' && user[0] != '6') {
+	if len(user) < 6 || len(user) > 16 || !strings.ContainsRune(prefixes, rune(user[0])) {
 		return "", false
 	}
 	for _, c := range user[1:] {
@@ -50,8 +51,11 @@ func permanentIMSI(identity string) (string, bool) {
 	return user[1:], true
 }
 
+// akaPrefixes: either method takes either permanent identity (the keys bind it anyway).
+const akaPrefixes = "06"
+
 func (m *akaMethod) start(ctx context.Context) ([]byte, error) {
-	if imsi, ok := permanentIMSI(m.identity); ok {
+	if imsi, ok := permanentIMSI(m.identity, akaPrefixes); ok {
 		m.imsi = imsi
 		data, r := m.challenge(ctx, 0)
 		if r != "" {
@@ -87,12 +91,12 @@ func (m *akaMethod) close() {}
 
 // identityResponse: the peer's AT_IDENTITY, which must be permanent.
 func (m *akaMethod) identityResponse(ctx context.Context, msg simMsg) outcome {
-	v, ok := msg.attrs[atIdentity]
-	if !m.askedID || m.sent || !ok || len(v) < 2 || int(binary.BigEndian.Uint16(v)) > len(v)-2 {
+	id, ok := msg.identity()
+	if !m.askedID || m.sent || !ok {
 		return fail(ReasonMalformed)
 	}
-	m.identity = string(v[2 : 2+binary.BigEndian.Uint16(v)])
-	imsi, ok := permanentIMSI(m.identity)
+	m.identity = id
+	imsi, ok := permanentIMSI(m.identity, akaPrefixes)
 	if !ok {
 		return fail(ReasonUnknownUser)
 	}
@@ -140,12 +144,16 @@ func (m *akaMethod) challenge(ctx context.Context, floor uint64) ([]byte, Reason
 		}
 	}
 	m.sent = true
-	return b.mac().seal(m.typ, m.conv.lastID+1, m.keys.kAut), ""
+	return b.mac().seal(m.typ, m.conv.lastID+1, m.keys.kAut, nil), ""
 }
 
-// card is the subscriber's USIM: Ki and OPc (from OP when the file gives OP).
 func (m *akaMethod) card() (*milenage.Card, subscriber.AKA, Reason) {
-	a, err := m.sub.AKA()
+	return usimOf(m.srv, m.sub, m.imsi)
+}
+
+// usimOf is the subscriber's USIM: Ki and OPc (from OP when the file gives OP).
+func usimOf(srv *Server, sub *subscriber.Subscriber, imsi string) (*milenage.Card, subscriber.AKA, Reason) {
+	a, err := sub.AKA()
 	if errors.Is(err, subscriber.ErrNoAKA) {
 		return nil, a, ReasonNoAKA
 	}
@@ -157,7 +165,7 @@ func (m *akaMethod) card() (*milenage.Card, subscriber.AKA, Reason) {
 		c, err = milenage.New(a.Ki, a.OPc)
 	}
 	if err != nil { // the error names a field, never a value
-		m.srv.opt.Log.Warn("eap-aka credentials unusable", "subscriber", m.imsi, "err", err)
+		srv.opt.Log.Warn("eap-aka credentials unusable", "subscriber", imsi, "err", err)
 		return nil, a, ReasonNoAKA
 	}
 	return c, a, ""
@@ -168,7 +176,7 @@ func (m *akaMethod) challengeResponse(data []byte, msg simMsg) outcome {
 	if !m.sent {
 		return fail(ReasonMalformed)
 	}
-	if !msg.verifyMAC(m.typ, m.conv.lastID, data, m.keys.kAut) {
+	if !msg.verifyMAC(m.typ, m.conv.lastID, data, m.keys.kAut, nil) {
 		return fail(ReasonBadResponse)
 	}
 	res, ok := msg.attrs[atRES]

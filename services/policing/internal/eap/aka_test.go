@@ -77,7 +77,7 @@ func peerChallenge(t *testing.T, typ byte, identity string, req Packet) (rand, a
 	}
 	zeroed := append([]byte{}, req.Data...)
 	clear(zeroed[m.macAt : m.macAt+16])
-	if !bytes.Equal(simMAC(typ, keys.kAut, request(req.ID, typ, zeroed)), req.Data[m.macAt:m.macAt+16]) {
+	if !bytes.Equal(simMAC(typ, keys.kAut, request(req.ID, typ, zeroed), nil), req.Data[m.macAt:m.macAt+16]) {
 		t.Fatal("the Challenge's AT_MAC does not verify")
 	}
 	return rand, autn, ks, keys
@@ -88,7 +88,7 @@ func challengeResponse(typ, id byte, res []byte, kAut []byte) []byte {
 	b := newSim(akaChallenge).attr(atRES, binary.BigEndian.AppendUint16(nil, uint16(8*len(res))), res).mac()
 	data := b.b
 	pkt := response(id, typ, data)
-	copy(data[b.macAt:], simMAC(typ, kAut, pkt))
+	copy(data[b.macAt:], simMAC(typ, kAut, pkt, nil))
 	return response(id, typ, data)
 }
 
@@ -204,7 +204,7 @@ func TestAKAIdentities(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"0", "01234", "6abc123456", "00010100000000011234", "1001010000000001"} {
-		if _, ok := permanentIMSI(bad); ok {
+		if _, ok := permanentIMSI(bad, akaPrefixes); ok {
 			t.Errorf("%q taken for a permanent identity", bad)
 		}
 	}

@@ -25,7 +25,12 @@ func akaDerive(identity string, ik, ck []byte) akaKeys {
 	h.Write([]byte(identity))
 	h.Write(ik)
 	h.Write(ck)
-	out := fips186PRF([20]byte(h.Sum(nil)), 16+16+64+64)
+	return prfKeys([20]byte(h.Sum(nil)))
+}
+
+// prfKeys: K_encr ‖ K_aut ‖ MSK ‖ EMSK = PRF(MK), the key layout of EAP-SIM and EAP-AKA.
+func prfKeys(mk [20]byte) akaKeys {
+	out := fips186PRF(mk, 16+16+64+64)
 	return akaKeys{kAut: out[16:32], msk: out[32:96], emsk: out[96:160]}
 }
 

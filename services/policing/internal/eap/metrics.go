@@ -17,7 +17,7 @@ var (
 	// successes counts conversations ended with EAP-Success, by method.
 	successes = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "eap", Name: "successes_total",
-		Help: "EAP conversations ended with EAP-Success, by method (tls, peap, ttls, md5, aka, aka-prime).",
+		Help: "EAP conversations ended with EAP-Success, by method (tls, peap, ttls, md5, sim, aka, aka-prime).",
 	}, []string{"method"})
 
 	conversations = promauto.NewGauge(prometheus.GaugeOpts{

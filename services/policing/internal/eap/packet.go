@@ -1,7 +1,7 @@
 // Package eap is EAP over RADIUS (RFC 3748, RFC 3579): an EAP server that runs one
 // conversation per peer over several Access-Request/Access-Challenge rounds, with EAP-TLS,
-// PEAPv0/EAP-MSCHAPv2, EAP-TTLS (PAP, MS-CHAPv2) and EAP-MD5 behind one method interface
-// (method.go). The aaa handler decodes, calls Server.Handle, and writes the Result's
+// PEAPv0/EAP-MSCHAPv2, EAP-TTLS (PAP, MS-CHAPv2), EAP-MD5, EAP-SIM, EAP-AKA and EAP-AKA'
+// behind one method interface (method.go). The aaa handler decodes, calls Server.Handle, and writes the Result's
 // attributes. docs/eap.md.
 package eap
 
@@ -23,6 +23,7 @@ const (
 	TypeIdentity  = 1
 	TypeNak       = 3
 	TypeMD5       = 4
+	TypeSIM       = 18
 	TypeAKA       = 23
 	TypeAKAPrime  = 50
 	TypeTLS       = 13

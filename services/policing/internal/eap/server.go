@@ -203,6 +203,8 @@ func typeName(t byte) string {
 		return "ttls"
 	case TypeMD5:
 		return "md5"
+	case TypeSIM:
+		return "sim"
 	case TypeAKA:
 		return "aka"
 	case TypeAKAPrime:
@@ -212,9 +214,9 @@ func typeName(t byte) string {
 }
 
 // TypeOf is the EAP type of a method's configuration name ("tls", "peap", "ttls", "md5",
-// "aka", "aka-prime").
+// "sim", "aka", "aka-prime").
 func TypeOf(name string) (byte, bool) {
-	for _, t := range []byte{TypeTLS, TypePEAP, TypeTTLS, TypeMD5, TypeAKA, TypeAKAPrime} {
+	for _, t := range []byte{TypeTLS, TypePEAP, TypeTTLS, TypeMD5, TypeSIM, TypeAKA, TypeAKAPrime} {
 		if typeName(t) == name {
 			return t, true
 		}
@@ -230,6 +232,8 @@ func (s *Server) newMethod(t byte, c *conversation) method {
 	switch t {
 	case TypeMD5:
 		return &md5Method{srv: s, identity: c.identity}
+	case TypeSIM:
+		return &simMethod{srv: s, conv: c, identity: c.identity}
 	case TypeAKA, TypeAKAPrime:
 		return &akaMethod{srv: s, typ: t, conv: c, identity: c.identity}
 	case TypeTLS:

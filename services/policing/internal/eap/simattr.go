@@ -9,7 +9,7 @@ import (
 	"hash"
 )
 
-// The message format of EAP-AKA and EAP-AKA' (RFC 4187 §8.1): Subtype, two reserved
+// The message format of EAP-SIM, EAP-AKA and EAP-AKA' (RFC 4186 §8.1, RFC 4187 §8.1): Subtype, two reserved
 // octets, then attributes of Type, Length (in 4-octet units, header included) and value.
 
 // Subtypes.
@@ -20,6 +20,8 @@ const (
 	akaIdentity     = 5
 	akaClientError  = 14
 	akaNotification = 12
+	simStart        = 10 // EAP-SIM
+	simChallenge    = 11
 )
 
 // Attribute types (RFC 4187 §10, RFC 9048 §3.1–3.2, RFC 5448 §4 AT_BIDDING).
@@ -28,9 +30,12 @@ const (
 	atAUTN            = 2
 	atRES             = 3
 	atAUTS            = 4
+	atNonceMT         = 7 // EAP-SIM
 	atPermanentIDReq  = 10
 	atMAC             = 11
 	atIdentity        = 14
+	atVersionList     = 15 // EAP-SIM
+	atSelectedVersion = 16
 	atClientErrorCode = 22
 	atKDFInput        = 23
 	atKDF             = 24
@@ -101,6 +106,15 @@ func (s *simBuilder) attr(t byte, v ...[]byte) *simBuilder {
 	return s
 }
 
+// identity is the peer's AT_IDENTITY (its actual length, then the identity and padding).
+func (m simMsg) identity() (string, bool) {
+	v, ok := m.attrs[atIdentity]
+	if !ok || len(v) < 2 || int(binary.BigEndian.Uint16(v)) > len(v)-2 {
+		return "", false
+	}
+	return string(v[2 : 2+binary.BigEndian.Uint16(v)]), true
+}
+
 // withLength is a value preceded by its length in octets (AT_IDENTITY, AT_KDF_INPUT).
 func withLength(v []byte) []byte {
 	return append(binary.BigEndian.AppendUint16(nil, uint16(len(v))), v...)
@@ -113,28 +127,32 @@ func (s *simBuilder) mac() *simBuilder {
 	return s
 }
 
-// seal fills AT_MAC over the EAP-Request of Identifier id that carries the type-data.
-func (s *simBuilder) seal(typ, id byte, kAut []byte) []byte {
+// seal fills AT_MAC over the EAP-Request of Identifier id that carries the type-data, and
+// extra (EAP-SIM: NONCE_MT).
+func (s *simBuilder) seal(typ, id byte, kAut, extra []byte) []byte {
 	if s.macAt > 0 {
-		copy(s.b[s.macAt:], simMAC(typ, kAut, request(id, typ, s.b)))
+		copy(s.b[s.macAt:], simMAC(typ, kAut, request(id, typ, s.b), extra))
 	}
 	return s.b
 }
 
-// simMAC is AT_MAC's value over a whole EAP packet whose MAC field is zero: HMAC-SHA1-128
-// with K_aut (AKA, RFC 4187 §10.15) or HMAC-SHA-256-128 (AKA', RFC 9048 §3.4.2).
-func simMAC(typ byte, kAut, packet []byte) []byte {
+// simMAC is AT_MAC's value over a whole EAP packet whose MAC field is zero, then extra:
+// HMAC-SHA1-128 with K_aut (SIM, AKA: RFC 4186 §10.14, RFC 4187 §10.15) or HMAC-SHA-256-128
+// (AKA', RFC 9048 §3.4.2).
+func simMAC(typ byte, kAut, packet, extra []byte) []byte {
 	f := sha1.New
 	if typ == TypeAKAPrime {
 		f = func() hash.Hash { return sha256.New() }
 	}
 	m := hmac.New(f, kAut)
 	m.Write(packet)
+	m.Write(extra)
 	return m.Sum(nil)[:16]
 }
 
-// verifyMAC checks a Response's AT_MAC (Identifier id, type-data data).
-func (m simMsg) verifyMAC(typ, id byte, data, kAut []byte) bool {
+// verifyMAC checks a Response's AT_MAC (Identifier id, type-data data, then extra: EAP-SIM's
+// SRES values).
+func (m simMsg) verifyMAC(typ, id byte, data, kAut, extra []byte) bool {
 	if m.macAt == 0 {
 		return false
 	}
@@ -143,5 +161,5 @@ func (m simMsg) verifyMAC(typ, id byte, data, kAut []byte) bool {
 	clear(zeroed[m.macAt : m.macAt+16])
 	pkt := request(id, typ, zeroed)
 	pkt[0] = CodeResponse
-	return hmac.Equal(got, simMAC(typ, kAut, pkt))
+	return hmac.Equal(got, simMAC(typ, kAut, pkt, extra))
 }
