@@ -232,3 +232,28 @@ func TestAKARandomRounds(t *testing.T) {
 		}
 	}
 }
+
+// RFC 9048 Appendix D (RFC 5448 Appendix C), cases 1 and 2: CK', IK' from CK, IK, the
+// network name and SQN ⊕ AK, then K_aut, the MSK and the EMSK by PRF'.
+func TestAKAPrimeKeysRFC9048(t *testing.T) {
+	h := func(s string) []byte { b, _ := hex.DecodeString(s); return b }
+	ck, ik, sqnAK := h("5349fbe098649f948f5d2e973a81c00f"), h("9744871ad32bf9bbd1dd5ce54e3e2e5a"), h("bb52e91c747a")
+	ckP, ikP := ckIKPrime(ck, ik, "WLAN", sqnAK)
+	if hex.EncodeToString(ckP) != "0093962d0dd84aa5684b045c9edffa04" || hex.EncodeToString(ikP) != "ccfc230ca74fcc96c0a5d61164f5a76c" {
+		t.Fatalf("WLAN: CK' %x IK' %x", ckP, ikP)
+	}
+	k := akaPrimeDerive("0555444333222111", ikP, ckP)
+	for name, g := range map[string][2]string{
+		"K_aut": {hex.EncodeToString(k.kAut), "0842ea722ff6835bfa2032499fc3ec23c2f0e388b4f07543ffc677f1696d71ea"},
+		"MSK":   {hex.EncodeToString(k.msk), "67c42d9aa56c1b79e295e3459fc3d187d42be0bf818d3070e362c5e967a4d544e8ecfe19358ab3039aff03b7c930588c055babee58a02650b067ec4e9347c75a"},
+		"EMSK":  {hex.EncodeToString(k.emsk), "f861703cd775590e16c7679ea3874ada866311de290764d760cf76df647ea01c313f69924bdd7650ca9bac141ea075c4ef9e8029c0e290cdbad5638b63bc23fb"},
+	} {
+		if g[0] != g[1] {
+			t.Errorf("%s = %s, want %s", name, g[0], g[1])
+		}
+	}
+	ckP, ikP = ckIKPrime(ck, ik, "HRPD", sqnAK)
+	if hex.EncodeToString(ckP) != "3820f0277fa5f77732b1fb1d90c1a0da" || hex.EncodeToString(ikP) != "db94a0ab557ef6c9ab48619ca05b9a9f" {
+		t.Fatalf("HRPD: CK' %x IK' %x", ckP, ikP)
+	}
+}
