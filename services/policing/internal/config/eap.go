@@ -29,7 +29,8 @@ type EAP struct {
 	// Timeout is how long a conversation waits for the next round (the Access-Challenge's
 	// Session-Timeout too).
 	Timeout Duration `json:"timeout"`
-	// RoundTimeout bounds the work of one TLS round (a handshake never holds a worker longer).
+	// RoundTimeout bounds the work of one TLS round (a handshake never holds a worker longer)
+	// and the taking of an AKA sequence number.
 	RoundTimeout Duration `json:"roundTimeout"`
 	// AKANetworkName is EAP-AKA prime's access network name (AT_KDF_INPUT, bound into CK'
 	// and IK'): "WLAN" for Wi-Fi (TS 24.302).

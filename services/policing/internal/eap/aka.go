@@ -121,6 +121,11 @@ func (m *akaMethod) challenge(ctx context.Context, floor uint64) ([]byte, Reason
 	if r != "" {
 		return nil, r
 	}
+	if d := m.srv.opt.RoundTimeout; d > 0 { // a shared store's Paxos rounds hold no worker longer
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	sqn, err := m.srv.opt.SQN.NextSQN(ctx, m.imsi, max(a.SQN+1, floor))
 	if err != nil {
 		m.srv.opt.Log.Warn("eap-aka sequence number not taken", "err", err)

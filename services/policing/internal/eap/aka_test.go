@@ -257,3 +257,22 @@ func TestAKAPrimeKeysRFC9048(t *testing.T) {
 		t.Fatalf("HRPD: CK' %x IK' %x", ckP, ikP)
 	}
 }
+
+type sqnDown struct{}
+
+func (sqnDown) NextSQN(ctx context.Context, _ string, _ uint64) (uint64, error) {
+	<-ctx.Done() // a store that does not answer: eap.roundTimeout gives up
+	return 0, ctx.Err()
+}
+
+// A store that gives no SQN within the round timeout ends the conversation
+// (sqn_store_unavailable), no vector sent.
+func TestAKASQNStoreDown(t *testing.T) {
+	s, _ := akaServer(t, TypeAKA)
+	s.opt.SQN, s.opt.RoundTimeout = sqnDown{}, 50*time.Millisecond
+	start := time.Now()
+	r := s.Handle(context.Background(), accessRequest(response(7, TypeIdentity, []byte("0001010000000001")), nil))
+	if r.Challenge || r.Reason != ReasonSQNStore || time.Since(start) > 10*time.Second {
+		t.Fatalf("%+v after %v", r, time.Since(start))
+	}
+}

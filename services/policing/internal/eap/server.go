@@ -27,7 +27,8 @@ type Options struct {
 	// Timeout is how long a conversation waits for the peer's next round; it is also the
 	// Access-Challenge's Session-Timeout (RFC 3579 §2.2).
 	Timeout time.Duration
-	// RoundTimeout bounds one round of a TLS handshake (the worker waits no longer).
+	// RoundTimeout bounds one round of a TLS handshake (the worker waits no longer), and the
+	// taking of an AKA sequence number from the store.
 	RoundTimeout time.Duration
 	// TLS is the server certificate set in force (tlsfiles), for EAP-TLS, PEAP and TTLS.
 	TLS func() *tls.Config
