@@ -14,6 +14,8 @@ VENV=$CACHE/python-diameter
 PYTHON_DIAMETER_VERSION=0.9.0
 
 die() { echo "diameter-peers.sh: $*" >&2; exit 1; }
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
 install_python() {
 	if [[ -x $VENV/bin/python ]] && "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('python-diameter') != '$PYTHON_DIAMETER_VERSION')" 2>/dev/null; then
@@ -26,25 +28,8 @@ install_python() {
 	echo "python-diameter: installed ($PYTHON_DIAMETER_VERSION)"
 }
 
-install_freediameter() {
-	if command -v freeDiameterd >/dev/null; then
-		echo "freediameter: installed ($(dpkg-query -W -f '${Version}' freediameter 2>/dev/null || echo '?'))"
-		return 0
-	fi
-	[[ $(id -u) -eq 0 ]] || die "installing freediameter needs root (apt-get)"
-	export DEBIAN_FRONTEND=noninteractive
-	local stamp="$CACHE/apt-updated"
-	mkdir -p "$CACHE"
-	if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]] || ! apt-cache policy freediameter 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-		apt-get update -qq
-		touch "$stamp"
-	fi
-	apt-get install -y -qq --no-install-recommends freediameter >/dev/null
-	echo "freediameter: installed ($(dpkg-query -W -f '${Version}' freediameter))"
-}
-
 case ${1:-} in
-install) install_python; install_freediameter ;;
+install) install_python; apt_ensure freeDiameterd freediameter ;;
 python) [[ -x $VENV/bin/python ]] || exit 1; echo "$VENV/bin/python" ;;
 freediameterd) command -v freeDiameterd || exit 1 ;;
 *) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 2 ;;

@@ -15,7 +15,9 @@ import (
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/mschapv2"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
@@ -33,6 +35,8 @@ type Auth struct {
 	// AuthLog, when set, receives every decision after the reply was sent (asynchronous,
 	// bounded: it never delays a reply).
 	AuthLog *AuthLog
+	// EAP runs EAP conversations (docs/eap.md); nil: EAP is off and refused.
+	EAP *eap.Server
 }
 
 // Reject reasons (logged and counted, never sent).
@@ -50,6 +54,10 @@ const (
 )
 
 func (h *Auth) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
+	if eap.Has(r.Packet) {
+		h.serveEAP(w, r)
+		return
+	}
 	d := h.decide(r)
 	code := radius.CodeAccessReject
 	result := "reject"
@@ -123,7 +131,7 @@ func (h *Auth) decide(r *radiusd.Request) policy.AuthDecision {
 func (h *Auth) authorizeMSCHAPv2(ctx context.Context, req *radius.Packet, m msCHAPv2, user string, sub *subscriber.Subscriber) policy.AuthDecision {
 	var extra radius.Attributes
 	ok := false
-	if hash := ntHash(sub); hash != nil {
+	if hash := mschapv2.NTHash(sub); hash != nil {
 		extra, ok = m.verify(req, user, hash)
 	}
 	if !ok {

@@ -90,7 +90,7 @@ func TestMSCHAPv2AcceptRFCVectors(t *testing.T) {
 			if err != nil || len(recv) != 16 || bytes.Equal(recv, send) {
 				t.Fatalf("MS-MPPE-Recv-Key %X (%v): want 16 bytes other than the send key", recv, err)
 			}
-			if p := microsoft.MSMPPEEncryptionPolicy_Get(reply); p != mppePolicyAllowed {
+			if p := microsoft.MSMPPEEncryptionPolicy_Get(reply); p != 1 { // Encryption-Allowed
 				t.Fatalf("MS-MPPE-Encryption-Policy %d", p)
 			}
 		})

@@ -19,6 +19,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
@@ -55,6 +56,7 @@ type Node struct {
 	reloadStop     func()
 	authLog        *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
 	lua            *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
+	eap            *eap.Server       // EAP conversations (app/eap.go); nil when off
 	spool          spooler           // the store's spool, nil without one (shutdown.go)
 	draining       atomic.Bool
 	shutdown       sync.Once
@@ -120,6 +122,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	n.watchAdminToken(token)
 	authLogger, _ := st.(session.AuthLogger)
 	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log}
+	if auth.EAP, err = n.startEAP(src); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if cfg.Subscribers.Source != "file" {
 		auth.LookupTimeout = 2 * time.Second
 	}
@@ -216,6 +222,7 @@ func (n *Node) abort() {
 	_ = n.stopRadSec(context.Background())
 	_ = n.stopDiameter()
 	_ = n.Radius.Shutdown(context.Background())
+	n.stopEAP()
 	_ = n.stopProxy()
 	n.closeAuthLog(context.Background())
 	_ = n.stopPolicyCoA(context.Background())
@@ -239,6 +246,7 @@ func (n *Node) drain(ctx context.Context) error {
 	n.Log.Info("draining")
 	n.stopReload()
 	errs := []error{n.stopRadSec(ctx), n.stopDiameter(), n.Radius.Shutdown(ctx)}
+	n.stopEAP()
 	errs = append(errs, n.deliverQueues(ctx)...) // shutdown.go
 	if n.admin != nil {
 		// Its own short deadline: the drain may have used all of ctx.

@@ -216,7 +216,7 @@ func metricValue(t *testing.T, n *Node, series string) float64 {
 	return testenv.Metric(t, n.AdminAddr.String(), series)
 }
 
-// testPKI is a CA that issues certificates for the RadSec tests.
+// testPKI is a CA that issues certificates for the RadSec and EAP tests.
 type testPKI struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
@@ -240,13 +240,24 @@ func newPKI(t *testing.T, name string) *testPKI {
 // issue returns PEM certificate and key for cn (server and client usage, 127.0.0.1 SAN).
 func (p *testPKI) issue(t *testing.T, cn string, serial int64) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return p.issueUntil(t, cn, serial, time.Now().Add(24*time.Hour))
+}
+
+// issueUntil is issue with the end of validity (in the past: an expired certificate) and more
+// DNS names.
+func (p *testPKI) issueUntil(t *testing.T, cn string, serial int64, notAfter time.Time, dnsNames ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
+	notBefore := time.Now()
+	if notAfter.Before(notBefore) {
+		notBefore = notAfter
+	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: notBefore.Add(-time.Hour), NotAfter: notAfter,
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: append([]string{"localhost"}, dnsNames...)}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
 	must(t, err)
 	kb, err := x509.MarshalPKCS8PrivateKey(key)

@@ -33,6 +33,7 @@ type Config struct {
 	Proxy       Proxy        `json:"proxy"`
 	CoA         CoA          `json:"coa"`
 	Diameter    Diameter     `json:"diameter"`
+	EAP         EAP          `json:"eap"`
 }
 
 // Log configures structured logging.
@@ -163,6 +164,7 @@ func Default() Config {
 		Proxy:    defaultProxy(),
 		CoA:      defaultCoA(),
 		Diameter: defaultDiameter(),
+		EAP:      defaultEAP(),
 	}
 }
 
@@ -472,6 +474,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Proxy.validate("proxy")...)
 	errs = append(errs, c.CoA.validate("coa")...)
 	errs = append(errs, c.Diameter.validate("diameter")...)
+	errs = append(errs, c.EAP.validate("eap")...)
 	errs = append(errs, c.Policy.Lua.validate("policy.lua")...)
 	if len(c.Clients) == 0 && c.ClientsFile == "" {
 		bad("clients", "no NAS clients configured (set clients or clientsFile)")

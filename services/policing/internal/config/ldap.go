@@ -57,6 +57,13 @@ type LDAPAttributes struct {
 	// sambaNTPassword), used when Password is empty or absent: PAP and MS-CHAPv2 work
 	// without the clear text. Empty: not read.
 	NTPassword string `json:"ntPassword,omitempty"`
+	// Ki, OPc, OP, AMF and SQN are a USIM's secrets for EAP-SIM, AKA and AKA' (hex, as in the
+	// subscriber file). Empty: not read.
+	Ki  string `json:"ki,omitempty"`
+	OPc string `json:"opc,omitempty"`
+	OP  string `json:"op,omitempty"`
+	AMF string `json:"amf,omitempty"`
+	SQN string `json:"sqn,omitempty"`
 	// Disabled is a boolean attribute (TRUE: reject).
 	Disabled            string `json:"disabled"`
 	FramedIPAddress     string `json:"framedIPAddress"`
@@ -130,7 +137,7 @@ func defaultLDAP() LDAP {
 // Names lists the mapped LDAP attributes (the search asks for these only).
 func (a LDAPAttributes) Names() []string {
 	var out []string
-	for _, n := range []string{a.Password, a.NTPassword, a.Disabled, a.FramedIPAddress, a.FramedPool, a.SessionTimeout,
+	for _, n := range []string{a.Password, a.NTPassword, a.Ki, a.OPc, a.OP, a.AMF, a.SQN, a.Disabled, a.FramedIPAddress, a.FramedPool, a.SessionTimeout,
 		a.IdleTimeout, a.AcctInterimInterval, a.Class, a.FilterID, a.RateLimit, a.QuotaOctets, a.UsedOctets, a.ReplyAttributes,
 		a.ProfileName} {
 		if n != "" {
@@ -184,8 +191,8 @@ func (l LDAP) validate(key string) []error {
 	} else if _, err := ldap.CompileFilter(strings.ReplaceAll(l.Filter, LDAPUsernamePlaceholder, "x")); err != nil {
 		bad("filter", "%q: %v", l.Filter, err)
 	}
-	if l.Attributes.Password == "" && l.Attributes.NTPassword == "" {
-		bad("attributes.password", "required (or attributes.ntPassword)")
+	if l.Attributes.Password == "" && l.Attributes.NTPassword == "" && l.Attributes.Ki == "" {
+		bad("attributes.password", "required (or attributes.ntPassword, or attributes.ki)")
 	}
 	if (l.ProfilesFile == "") != (l.Attributes.ProfileName == "") {
 		bad("profilesFile", "profilesFile and attributes.profileName go together")

@@ -39,3 +39,13 @@ type NodeRegistry interface {
 	// LookupNode returns the node named name, or ErrNotFound.
 	LookupNode(ctx context.Context, name string) (*Node, error)
 }
+
+// SQNCounter is implemented by the stores (embedded, Cassandra, hybrid): each subscriber's
+// EAP-AKA sequence number (TS 33.102 §6.3), shared by every node of every DC of a shared
+// store, so that no two vectors carry the same SQN and a card never sees one go back.
+type SQNCounter interface {
+	// NextSQN returns a new SQN for subscriber: one more than the last it returned, and at
+	// least floor (the subscriber file's SQN + 1, or a resynchronised card's SQNms + 1). It
+	// is atomic: concurrent callers on any node get distinct, increasing values.
+	NextSQN(ctx context.Context, subscriber string, floor uint64) (uint64, error)
+}

@@ -107,9 +107,13 @@ func ParseFile(raw []byte, check func(*Profile) error) (map[string]*Subscriber, 
 				continue
 			}
 		}
-		if s.Password == "" && s.NTPassword == "" && !s.Disabled {
+		if err := s.checkAKA(); err != nil {
+			errs = append(errs, fmt.Errorf("%s.%w", key, err))
+			continue
+		}
+		if s.Password == "" && s.NTPassword == "" && s.Ki == "" && !s.Disabled {
 			// An empty password would accept an empty PAP or CHAP password.
-			errs = append(errs, fmt.Errorf("%s.password: required, or ntPassword (or set disabled: true)", key))
+			errs = append(errs, fmt.Errorf("%s.password: required, or ntPassword, or ki (or set disabled: true)", key))
 			continue
 		}
 		db[s.Username] = &s

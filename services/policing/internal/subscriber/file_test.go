@@ -2,6 +2,7 @@ package subscriber
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -76,6 +77,41 @@ func TestParseFileNTPassword(t *testing.T) {
 	db, err := ParseFile([]byte("subscribers:\n- {username: u, ntPassword: 44EBBA8D5312B8D611474411F56989AE}\n"), nil)
 	if err != nil || db["u"].NTPassword != "44EBBA8D5312B8D611474411F56989AE" || db["u"].Password != "" {
 		t.Fatalf("%v %+v", err, db["u"])
+	}
+}
+
+// A USIM subscriber: Ki and OPc (or OP), AMF and SQN; errors name the field, never the value.
+func TestParseFileAKA(t *testing.T) {
+	const ki, opc = "465b5ce8b199b49faa5f0a2ee238a6bc", "cd63cb71954a9f4e48a5994e37a02baf"
+	db, err := ParseFile([]byte("subscribers:\n- {username: '001010000000001', ki: "+ki+", opc: "+opc+", amf: 'b9b9', sqn: 'ff9bb4d0b607'}\n"+
+		"- {username: '001010000000002', ki: "+ki+", op: cdc202d5123e20f62b6d676ac72cb318}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := db["001010000000001"].AKA()
+	if err != nil || hex.EncodeToString(a.Ki) != ki || hex.EncodeToString(a.OPc) != opc || a.AMF != [2]byte{0xb9, 0xb9} || a.SQN != 0xff9bb4d0b607 {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if a, err := db["001010000000002"].AKA(); err != nil || a.OP == nil || a.OPc != nil || a.AMF != [2]byte{0x80, 0} || a.SQN != 0 {
+		t.Fatalf("OP, default AMF and SQN: %+v %v", a, err)
+	}
+	if _, err := (&Subscriber{Password: "x"}).AKA(); !errors.Is(err, ErrNoAKA) {
+		t.Fatalf("no Ki: %v", err)
+	}
+	secret := "0123456789abcdef0123456789abcdeZ"
+	for text, want := range map[string]string{
+		"{username: a, ki: " + secret + ", opc: " + opc + "}":                   "subscribers[0].ki: want 32 hex digits",
+		"{username: a, ki: " + ki + "}":                                         "subscribers[0].opc: required",
+		"{username: a, ki: " + ki + ", opc: " + opc + ", op: " + opc + "}":      "subscribers[0].opc, op: one of them",
+		"{username: a, ki: " + ki + ", opc: abcd}":                              "subscribers[0].opc: want 32 hex digits",
+		"{username: a, ki: " + ki + ", opc: " + opc + ", amf: '80'}":            "subscribers[0].amf",
+		"{username: a, ki: " + ki + ", opc: " + opc + ", sqn: '1000000000000'}": "subscribers[0].sqn",
+		"{username: a, opc: " + opc + ", password: x}":                          "subscribers[0].ki: required",
+	} {
+		_, err := ParseFile([]byte("subscribers:\n- "+text+"\n"), nil)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), opc) {
+			t.Errorf("%s: %v, want %q and no secret", text, err, want)
+		}
 	}
 }
 

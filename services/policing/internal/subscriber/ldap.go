@@ -554,10 +554,17 @@ func (l *LDAP) toSubscriber(username string, entries []*ldap.Entry) (*Subscriber
 			errs = append(errs, fmt.Errorf("%s: not an NT hash (32 hex digits)", a.NTPassword))
 		}
 	}
-	if s.Password == "" && s.NTPassword == "" {
+	s.Ki, s.OPc, s.OP = strings.TrimSpace(get(a.Ki)), strings.TrimSpace(get(a.OPc)), strings.TrimSpace(get(a.OP))
+	s.AMF, s.SQN = strings.TrimSpace(get(a.AMF)), strings.TrimSpace(get(a.SQN))
+	if err := s.checkAKA(); err != nil { // names the field, never the value
+		errs = append(errs, fmt.Errorf("attributes.%w", err))
+	}
+	if s.Password == "" && s.NTPassword == "" && s.Ki == "" {
 		names := a.Password
-		if a.NTPassword != "" {
-			names = strings.TrimPrefix(names+" or "+a.NTPassword, " or ")
+		for _, n := range []string{a.NTPassword, a.Ki} {
+			if n != "" {
+				names = strings.TrimPrefix(names+" or "+n, " or ")
+			}
 		}
 		errs = append(errs, fmt.Errorf("%s: missing or not readable by the bind DN", names))
 	}

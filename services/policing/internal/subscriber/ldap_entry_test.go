@@ -73,3 +73,29 @@ func TestLDAPEntryUnknownProfile(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// A USIM entry (Ki, OPc, AMF, SQN attributes) needs no password; a malformed Ki is an error
+// that names the field and not the value.
+func TestLDAPEntryAKA(t *testing.T) {
+	cfg := config.Default().Subscribers.LDAP
+	cfg.Attributes.Ki, cfg.Attributes.OPc, cfg.Attributes.AMF, cfg.Attributes.SQN = "openaaaKi", "openaaaOPc", "openaaaAMF", "openaaaSQN"
+	l := &LDAP{cfg: cfg}
+	entry := func(attrs map[string][]string) []*ldap.Entry {
+		return []*ldap.Entry{ldap.NewEntry("uid=001010000000001,ou=subscribers,dc=example", attrs)}
+	}
+	s, err := l.toSubscriber("001010000000001", entry(map[string][]string{"openaaaKi": {"465b5ce8b199b49faa5f0a2ee238a6bc"},
+		"openaaaOPc": {"cd63cb71954a9f4e48a5994e37a02baf"}, "openaaaAMF": {"8000"}, "openaaaSQN": {"000000000020"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.AKA(); err != nil || a.SQN != 0x20 || a.AMF != [2]byte{0x80, 0} || len(a.OPc) != 16 {
+		t.Fatalf("%+v %v", a, err)
+	}
+	_, err = l.toSubscriber("u", entry(map[string][]string{"openaaaKi": {"secret-not-hex-secret-not-hex-00"}, "openaaaOPc": {"cd63cb71954a9f4e48a5994e37a02baf"}}))
+	if err == nil || !strings.Contains(err.Error(), "attributes.ki: want 32 hex digits") || strings.Contains(err.Error(), "secret-not-hex") {
+		t.Fatalf("error %v", err)
+	}
+	if n := cfg.Attributes.Names(); !strings.Contains(strings.Join(n, ","), "openaaaKi,openaaaOPc") {
+		t.Fatalf("the search does not ask for the AKA attributes: %v", n)
+	}
+}

@@ -54,6 +54,14 @@ type Subscriber struct {
 	// stored (CHAP still needs it). Used when Password is empty.
 	NTPassword string `json:"ntPassword,omitempty"`
 	Disabled   bool   `json:"disabled,omitempty"`
+	// The USIM's secrets for EAP-AKA and EAP-AKA' (aka.go): Ki, and OPc or OP, 32 hex digits
+	// each; AMF (4 hex digits, default 8000) and SQN, the last sequence number the card
+	// accepted (12 hex digits, default 0): the server's SQN starts past it. Never logged.
+	Ki  string `json:"ki,omitempty"`
+	OPc string `json:"opc,omitempty"`
+	OP  string `json:"op,omitempty"`
+	AMF string `json:"amf,omitempty"`
+	SQN string `json:"sqn,omitempty"`
 	// ProfileName refers to a named profile; Profile fields set here override it.
 	ProfileName string  `json:"profileName,omitempty"`
 	Profile     Profile `json:"profile,omitzero"`

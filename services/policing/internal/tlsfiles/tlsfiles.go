@@ -1,4 +1,5 @@
-// Package tlsfiles is the mutual-TLS server side of the TLS listeners (RadSec, Diameter):
+// Package tlsfiles is the mutual-TLS server side of the TLS listeners (RadSec, Diameter) and
+// of the EAP server (EAP-TLS, PEAP, TTLS):
 // certificate, key and client CA read from PEM files — a mounted cert-manager Secret
 // (tls.crt, tls.key, ca.crt) — and replaced when their content changes. The caller's file
 // watcher (policing serve: the hot-reload watcher) calls Reload; open connections keep the
@@ -19,7 +20,8 @@ import (
 	"time"
 )
 
-// Files is one listener's certificate set.
+// Files is one listener's certificate set. An empty CAFile (EAP without EAP-TLS) asks for
+// no client certificate.
 type Files struct {
 	CertFile, KeyFile, CAFile string
 	// Name says whose set it is in the log ("radsec", "diameter").
@@ -38,6 +40,9 @@ func (f *Files) Reload() (bool, error) {
 	defer f.mu.Unlock()
 	var raw [3][]byte
 	for i, name := range []string{f.CertFile, f.KeyFile, f.CAFile} {
+		if name == "" && i == 2 {
+			continue // no client certificates (EAP with PEAP and TTLS only)
+		}
 		b, err := os.ReadFile(name)
 		if err != nil {
 			return false, err
@@ -56,15 +61,13 @@ func (f *Files) Reload() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("certFile: %w", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(raw[2]) {
-		return false, fmt.Errorf("caFile %s: no PEM certificate", f.CAFile)
-	}
-	cfg := &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if f.CAFile != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(raw[2]) {
+			return false, fmt.Errorf("caFile %s: no PEM certificate", f.CAFile)
+		}
+		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, pool
 	}
 	first := f.cfg.Load() == nil
 	f.cfg.Store(cfg)

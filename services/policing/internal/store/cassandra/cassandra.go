@@ -281,4 +281,5 @@ func (r *rateLimiter) ok() bool {
 var (
 	_ session.Store      = (*Store)(nil)
 	_ session.AuthLogger = (*Store)(nil)
+	_ session.SQNCounter = (*Store)(nil)
 )

@@ -916,6 +916,50 @@ func TestContract(t *testing.T) {
 	t.Run("hybrid nodes", func(t *testing.T) { storetest.RunNodes(t, h, "hyb") })
 }
 
+// The AKA sequence numbers (session.SQNCounter) on the Cassandra and hybrid stores, and two
+// stores (two nodes) taking numbers of one subscriber in turn and at once: never the same twice.
+func TestAKASQN(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	a := openStore(t, ks, cassandra.Options{})
+	defer a.Close(context.Background())
+	t.Run("cassandra", func(t *testing.T) { storetest.RunSQN(t, a, "cas") })
+	h := cassandra.NewHybrid(openStore(t, ks, cassandra.Options{}), 100, time.Minute)
+	defer h.Close(context.Background())
+	t.Run("hybrid", func(t *testing.T) { storetest.RunSQN(t, h, "hyb") })
+	b := openStore(t, ks, cassandra.Options{})
+	defer b.Close(context.Background())
+	c := ctx(t)
+	// In turn, as a card roaming between DCs: each one more than the other's.
+	for i := range 6 {
+		n, err := []*cassandra.Store{a, b}[i%2].NextSQN(c, "two-nodes", 1)
+		if err != nil || n != uint64(i+1) {
+			t.Fatalf("call %d: %d, %v; want %d", i, n, err, i+1)
+		}
+	}
+	// At once (the same subscriber on two nodes): never the same twice.
+	seen := map[uint64]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, st := range []*cassandra.Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				n, err := st.NextSQN(c, "two-nodes", 1)
+				mu.Lock()
+				if err != nil || seen[n] || n <= 6 {
+					t.Errorf("SQN %d, %v: an error, given twice, or not past 6", n, err)
+				}
+				seen[n] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // migrationCount is the number of migrations policing ships (internal/migrate/migrations).
 func migrationCount(t *testing.T) int {
 	t.Helper()

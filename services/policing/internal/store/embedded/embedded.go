@@ -53,6 +53,7 @@ type Store struct {
 	done    chan struct{}
 	closed  atomic.Bool
 	nodes   nodes // the Diameter node registry (nodes.go)
+	sqns    sqns  // the AKA sequence numbers (sqn.go)
 }
 
 type shard struct {

@@ -714,6 +714,26 @@ func TestContract(t *testing.T) {
 	s, _ := open(t, Options{HistorySize: 100})
 	storetest.Run(t, s, "emb")
 	storetest.RunNodes(t, s, "emb")
+	storetest.RunSQN(t, s, "emb")
+}
+
+// The AKA sequence numbers survive a restart through the snapshot: the next one after it
+// is past every one given before.
+func TestSQNSnapshot(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "snap.jsonl")
+	s, _ := open(t, Options{SnapshotFile: file})
+	for _, floor := range []uint64{5, 1, 1} {
+		if _, err := s.NextSQN(ctx, "001010000000001", floor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := open(t, Options{SnapshotFile: file})
+	if n, err := r.NextSQN(ctx, "001010000000001", 1); err != nil || n != 8 {
+		t.Fatalf("after a restart: %d, %v; want 8", n, err)
+	}
 }
 
 // A node that stops refreshing its entry is forgotten after its TTL.

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,13 @@ type snapshotHeader struct {
 	Format  string `json:"format"`
 	Active  int    `json:"active"`
 	History int    `json:"history"`
+	// SQNs: the AKA sequence numbers, one line each after the history (sqnRecord).
+	SQNs int `json:"sqns,omitempty"`
+}
+
+type sqnRecord struct {
+	Subscriber string `json:"subscriber"`
+	SQN        uint64 `json:"sqn"`
 }
 
 const snapshotFormat = "openaaa-sessions/v1"
@@ -45,7 +53,8 @@ func (s *Store) writeSnapshot(path string) (int, error) {
 		sh.mu.Unlock()
 	}
 	hist := s.history.all()
-	if err := enc.Encode(snapshotHeader{Format: snapshotFormat, Active: len(active), History: len(hist)}); err != nil {
+	sqns := s.allSQNs()
+	if err := enc.Encode(snapshotHeader{Format: snapshotFormat, Active: len(active), History: len(hist), SQNs: len(sqns)}); err != nil {
 		return 0, err
 	}
 	for _, x := range active {
@@ -55,6 +64,11 @@ func (s *Store) writeSnapshot(path string) (int, error) {
 	}
 	for _, x := range hist {
 		if err := enc.Encode(x); err != nil {
+			return 0, fmt.Errorf("session snapshot: %w", err)
+		}
+	}
+	for sub, n := range sqns {
+		if err := enc.Encode(sqnRecord{sub, n}); err != nil {
 			return 0, fmt.Errorf("session snapshot: %w", err)
 		}
 	}
@@ -84,7 +98,7 @@ func (s *Store) loadSnapshot(path string) (int, error) {
 	defer f.Close()
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
 	var h snapshotHeader
-	if err := dec.Decode(&h); err != nil || h.Format != snapshotFormat || h.Active < 0 || h.History < 0 {
+	if err := dec.Decode(&h); err != nil || h.Format != snapshotFormat || h.Active < 0 || h.History < 0 || h.SQNs < 0 {
 		return 0, fmt.Errorf("session snapshot %s: not a %s file", path, snapshotFormat)
 	}
 	active := 0
@@ -105,6 +119,15 @@ func (s *Store) loadSnapshot(path string) (int, error) {
 		}
 		sh.sessions[x.Key] = x
 		s.index(sh, entryOf(x))
+	}
+	for i := 0; i < h.SQNs; i++ {
+		var r sqnRecord
+		if err := dec.Decode(&r); err != nil {
+			return 0, fmt.Errorf("session snapshot %s: sequence number %d: %w", path, i+1, err)
+		}
+		if _, err := s.NextSQN(context.Background(), r.Subscriber, r.SQN); err != nil {
+			return 0, err
+		}
 	}
 	s.active.Add(int64(active))
 	metrics.SessionsActive.Add(float64(active))

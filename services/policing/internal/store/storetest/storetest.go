@@ -303,3 +303,64 @@ func RunNodes(t *testing.T, reg session.NodeRegistry, prefix string) {
 		t.Fatalf("the other node of the identity: %+v, %v", got, err)
 	}
 }
+
+// RunSQN is the AKA sequence numbers' contract (session.SQNCounter): the first is the floor,
+// each next one more, a floor ahead moves the counter past it (resynchronisation), one behind
+// does not move it back, and concurrent callers get distinct values. Subscribers are
+// prefixed by prefix.
+func RunSQN(t *testing.T, c session.SQNCounter, prefix string) {
+	ctx := context.Background()
+	sub := prefix + "-001010000000001"
+	next := func(floor uint64) uint64 {
+		t.Helper()
+		n, err := c.NextSQN(ctx, sub, floor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := next(33); n != 33 {
+		t.Fatalf("first SQN = %d, want the floor 33", n)
+	}
+	if n := next(33); n != 34 {
+		t.Fatalf("second SQN = %d, want 34", n)
+	}
+	if n := next(1000); n != 1000 {
+		t.Fatalf("after a resynchronisation to 999: %d, want 1000", n)
+	}
+	if n := next(1); n != 1001 {
+		t.Fatalf("a floor behind: %d, want 1001", n)
+	}
+	if n, err := c.NextSQN(ctx, prefix+"-other", 7); err != nil || n != 7 {
+		t.Fatalf("another subscriber: %d, %v; want its own floor 7", n, err)
+	}
+	const workers, each = 4, 10
+	got := make(chan uint64, workers*each)
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			for range each {
+				n, err := c.NextSQN(ctx, sub, 1)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got <- n
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(got)
+	seen := map[uint64]bool{}
+	for n := range got {
+		if n <= 1001 || n > 1001+workers*each || seen[n] {
+			t.Fatalf("concurrent SQN %d: repeated or out of 1002..%d", n, 1001+workers*each)
+		}
+		seen[n] = true
+	}
+}

@@ -1,0 +1,66 @@
+package app
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
+)
+
+// startEAP builds the EAP server when eap.methods is set (docs/eap.md); its certificates
+// reload with the other mounted files.
+func (n *Node) startEAP(src subscriber.Source) (*eap.Server, error) {
+	c := n.Config.EAP
+	if len(c.Methods) == 0 {
+		return nil, nil
+	}
+	opt := eap.Options{NodeID: c.NodeID, MaxConversations: c.MaxConversations, Timeout: c.Timeout.D(),
+		RoundTimeout: c.RoundTimeout.D(), TLSMaxVersion: tls.VersionTLS13, TLSIdentity: c.TLSIdentity,
+		Subscribers: src, Log: n.Log, TLS: func() *tls.Config { return nil }, AKANetworkName: c.AKANetworkName}
+	if c.UsesAKA() {
+		sqn, ok := n.Store.(session.SQNCounter)
+		if !ok {
+			return nil, fmt.Errorf("eap.methods: aka and aka-prime need a session store that keeps sequence numbers (embedded, cassandra, hybrid), not %q", n.Config.Session.Store)
+		}
+		opt.SQN = sqn
+	}
+	if c.TLSMaxVersion == "1.2" {
+		opt.TLSMaxVersion = tls.VersionTLS12
+	}
+	if opt.NodeID == "" {
+		opt.NodeID, _ = os.Hostname()
+		opt.NodeID = opt.NodeID[:min(len(opt.NodeID), eap.MaxNodeID)]
+	}
+	for _, m := range c.Methods {
+		t, _ := eap.TypeOf(m) // validated
+		opt.Methods = append(opt.Methods, t)
+	}
+	if c.UsesTLS() {
+		files := &tlsfiles.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, Name: "eap", Log: n.Log}
+		if _, err := files.Reload(); err != nil {
+			return nil, fmt.Errorf("eap: %w", err)
+		}
+		opt.TLS = files.Config
+		paths := []string{c.CertFile, c.KeyFile}
+		if c.CAFile != "" {
+			paths = append(paths, c.CAFile)
+		}
+		n.Reloader.Watch("certificates", paths, func() error {
+			_, err := files.Reload()
+			return err
+		})
+	}
+	n.eap = eap.New(opt)
+	return n.eap, nil
+}
+
+// stopEAP forgets the conversations (after the RADIUS server drained).
+func (n *Node) stopEAP() {
+	if n.eap != nil {
+		n.eap.Close()
+	}
+}

@@ -1,0 +1,270 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2759"
+	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2869"
+
+	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
+)
+
+// writePEM writes dir/name.pem and dir/name.key.
+func writePEM(t *testing.T, dir, name string, cert, key []byte) {
+	t.Helper()
+	must(t, os.WriteFile(filepath.Join(dir, name+".pem"), cert, 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, name+".key"), key, 0o600))
+}
+
+// eapNode is a policing node offering every EAP method, with a CA, its server certificate
+// (long enough to be sent in several fragments) and client certificates in dir: alice (valid), expired (alice, expired yesterday),
+// stranger (alice, from another CA); subscribers alice (clear-text password), bob (an
+// NT hash of "bobpw") and dave (disabled).
+func eapNode(t *testing.T, dir string) *Node {
+	t.Helper()
+	testenv.LookPath(t, "eapol_test", "Debian eapoltest: hack/eapol.sh install") // skip before starting anything
+	ca, other := newPKI(t, "OpenAAA test CA"), newPKI(t, "Another CA")
+	must(t, os.WriteFile(filepath.Join(dir, "ca.pem"), ca.pem, 0o600))
+	day := time.Now().Add(24 * time.Hour)
+	// Many names make the server's first flight span several EAP fragments (1,014 octets each).
+	var names []string
+	for i := range 80 {
+		names = append(names, fmt.Sprintf("node%02d.policing.test", i))
+	}
+	cert, key := ca.issueUntil(t, "policing.test", 2, day, names...)
+	writePEM(t, dir, "server", cert, key)
+	cert, key = ca.issue(t, "alice", 3)
+	writePEM(t, dir, "alice", cert, key)
+	cert, key = ca.issueUntil(t, "alice", 4, time.Now().Add(-24*time.Hour))
+	writePEM(t, dir, "expired", cert, key)
+	cert, key = ca.issue(t, "carol", 5)
+	writePEM(t, dir, "carol", cert, key)
+	cert, key = other.issue(t, "alice", 2)
+	writePEM(t, dir, "stranger", cert, key)
+	return edgeNode(t, dir, `
+log: {level: debug}
+radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0"}
+admin: {address: "127.0.0.1:0", tokenFile: {{dir}}/admin-token}
+clients:
+  # Message-Authenticator is not required of this NAS: EAP requires it anyway (RFC 3579).
+  - {name: nas, address: 127.0.0.1, secretFile: {{dir}}/secret, requireMessageAuthenticator: false}
+subscribers: {source: file, file: {{dir}}/subs.yaml}
+eap:
+  methods: [peap, ttls, tls, md5]
+  certFile: {{dir}}/server.pem
+  keyFile: {{dir}}/server.key
+  caFile: {{dir}}/ca.pem
+  nodeID: node-a
+`, "subscribers:\n  - {username: alice, password: alicepw}\n  - {username: bob, ntPassword: "+ntHashHex(t, "bobpw")+"}\n"+
+		"  - {username: dave, password: davepw, disabled: true}\n")
+}
+
+// eapolTest runs eapol_test with the network block against the node: its output, and
+// whether it reported SUCCESS.
+func eapolTest(t *testing.T, n *Node, dir, network string, args ...string) (string, bool) {
+	t.Helper()
+	bin := testenv.LookPath(t, "eapol_test", "Debian eapoltest: hack/eapol.sh install")
+	conf := filepath.Join(dir, "eapol.conf")
+	must(t, os.WriteFile(conf, []byte("network={\n"+strings.ReplaceAll(network, "{{dir}}", dir)+"\n}\n"), 0o600))
+	_, port, _ := strings.Cut(n.AuthAddr.String(), ":")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"-c", conf, "-a", "127.0.0.1", "-p", port, "-s", radclientSecret, "-t", "20", "-r", "0"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err == nil && strings.Contains(string(out), "\nSUCCESS")
+}
+
+func ntHashHex(t *testing.T, pw string) string {
+	u, err := rfc2759.ToUTF16([]byte(pw))
+	must(t, err)
+	return fmt.Sprintf("%X", rfc2759.NTPasswordHash(u))
+}
+
+// tlsNetwork is eapol_test's EAP-TLS network block with the client certificate dir/cert.pem.
+func tlsNetwork(cert, extra string) string {
+	return `key_mgmt=WPA-EAP
+eap=TLS
+identity="alice"
+ca_cert="{{dir}}/ca.pem"
+client_cert="{{dir}}/` + cert + `.pem"
+private_key="{{dir}}/` + cert + `.key"
+` + extra
+}
+
+// tunnelNetwork is eapol_test's PEAP or TTLS network block: the inner method phase2, the user
+// inside the tunnel, "anonymous" outside.
+func tunnelNetwork(eap, phase2, user, password string) string {
+	return fmt.Sprintf("key_mgmt=WPA-EAP\neap=%s\nidentity=%q\nanonymous_identity=\"anonymous\"\npassword=%q\nca_cert=\"{{dir}}/ca.pem\"\nphase2=\"auth=%s\"\n",
+		eap, user, password, phase2)
+}
+
+// Every method against eapol_test (wpa_supplicant 2.10): success; eapol_test checks that
+// the MPPE keys of the Access-Accept are the MSK it derived.
+func TestEAPMethodsAgainstEapolTest(t *testing.T) {
+	dir := t.TempDir()
+	n := eapNode(t, dir)
+	cases := []struct {
+		name, network string
+		args          []string
+	}{
+		{"md5", `key_mgmt=IEEE8021X
+eap=MD5
+identity="alice"
+password="alicepw"`, []string{"-n"}},
+		{"tls-1.2", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=1\"\nfragment_size=200"), nil},
+		{"tls-1.3", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=0\""), nil},
+		{"peap-mschapv2", tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw") + "fragment_size=100", nil},
+		{"ttls-pap", tunnelNetwork("TTLS", "PAP", "alice", "alicepw"), nil},
+		{"ttls-mschapv2", tunnelNetwork("TTLS", "MSCHAPV2", "bob", "bobpw"), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, ok := eapolTest(t, n, dir, c.network, c.args...)
+			if os.Getenv("EAPDUMP") != "" {
+				t.Log(out)
+			}
+			if !ok {
+				t.Fatalf("eapol_test did not succeed:\n%s", out)
+			}
+			if c.args == nil && !strings.Contains(out, "MPPE keys OK: 1  mismatch: 0") {
+				t.Fatalf("the Access-Accept's MPPE keys are not the peer's MSK:\n%s", out)
+			}
+			if v, ok := strings.CutPrefix(c.name, "tls-"); ok && !strings.Contains(out, "Using TLS version TLSv"+v) {
+				t.Fatalf("not TLS %s:\n%s", v, out)
+			}
+		})
+	}
+}
+
+// Every refusal ends in EAP-Failure (eapol_test reports FAILURE) and is counted by reason.
+func TestEAPRefusalsAgainstEapolTest(t *testing.T) {
+	dir := t.TempDir()
+	n := eapNode(t, dir)
+	cases := []struct {
+		name, network, reason string
+		args                  []string
+	}{
+		{"md5 wrong password", "key_mgmt=IEEE8021X\neap=MD5\nidentity=\"alice\"\npassword=\"nope\"", "wrong_password", []string{"-n"}},
+		{"md5 unknown user", "key_mgmt=IEEE8021X\neap=MD5\nidentity=\"mallory\"\npassword=\"x\"", "unknown_user", []string{"-n"}},
+		{"md5 ntPassword only", "key_mgmt=IEEE8021X\neap=MD5\nidentity=\"bob\"\npassword=\"bobpw\"", "no_clear_text_password", []string{"-n"}},
+		{"peap wrong password", tunnelNetwork("PEAP", "MSCHAPV2", "alice", "nope"), "wrong_password", nil},
+		{"peap unknown user", tunnelNetwork("PEAP", "MSCHAPV2", "mallory", "x"), "unknown_user", nil},
+		{"ttls-pap wrong password", tunnelNetwork("TTLS", "PAP", "bob", "nope"), "wrong_password", nil},
+		{"ttls-mschapv2 wrong password", tunnelNetwork("TTLS", "MSCHAPV2", "alice", "nope"), "wrong_password", nil},
+		{"ttls unknown user", tunnelNetwork("TTLS", "PAP", "mallory", "x"), "unknown_user", nil},
+		{"peap disabled subscriber", tunnelNetwork("PEAP", "MSCHAPV2", "dave", "davepw"), "policy_refused", nil},
+		{"tls expired certificate", tlsNetwork("expired", ""), "tls_failed", nil},
+		{"tls certificate from another CA", tlsNetwork("stranger", ""), "tls_failed", nil},
+		{"tls certificate of no subscriber", tlsNetwork("carol", ""), "unknown_user", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			series := `openaaa_eap_rejects_total{reason="` + c.reason + `"}`
+			before := testenv.Metric(t, n.AdminAddr.String(), series)
+			out, ok := eapolTest(t, n, dir, c.network, c.args...)
+			// After a TLS 1.2 handshake the peer only expects Success, so it reports the
+			// EAP-Failure as an unexpected packet rather than CTRL-EVENT-EAP-FAILURE.
+			if ok || !strings.Contains(out, "EAP: Received EAP-Failure") || !strings.Contains(out, "\nFAILURE") {
+				t.Fatalf("eapol_test did not fail with EAP-Failure:\n%s", out)
+			}
+			if got := testenv.Metric(t, n.AdminAddr.String(), series); got != before+1 {
+				t.Fatalf("%s = %v, want %v", series, got, before+1)
+			}
+		})
+	}
+}
+
+// RFC 3579 §3.2: an Access-Request with EAP-Message and no or a wrong Message-Authenticator
+// is silently discarded and counted, even from a NAS that need not send one otherwise; a
+// node without eap.methods answers EAP with Access-Reject and EAP-Failure.
+func TestEAPMessageAuthenticatorAndEAPOff(t *testing.T) {
+	dir := t.TempDir()
+	n := eapNode(t, dir)
+	identity := func(secret string) *radius.Packet {
+		p := radius.New(radius.CodeAccessRequest, []byte(secret))
+		_ = rfc2865.UserName_SetString(p, "alice")
+		p.Add(rfc2869.EAPMessage_Type, radius.Attribute{eap.CodeResponse, 1, 0, 10, eap.TypeIdentity, 'a', 'l', 'i', 'c', 'e'})
+		return p
+	}
+	admin := n.AdminAddr.String()
+	missing := `openaaa_radius_requests_dropped_total{reason="missing_message_authenticator"}`
+	before := testenv.Metric(t, admin, missing)
+	if _, err := exchange(t, n.AuthAddr, identity(radclientSecret), false); err == nil {
+		t.Fatal("EAP without Message-Authenticator answered")
+	}
+	if got := testenv.Metric(t, admin, missing); got != before+1 {
+		t.Fatalf("%s = %v, want %v", missing, got, before+1)
+	}
+	// Signed with another secret: the Message-Authenticator does not verify.
+	wrong := `openaaa_radius_requests_dropped_total{reason="bad_message_authenticator"}`
+	before = testenv.Metric(t, admin, wrong)
+	p := identity("not-the-secret")
+	b, err := p.Encode()
+	must(t, err)
+	b, off := radiusx.AppendMessageAuthenticator(b)
+	radiusx.SignRequest(b, off, p.Secret)
+	conn, err := net.Dial("udp", n.AuthAddr.String())
+	must(t, err)
+	defer conn.Close()
+	_, err = conn.Write(b)
+	must(t, err)
+	eventually(t, 10*time.Second, "the wrong Message-Authenticator counted", func() bool {
+		return testenv.Metric(t, admin, wrong) == before+1
+	})
+	// The same Identity, properly signed: an Access-Challenge.
+	reply, err := exchange(t, n.AuthAddr, identity(radclientSecret), true)
+	must(t, err)
+	if reply.Code != radius.CodeAccessChallenge || rfc2865.SessionTimeout_Get(reply) != 30 || len(rfc2865.State_Get(reply)) == 0 {
+		t.Fatalf("Identity answered %v", reply.Code)
+	}
+
+	off2 := startNode(t)
+	p = identity(secret)
+	reply, err = exchange(t, off2.AuthAddr, p, true)
+	must(t, err)
+	if m, _ := rfc2869.EAPMessage_Lookup(reply); reply.Code != radius.CodeAccessReject || len(m) != 4 || m[0] != eap.CodeFailure {
+		t.Fatalf("EAP off: %v %x", reply.Code, m)
+	}
+}
+
+// The server certificate reloads with the mounted files: a new one is used by the next
+// conversation; a broken one is refused and the one in force stays.
+func TestEAPCertificateReload(t *testing.T) {
+	dir := t.TempDir()
+	n := eapNode(t, dir)
+	peap := func(ca string) string {
+		return strings.Replace(tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw"), "ca.pem", ca, 1)
+	}
+	ca2 := newPKI(t, "Renewed CA")
+	must(t, os.WriteFile(filepath.Join(dir, "ca2.pem"), ca2.pem, 0o600))
+	cert, key := ca2.issue(t, "policing.test", 2)
+	writePEM(t, dir, "server", cert, key)
+	if ok, rejected := n.Reloader.Reload(); ok < 1 || rejected != 0 {
+		t.Fatalf("reload: %d ok, %d rejected", ok, rejected)
+	}
+	if out, ok := eapolTest(t, n, dir, peap("ca2.pem")); !ok {
+		t.Fatalf("the renewed certificate is not in force:\n%s", out)
+	}
+	if out, ok := eapolTest(t, n, dir, peap("ca.pem")); ok {
+		t.Fatalf("the old certificate is still in force:\n%s", out)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "server.key"), []byte("not a key"), 0o600))
+	if _, rejected := n.Reloader.Reload(); rejected < 1 {
+		t.Fatal("a broken key was not refused")
+	}
+	if out, ok := eapolTest(t, n, dir, peap("ca2.pem")); !ok {
+		t.Fatalf("the certificate in force was lost to a broken one:\n%s", out)
+	}
+}

@@ -1,0 +1,100 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// EAP configures EAP over RADIUS (RFC 3579, docs/eap.md): the methods offered, the server
+// certificate of the TLS-based ones, and the bounds on conversations.
+type EAP struct {
+	// Methods are offered in this order (tls, peap, ttls, md5, sim, aka, aka-prime); empty: EAP is off and an
+	// Access-Request with EAP-Message gets an Access-Reject with EAP-Failure.
+	Methods []string `json:"methods,omitempty"`
+	// CertFile and KeyFile are the server's certificate and key (PEM), CAFile the CA bundle
+	// client certificates must chain to (EAP-TLS). Reloaded when they change, like RadSec's.
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+	CAFile   string `json:"caFile,omitempty"`
+	// TLSMaxVersion caps EAP-TLS: "1.2" or "1.3" (RFC 9190). PEAP and TTLS use TLS 1.2.
+	TLSMaxVersion string `json:"tlsMaxVersion"`
+	// TLSIdentity is what names an EAP-TLS subscriber: commonName or subjectAltName.
+	TLSIdentity string `json:"tlsIdentity"`
+	// NodeID is written in every State so that a round can be routed to the node holding
+	// its conversation. Default: the host name (in Kubernetes, the pod's name).
+	NodeID string `json:"nodeID,omitempty"`
+	// MaxConversations bounds the conversations waiting for their next round.
+	MaxConversations int `json:"maxConversations"`
+	// Timeout is how long a conversation waits for the next round (the Access-Challenge's
+	// Session-Timeout too).
+	Timeout Duration `json:"timeout"`
+	// RoundTimeout bounds the work of one TLS round (a handshake never holds a worker longer)
+	// and the taking of an AKA sequence number.
+	RoundTimeout Duration `json:"roundTimeout"`
+	// AKANetworkName is EAP-AKA prime's access network name (AT_KDF_INPUT, bound into CK'
+	// and IK'): "WLAN" for Wi-Fi (TS 24.302).
+	AKANetworkName string `json:"akaNetworkName"`
+}
+
+func defaultEAP() EAP {
+	return EAP{TLSMaxVersion: "1.3", TLSIdentity: "commonName", MaxConversations: 10000,
+		Timeout: Duration(30 * time.Second), RoundTimeout: Duration(5 * time.Second), AKANetworkName: "WLAN"}
+}
+
+// EAPMethods are the method names eap.methods takes.
+var EAPMethods = []string{"tls", "peap", "ttls", "md5", "sim", "aka", "aka-prime"}
+
+// UsesTLS reports whether a method needs the server certificate.
+func (e EAP) UsesTLS() bool {
+	return slices.ContainsFunc(e.Methods, func(m string) bool { return m == "tls" || m == "peap" || m == "ttls" })
+}
+
+// UsesAKA reports whether EAP-AKA or AKA' is offered (they need the store's SQNs).
+func (e EAP) UsesAKA() bool {
+	return slices.Contains(e.Methods, "aka") || slices.Contains(e.Methods, "aka-prime")
+}
+
+func (e EAP) validate(key string) []error {
+	var errs []error
+	bad := func(k, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
+	}
+	for i, m := range e.Methods {
+		if !slices.Contains(EAPMethods, m) {
+			bad(fmt.Sprintf("methods[%d]", i), "%q is not one of tls, peap, ttls, md5, sim, aka, aka-prime", m)
+		} else if slices.Index(e.Methods, m) != i {
+			bad(fmt.Sprintf("methods[%d]", i), "%q is listed twice", m)
+		}
+	}
+	if e.UsesTLS() {
+		if e.CertFile == "" || e.KeyFile == "" {
+			bad("certFile", "certFile and keyFile are required by tls, peap and ttls")
+		}
+	}
+	if slices.Contains(e.Methods, "tls") && e.CAFile == "" {
+		bad("caFile", "required by tls (client certificates are verified against it)")
+	}
+	if e.TLSMaxVersion != "1.2" && e.TLSMaxVersion != "1.3" {
+		bad("tlsMaxVersion", "%q is not 1.2 or 1.3", e.TLSMaxVersion)
+	}
+	if e.TLSIdentity != "commonName" && e.TLSIdentity != "subjectAltName" {
+		bad("tlsIdentity", "%q is not commonName or subjectAltName", e.TLSIdentity)
+	}
+	if len(e.NodeID) > 64 {
+		bad("nodeID", "longer than 64 octets (it goes in every State attribute)")
+	}
+	if e.MaxConversations <= 0 {
+		bad("maxConversations", "must be positive")
+	}
+	if e.Timeout < Duration(time.Second) {
+		bad("timeout", "must be at least 1s (it is sent as Session-Timeout, in seconds)")
+	}
+	if e.RoundTimeout <= 0 {
+		bad("roundTimeout", "must be positive")
+	}
+	if slices.Contains(e.Methods, "aka-prime") && (e.AKANetworkName == "" || len(e.AKANetworkName) > 200) {
+		bad("akaNetworkName", "required by aka-prime, at most 200 octets")
+	}
+	return errs
+}

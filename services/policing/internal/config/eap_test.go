@@ -1,0 +1,43 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEAPValidation(t *testing.T) {
+	ok := []string{`eap.methods=["md5"]`, `eap.methods=["peap","ttls"]`, "eap.certFile=/c", "eap.keyFile=/k"}
+	if _, err := load(t, minimal, ok, nil); err != nil {
+		t.Fatalf("PEAP, TTLS and MD5 without a CA file: %v", err)
+	}
+	if _, err := load(t, minimal, []string{`eap.methods=["aka","aka-prime","sim"]`}, nil); err != nil {
+		t.Fatalf("AKA, AKA' and SIM need no certificate: %v", err)
+	}
+	if c, err := load(t, minimal, nil, nil); err != nil || len(c.EAP.Methods) != 0 || c.EAP.TLSMaxVersion != "1.3" || c.EAP.AKANetworkName != "WLAN" {
+		t.Fatalf("defaults: EAP off, TLS 1.3 for EAP-TLS: %+v %v", c.EAP, err)
+	}
+	cases := []struct {
+		sets []string
+		key  string
+	}{
+		{[]string{`eap.methods=["leap"]`}, "eap.methods[0]"},
+		{[]string{`eap.methods=["md5","md5"]`}, "eap.methods[1]"},
+		{[]string{`eap.methods=["peap"]`}, "eap.certFile"},
+		{[]string{`eap.methods=["tls"]`, "eap.certFile=/c", "eap.keyFile=/k"}, "eap.caFile"},
+		{[]string{"eap.tlsMaxVersion=1.1"}, "eap.tlsMaxVersion"},
+		{[]string{"eap.tlsIdentity=serialNumber"}, "eap.tlsIdentity"},
+		{[]string{"eap.nodeID=" + strings.Repeat("n", 65)}, "eap.nodeID"},
+		{[]string{"eap.maxConversations=0"}, "eap.maxConversations"},
+		{[]string{"eap.timeout=500ms"}, "eap.timeout"},
+		{[]string{"eap.roundTimeout=0s"}, "eap.roundTimeout"},
+		{[]string{`eap.methods=["aka-prime"]`, "eap.akaNetworkName=" + strings.Repeat("w", 201)}, "eap.akaNetworkName"},
+	}
+	for _, c := range cases {
+		t.Run(c.key, func(t *testing.T) {
+			_, err := load(t, minimal, c.sets, nil)
+			if err == nil || !strings.Contains(err.Error(), c.key+":") {
+				t.Fatalf("%v: error %v does not name %s", c.sets, err, c.key)
+			}
+		})
+	}
+}

@@ -1,0 +1,38 @@
+package eap
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+)
+
+var (
+	// rejects counts conversations ended with EAP-Failure, by reason (the Reason constants).
+	rejects = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "eap", Name: "rejects_total",
+		Help: "EAP conversations ended with an Access-Reject and EAP-Failure, by reason.",
+	}, []string{"reason"})
+
+	// successes counts conversations ended with EAP-Success, by method.
+	successes = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "eap", Name: "successes_total",
+		Help: "EAP conversations ended with EAP-Success, by method (tls, peap, ttls, md5, sim, aka, aka-prime).",
+	}, []string{"method"})
+
+	conversations = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Subsystem: "eap", Name: "conversations",
+		Help: "EAP conversations waiting for the peer's next round on this node.",
+	})
+
+	// resyncs counts EAP-AKA resynchronisations (a card's AUTS that verified).
+	resyncs = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "eap", Name: "aka_resyncs_total",
+		Help: "EAP-AKA and AKA' resynchronisations: the card's SQN, from a verified AUTS, moved the stored SQN past it.",
+	})
+
+	expired = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "eap", Name: "conversations_expired_total",
+		Help: "EAP conversations forgotten because the peer's next round did not come within eap.timeout.",
+	})
+)

@@ -1,0 +1,264 @@
+package eap
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"errors"
+)
+
+// The TLS-based methods' framing (RFC 5216 §3.1, shared by PEAP and TTLS): a Flags octet
+// (Length included, More fragments, Start; PEAP and TTLS put their version in the low bits,
+// 0 here), the TLS message's total length on its first fragment, then TLS records. Every
+// fragment is acknowledged by an empty message of the other side.
+const (
+	flagLength = 0x80
+	flagMore   = 0x40
+	flagStart  = 0x20
+	// maxFragment is the TLS data in one Request: FreeRADIUS's fragment_size (1024) less the
+	// headers, so a Request fits any NAS's and link's MTU.
+	maxFragment = 1014
+	// maxMessage bounds a peer's reassembled TLS message (a flight with a certificate chain).
+	maxMessage = 64 << 10
+)
+
+// tunnel is the inner method of PEAP or TTLS, run over the established TLS tunnel.
+type tunnel interface {
+	// begin is the first inner plaintext the server sends, nil when the peer speaks first.
+	begin() []byte
+	// handle consumes the peer's plaintext: the reply plaintext, or the end.
+	handle(ctx context.Context, e *engine, plain []byte) ([]byte, outcome)
+}
+
+// tlsMethod is EAP-TLS (inner nil), PEAP or TTLS.
+type tlsMethod struct {
+	srv   *Server
+	typ   byte
+	inner tunnel
+	eng   *engine
+
+	in          []byte // the peer's message being reassembled
+	inLen       int    // its announced length (0: none)
+	out         []byte // the rest of our message, sent fragment by fragment
+	first       bool   // the next fragment is the first of our message
+	established bool
+	phase2      bool
+	v13         bool
+}
+
+func newTLSMethod(s *Server, typ byte, inner tunnel) *tlsMethod {
+	return &tlsMethod{srv: s, typ: typ, inner: inner}
+}
+
+var errNoCertificate = errors.New("no EAP server certificate loaded (eap.certFile)")
+
+func (m *tlsMethod) start(context.Context) ([]byte, error) {
+	base := m.srv.opt.TLS()
+	if base == nil {
+		return nil, errNoCertificate
+	}
+	cfg := base.Clone()
+	// Full handshakes only: no resumption yet (docs/eap.md).
+	cfg.SessionTicketsDisabled = true
+	if m.typ == TypeTLS {
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+		cfg.MaxVersion = m.srv.opt.TLSMaxVersion
+	} else {
+		cfg.ClientAuth = tls.NoClientCert
+		cfg.MaxVersion = tls.VersionTLS12 // RFC 9427's TLS 1.3 keying is not done
+	}
+	m.eng = newEngine(cfg)
+	return []byte{flagStart}, nil
+}
+
+func (m *tlsMethod) close() {
+	if m.eng != nil {
+		m.eng.close()
+	}
+}
+
+func (m *tlsMethod) step(ctx context.Context, _ byte, data []byte) outcome {
+	if len(data) < 1 {
+		return fail(ReasonMalformed)
+	}
+	flags, body := data[0], data[1:]
+	total := 0
+	if flags&flagLength != 0 {
+		if len(body) < 4 {
+			return fail(ReasonMalformed)
+		}
+		total, body = int(binary.BigEndian.Uint32(body)), body[4:]
+		if total == 0 || total > maxMessage {
+			return fail(ReasonBadFragment)
+		}
+	}
+	if len(m.out) > 0 { // the peer acknowledges our previous fragment
+		if len(body) != 0 || flags&flagMore != 0 {
+			return fail(ReasonBadFragment)
+		}
+		return outcome{next: m.fragment()}
+	}
+	if len(m.in) == 0 {
+		if flags&flagMore != 0 && total == 0 { // RFC 5216 §2.1.5: L on the first fragment
+			return fail(ReasonBadFragment)
+		}
+		m.inLen = total
+	}
+	m.in = append(m.in, body...)
+	if len(m.in) > maxMessage || (m.inLen > 0 && len(m.in) > m.inLen) {
+		return fail(ReasonBadFragment)
+	}
+	if flags&flagMore != 0 {
+		if len(body) == 0 {
+			return fail(ReasonBadFragment)
+		}
+		return outcome{next: []byte{0}} // acknowledge the fragment
+	}
+	if m.inLen > 0 && len(m.in) != m.inLen {
+		return fail(ReasonBadFragment)
+	}
+	msg := m.in
+	m.in, m.inLen = nil, 0
+	return m.message(ctx, msg)
+}
+
+// message handles one whole TLS message of the peer.
+func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
+	if !m.established {
+		if len(msg) == 0 {
+			return fail(ReasonMalformed)
+		}
+		out, done, err := m.eng.handshake(msg, m.srv.opt.RoundTimeout)
+		if err != nil {
+			return m.tlsFailed(err)
+		}
+		if done {
+			m.established = true
+			m.v13 = m.eng.state().Version == tls.VersionTLS13
+			if m.inner == nil && m.v13 {
+				// RFC 9190 §2.5: one octet 0x00 of application data commits to no more
+				// handshake messages.
+				commit, err := m.eng.write([]byte{0})
+				if err != nil {
+					return m.tlsFailed(err)
+				}
+				out = append(out, commit...)
+			}
+		}
+		return m.send(out)
+	}
+	if m.inner == nil {
+		// EAP-TLS: the peer acknowledges our last flight (or, TLS 1.3, the commitment) with
+		// an empty message; anything else it sends must at least be records that decrypt
+		// (an alert does not).
+		if len(msg) > 0 {
+			if _, err := m.eng.read(msg); err != nil {
+				return m.tlsFailed(err)
+			}
+		}
+		return m.finishTLS(ctx)
+	}
+	var plain []byte
+	if len(msg) > 0 {
+		var err error
+		if plain, err = m.eng.read(msg); err != nil {
+			return m.tlsFailed(err)
+		}
+	}
+	if !m.phase2 && len(plain) == 0 {
+		m.phase2 = true
+		return m.sendPlain(m.inner.begin())
+	}
+	m.phase2 = true
+	reply, o := m.inner.handle(ctx, m.eng, plain)
+	if !o.done {
+		return m.sendPlain(reply)
+	}
+	if o.reason == "" {
+		if o.msk, o.reason = m.msk(); o.reason != "" {
+			return fail(o.reason)
+		}
+	}
+	return o
+}
+
+func (m *tlsMethod) tlsFailed(err error) outcome {
+	if errors.Is(err, errRoundTimeout) {
+		return fail(ReasonTimeout)
+	}
+	m.srv.opt.Log.Debug("eap tls failed", "method", typeName(m.typ), "err", err)
+	return fail(ReasonTLS)
+}
+
+// sendPlain encrypts inner plaintext into the next Request.
+func (m *tlsMethod) sendPlain(p []byte) outcome {
+	if len(p) == 0 {
+		return m.send(nil)
+	}
+	out, err := m.eng.write(p)
+	if err != nil {
+		return m.tlsFailed(err)
+	}
+	return m.send(out)
+}
+
+func (m *tlsMethod) send(out []byte) outcome {
+	m.out, m.first = out, true
+	return outcome{next: m.fragment()}
+}
+
+// fragment is the next Request's type-data: flags, the length on the first of several
+// fragments, at most maxFragment octets of our message.
+func (m *tlsMethod) fragment() []byte {
+	n := min(len(m.out), maxFragment)
+	total := len(m.out)
+	b := []byte{0}
+	if n < total {
+		b[0] |= flagMore
+		if m.first {
+			b[0] |= flagLength
+			b = binary.BigEndian.AppendUint32(b, uint32(total))
+		}
+	}
+	m.first = false
+	b = append(b, m.out[:n]...)
+	m.out = m.out[n:]
+	return b
+}
+
+// finishTLS names the EAP-TLS subscriber after its certificate (verified against eap.caFile
+// by the handshake) and derives the MSK.
+func (m *tlsMethod) finishTLS(ctx context.Context) outcome {
+	certs := m.eng.state().PeerCertificates
+	if len(certs) == 0 {
+		return fail(ReasonCertificate)
+	}
+	name := certIdentity(certs[0], m.srv.opt.TLSIdentity)
+	if name == "" {
+		return fail(ReasonCertificate)
+	}
+	sub, r := m.srv.lookup(ctx, name)
+	if r != "" {
+		return fail(r)
+	}
+	msk, r := m.msk()
+	if r != "" {
+		return fail(r)
+	}
+	return outcome{done: true, sub: sub, msk: msk}
+}
+
+// certIdentity is the subscriber a client certificate names.
+func certIdentity(c *x509.Certificate, from string) string {
+	if from != "subjectAltName" {
+		return c.Subject.CommonName
+	}
+	switch {
+	case len(c.EmailAddresses) > 0:
+		return c.EmailAddresses[0]
+	case len(c.DNSNames) > 0:
+		return c.DNSNames[0]
+	}
+	return ""
+}
