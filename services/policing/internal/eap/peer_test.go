@@ -30,7 +30,7 @@ func peerPKI(t *testing.T) (server, client *tls.Config) {
 		}
 		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true, IsCA: ca,
-			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
 		if !ca {
 			tmpl.DNSNames = []string{cn}
