@@ -23,7 +23,7 @@
 #                          ($BENCH_OUT/policing-<method>.cpu.pprof)
 #   BENCH_OUT=$CACHE/bench-eap/<timestamp>
 #   BENCH_BASE_PORT=28420  FreeRADIUS auth BASE; policing auth BASE+10; policing admin BASE+20
-# About 4 minutes with the defaults: 2 methods × 3 rounds × 2 servers × (15 s + start).
+# About 5 minutes with the defaults: 2 methods × 3 rounds × 2 servers × 15 s, and the starts.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
