@@ -41,6 +41,11 @@
 #   --coa-sessions RE        coa role: NAK sessions whose Acct-Session-Id does not match RE
 #   --home HOST:PORT         radsec-proxy role: the RadSec home server (e.g. 127.0.0.1:2083)
 #   --tls-cert F --tls-key F --tls-ca F   radsec-proxy role: client certificate, key, CA (PEM)
+#   --eap-cert F --eap-key F --eap-ca F   server role: also EAP (the eap module: EAP-TLS with
+#                            client certificates chaining to the CA, PEAP with MS-CHAPv2 inside
+#                            against the users file, in the inner-tunnel server), TLS 1.2, no
+#                            session cache — hack/bench-eap.sh
+#   --eap-default TYPE       server role: the EAP method proposed first (tls, peap; default tls)
 #
 # Threads: FreeRADIUS 3 reads every socket in one network thread and hands each request to a
 # pool of worker threads. On 2 cores, 4 workers (2 per core) keep both cores busy while a
@@ -172,12 +177,84 @@ server default {
 EOF
 }
 
+# eap_module CERT KEY CA DEFAULT: the eap module (nothing without CERT), as Debian's
+# mods-available/eap for tls and peap, without a session cache (every handshake is full).
+eap_module() {
+	[[ -n $1 ]] || return 0
+	cat <<EOF
+	eap {
+		default_eap_type = $4
+		timer_expire = 60
+		ignore_unknown_eap_types = no
+		cisco_accounting_username_bug = no
+		max_sessions = \${max_requests}
+		tls-config tls-common {
+			private_key_file = $2
+			certificate_file = $1
+			ca_file = $3
+			cipher_list = "DEFAULT"
+			cipher_server_preference = no
+			tls_min_version = "1.2"
+			tls_max_version = "1.2"
+			ecdh_curve = ""
+			fragment_size = 1024
+			cache {
+				enable = no
+			}
+			verify {
+			}
+			ocsp {
+				enable = no
+			}
+		}
+		tls {
+			tls = tls-common
+		}
+		peap {
+			tls = tls-common
+			default_eap_type = mschapv2
+			copy_request_to_tunnel = no
+			use_tunneled_reply = no
+			virtual_server = "inner-tunnel"
+		}
+		mschapv2 {
+		}
+	}
+EOF
+}
+
+# eap_inner_tunnel: PEAP's inner server — EAP-MSCHAPv2 against the users file.
+eap_inner_tunnel() {
+	cat <<EOF
+
+server inner-tunnel {
+	authorize {
+		mschap
+		files
+		eap {
+			ok = return
+		}
+	}
+	authenticate {
+		Auth-Type MS-CHAP {
+			mschap
+		}
+		eap
+	}
+	post-auth {
+		ok
+	}
+}
+EOF
+}
+
 cmd_config() {
 	local name=${1:-}; shift || true
 	local dir; dir=$(instance_dir "$name")
 	local role=server port="" address=127.0.0.1 secret=testing123 client=127.0.0.0/8 users="" threads=4
 	local require_ma=no detail=yes coa_result=ok coa_sessions=""
 	local home="" tls_cert="" tls_key="" tls_ca=""
+	local eap_cert="" eap_key="" eap_ca="" eap_default=tls
 	while [[ $# -gt 0 ]]; do
 		case $1 in
 		--role) role=$2; shift 2 ;;
@@ -195,6 +272,10 @@ cmd_config() {
 		--tls-cert) tls_cert=$2; shift 2 ;;
 		--tls-key) tls_key=$2; shift 2 ;;
 		--tls-ca) tls_ca=$2; shift 2 ;;
+		--eap-cert) eap_cert=$2; shift 2 ;;
+		--eap-key) eap_key=$2; shift 2 ;;
+		--eap-ca) eap_ca=$2; shift 2 ;;
+		--eap-default) eap_default=$2; shift 2 ;;
 		*) die "config: unknown option $1" ;;
 		esac
 	done
@@ -210,6 +291,11 @@ cmd_config() {
 	*) die "config: unknown role $role (server, acct, coa, radsec-proxy)" ;;
 	esac
 	[[ $threads =~ ^[0-9]+$ && $threads -ge 1 ]] || die "config: bad --threads $threads"
+	if [[ -n $eap_cert ]]; then
+		[[ $role == server ]] || die "config: --eap-cert is for the server role"
+		[[ -f $eap_cert && -f $eap_key && -f $eap_ca ]] || die "config: EAP needs --eap-cert, --eap-key and --eap-ca files"
+		[[ $eap_default =~ ^(tls|peap)$ ]] || die "config: --eap-default tls or peap"
+	fi
 	if [[ -f $dir/run/radiusd.pid ]] && kill -0 "$(cat "$dir/run/radiusd.pid")" 2>/dev/null; then
 		die "config: instance $name is running; stop it first"
 	fi
@@ -323,6 +409,7 @@ modules {
 	always reject {
 		rcode = reject
 	}
+$(eap_module "$eap_cert" "$eap_key" "$eap_ca" "$eap_default")
 }
 EOF
 	: >"$dir/acct_users"
@@ -347,6 +434,7 @@ listen {
 
 server default {
 	authorize {
+$([[ -z $eap_cert ]] || printf '\t\teap {\n\t\t\tok = return\n\t\t}\n')
 		chap
 		mschap
 		files
@@ -362,6 +450,7 @@ server default {
 		Auth-Type MS-CHAP {
 			mschap
 		}
+$([[ -z $eap_cert ]] || printf '\t\teap\n')
 	}
 	preacct {
 		ok
@@ -374,6 +463,7 @@ server default {
 	}
 }
 EOF
+		[[ -z $eap_cert ]] || eap_inner_tunnel >>"$dir/radiusd.conf"
 		;;
 	acct)
 		cat >>"$dir/radiusd.conf" <<EOF

@@ -29,3 +29,7 @@ bench-policy: build jq ## Built-in vs Lua vs memoized Lua policy on the field fl
 .PHONY: jq
 jq:
 	$(call apt_install,jq,jq)
+
+.PHONY: bench-eap
+bench-eap: build freeradius eapoltest ## EAP-TLS and PEAP-MSCHAPv2 auth/s, policing vs FreeRADIUS 3.2 A/B (BENCH_ROUNDS × 15 s per method and server), eapol_test sanity first; ~5 min.
+	BENCH_ROUNDS=$(BENCH_ROUNDS) BENCH_DURATION=$(if $(filter command line environment,$(origin BENCH_DURATION)),$(BENCH_DURATION),15s) hack/bench-eap.sh

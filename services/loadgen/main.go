@@ -181,7 +181,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	fs.StringVar(&secret, "secret", "testing123", "shared secret")
 	fs.StringVar(&secretFile, "secret-file", "", "read the shared secret from a file (trailing newlines ignored)")
 	fs.StringVar(&mode, "mode", "flow", "flow (auth → start → interims → stop), auth (Access-Request only) or acct (accounting only)")
-	fs.StringVar(&authMethod, "auth", "pap", "pap or chap")
+	fs.StringVar(&authMethod, "auth", "pap", "pap, chap, eap-tls or peap-mschapv2 (an EAP conversation per authentication, closed loop; see --eap-*)")
+	var ef eapFlags
+	ef.register(fs)
 	fs.IntVar(&interims, "interims", 5, "Interim-Updates per session")
 	fs.StringVar(&dist, "distribution", "round-robin", "round-robin (each message of a session to the next target) or sticky (a session stays on one target)")
 	fs.IntVar(&concurrency, "concurrency", 16, "workers: requests in flight (closed loop) or most sessions in progress (open loop)")
@@ -249,8 +251,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 		cfg.Auth = engine.PAP
 	case "chap":
 		cfg.Auth = engine.CHAP
+	case "eap-tls":
+		cfg.Auth = engine.EAPTLS
+	case "peap-mschapv2":
+		cfg.Auth = engine.PEAPMSCHAPv2
 	default:
-		return fmt.Errorf("--auth %q: want pap or chap", authMethod)
+		return fmt.Errorf("--auth %q: want pap, chap, eap-tls or peap-mschapv2", authMethod)
+	}
+	if cfg.Auth.IsEAP() {
+		if cfg.EAPTLS, err = ef.tlsConfig(cfg.Auth == engine.EAPTLS); err != nil {
+			return err
+		}
 	}
 	switch dist {
 	case "round-robin", "rr":

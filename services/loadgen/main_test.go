@@ -2,14 +2,22 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/loadgen/internal/population"
@@ -142,6 +150,21 @@ func freePortPair(t *testing.T) int {
 	return 0
 }
 
+// freeradiusSh runs hack/freeradius.sh with its instances under dir: its output.
+func freeradiusSh(t *testing.T, dir string) func(args ...string) string {
+	script := filepath.Join(testenv.Root(t), "hack", "freeradius.sh")
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(script, args...)
+		cmd.Env = append(os.Environ(), "FREERADIUS_HOME="+filepath.Join(dir, "fr"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("freeradius.sh %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+}
+
 // TestFreeRADIUS drives a real FreeRADIUS, set up by hack/freeradius.sh, with the flow.
 func TestFreeRADIUS(t *testing.T) {
 	if testing.Short() && !testenv.Required() {
@@ -152,22 +175,13 @@ func TestFreeRADIUS(t *testing.T) {
 		_, err = os.Stat("/usr/sbin/freeradius")
 	}
 	testenv.Need(t, err == nil, "freeradius (hack/freeradius.sh install)")
-	script := filepath.Join(testenv.Root(t), "hack", "freeradius.sh")
 	dir := t.TempDir()
 	users := filepath.Join(dir, "users")
 	if _, stderr, code := lg(t, "subscribers", "--users", "100", "--freeradius", users); code != 0 {
 		t.Fatal(stderr)
 	}
 	port := freePortPair(t)
-	sh := func(args ...string) string {
-		cmd := exec.Command(script, args...)
-		cmd.Env = append(os.Environ(), "FREERADIUS_HOME="+filepath.Join(dir, "fr"))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("freeradius.sh %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	sh := freeradiusSh(t, dir)
 	sh("config", "lg", "--port", fmt.Sprint(port), "--users", users, "--threads", "2")
 	pid := sh("start", "lg")
 	defer sh("stop", "lg")
@@ -198,5 +212,90 @@ func TestFreeRADIUS(t *testing.T) {
 	json.Unmarshal([]byte(out), &r)
 	if r.Rejects != 3 {
 		t.Errorf("wrong password against FreeRADIUS: %s", out)
+	}
+}
+
+// writeEAPCerts writes a CA, a server certificate for "radius.test" and a client certificate
+// for user001 (PEM) into dir.
+func writeEAPCerts(t *testing.T, dir string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "loadgen test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ca.pem", "CERTIFICATE", caDER)
+	for i, c := range []struct {
+		name, cn string
+		eku      x509.ExtKeyUsage
+	}{{"server", "radius.test", x509.ExtKeyUsageServerAuth}, {"client", "user001", x509.ExtKeyUsageClientAuth}} {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: c.cn}, DNSNames: []string{c.cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{c.eku}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, _ := x509.MarshalPKCS8PrivateKey(key)
+		write(c.name+".pem", "CERTIFICATE", der)
+		write(c.name+".key", "PRIVATE KEY", kder)
+	}
+}
+
+// TestFreeRADIUSEAP: the EAP peer (--auth eap-tls, peap-mschapv2) against FreeRADIUS's eap
+// module, as make bench-eap runs it: accepted conversations of several rounds, and a wrong
+// PEAP password rejected.
+func TestFreeRADIUSEAP(t *testing.T) {
+	if testing.Short() && !testenv.Required() {
+		t.Skip("integration test")
+	}
+	_, err := os.Stat("/usr/sbin/freeradius")
+	testenv.Need(t, err == nil, "freeradius (hack/freeradius.sh install)")
+	dir := t.TempDir()
+	writeEAPCerts(t, dir)
+	users := filepath.Join(dir, "users")
+	if _, stderr, code := lg(t, "subscribers", "--users", "20", "--user-pattern", "user%03d", "--freeradius", users); code != 0 {
+		t.Fatal(stderr)
+	}
+	port := freePortPair(t)
+	sh := freeradiusSh(t, dir)
+	sh("config", "eap", "--port", fmt.Sprint(port), "--users", users, "--threads", "2", "--require-ma",
+		"--eap-cert", filepath.Join(dir, "server.pem"), "--eap-key", filepath.Join(dir, "server.key"), "--eap-ca", filepath.Join(dir, "ca.pem"))
+	sh("start", "eap")
+	defer sh("stop", "eap")
+	run := func(method, passwords string, sessions int) report.Report {
+		t.Helper()
+		out, stderr, code := lg(t, "run", "--target", fmt.Sprintf("127.0.0.1:%d", port), "--mode", "auth", "--auth", method,
+			"--users", "20", "--user-pattern", "user%03d", "--password-pattern", passwords, "--sessions", fmt.Sprint(sessions),
+			"--concurrency", "2", "--duration", "60s", "--timeout", "5s", "--require-reply-ma", "--json", "--quiet",
+			"--eap-ca", filepath.Join(dir, "ca.pem"), "--eap-server-name", "radius.test",
+			"--eap-cert", filepath.Join(dir, "client.pem"), "--eap-key", filepath.Join(dir, "client.key"))
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", method, code, stderr)
+		}
+		var r report.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, m := range []string{"eap-tls", "peap-mschapv2"} {
+		r := run(m, "pass%05d", 6)
+		// A conversation takes several rounds; each authentication is one transaction.
+		if r.Accepts != 6 || r.Answered != 6 || r.Errors+r.Timeouts+r.Rejects != 0 || r.EAPRounds < 6*4 {
+			t.Errorf("%s against FreeRADIUS: %+v", m, r)
+		}
+	}
+	if r := run("peap-mschapv2", "wrong%05d", 3); r.Rejects != 3 || r.Accepts != 0 {
+		t.Errorf("wrong PEAP password against FreeRADIUS: %+v", r)
 	}
 }

@@ -8,6 +8,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -58,9 +59,17 @@ type AuthMethod int
 const (
 	PAP AuthMethod = iota
 	CHAP
+	// EAPTLS and PEAPMSCHAPv2 run an EAP conversation per authentication (eap.go).
+	EAPTLS
+	PEAPMSCHAPv2
 )
 
-func (a AuthMethod) String() string { return [...]string{"pap", "chap"}[a] }
+func (a AuthMethod) String() string {
+	return [...]string{"pap", "chap", "eap-tls", "peap-mschapv2"}[a]
+}
+
+// IsEAP reports whether an authentication is an EAP conversation of several rounds.
+func (a AuthMethod) IsEAP() bool { return a >= EAPTLS }
 
 // Distribution is how messages are spread over targets.
 type Distribution int
@@ -122,9 +131,12 @@ type Config struct {
 	Timeout        time.Duration
 	Retries        int
 	RequireReplyMA bool
-	Population     *population.Population
-	NASIP          [4]byte
-	NASIdentifier  string
+	// EAPTLS is the EAP peer's TLS configuration (EAP-TLS and PEAP): the CA that signed the
+	// server's certificate, its name, and for EAP-TLS the client certificate.
+	EAPTLS        *tls.Config
+	Population    *population.Population
+	NASIP         [4]byte
+	NASIdentifier string
 	// Seed makes the counters' growth reproducible (0: random).
 	Seed uint64
 	// Progress, if set, is called about once per ProgressEvery while running.
@@ -158,8 +170,9 @@ type Progress struct {
 type Result struct {
 	Started         time.Time
 	Elapsed         time.Duration
-	Sent            uint64 // requests sent (first transmissions)
-	Answered        uint64 // valid replies
+	Sent            uint64 // requests sent (first transmissions); EAP: authentications begun
+	Answered        uint64 // valid replies; EAP: authentications ended by an Accept or a Reject
+	Rounds          uint64 // EAP: Access-Request/reply round trips (first transmissions)
 	Retransmissions uint64
 	Timeouts        uint64 // no reply after all retries
 	Errors          uint64 // invalid replies, socket errors
@@ -222,6 +235,7 @@ func (r *Result) AnsweredPerSecond() float64 {
 type counters struct {
 	sent, answered, retrans, timeouts, errors, aborted, late atomic.Uint64
 	accepts, rejects, acct, sessions, sessionsDone           atomic.Uint64
+	rounds                                                   atomic.Uint64
 	_                                                        [64]byte
 }
 
@@ -258,6 +272,8 @@ type worker struct {
 	tgt     []TargetResult // per target; ~90 KB each, so memory grows with workers × targets
 	errs    map[string]uint64
 	hasSess bool
+	// The EAP round being built: its EAP-Message and State (eap.go).
+	eapMsg, eapState []byte
 }
 
 type run struct {
@@ -415,6 +431,10 @@ func validate(cfg *Config) error {
 		return errors.New("retries must not be negative")
 	case cfg.Rate < 0 || math.IsNaN(cfg.Rate) || math.IsInf(cfg.Rate, 0):
 		return errors.New("rate must be a positive number (0: closed loop)")
+	case cfg.Auth.IsEAP() && cfg.Rate > 0:
+		return errors.New("EAP runs in the closed loop only (no --rate)")
+	case cfg.Auth.IsEAP() && cfg.EAPTLS == nil:
+		return errors.New("EAP needs a TLS configuration (the server's CA)")
 	}
 	for _, t := range cfg.Targets {
 		if cfg.Mode != ModeAcct && t.Auth == "" {
@@ -472,6 +492,7 @@ func (r *run) collect() *Result {
 		res.Errors += c.errors.Load()
 		res.Aborted += c.aborted.Load()
 		res.Late += c.late.Load()
+		res.Rounds += c.rounds.Load()
 		res.Accepts += c.accepts.Load()
 		res.Rejects += c.rejects.Load()
 		res.AcctResponses += c.acct.Load()
@@ -618,8 +639,6 @@ func (w *worker) send(sched time.Time) {
 	if cfg.Observe != nil {
 		cfg.Observe(Event{Worker: w.n, Target: ti, Kind: k, User: s.user.Name, SessionID: s.id, Index: s.msgs})
 	}
-	c.id++
-	req := w.build(s, k, c.id)
 	w.perT[ti]++
 	s.msgs++
 	w.c.sent.Add(1)
@@ -627,7 +646,14 @@ func (w *worker) send(sched time.Time) {
 	if t0.IsZero() {
 		t0 = time.Now()
 	}
-	reply, err := w.exchange(c, req)
+	var reply packet.Reply
+	var err error
+	if k == KindAuth && cfg.Auth.IsEAP() {
+		reply, err = w.eapAuth(c, s)
+	} else {
+		c.id++
+		reply, err = w.exchange(c, w.build(s, k, c.id))
+	}
 	lat := time.Since(t0)
 	final := k == KindAuth && cfg.Mode == ModeAuth || k == KindStop
 	tr := &w.tgt[ti]
@@ -738,7 +764,12 @@ func (w *worker) build(s *session, k Kind, id byte) []byte {
 		binary.LittleEndian.PutUint64(auth[8:], w.rnd.Uint64())
 		b.Begin(packet.CodeAccessRequest, id, auth)
 		b.String(packet.AttrUserName, u.Name)
-		if cfg.Auth == CHAP {
+		if cfg.Auth.IsEAP() {
+			b.EAPMessage(w.eapMsg)
+			if w.eapState != nil {
+				b.Bytes(packet.AttrState, w.eapState)
+			}
+		} else if cfg.Auth == CHAP {
 			b.CHAPPassword(id, u.Password)
 		} else {
 			b.UserPassword(u.Password, cfg.Secret)

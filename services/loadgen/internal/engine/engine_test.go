@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"sync"
@@ -356,6 +357,10 @@ func TestValidate(t *testing.T) {
 		"no duration": func(c *Config) { c.Duration = 0 },
 		"no count":    func(c *Config) { c.MaxMessages = 0 },
 		"no target":   func(c *Config) { c.Targets = nil },
+		"eap open loop": func(c *Config) {
+			c.Auth, c.EAPTLS, c.Rate = EAPTLS, &tls.Config{}, 10
+		},
+		"eap without tls": func(c *Config) { c.Auth = PEAPMSCHAPv2 },
 	} {
 		cfg := baseConfig(p, Target{Name: "x", Auth: "127.0.0.1:1", Acct: "127.0.0.1:2"})
 		mut(&cfg)

@@ -33,6 +33,7 @@ const (
 	AttrServiceType         byte = 6
 	AttrFramedProtocol      byte = 7
 	AttrFramedIPAddress     byte = 8
+	AttrState               byte = 24
 	AttrClass               byte = 25
 	AttrSessionTimeout      byte = 27
 	AttrCalledStationID     byte = 30
@@ -52,6 +53,7 @@ const (
 	AttrEventTimestamp      byte = 55
 	AttrCHAPChallenge       byte = 60
 	AttrNASPortType         byte = 61
+	AttrEAPMessage          byte = 79
 	AttrAcctInterimInterval byte = 85
 )
 
@@ -105,6 +107,16 @@ func (b *Builder) Uint32(t byte, v uint32) {
 func (b *Builder) IPv4(t byte, ip [4]byte) {
 	b.buf = append(b.buf, t, 6)
 	b.buf = append(b.buf, ip[:]...)
+}
+
+// EAPMessage appends an EAP packet as consecutive EAP-Message attributes of at most 253
+// octets (RFC 3579 §3.1).
+func (b *Builder) EAPMessage(eap []byte) {
+	for len(eap) > 0 {
+		n := min(len(eap), 253)
+		b.Bytes(AttrEAPMessage, eap[:n])
+		eap = eap[n:]
+	}
 }
 
 // UserPassword appends User-Password hidden as in RFC 2865 §5.2 with the request
@@ -164,6 +176,9 @@ type Reply struct {
 	Code     byte
 	FramedIP [4]byte
 	HasIP    bool
+	// EAP is the EAP packet joined from an Access-Challenge's EAP-Messages (a new slice);
+	// State aliases the reply's.
+	EAP, State []byte
 }
 
 // HeaderLenForReply is how much of a request ParseReply reads (code, identifier,
@@ -201,6 +216,9 @@ func ParseReply(pkt, req, secret []byte, requireMA bool) (Reply, error) {
 			return r, fmt.Errorf("unexpected reply code %d to Accounting-Request", r.Code)
 		}
 	}
+	if r.Code == CodeAccessChallenge {
+		r.EAP, r.State = challenge(pkt)
+	}
 	if r.Code == CodeAccessAccept {
 		off, l, err := radiusx.FindAttr(pkt, AttrFramedIPAddress)
 		if err != nil {
@@ -212,4 +230,23 @@ func ParseReply(pkt, req, secret []byte, requireMA bool) (Reply, error) {
 		}
 	}
 	return r, nil
+}
+
+// challenge reads an Access-Challenge's EAP-Messages (joined, in order) and State; the
+// packet's length and attributes were checked by VerifyResponse.
+func challenge(pkt []byte) (eap, state []byte) {
+	for i := radiusx.HeaderLen; i+2 <= len(pkt); {
+		t, l := pkt[i], int(pkt[i+1])
+		if l < 2 || i+l > len(pkt) {
+			break
+		}
+		switch t {
+		case AttrEAPMessage:
+			eap = append(eap, pkt[i+2:i+l]...)
+		case AttrState:
+			state = pkt[i+2 : i+l]
+		}
+		i += l
+	}
+	return eap, state
 }

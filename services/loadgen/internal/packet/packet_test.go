@@ -1,7 +1,9 @@
 package packet
 
 import (
+	"bytes"
 	"crypto/md5"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -61,5 +63,34 @@ func TestParseReplyWrongID(t *testing.T) {
 	reply[0], reply[1], reply[3] = CodeAccessAccept, 2, 20
 	if _, err := ParseReply(reply, req, []byte("s"), false); !errors.Is(err, ErrWrongID) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// An EAP packet longer than an attribute goes out in 253-octet EAP-Messages, and an
+// Access-Challenge's EAP-Messages come back joined, with its State.
+func TestEAPChallenge(t *testing.T) {
+	secret := []byte("s")
+	eap := make([]byte, 600)
+	for i := range eap {
+		eap[i] = byte(i)
+	}
+	var req Builder
+	req.Begin(CodeAccessRequest, 4, [16]byte{9})
+	req.EAPMessage(eap)
+	reqPkt := append([]byte(nil), req.Finish(secret)...)
+	if off, l, _ := radiusx.FindAttr(reqPkt, AttrEAPMessage); off < 0 || l != 253 {
+		t.Fatalf("first EAP-Message of %d octets", l)
+	}
+
+	var b Builder
+	b.Begin(CodeAccessChallenge, 4, [16]byte(reqPkt[4:20]))
+	b.EAPMessage(eap)
+	b.Bytes(AttrState, []byte("state-1"))
+	binary.BigEndian.PutUint16(b.buf[2:4], uint16(len(b.buf)))
+	pkt, off := radiusx.AppendMessageAuthenticator(b.buf)
+	radiusx.SignResponse(pkt, off, secret, CodeAccessRequest)
+	r, err := ParseReply(pkt, reqPkt, secret, true)
+	if err != nil || r.Code != CodeAccessChallenge || !bytes.Equal(r.EAP, eap) || string(r.State) != "state-1" {
+		t.Fatalf("reply %+v, err %v", r, err)
 	}
 }

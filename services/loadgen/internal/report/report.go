@@ -91,6 +91,11 @@ type Report struct {
 	// TargetReports is the report of each target (one per DC), in the order of Targets.
 	TargetReports []TargetReport `json:"targetReports,omitempty"`
 
+	// EAPRounds (--auth eap-*): the round trips of the authentications (each authentication is
+	// one transaction: Sent, Answered, the TPS and the latency count authentications).
+	EAPRounds          uint64  `json:"eapRounds,omitempty"`
+	EAPRoundsPerSecond float64 `json:"eapRoundsPerSecond,omitempty"`
+
 	Servers []Process `json:"servers,omitempty"`
 	// ServerCPUSeconds is the CPU the given server processes used during the run, and
 	// CPUMicrosPerTx that divided by the answered requests.
@@ -137,6 +142,7 @@ func New(cfg *engine.Config, res *engine.Result) *Report {
 		IncomingTPS:     res.AnsweredPerSecond(),
 		Sent:            res.Sent,
 		Answered:        res.Answered,
+		EAPRounds:       res.Rounds,
 		Accepts:         res.Accepts,
 		Rejects:         res.Rejects,
 		AcctResponses:   res.AcctResponses,
@@ -154,6 +160,9 @@ func New(cfg *engine.Config, res *engine.Result) *Report {
 	}
 	if len(res.ErrorSamples) > 0 {
 		r.ErrorSamples = res.ErrorSamples
+	}
+	if r.Seconds > 0 {
+		r.EAPRoundsPerSecond = float64(res.Rounds) / r.Seconds
 	}
 	if res.SendLag.Count() > 0 {
 		l := Summarize(&res.SendLag)
@@ -385,6 +394,10 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	fmt.Fprintf(&b, "requests: %d sent, %d answered (%d accept, %d reject, %d accounting); %d timeouts, %d retransmissions, %d errors, %d in flight at the end, %d late replies\n",
 		r.Sent, r.Answered, r.Accepts, r.Rejects, r.AcctResponses, r.Timeouts, r.Retransmissions, r.Errors, r.Aborted, r.Late)
+	if r.EAPRounds > 0 {
+		fmt.Fprintf(&b, "EAP: %s authentications/s (%s accepted/s), %s rounds/s, %.1f rounds per authentication\n",
+			thousands(r.IncomingTPS), thousands(float64(r.Accepts)/max(r.Seconds, 1e-9)), thousands(r.EAPRoundsPerSecond), float64(r.EAPRounds)/max(float64(r.Sent), 1))
+	}
 	fmt.Fprintf(&b, "sessions: %d begun, %d completed", r.Sessions, r.SessionsDone)
 	if len(r.PerTarget) > 1 {
 		fmt.Fprintf(&b, "; messages per target %v", r.PerTarget)

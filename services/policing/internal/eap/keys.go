@@ -27,9 +27,9 @@ func (m *tlsMethod) msk() ([]byte, Reason) {
 	case m.typ == TypeTTLS:
 		label = labelTTLS
 	}
-	k, err := m.eng.export(label, context, keyingLen)
+	k, err := m.eng.Export(label, context, keyingLen)
 	if err != nil {
-		m.srv.opt.Log.Warn("eap keys not derived", "method", typeName(m.typ), "version", tls.VersionName(m.eng.state().Version), "err", err)
+		m.srv.opt.Log.Warn("eap keys not derived", "method", typeName(m.typ), "version", tls.VersionName(m.eng.State().Version), "err", err)
 		return nil, ReasonInternal
 	}
 	return k[:mskLen], ""

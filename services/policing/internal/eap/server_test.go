@@ -22,6 +22,7 @@ import (
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2869"
 
+	"github.com/openaaa/openaaa/internal/eaptls"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -52,7 +53,12 @@ func selfSigned(t *testing.T) *tls.Config {
 
 func testServer(t *testing.T, methods ...byte) *Server {
 	t.Helper()
-	cfg := selfSigned(t)
+	return tlsServer(t, selfSigned(t), methods...)
+}
+
+// tlsServer is a server with the certificate set cfg.
+func tlsServer(t *testing.T, cfg *tls.Config, methods ...byte) *Server {
+	t.Helper()
 	s := New(Options{Methods: methods, NodeID: "node-a", MaxConversations: 100, Timeout: 30 * time.Second,
 		RoundTimeout: 5 * time.Second, TLS: func() *tls.Config { return cfg }, TLSMaxVersion: tls.VersionTLS13,
 		TLSIdentity: "commonName", Subscribers: subs{"alice": {Username: "alice", Password: "alicepw"}},
@@ -276,7 +282,7 @@ func TestTLSRoundTimeout(t *testing.T) {
 	m.close()
 	close(release)
 	select {
-	case <-m.eng.done:
+	case <-m.eng.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handshake goroutine did not end")
 	}
@@ -285,12 +291,12 @@ func TestTLSRoundTimeout(t *testing.T) {
 // clientHello is a real ClientHello, captured from crypto/tls.
 func clientHello(t *testing.T) []byte {
 	t.Helper()
-	mc := &memConn{feed: make(chan []byte), idle: make(chan struct{}), closed: make(chan struct{})}
-	c := tls.Client(mc, &tls.Config{InsecureSkipVerify: true})
-	go func() { _ = c.Handshake() }()
-	<-mc.idle // it wrote its ClientHello and waits for the answer
-	hello := mc.take()
-	mc.close()
+	c := eaptls.NewClient(&tls.Config{InsecureSkipVerify: true})
+	defer c.Close()
+	hello, _, err := c.Handshake(nil, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return hello
 }
 

@@ -6,19 +6,15 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"errors"
+
+	"github.com/openaaa/openaaa/internal/eapwire"
 )
 
-// The TLS-based methods' framing (RFC 5216 §3.1, shared by PEAP and TTLS): a Flags octet
-// (Length included, More fragments, Start; PEAP and TTLS put their version in the low bits,
-// 0 here), the TLS message's total length on its first fragment, then TLS records. Every
-// fragment is acknowledged by an empty message of the other side.
+// The TLS-based methods' framing (RFC 5216 §3.1) is internal/eapwire's.
 const (
-	flagLength = 0x80
-	flagMore   = 0x40
-	flagStart  = 0x20
-	// maxFragment is the TLS data in one Request: FreeRADIUS's fragment_size (1024) less the
-	// headers, so a Request fits any NAS's and link's MTU.
-	maxFragment = 1014
+	flagLength = eapwire.FlagLength
+	flagMore   = eapwire.FlagMore
+	flagStart  = eapwire.FlagStart
 	// maxMessage bounds a peer's reassembled TLS message (a flight with a certificate chain).
 	maxMessage = 64 << 10
 )
@@ -74,7 +70,7 @@ func (m *tlsMethod) start(context.Context) ([]byte, error) {
 
 func (m *tlsMethod) close() {
 	if m.eng != nil {
-		m.eng.close()
+		m.eng.Close()
 	}
 }
 
@@ -129,17 +125,17 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 		if len(msg) == 0 {
 			return fail(ReasonMalformed)
 		}
-		out, done, err := m.eng.handshake(msg, m.srv.opt.RoundTimeout)
+		out, done, err := m.eng.Handshake(msg, m.srv.opt.RoundTimeout)
 		if err != nil {
 			return m.tlsFailed(err)
 		}
 		if done {
 			m.established = true
-			m.v13 = m.eng.state().Version == tls.VersionTLS13
+			m.v13 = m.eng.State().Version == tls.VersionTLS13
 			if m.inner == nil && m.v13 {
 				// RFC 9190 §2.5: one octet 0x00 of application data commits to no more
 				// handshake messages.
-				commit, err := m.eng.write([]byte{0})
+				commit, err := m.eng.Write([]byte{0})
 				if err != nil {
 					return m.tlsFailed(err)
 				}
@@ -153,7 +149,7 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 		// an empty message; anything else it sends must at least be records that decrypt
 		// (an alert does not).
 		if len(msg) > 0 {
-			if _, err := m.eng.read(msg); err != nil {
+			if _, err := m.eng.Read(msg); err != nil {
 				return m.tlsFailed(err)
 			}
 		}
@@ -162,7 +158,7 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 	var plain []byte
 	if len(msg) > 0 {
 		var err error
-		if plain, err = m.eng.read(msg); err != nil {
+		if plain, err = m.eng.Read(msg); err != nil {
 			return m.tlsFailed(err)
 		}
 	}
@@ -196,7 +192,7 @@ func (m *tlsMethod) sendPlain(p []byte) outcome {
 	if len(p) == 0 {
 		return m.send(nil)
 	}
-	out, err := m.eng.write(p)
+	out, err := m.eng.Write(p)
 	if err != nil {
 		return m.tlsFailed(err)
 	}
@@ -211,26 +207,15 @@ func (m *tlsMethod) send(out []byte) outcome {
 // fragment is the next Request's type-data: flags, the length on the first of several
 // fragments, at most maxFragment octets of our message.
 func (m *tlsMethod) fragment() []byte {
-	n := min(len(m.out), maxFragment)
-	total := len(m.out)
-	b := []byte{0}
-	if n < total {
-		b[0] |= flagMore
-		if m.first {
-			b[0] |= flagLength
-			b = binary.BigEndian.AppendUint32(b, uint32(total))
-		}
-	}
-	m.first = false
-	b = append(b, m.out[:n]...)
-	m.out = m.out[n:]
+	b, rest := eapwire.Fragment(m.out, m.first)
+	m.out, m.first = rest, false
 	return b
 }
 
 // finishTLS names the EAP-TLS subscriber after its certificate (verified against eap.caFile
 // by the handshake) and derives the MSK.
 func (m *tlsMethod) finishTLS(ctx context.Context) outcome {
-	certs := m.eng.state().PeerCertificates
+	certs := m.eng.State().PeerCertificates
 	if len(certs) == 0 {
 		return fail(ReasonCertificate)
 	}

@@ -112,7 +112,7 @@ func (t *ttlsInner) handle(ctx context.Context, e *engine, plain []byte) ([]byte
 	}
 	// §11.2.4: the challenge and its ident come from the tunnel's keys, so that they cannot
 	// be replayed from another conversation.
-	implicit, err := e.export("ttls challenge", nil, 17)
+	implicit, err := e.Export("ttls challenge", nil, 17)
 	if err != nil || subtle.ConstantTimeCompare(implicit[:16], chal) != 1 || implicit[16] != resp[0] {
 		return nil, fail(ReasonMalformed)
 	}
