@@ -33,6 +33,10 @@
 #   CASSANDRA_STORAGE_PORT 7000
 #   CASSANDRA_JMX_PORT     7199   (node i uses CASSANDRA_JMX_PORT + 10*(i-1), on 127.0.0.1)
 #   CASSANDRA_ADDRESSES    the nodes' addresses, space-separated (default 127.0.0.1 .. 127.0.0.N)
+#   CASSANDRA_BROADCAST_ADDRESSES  the addresses the nodes tell each other (one per node, e.g.
+#                          a TCP proxy in front of each node's storage port: make bench-geo's
+#                          inter-DC latency); the seeds are these. Clients still connect to
+#                          CASSANDRA_ADDRESSES (broadcast_rpc_address). Unset: no broadcast lines
 #   CASSANDRA_HEAP         512M
 #   CASSANDRA_COMMITLOG_SYNC periodic (fast; a SIGKILLed node loses up to 10 s of acknowledged
 #                          writes, like production without replicas) or group (fsync before
@@ -67,6 +71,13 @@ node_ip() {
   else
     echo "127.0.0.$1"
   fi
+}
+# broadcast_ip i: node i's CASSANDRA_BROADCAST_ADDRESSES entry, or its own address.
+broadcast_ip() {
+  if [[ -z "${CASSANDRA_BROADCAST_ADDRESSES:-}" ]]; then node_ip "$1"; return; fi
+  local a=(${CASSANDRA_BROADCAST_ADDRESSES})
+  [[ -n "${a[$(($1 - 1))]:-}" ]] || die "CASSANDRA_BROADCAST_ADDRESSES has no address for node $1"
+  echo "${a[$(($1 - 1))]}"
 }
 jmx_port() { echo $((JMX_BASE + 10 * ($1 - 1))); }
 
@@ -217,6 +228,9 @@ seed_provider:
       - seeds: "${seeds}"
 listen_address: $(node_ip "$i")
 rpc_address: $(node_ip "$i")
+$(if [[ -n "${CASSANDRA_BROADCAST_ADDRESSES:-}" ]]; then
+  printf 'broadcast_address: %s\nbroadcast_rpc_address: %s\n' "$(broadcast_ip "$i")" "$(node_ip "$i")"
+fi)
 storage_port: ${STORAGE_PORT}
 native_transport_port: ${CQL_PORT}
 endpoint_snitch: GossipingPropertyFileSnitch
@@ -358,7 +372,7 @@ cmd_start() {
   fetch
   mkdir -p "$DIR"
   local seeds="" i
-  for ((i = 1; i <= n; i++)); do seeds+="${seeds:+,}$(node_ip "$i"):${STORAGE_PORT}"; done
+  for ((i = 1; i <= n; i++)); do seeds+="${seeds:+,}$(broadcast_ip "$i"):${STORAGE_PORT}"; done
   for ((i = 1; i <= n; i++)); do
     [[ -f "$(node_dir "$i")/conf/cassandra.yaml" ]] || write_config "$i" "$seeds"
     start_node "$i"
