@@ -741,6 +741,7 @@ var errTimeout = errors.New("timeout")
 func (w *worker) exchange(ti, port int, req []byte) (int, packet.Reply, error) {
 	cfg := &w.e.cfg
 	h := w.e.health
+	var last error
 	for attempt := 0; attempt <= cfg.Retries; attempt++ {
 		if attempt > 0 {
 			w.c.retrans.Add(1)
@@ -752,6 +753,13 @@ func (w *worker) exchange(ti, port int, req []byte) (int, packet.Reply, error) {
 		}
 		r, err := w.transmit(w.conns[ti][port], req)
 		if err == errTimeout {
+			last = err
+			continue
+		}
+		// A server whose port is closed answers with ICMP (connection refused): with failover
+		// that is a dead target like a silent one, and the next one is tried.
+		if h != nil && isNetError(err) {
+			last = err
 			continue
 		}
 		if err == nil && h != nil {
@@ -762,7 +770,12 @@ func (w *worker) exchange(ti, port int, req []byte) (int, packet.Reply, error) {
 	if h != nil {
 		h.failed(ti)
 	}
-	return ti, packet.Reply{}, errTimeout
+	return ti, packet.Reply{}, last
+}
+
+func isNetError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op)
 }
 
 // transmit sends req on c once and waits for its reply until the timeout (errTimeout).

@@ -123,3 +123,24 @@ func TestValidateFailover(t *testing.T) {
 		}
 	}
 }
+
+// A server whose port is closed (ICMP port unreachable: connection refused) is failed over
+// like a silent one.
+func TestFailoverOnRefused(t *testing.T) {
+	p := pop(t, 10)
+	a, b := newResponder(t, p), newResponder(t, p)
+	cfg := baseConfig(p, target(a, "dc1"), target(b, "dc2"))
+	b.Close()
+	cfg.Failover, cfg.HoldDown = true, time.Hour
+	cfg.Timeout, cfg.Retries, cfg.MaxSessions = 2*time.Second, 1, 4
+	res := runOnce(t, cfg)
+	want := uint64(4 * (cfg.Interims + 3))
+	if res.Answered != want || res.Errors != 0 || res.Timeouts != 0 {
+		t.Fatalf("answered %d (want %d), errors %d %v, timeouts %d", res.Answered, want, res.Errors, res.ErrorSamples, res.Timeouts)
+	}
+	// Without failover the refusal is an error, as before.
+	cfg.Failover = false
+	if res := runOnce(t, cfg); res.Errors == 0 {
+		t.Fatalf("no error without failover: %+v", res.ErrorSamples)
+	}
+}
