@@ -22,7 +22,7 @@ type Records struct{ Rows, Starts, Interims, Stops int }
 // has one row whatever happens to it (its id is made of its content: a retransmission or a
 // spool replay writes the same row again), so the rows by kind are the records by kind.
 func ReadHistory(s *gocql.Session, cons gocql.Consistency) (map[Key]*Records, error) {
-	it := s.Query("SELECT nas, acct_session_id, kind FROM acct_history").Consistency(cons).PageSize(5000).Iter()
+	it := s.Query("SELECT nas, acct_session_id, kind FROM acct_history").Consistency(cons).PageSize(1000).Idempotent(true).Iter()
 	h := map[Key]*Records{}
 	var k Key
 	var kind string
@@ -57,6 +57,8 @@ func Connect(contact, dc, keyspace string) (*gocql.Session, error) {
 	c.ConnectTimeout = 10 * time.Second
 	c.PoolConfig.HostSelectionPolicy = gocql.DCAwareRoundRobinPolicy(dc)
 	c.HostFilter = gocql.WhiteListHostFilter(contact)
+	// A full scan on a busy node may time out a page: ask again rather than fail the check.
+	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 5}
 	s, err := c.CreateSession()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", contact, err)
