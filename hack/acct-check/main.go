@@ -12,6 +12,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -45,7 +46,7 @@ func main() {
 
 func run(nodes, ks, consName string, files []string) error {
 	if nodes == "" || ks == "" || len(files) == 0 {
-		return fmt.Errorf("usage: acct-check -nodes dc1=host:port[,...] -keyspace KS ACKED-FILE...")
+		return errors.New("usage: acct-check -nodes dc1=host:port[,...] -keyspace KS ACKED-FILE…")
 	}
 	var dcs, contacts []string
 	for _, n := range strings.Split(nodes, ",") {
