@@ -38,6 +38,8 @@
 #                          inter-DC latency); the seeds are these. Clients still connect to
 #                          CASSANDRA_ADDRESSES (broadcast_rpc_address). Unset: no broadcast lines
 #   CASSANDRA_HEAP         512M
+#   CASSANDRA_JVM_OPTS     extra JVM flags, space-separated (e.g. -XX:ActiveProcessorCount=1 for
+#                          a node under a CPU quota: the JVM and Cassandra size their pools by it)
 #   CASSANDRA_COMMITLOG_SYNC periodic (fast; a SIGKILLed node loses up to 10 s of acknowledged
 #                          writes, like production without replicas) or group (fsync before
 #                          the acknowledgement, 10 ms window: what the fault tests use)
@@ -299,6 +301,7 @@ start_node() { # i
     fi
     local -a flags
     mapfile -t flags < <(server_flags)
+    flags+=(${CASSANDRA_JVM_OPTS:-})
     say "starting node $i on $(node_ip "$i") (dc$i)"
     # setsid: the node survives the shell that started it and gets its own process group.
     # java.io.tmpdir: the native libraries (lz4, snappy) a node unpacks go with its directory,
