@@ -387,7 +387,7 @@ run_variant() {
 		c0=$(jit_cpu)
 		loadgen_start "$v" "warmup-$w" "$WARMUP" 1 2 3 && loadgen_wait "$v" "warmup-$w"
 		c1=$(jit_cpu)
-		echo "bench-geo: [$v] the nodes' JIT compilers used $(((c1 - c0) / 100)) CPU-s in warm-up $w"
+		echo "bench-geo: [$v] the nodes' JIT compilers used $(awk -v t=$((c1 - c0)) 'BEGIN{printf "%.1f", t / 100}') CPU-s in warm-up $w"
 		(((c1 - c0) < 300)) && break # under 3 CPU-s for the three nodes: settled
 	done
 	quotas dc1 dc2 dc3
