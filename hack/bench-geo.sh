@@ -59,8 +59,6 @@ HOLD_DOWN=${BENCH_GEO_HOLD_DOWN:-10s}
 OUT=${BENCH_OUT:-$CACHE/bench-geo/$(date +%Y%m%d-%H%M%S)}
 BASE=${BENCH_BASE_PORT:-28300}
 TOXIPROXY=${TOXIPROXY:-}
-BENCH_NAME=bench-geo
-DCS=3
 KS=geo
 # cgroup v1: the quota in the cpu controller, the usage in cpuacct (mounted apart here).
 CG_ROOT=/sys/fs/cgroup/cpu
@@ -110,7 +108,7 @@ echo "bench-geo: reports in $OUT"
 
 # ---- cleanup: every process by PID, the cgroups, the nodes' data ----
 POL_PIDS=() # per DC (index 1..3)
-BG_PIDS=()  # loadgen, toxiproxy, killers
+BG_PIDS=()  # toxiproxy, the load generator, the nodes' restarts
 EXT_STOP=() # the variants' servers: "script name" to stop
 cleanup() {
 	local rc=$? p g
