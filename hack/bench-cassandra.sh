@@ -102,9 +102,7 @@ if [[ $PROFILE == 1 ]]; then
 	curl -fsS -H @"$OUT/admin-header" -o "$OUT/policing.cpu.pprof" "http://127.0.0.1:$ADMIN_PORT/debug/pprof/profile?seconds=${secs%.*}" &
 	PROF_PID=$!
 fi
-# CQL requests per message (issue 17's currency): policing counts every statement and batch it
-# sends by kind (openaaa_store_statement_duration_seconds_count), read before and after the run.
-cql_counts() { curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -F'[{}" ]+' '/^openaaa_store_statement_duration_seconds_count/ {for (i = 2; i < NF; i++) if ($i == "kind=") k = $(i + 1); n[k] += $NF} END {for (k in n) print k, n[k]}' | sort; }
+# CQL requests per message (issue 17's currency), read before and after the run (bench-lib.sh).
 cql_counts >"$OUT/cql-before.txt"
 lg --concurrency "$CONC" --duration "$DURATION" --label policing-cassandra --server-pid "$POL_PID" \
 	--metrics "127.0.0.1:$ADMIN_PORT" --json-out "$OUT/policing.json" --text-out "$OUT/policing.txt" >/dev/null

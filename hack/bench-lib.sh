@@ -60,5 +60,12 @@ lua_counters() {
 		END { printf "%d %d\n", r, u }'
 }
 
+# cql_counts [PORT]: the CQL requests policing on admin PORT (default ADMIN_PORT) has sent so
+# far, by kind, "kind count" a line: it counts every statement and batch
+# (openaaa_store_statement_duration_seconds_count). Issue 17's currency: CQL requests per message.
+cql_counts() {
+	curl -fsS "http://127.0.0.1:${1:-$ADMIN_PORT}/metrics" | awk -F'[{}" ]+' '/^openaaa_store_statement_duration_seconds_count/ {for (i = 2; i < NF; i++) if ($i == "kind=") k = $(i + 1); n[k] += $NF} END {for (k in n) print k, n[k]}' | sort
+}
+
 # median of the numbers on stdin, one per line.
 median() { sort -g | awk '{a[NR]=$1} END { if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }

@@ -33,7 +33,13 @@
 #   CASSANDRA_STORAGE_PORT 7000
 #   CASSANDRA_JMX_PORT     7199   (node i uses CASSANDRA_JMX_PORT + 10*(i-1), on 127.0.0.1)
 #   CASSANDRA_ADDRESSES    the nodes' addresses, space-separated (default 127.0.0.1 .. 127.0.0.N)
+#   CASSANDRA_BROADCAST_ADDRESSES  the addresses the nodes tell each other (one per node, e.g.
+#                          a TCP proxy in front of each node's storage port: make bench-geo's
+#                          inter-DC latency); the seeds are these. Clients still connect to
+#                          CASSANDRA_ADDRESSES (broadcast_rpc_address). Unset: no broadcast lines
 #   CASSANDRA_HEAP         512M
+#   CASSANDRA_JVM_OPTS     extra JVM flags, space-separated (e.g. -XX:ActiveProcessorCount=1 for
+#                          a node under a CPU quota: the JVM and Cassandra size their pools by it)
 #   CASSANDRA_COMMITLOG_SYNC periodic (fast; a SIGKILLed node loses up to 10 s of acknowledged
 #                          writes, like production without replicas) or group (fsync before
 #                          the acknowledgement, 10 ms window: what the fault tests use)
@@ -67,6 +73,13 @@ node_ip() {
   else
     echo "127.0.0.$1"
   fi
+}
+# broadcast_ip i: node i's CASSANDRA_BROADCAST_ADDRESSES entry, or its own address.
+broadcast_ip() {
+  if [[ -z "${CASSANDRA_BROADCAST_ADDRESSES:-}" ]]; then node_ip "$1"; return; fi
+  local a=(${CASSANDRA_BROADCAST_ADDRESSES})
+  [[ -n "${a[$(($1 - 1))]:-}" ]] || die "CASSANDRA_BROADCAST_ADDRESSES has no address for node $1"
+  echo "${a[$(($1 - 1))]}"
 }
 jmx_port() { echo $((JMX_BASE + 10 * ($1 - 1))); }
 
@@ -217,6 +230,9 @@ seed_provider:
       - seeds: "${seeds}"
 listen_address: $(node_ip "$i")
 rpc_address: $(node_ip "$i")
+$(if [[ -n "${CASSANDRA_BROADCAST_ADDRESSES:-}" ]]; then
+  printf 'broadcast_address: %s\nbroadcast_rpc_address: %s\n' "$(broadcast_ip "$i")" "$(node_ip "$i")"
+fi)
 storage_port: ${STORAGE_PORT}
 native_transport_port: ${CQL_PORT}
 endpoint_snitch: GossipingPropertyFileSnitch
@@ -285,6 +301,7 @@ start_node() { # i
     fi
     local -a flags
     mapfile -t flags < <(server_flags)
+    flags+=(${CASSANDRA_JVM_OPTS:-})
     say "starting node $i on $(node_ip "$i") (dc$i)"
     # setsid: the node survives the shell that started it and gets its own process group.
     # java.io.tmpdir: the native libraries (lz4, snappy) a node unpacks go with its directory,
@@ -358,7 +375,7 @@ cmd_start() {
   fetch
   mkdir -p "$DIR"
   local seeds="" i
-  for ((i = 1; i <= n; i++)); do seeds+="${seeds:+,}$(node_ip "$i"):${STORAGE_PORT}"; done
+  for ((i = 1; i <= n; i++)); do seeds+="${seeds:+,}$(broadcast_ip "$i"):${STORAGE_PORT}"; done
   for ((i = 1; i <= n; i++)); do
     [[ -f "$(node_dir "$i")/conf/cassandra.yaml" ]] || write_config "$i" "$seeds"
     start_node "$i"

@@ -33,3 +33,22 @@ jq:
 .PHONY: bench-eap
 bench-eap: build freeradius eapoltest ## EAP-TLS and PEAP-MSCHAPv2 auth/s, policing vs FreeRADIUS 3.2 A/B (BENCH_ROUNDS × 15 s per method and server), eapol_test sanity first; ~5 min.
 	BENCH_ROUNDS=$(BENCH_ROUNDS) BENCH_DURATION=$(if $(filter command line environment,$(origin BENCH_DURATION)),$(BENCH_DURATION),15s) hack/bench-eap.sh
+
+# make bench-geo (issue 17): three DCs on loopback, inter-DC latency through toxiproxy, per-DC
+# CPU quotas (cgroup v1), 3 → 2 → 1 DCs → recovery. docs/benchmarks.md, "Geo (bench-geo)".
+TOXIPROXY_VERSION := v2.5.0
+TOXIPROXY         := $(CACHE)/bench-geo/bin/toxiproxy-server-$(TOXIPROXY_VERSION)
+
+# The versioned file name is the stamp: a new version installs beside it.
+$(TOXIPROXY):
+	@mkdir -p $(@D)/gobin
+	GOBIN=$(@D)/gobin GOFLAGS=-mod=mod $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	mv $(@D)/gobin/server $@ && rmdir $(@D)/gobin
+
+.PHONY: toxiproxy
+toxiproxy: $(TOXIPROXY) ## toxiproxy-server (Shopify/toxiproxy, pinned) from the Go module proxy into the cache (idempotent).
+
+.PHONY: bench-geo
+bench-geo: build cassandra-jars toxiproxy ## Geo capacity table: 3 DCs (Cassandra + policing each, own CPU quota), 2 ms inter-DC; 3 → 2 → 1 DCs → recovery, zero acknowledged loss (~12 min).
+	$(GO) build -o $(BIN)/acct-check ./hack/acct-check
+	TOXIPROXY=$(TOXIPROXY) hack/bench-geo.sh

@@ -174,7 +174,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 		requireMA, asJSON, quiet             bool
 		jsonOut, label, nasIP, nasID, logOut string
 		summaryFile                          string
-		metricsBestEffort                    bool
+		metricsBestEffort, failover          bool
+		holdDown                             time.Duration
+		ackedOut                             string
 		pf                                   popFlags
 	)
 	fs.Var(&targets, "target", "server [name=]host:authport[/acctport] (accounting port defaults to authport+1); repeat or comma-separate for several DCs")
@@ -194,6 +196,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	fs.DurationVar(&ramp, "ramp", 0, "ramp-up: start workers (closed loop) or raise the rate (open loop) linearly over this time")
 	fs.DurationVar(&timeout, "timeout", time.Second, "reply timeout before a retransmission")
 	fs.IntVar(&retries, "retries", 2, "retransmissions before a request counts as timed out")
+	fs.BoolVar(&failover, "failover", false, "closed loop: as a NAS with several servers, a retransmission goes to the next target and a target that timed out is skipped for --hold-down, then probed")
+	fs.DurationVar(&holdDown, "hold-down", 10*time.Second, "with --failover: how long a target that timed out is skipped before one request probes it")
+	fs.StringVar(&ackedOut, "acked-out", "", "closed loop: write the accounting records answered, per session (\"Acct-Session-Id starts interims stops\"), to this file")
 	fs.BoolVar(&requireMA, "require-reply-ma", false, "replies must carry Message-Authenticator (always verified when present)")
 	fs.StringVar(&nasIP, "nas-ip", "127.0.0.1", "NAS-IP-Address sent")
 	fs.StringVar(&nasID, "nas-id", "aaa-loadgen", "NAS-Identifier sent (empty: none)")
@@ -235,6 +240,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 		Interims: interims, Concurrency: concurrency, Rate: rate, Duration: duration,
 		MaxMessages: count, MaxSessions: sessions, Ramp: ramp, Timeout: timeout, Retries: retries,
 		RequireReplyMA: requireMA, NASIdentifier: nasID, Seed: seed,
+		Failover: failover, HoldDown: holdDown, TrackAcked: ackedOut != "",
 	}
 	for i, s := range targets {
 		t, err := parseTarget(s, i)
@@ -338,6 +344,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	}
 	if logOut != "" {
 		if err := population.WriteFile(logOut, rep.WriteText); err != nil {
+			return err
+		}
+	}
+	if ackedOut != "" {
+		if err := population.WriteFile(ackedOut, rep.WriteAcked); err != nil {
 			return err
 		}
 	}

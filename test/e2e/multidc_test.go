@@ -24,6 +24,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/openaaa/openaaa/internal/acctcheck"
 	"github.com/openaaa/openaaa/internal/testenv"
 )
 
@@ -196,11 +197,11 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	// landed though it timed out) names one history row.
 	var prefix1 string
 	for k, s := range h1 {
-		if s.starts != 1 || s.interims != interims || s.stops != 1 || s.rows != interims+2 {
+		if s.Starts != 1 || s.Interims != interims || s.Stops != 1 || s.Rows != interims+2 {
 			t.Fatalf("phase 1: session %v history: %d rows: %d start, %d interim, %d stop (%d retransmissions in the run)",
-				k, s.rows, s.starts, s.interims, s.stops, r1.Retransmits)
+				k, s.Rows, s.Starts, s.Interims, s.Stops, r1.Retransmits)
 		}
-		prefix1 = k.id[:8] // the run's nonce
+		prefix1 = k.ID[:8] // the run's nonce
 	}
 	rows := readSessions(t, db, gocql.All)
 	for k, st := range rows {
@@ -396,10 +397,10 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 		// "gx"): only phase 2's RADIUS accounting is counted against the loadgen's report.
 		// The Gx rows used to be counted; the bound below absorbed them only while phase 2's
 		// RADIUS timeouts were many.
-		if strings.HasPrefix(k.id, prefix1) || k.nas == "gx" {
+		if strings.HasPrefix(k.ID, prefix1) || k.NAS == "gx" {
 			continue
 		}
-		stored2 += uint64(s.rows) // the open loop does not retransmit: no row is a retry
+		stored2 += uint64(s.Rows) // the open loop does not retransmit: no row is a retry
 	}
 	unanswered := r2.Timeouts + r2.Errors + r2.Aborted
 	t.Logf("phase 2: %d accounting records acknowledged, %d stored, %d unanswered requests",
@@ -414,7 +415,7 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	rows = readSessions(t, db, gocql.All)
 	stopped := 0
 	for k, s := range h {
-		if s.stops > 0 {
+		if s.Stops > 0 {
 			stopped++
 			if st := rows[k]; st != "stopped" {
 				t.Fatalf("phase 2: session %v has a Stop in its history but is %q\n%s", k, st, sessionTrail(db, k))
@@ -442,15 +443,9 @@ func sleep(ctx context.Context, d time.Duration) {
 // connect opens a driver session to node i only (its DC's view of the data).
 func connect(t *testing.T, node int, dc, ks string) *gocql.Session {
 	t.Helper()
-	c := gocql.NewCluster(contactPoint(node))
-	c.Keyspace = ks
-	c.Timeout = 20 * time.Second
-	c.ConnectTimeout = 10 * time.Second
-	c.PoolConfig.HostSelectionPolicy = gocql.DCAwareRoundRobinPolicy(dc)
-	c.HostFilter = gocql.WhiteListHostFilter(contactPoint(node))
-	s, err := c.CreateSession()
+	s, err := acctcheck.Connect(contactPoint(node), dc, ks)
 	if err != nil {
-		t.Fatalf("connecting to %s: %v", contactPoint(node), err)
+		t.Fatal(err)
 	}
 	return s
 }
@@ -464,39 +459,13 @@ func countQuery(t *testing.T, s *gocql.Session, cons gocql.Consistency, q string
 	return n
 }
 
-type sessKey struct{ nas, id string }
+type sessKey = acctcheck.Key
 
-func (k sessKey) String() string { return k.nas + "/" + k.id }
-
-type sessHistory struct{ rows, starts, interims, stops int }
-
-// readHistory reads acct_history: per session its rows, in all and by kind. A record has
-// one row whatever happens to it (its id is made of its content: a retransmission or a spool
-// replay writes the same row again), so the rows by kind are the records by kind.
-func readHistory(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[sessKey]*sessHistory {
+func readHistory(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[sessKey]*acctcheck.Records {
 	t.Helper()
-	it := s.Query("SELECT nas, acct_session_id, kind FROM acct_history").Consistency(cons).PageSize(5000).Iter()
-	h := map[sessKey]*sessHistory{}
-	var k sessKey
-	var kind string
-	for it.Scan(&k.nas, &k.id, &kind) {
-		sh := h[k]
-		if sh == nil {
-			sh = &sessHistory{}
-			h[k] = sh
-		}
-		sh.rows++
-		switch kind {
-		case "start":
-			sh.starts++
-		case "interim":
-			sh.interims++
-		case "stop":
-			sh.stops++
-		}
-	}
-	if err := it.Close(); err != nil {
-		t.Fatalf("reading acct_history: %v", err)
+	h, err := acctcheck.ReadHistory(s, cons)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return h
 }
@@ -505,7 +474,7 @@ func readHistory(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[ses
 // time, write time) and its row's state with its write time, read at ALL.
 func sessionTrail(s *gocql.Session, k sessKey) string {
 	var b strings.Builder
-	it := s.Query("SELECT kind, at, WRITETIME(kind) FROM acct_history WHERE nas = ? AND acct_session_id = ?", k.nas, k.id).
+	it := s.Query("SELECT kind, at, WRITETIME(kind) FROM acct_history WHERE nas = ? AND acct_session_id = ?", k.NAS, k.ID).
 		Consistency(gocql.All).Iter()
 	var kind string
 	var at time.Time
@@ -518,7 +487,7 @@ func sessionTrail(s *gocql.Session, k sessKey) string {
 	}
 	var state string
 	var seen time.Time
-	if err := s.Query("SELECT state, last_seen, WRITETIME(state) FROM sessions WHERE nas = ? AND acct_session_id = ?", k.nas, k.id).
+	if err := s.Query("SELECT state, last_seen, WRITETIME(state) FROM sessions WHERE nas = ? AND acct_session_id = ?", k.NAS, k.ID).
 		Consistency(gocql.All).Scan(&state, &seen, &wt); err != nil {
 		fmt.Fprintf(&b, "  row: %v\n", err)
 	} else {
@@ -533,7 +502,7 @@ func activeGxRows(t *testing.T, s *gocql.Session) int64 {
 	t.Helper()
 	var n int64
 	for k, st := range readSessions(t, s, gocql.All) {
-		if k.nas == "gx" && st == "active" {
+		if k.NAS == "gx" && st == "active" {
 			n++
 		}
 	}
@@ -546,7 +515,7 @@ func readSessions(t *testing.T, s *gocql.Session, cons gocql.Consistency) map[se
 	out := map[sessKey]string{}
 	var k sessKey
 	var st string
-	for it.Scan(&k.nas, &k.id, &st) {
+	for it.Scan(&k.NAS, &k.ID, &st) {
 		out[k] = st
 	}
 	if err := it.Close(); err != nil {

@@ -127,7 +127,7 @@ admin: {address: "127.0.0.1:%d"}
 		id := fmt.Sprintf("drain-%02d", i)
 		found := false
 		for k, state := range rows {
-			if k.id == id && state == "active" {
+			if k.ID == id && state == "active" {
 				found = true
 			}
 		}

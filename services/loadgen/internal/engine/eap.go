@@ -12,11 +12,12 @@ import (
 // maxEAPRounds bounds one conversation (EAP-TLS takes 4–8 rounds, PEAP-MSCHAPv2 8–12).
 const maxEAPRounds = 40
 
-// eapAuth runs one EAP authentication of s over c: Access-Requests carrying the peer's
+// eapAuth runs one EAP authentication of s with target ti: Access-Requests carrying the peer's
 // EAP-Responses (and the State of the challenge they answer) until an Accept or a Reject.
 // The authentication is one transaction; each round trip is counted in rounds.
-func (w *worker) eapAuth(c *conn, s *session) (packet.Reply, error) {
+func (w *worker) eapAuth(ti int, s *session) (packet.Reply, error) {
 	cfg := &w.e.cfg
+	c := w.conns[ti][0]
 	pc := eappeer.Config{Method: eapwire.TypeTLS, Identity: s.user.Name, TLS: cfg.EAPTLS}
 	if cfg.Auth == PEAPMSCHAPv2 {
 		pc.Method, pc.User, pc.Password = eapwire.TypePEAP, s.user.Name, s.user.Password
@@ -28,7 +29,8 @@ func (w *worker) eapAuth(c *conn, s *session) (packet.Reply, error) {
 	for range maxEAPRounds {
 		c.id++
 		w.c.rounds.Add(1)
-		reply, err := w.exchange(c, w.build(s, KindAuth, c.id))
+		// Never failed over (validate): the conversation's state is on this target.
+		_, reply, err := w.exchange(ti, 0, w.build(s, KindAuth, c.id))
 		if err != nil || reply.Code != packet.CodeAccessChallenge {
 			return reply, err
 		}

@@ -127,9 +127,17 @@ type Config struct {
 	MaxMessages uint64
 	MaxSessions uint64 // 0: no session bound
 	// Ramp starts the workers (closed loop) or raises the rate (open loop) linearly over Ramp.
-	Ramp           time.Duration
-	Timeout        time.Duration
-	Retries        int
+	Ramp    time.Duration
+	Timeout time.Duration
+	Retries int
+	// Failover (closed loop): a retransmission goes to the next target and a target that
+	// timed out is skipped for HoldDown, then probed (failover.go). Off: every transmission
+	// of a request goes to its target.
+	Failover bool
+	HoldDown time.Duration
+	// TrackAcked (closed loop) lists in Result.Acked the accounting records answered per
+	// session, to check afterwards that the servers kept every record they acknowledged.
+	TrackAcked     bool
 	RequireReplyMA bool
 	// EAPTLS is the EAP peer's TLS configuration (EAP-TLS and PEAP): the CA that signed the
 	// server's certificate, its name, and for EAP-TLS the client certificate.
@@ -196,6 +204,16 @@ type Result struct {
 	// time: the server's part of Latency once the generator's send lag is taken out.
 	Service      hist.H
 	ErrorSamples map[string]uint64
+	// Timeline is the run second by second: answered, failed and retransmitted requests.
+	Timeline []Second
+	// Acked (Config.TrackAcked): every session with an answered accounting record.
+	Acked []AckedSession
+}
+
+// AckedSession is what a session's Accounting-Responses acknowledged: its records by kind.
+type AckedSession struct {
+	ID                      string
+	Starts, Interims, Stops uint32
 }
 
 // TargetResult is one target's share of a run. A request belongs to the target it was sent to.
@@ -257,6 +275,8 @@ type session struct {
 	in, out uint64
 	secs    uint32
 	done    bool
+	// acked counts the answered accounting records by kind (Config.TrackAcked).
+	acked [3]uint32 // start, interim, stop
 }
 
 type worker struct {
@@ -272,6 +292,7 @@ type worker struct {
 	tgt     []TargetResult // per target; ~90 KB each, so memory grows with workers × targets
 	errs    map[string]uint64
 	hasSess bool
+	acked   []AckedSession
 	// The EAP round being built: its EAP-Message and State (eap.go).
 	eapMsg, eapState []byte
 }
@@ -284,6 +305,8 @@ type run struct {
 	msgs     atomic.Uint64 // closed loop: messages reserved
 	sessions atomic.Uint64 // sessions reserved
 	workers  []*worker
+	timeline *timeline
+	health   *health // nil: failover off
 	// free holds the subscribers not in a session, the one free the longest first: a real
 	// subscriber line has one session at a time, so a user in a session is not picked again.
 	free chan int32
@@ -311,6 +334,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Rate > 0 {
 		return r.open(ctx)
 	}
+
 	seed := cfg.Seed
 	for i := 0; i < cfg.Concurrency; i++ {
 		w := &worker{e: r, n: i, c: &counters{}, rnd: newRand(seed, i), perT: make([]uint64, len(cfg.Targets)), tgt: make([]TargetResult, len(cfg.Targets)), errs: map[string]uint64{}}
@@ -340,7 +364,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	r.start = time.Now()
+	r.begin()
 	var wg sync.WaitGroup
 	allDone := make(chan struct{})
 	for i, w := range r.workers {
@@ -406,7 +430,17 @@ loop:
 	res := r.collect()
 	res.Started = r.start
 	res.Elapsed = endAt.Sub(r.start)
+	res.Timeline = r.timeline.seconds(res.Elapsed)
 	return res, nil
+}
+
+// begin starts the run's clock, its timeline and, with failover, its view of the targets.
+func (r *run) begin() {
+	r.start = time.Now()
+	r.timeline = newTimeline(r.start, r.cfg.Duration)
+	if r.cfg.Failover {
+		r.health = newHealth(len(r.cfg.Targets), r.cfg.HoldDown, r.start)
+	}
 }
 
 func validate(cfg *Config) error {
@@ -435,6 +469,14 @@ func validate(cfg *Config) error {
 		return errors.New("EAP runs in the closed loop only (no --rate)")
 	case cfg.Auth.IsEAP() && cfg.EAPTLS == nil:
 		return errors.New("EAP needs a TLS configuration (the server's CA)")
+	case cfg.Auth.IsEAP() && cfg.Failover:
+		return errors.New("EAP conversations stay on one server: no failover")
+	case cfg.Rate > 0 && cfg.Failover:
+		return errors.New("failover needs the closed loop (the open loop does not retransmit)")
+	case cfg.Rate > 0 && cfg.TrackAcked:
+		return errors.New("tracking acknowledged records needs the closed loop")
+	case cfg.Failover && cfg.HoldDown <= 0:
+		return errors.New("failover needs a positive hold-down")
 	}
 	for _, t := range cfg.Targets {
 		if cfg.Mode != ModeAcct && t.Auth == "" {
@@ -508,6 +550,7 @@ func (r *run) collect() *Result {
 		for k, n := range w.errs {
 			res.ErrorSamples[k] += n
 		}
+		res.Acked = append(res.Acked, w.acked...)
 	}
 	return res
 }
@@ -567,9 +610,13 @@ func (w *worker) newSession(ctx context.Context) bool {
 	return true
 }
 
-// endSession frees the subscriber of the worker's session, if it has one.
+// endSession frees the subscriber of the worker's session, if it has one, and notes what its
+// Accounting-Responses acknowledged.
 func (w *worker) endSession() {
 	if w.hasSess {
+		if a := w.sess.acked; a != [3]uint32{} {
+			w.acked = append(w.acked, AckedSession{ID: w.sess.id, Starts: a[0], Interims: a[1], Stops: a[2]})
+		}
 		w.e.endSession(&w.sess)
 		w.hasSess = false
 	}
@@ -630,11 +677,12 @@ func (w *worker) send(sched time.Time) {
 	s := &w.sess
 	k := w.e.kindOf(s)
 	ti := w.e.targetOf(s)
-	var c *conn
-	if k == KindAuth {
-		c = w.conns[ti][0]
-	} else {
-		c = w.conns[ti][1]
+	if w.e.health != nil {
+		ti = w.e.health.pick(ti)
+	}
+	port := 0
+	if k.IsAcct() {
+		port = 1
 	}
 	if cfg.Observe != nil {
 		cfg.Observe(Event{Worker: w.n, Target: ti, Kind: k, User: s.user.Name, SessionID: s.id, Index: s.msgs})
@@ -649,16 +697,19 @@ func (w *worker) send(sched time.Time) {
 	var reply packet.Reply
 	var err error
 	if k == KindAuth && cfg.Auth.IsEAP() {
-		reply, err = w.eapAuth(c, s)
+		reply, err = w.eapAuth(ti, s)
 	} else {
+		c := w.conns[ti][port]
 		c.id++
-		reply, err = w.exchange(c, w.build(s, k, c.id))
+		ti, reply, err = w.exchange(ti, port, w.build(s, k, c.id))
 	}
-	lat := time.Since(t0)
+	now := time.Now()
+	lat := now.Sub(t0)
 	final := k == KindAuth && cfg.Mode == ModeAuth || k == KindStop
 	tr := &w.tgt[ti]
 	switch {
 	case err == nil:
+		w.e.timeline.answered(now)
 		w.c.answered.Add(1)
 		w.lat[k].Record(lat)
 		tr.record(k, lat)
@@ -675,6 +726,9 @@ func (w *worker) send(sched time.Time) {
 			s.done = true
 		case packet.CodeAccountingResponse:
 			w.c.acct.Add(1)
+			if cfg.TrackAcked {
+				s.acked[min(int(k-KindStart), 2)]++
+			}
 		}
 		if final {
 			w.c.sessionsDone.Add(1)
@@ -683,12 +737,14 @@ func (w *worker) send(sched time.Time) {
 		w.c.aborted.Add(1)
 		s.done = true
 	case errors.Is(err, errTimeout):
+		w.e.timeline.failed(now)
 		w.c.timeouts.Add(1)
 		tr.Timeouts++
 		if k == KindAuth {
 			s.done = true
 		}
 	default:
+		w.e.timeline.failed(now)
 		w.c.errors.Add(1)
 		tr.Errors++
 		if len(w.errs) < 16 || w.errs[err.Error()] > 0 {
@@ -706,45 +762,82 @@ func (w *worker) send(sched time.Time) {
 
 var errTimeout = errors.New("timeout")
 
-// exchange sends req and waits for its reply, retransmitting the same packet (same
-// identifier and authenticator, so the server can answer it from its duplicate cache).
-func (w *worker) exchange(c *conn, req []byte) (packet.Reply, error) {
+// exchange sends req to target ti's port (0 auth, 1 acct) and waits for its reply,
+// retransmitting the same packet (same identifier and authenticator, so the server can answer
+// it from its duplicate cache). With failover a retransmission goes to the next usable target
+// after marking this one dead. It returns the target that answered, or was tried last.
+func (w *worker) exchange(ti, port int, req []byte) (int, packet.Reply, error) {
 	cfg := &w.e.cfg
+	h := w.e.health
+	var last error
 	for attempt := 0; attempt <= cfg.Retries; attempt++ {
 		if attempt > 0 {
 			w.c.retrans.Add(1)
-		}
-		if _, err := c.c.Write(req); err != nil {
-			if w.e.stopped.Load() {
-				return packet.Reply{}, errAborted
+			w.e.timeline.retrans(time.Now())
+			if h != nil {
+				h.failed(ti)
+				ti = h.pick(ti + 1)
 			}
-			return packet.Reply{}, fmt.Errorf("send: %w", err)
 		}
-		c.c.SetReadDeadline(time.Now().Add(cfg.Timeout))
+		r, err := w.transmit(w.conns[ti][port], req)
+		if err == errTimeout {
+			last = err
+			continue
+		}
+		// A server whose port is closed answers with ICMP (connection refused): with failover
+		// that is a dead target like a silent one, and the next one is tried.
+		if h != nil && isNetError(err) {
+			last = err
+			continue
+		}
+		if err == nil && h != nil {
+			h.answered(ti)
+		}
+		return ti, r, err
+	}
+	if h != nil {
+		h.failed(ti)
+	}
+	return ti, packet.Reply{}, last
+}
+
+func isNetError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op)
+}
+
+// transmit sends req on c once and waits for its reply until the timeout (errTimeout).
+func (w *worker) transmit(c *conn, req []byte) (packet.Reply, error) {
+	cfg := &w.e.cfg
+	if _, err := c.c.Write(req); err != nil {
 		if w.e.stopped.Load() {
 			return packet.Reply{}, errAborted
 		}
-		for {
-			n, err := c.c.Read(c.buf)
-			if err != nil {
-				if w.e.stopped.Load() {
-					return packet.Reply{}, errAborted
-				}
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					break
-				}
-				return packet.Reply{}, fmt.Errorf("receive: %w", err)
-			}
-			r, err := packet.ParseReply(c.buf[:n], req, cfg.Secret, cfg.RequireReplyMA)
-			if err == packet.ErrWrongID {
-				w.c.late.Add(1)
-				continue
-			}
-			return r, err
-		}
+		return packet.Reply{}, fmt.Errorf("send: %w", err)
 	}
-	return packet.Reply{}, errTimeout
+	c.c.SetReadDeadline(time.Now().Add(cfg.Timeout))
+	if w.e.stopped.Load() {
+		return packet.Reply{}, errAborted
+	}
+	for {
+		n, err := c.c.Read(c.buf)
+		if err != nil {
+			if w.e.stopped.Load() {
+				return packet.Reply{}, errAborted
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return packet.Reply{}, errTimeout
+			}
+			return packet.Reply{}, fmt.Errorf("receive: %w", err)
+		}
+		r, err := packet.ParseReply(c.buf[:n], req, cfg.Secret, cfg.RequireReplyMA)
+		if err == packet.ErrWrongID {
+			w.c.late.Add(1)
+			continue
+		}
+		return r, err
+	}
 }
 
 // Octets per Interim-Update: ~250 MiB in, ~1.25 GiB out, so that the output counter passes

@@ -116,7 +116,7 @@ func (r *run) open(ctx context.Context) (*Result, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	r.start = time.Now()
+	r.begin()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
@@ -185,6 +185,7 @@ loop:
 	res.Sessions, res.SessionsDone = c.sessions.Load(), c.sessionsDone.Load()
 	res.Aborted = uint64(max(o.pending.Load(), 0))
 	res.SendLag = o.lag
+	res.Timeline = r.timeline.seconds(res.Elapsed)
 	for _, s := range all {
 		for k := range s.lat {
 			res.Latency[k].Merge(&s.lat[k])
@@ -309,6 +310,12 @@ func (o *openRun) sendOne(sched time.Time, sessionsLeft *bool) bool {
 // advance moves a session on after its message was answered (reply), timed out or failed.
 func (o *openRun) advance(s *session, k Kind, reply *packet.Reply, err error) {
 	final := k == KindAuth && o.cfg.Mode == ModeAuth || k == KindStop
+	switch {
+	case reply != nil:
+		o.timeline.answered(time.Now())
+	case err != nil && !errors.Is(err, errAborted):
+		o.timeline.failed(time.Now())
+	}
 	if reply != nil {
 		switch reply.Code {
 		case packet.CodeAccessAccept:

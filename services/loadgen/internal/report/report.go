@@ -5,12 +5,14 @@
 package report
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/openaaa/openaaa/services/loadgen/internal/engine"
 	"github.com/openaaa/openaaa/services/loadgen/internal/hist"
@@ -54,7 +56,11 @@ type Report struct {
 	Concurrency  int      `json:"concurrency"`
 	// OfferedRate > 0: open loop at this many messages/s.
 	OfferedRate float64 `json:"offeredRate,omitempty"`
-	Seconds     float64 `json:"seconds"`
+	// FailoverHoldDownSeconds > 0: failover on (a retransmission to the next target, a
+	// target that timed out skipped this long).
+	FailoverHoldDownSeconds float64   `json:"failoverHoldDownSeconds,omitempty"`
+	Started                 time.Time `json:"started"`
+	Seconds                 float64   `json:"seconds"`
 
 	IncomingTPS float64 `json:"incomingTPS"`
 	// From the servers' /metrics (absent without --metrics).
@@ -102,6 +108,22 @@ type Report struct {
 	ServerCPUSeconds  *float64 `json:"serverCPUSeconds,omitempty"`
 	CPUMicrosPerTx    *float64 `json:"cpuMicrosPerTransaction,omitempty"`
 	LoadgenCPUSeconds float64  `json:"loadgenCPUSeconds"`
+
+	// Timeline is the run second by second (index: seconds since Started).
+	Timeline []Second `json:"timeline,omitempty"`
+	// GapSeconds, the NAS-visible gap: the seconds of the timeline in which at least one
+	// request failed after all its transmissions.
+	GapSeconds []int `json:"nasVisibleGapSeconds"`
+	// Acked (engine.Config.TrackAcked) goes to its own file (WriteAcked), not the JSON.
+	Acked []engine.AckedSession `json:"-"`
+}
+
+// Second is one second of the timeline: requests answered and failed (no valid reply after
+// every transmission) in it, and retransmissions sent.
+type Second struct {
+	Answered        uint64 `json:"answered"`
+	Failed          uint64 `json:"failed"`
+	Retransmissions uint64 `json:"retransmissions"`
 }
 
 // TargetReport is one target's share of the run: what it answered and how fast, and its
@@ -138,7 +160,9 @@ func New(cfg *engine.Config, res *engine.Result) *Report {
 		Distribution:    cfg.Distribution.String(),
 		Concurrency:     cfg.Concurrency,
 		OfferedRate:     cfg.Rate,
+		Started:         res.Started,
 		Seconds:         res.Elapsed.Seconds(),
+		GapSeconds:      []int{},
 		IncomingTPS:     res.AnsweredPerSecond(),
 		Sent:            res.Sent,
 		Answered:        res.Answered,
@@ -163,6 +187,16 @@ func New(cfg *engine.Config, res *engine.Result) *Report {
 	}
 	if r.Seconds > 0 {
 		r.EAPRoundsPerSecond = float64(res.Rounds) / r.Seconds
+	}
+	r.Acked = res.Acked
+	if cfg.Failover {
+		r.FailoverHoldDownSeconds = cfg.HoldDown.Seconds()
+	}
+	for i, s := range res.Timeline {
+		r.Timeline = append(r.Timeline, Second(s))
+		if s.Failed > 0 {
+			r.GapSeconds = append(r.GapSeconds, i)
+		}
 	}
 	if res.SendLag.Count() > 0 {
 		l := Summarize(&res.SendLag)
@@ -293,6 +327,16 @@ func (r *Report) SetMetrics(transactions float64, busy []float64, workers float6
 	r.ServerRequests = requests
 }
 
+// WriteAcked writes the accounting records the servers acknowledged, one session a line:
+// "Acct-Session-Id starts interims stops" (hack/acct-check reads it back against Cassandra).
+func (r *Report) WriteAcked(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for _, a := range r.Acked {
+		fmt.Fprintf(bw, "%s %d %d %d\n", a.ID, a.Starts, a.Interims, a.Stops)
+	}
+	return bw.Flush()
+}
+
 // WriteJSON writes r as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -416,6 +460,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.Service != nil {
 			fmt.Fprintf(&b, "latency from the actual send (the server's part): p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms\n", r.Service.P50, r.Service.P99, r.Service.P999)
 		}
+	}
+	if len(r.GapSeconds) > 0 {
+		fmt.Fprintf(&b, "NAS-visible gap: %d s with failed requests (seconds %v of the run)\n", len(r.GapSeconds), r.GapSeconds)
 	}
 	for k, n := range r.ErrorSamples {
 		fmt.Fprintf(&b, "error: %s (%d)\n", k, n)

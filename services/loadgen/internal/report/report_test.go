@@ -320,3 +320,35 @@ func TestTargetReports(t *testing.T) {
 		t.Errorf("summary: %+v", s)
 	}
 }
+
+// The timeline's seconds with a failed request are the NAS-visible gap; the acknowledged
+// records go to their own file, not the JSON.
+func TestTimelineGapAndAcked(t *testing.T) {
+	cfg, res := knownRun()
+	cfg.Failover, cfg.HoldDown = true, 5*time.Second
+	res.Timeline = []engine.Second{{Answered: 5}, {Answered: 3, Failed: 1, Retransmissions: 2}, {Answered: 6}, {Failed: 2}}
+	res.Acked = []engine.AckedSession{{ID: "a1", Starts: 1, Interims: 2, Stops: 1}, {ID: "b2", Starts: 1}}
+	r := New(cfg, res)
+	if fmt.Sprint(r.GapSeconds) != "[1 3]" || len(r.Timeline) != 4 || r.Timeline[1] != (Second{3, 1, 2}) {
+		t.Errorf("gap %v timeline %+v", r.GapSeconds, r.Timeline)
+	}
+	if r.FailoverHoldDownSeconds != 5 {
+		t.Errorf("hold-down %v", r.FailoverHoldDownSeconds)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil || !strings.Contains(text.String(), "NAS-visible gap: 2 s") {
+		t.Errorf("text report: %v\n%s", err, text.String())
+	}
+	var acked, js bytes.Buffer
+	if err := r.WriteAcked(&acked); err != nil || acked.String() != "a1 1 2 1\nb2 1 0 0\n" {
+		t.Errorf("acked file %q (%v)", acked.String(), err)
+	}
+	if err := r.WriteJSON(&js); err != nil || strings.Contains(js.String(), "a1") || !strings.Contains(js.String(), `"nasVisibleGapSeconds": [`) {
+		t.Errorf("JSON: %v\n%s", err, js.String())
+	}
+	// No failure: an empty gap, not a missing one.
+	_, res = knownRun()
+	if r := New(cfg, res); r.GapSeconds == nil || len(r.GapSeconds) != 0 {
+		t.Errorf("gap %v without failures", r.GapSeconds)
+	}
+}
