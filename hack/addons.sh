@@ -198,7 +198,7 @@ metrics_server_textparse() {
 # REPLACES=LINES K8S_PINS=MODULES k8s_wrapper_mod NAME WHAT REQUIREMENT...: a wrapper go.mod with
 # the add-ons' REQUIREMENTs, the k8s.io MODULES of their graph at the cluster's version
 # (metrics-server v0.8.0 asks for v0.33.2, prometheus-operator v0.89.0 for v0.34.3), and every
-# other module of the root module's build list at the root's version (root_requirements in
+# other module the root module compiles, at the root's version (root_requirements in
 # hack/lib/kube-build.sh): the packages the add-ons share with the images, kubectl and the
 # Kubernetes binaries (k8s.io/*, grpc, protobuf, golang.org/x...) then compile once
 # (docs/addons.md, Cost).
@@ -216,7 +216,7 @@ k8s_wrapper_mod() {
   done
   echo ")"
   echo
-  echo "// Every other module of the root module's build list at its version (root_requirements in"
+  echo "// Every other module the root module compiles, at its version (root_requirements in"
   echo "// hack/lib/kube-build.sh): the packages shared with the images compile once."
   echo "require ("
   # shellcheck disable=SC2046 # one word per module path
@@ -235,11 +235,11 @@ src_hash() { # wrapper dir (relative): " src=HASH" of its sources kept in the re
   echo " src=$(cd "${ADDONS}/$1" && cat go.mod go.sum $(ls -- *.go */*.go 2>/dev/null) | sha256sum | cut -c1-16)"
 }
 
-write_if_changed() { # file; content on stdin. A changed go.mod starts a fresh go.sum.
+write_if_changed() { # file; content on stdin. A changed go.mod gets the root's go.sum hashes too.
   local new; new="$(cat)"
   if [[ ! -f "$1" ]] || [[ "$(cat "$1")" != "$new" ]]; then
     printf '%s\n' "$new" >"$1"
-    rm -f "$(dirname "$1")/go.sum"
+    root_go_sum "$(dirname "$1")"
   fi
 }
 
@@ -263,7 +263,7 @@ build_bins() {
     [[ " ${rels[*]} " == *" ${rel} "* ]] || rels+=("$rel")
   done
   # Every wrapper first, even when its binaries are up to date: its go.mod follows the root
-  # module's build list (test/addons TestBuildsShareRootVersions reads it).
+  # module's versions (test/addons TestBuildsShareRootVersions reads it).
   for rel in "${rels[@]}"; do prepare_src "$rel" >/dev/null; done
   rels=()
   for n in "$@"; do
