@@ -52,7 +52,8 @@ type Store struct {
 	stop    chan struct{}
 	done    chan struct{}
 	closed  atomic.Bool
-	nodes   nodes // the Diameter node registry (nodes.go)
+	nodes   nodes     // the Diameter node registry (nodes.go)
+	temp    ephemeral // EAP conversation state between rounds (ephemeral.go)
 }
 
 type shard struct {
