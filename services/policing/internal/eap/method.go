@@ -51,5 +51,6 @@ const (
 	ReasonTimeout       Reason = "tls_timeout"
 	ReasonCertificate   Reason = "certificate_identity"
 	ReasonInternal      Reason = "internal_error"
-	ReasonPolicy        Reason = "policy_refused" // the subscriber authenticated, the policy said no
+	ReasonStateStore    Reason = "state_store_unavailable" // a shared conversation could not be read
+	ReasonPolicy        Reason = "policy_refused"          // the subscriber authenticated, the policy said no
 )

@@ -11,6 +11,7 @@ import (
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
+	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -38,6 +39,10 @@ type Options struct {
 	TLSIdentity string
 	Subscribers subscriber.Source
 	Log         *slog.Logger
+	// Shared keeps the conversations whose state is small (EAP-MD5) between rounds, so that
+	// any node sharing the store continues them (shared.go); nil: every conversation stays
+	// in this node's memory.
+	Shared session.Ephemeral
 }
 
 // Server runs EAP conversations.
@@ -99,10 +104,15 @@ func (s *Server) Handle(ctx context.Context, req *radius.Packet) Result {
 		if p.Type != TypeIdentity {
 			return s.reject(p.ID, ReasonNoState)
 		}
-		return s.begin(p, now)
+		return s.begin(ctx, p, now)
 	}
-	c := s.convs.take(string(state), now)
-	if c == nil {
+	var c *conversation
+	if sharedState(state) {
+		var r Reason
+		if c, r = s.takeShared(ctx, state, now); c == nil {
+			return s.reject(p.ID, r)
+		}
+	} else if c = s.convs.take(string(state), now); c == nil {
 		return s.reject(p.ID, ReasonUnknownState)
 	}
 	if p.ID != c.lastID {
@@ -110,34 +120,34 @@ func (s *Server) Handle(ctx context.Context, req *radius.Packet) Result {
 		return s.reject(p.ID, ReasonBadIdentifier)
 	}
 	if p.Type == TypeNak && c.rounds == 1 {
-		return s.nak(c, p, now)
+		return s.nak(ctx, c, p, now)
 	}
 	if p.Type != c.typ {
 		c.close()
 		return s.reject(p.ID, ReasonUnexpected)
 	}
 	o := c.method.step(ctx, p.ID, p.Data)
-	return s.after(c, p.ID, o, now)
+	return s.after(ctx, c, p.ID, o, now)
 }
 
 // begin starts a conversation with the first configured method.
-func (s *Server) begin(p Packet, now time.Time) Result {
+func (s *Server) begin(ctx context.Context, p Packet, now time.Time) Result {
 	c := &conversation{identity: string(p.Data), lastID: p.ID}
-	return s.propose(c, s.opt.Methods[0], now)
+	return s.propose(ctx, c, s.opt.Methods[0], now)
 }
 
 // nak: the peer refused the proposed method and named those it wants (RFC 3748 §5.3.1).
-func (s *Server) nak(c *conversation, p Packet, now time.Time) Result {
+func (s *Server) nak(ctx context.Context, c *conversation, p Packet, now time.Time) Result {
 	c.close()
 	for _, t := range s.opt.Methods {
 		if slices.Contains(p.Data, t) && !slices.Contains(c.tried, t) {
-			return s.propose(c, t, now)
+			return s.propose(ctx, c, t, now)
 		}
 	}
 	return s.reject(p.ID, ReasonNoMethod)
 }
 
-func (s *Server) propose(c *conversation, t byte, now time.Time) Result {
+func (s *Server) propose(ctx context.Context, c *conversation, t byte, now time.Time) Result {
 	m := s.newMethod(t, c.identity)
 	first, err := m.start()
 	if err != nil {
@@ -147,13 +157,13 @@ func (s *Server) propose(c *conversation, t byte, now time.Time) Result {
 	}
 	c.method, c.typ, c.rounds = m, t, 0
 	c.tried = append(c.tried, t)
-	return s.challenge(c, first, now)
+	return s.challenge(ctx, c, first, now)
 }
 
 // after turns a step's outcome into the round's Result.
-func (s *Server) after(c *conversation, id byte, o outcome, now time.Time) Result {
+func (s *Server) after(ctx context.Context, c *conversation, id byte, o outcome, now time.Time) Result {
 	if !o.done {
-		return s.challenge(c, o.next, now)
+		return s.challenge(ctx, c, o.next, now)
 	}
 	c.close()
 	if o.reason != "" {
@@ -163,15 +173,19 @@ func (s *Server) after(c *conversation, id byte, o outcome, now time.Time) Resul
 	return Result{Accept: true, EAP: final(CodeSuccess, id), Subscriber: o.sub, MSK: o.msk}
 }
 
-// challenge sends the method's next Request and keeps the conversation under a new State.
-func (s *Server) challenge(c *conversation, data []byte, now time.Time) Result {
+// challenge sends the method's next Request and keeps the conversation under a new State:
+// in the session store when its state is small (shared.go), else in this node's memory.
+func (s *Server) challenge(ctx context.Context, c *conversation, data []byte, now time.Time) Result {
 	c.lastID++
 	c.rounds++
 	c.expires = now.Add(s.opt.Timeout)
-	state, err := s.convs.put(s.opt.NodeID, c)
-	if err != nil {
-		c.close()
-		return s.reject(c.lastID-1, ReasonFull)
+	state, ok := s.keepShared(ctx, c)
+	if !ok {
+		var err error
+		if state, err = s.convs.put(s.opt.NodeID, c); err != nil {
+			c.close()
+			return s.reject(c.lastID-1, ReasonFull)
+		}
 	}
 	return Result{Challenge: true, EAP: request(c.lastID, c.typ, data), State: []byte(state), Timeout: s.opt.Timeout}
 }
