@@ -47,8 +47,9 @@ type Options struct {
 
 // Server runs EAP conversations.
 type Server struct {
-	opt   Options
-	convs *table
+	opt       Options
+	convs     *table
+	warnStore everyMinute // shared.go
 }
 
 // New starts a server (its sweeper of expired conversations runs until Close).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/session"
@@ -86,7 +87,9 @@ func (s *Server) keepShared(ctx context.Context, c *conversation) (string, bool)
 	state := newState(s.opt.NodeID, stateShared)
 	if err := s.opt.Shared.PutEphemeral(ctx, []byte(state), c.marshal(), time.Until(c.expires)); err != nil {
 		sharedErrors.WithLabelValues("put").Inc()
-		s.opt.Log.Warn("eap conversation not stored; kept on this node", "err", err)
+		if s.warnStore.ok() {
+			s.opt.Log.Warn("eap conversation not stored; kept on this node (run `policing migrate`?)", "err", err)
+		}
 		return "", false
 	}
 	return state, true
@@ -104,7 +107,9 @@ func (s *Server) takeShared(ctx context.Context, state []byte, now time.Time) (*
 	}
 	if err != nil {
 		sharedErrors.WithLabelValues("take").Inc()
-		s.opt.Log.Warn("eap conversation not read from the store", "err", err)
+		if s.warnStore.ok() {
+			s.opt.Log.Warn("eap conversation not read from the store", "err", err)
+		}
 		return nil, ReasonStateStore
 	}
 	c, err := s.unmarshal(b)
@@ -117,4 +122,12 @@ func (s *Server) takeShared(ctx context.Context, state []byte, now time.Time) (*
 		return nil, ReasonUnknownState
 	}
 	return c, ""
+}
+
+// everyMinute lets a store error be logged once a minute; the metric counts them all.
+type everyMinute struct{ last atomic.Int64 }
+
+func (e *everyMinute) ok() bool {
+	now, last := time.Now().UnixNano(), e.last.Load()
+	return now-last >= int64(time.Minute) && e.last.CompareAndSwap(last, now)
 }
