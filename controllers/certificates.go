@@ -50,6 +50,13 @@ func buildDiameterCertificate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *u
 		diameterDNSNames(c, spec), "diameter")
 }
 
+// buildEAPCertificate is the cert-manager Certificate of the EAP server (tls, peap, ttls) for
+// the names supplicants check: spec.eap.dnsNames only, the Services are not its names. Pure.
+func buildEAPCertificate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) *unstructured.Unstructured {
+	return certificate(c, eapCertificateName(c), eapCertificateSecretName(c), spec.EAP.IssuerRef,
+		spec.EAP.DNSNames, "eap")
+}
+
 func certificate(c *aaav1.AAACluster, name, secret string, issuer *aaav1.IssuerReference, names []string, component string) *unstructured.Unstructured {
 	dns := make([]any, 0, len(names))
 	for _, n := range names {
@@ -79,20 +86,24 @@ type wantedCertificate struct {
 	build             func(*aaav1.AAACluster, aaav1.AAAClusterSpec) *unstructured.Unstructured
 }
 
-// reconcileCertificates requests the RadSec and Diameter TLS Certificates from cert-manager
-// when they are enabled with an issuer. Without cert-manager the cluster is degraded, not
+// reconcileCertificates requests the RadSec, Diameter TLS and EAP Certificates from
+// cert-manager when they are enabled with an issuer. Without cert-manager the cluster is degraded, not
 // stopped.
 func (r *AAAClusterReconciler) reconcileCertificates(ctx context.Context, st *state) (result, error) {
 	c, spec := st.cluster, st.spec
 	certs := []wantedCertificate{
 		{name: certificateName(c), what: "RadSec", field: "spec.radius.radsec", build: buildCertificate},
 		{name: diameterCertificateName(c), what: "Diameter over TLS", field: "spec.diameter.tls", build: buildDiameterCertificate},
+		{name: eapCertificateName(c), what: "EAP", field: "spec.eap", build: buildEAPCertificate},
 	}
 	if radsecEnabled(spec) {
 		certs[0].issuer = spec.Radius.RadSec.IssuerRef
 	}
 	if diameterTLSEnabled(spec) {
 		certs[1].issuer = spec.Diameter.TLS.IssuerRef
+	}
+	if eapUsesTLS(spec) {
+		certs[2].issuer = spec.EAP.IssuerRef
 	}
 	ok, err := r.hasKind(CertificateGVK)
 	if err != nil {

@@ -27,6 +27,17 @@ type policingConfig struct {
 	Policy      *pcPolicy      `json:"policy,omitempty"`
 	Admin       pcAdmin        `json:"admin"`
 	Diameter    *pcDiameter    `json:"diameter,omitempty"`
+	EAP         *pcEAP         `json:"eap,omitempty"`
+}
+
+type pcEAP struct {
+	Methods          []string `json:"methods"`
+	CertFile         string   `json:"certFile,omitempty"`
+	KeyFile          string   `json:"keyFile,omitempty"`
+	CAFile           string   `json:"caFile,omitempty"`
+	TLSIdentity      string   `json:"tlsIdentity"`
+	MaxConversations int32    `json:"maxConversations"`
+	Timeout          string   `json:"timeout"`
 }
 
 type pcLog struct {
@@ -194,6 +205,9 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 	if diameterEnabled(spec) {
 		cfg.Diameter = renderDiameter(spec, dc)
 	}
+	if eapEnabled(spec) {
+		cfg.EAP = renderEAP(spec)
+	}
 	if sub := spec.Subscribers; sub != nil {
 		switch {
 		case sub.LDAP != nil:
@@ -244,6 +258,22 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 	return fmt.Sprintf("# policing configuration for data center %s of AAACluster %s/%s.\n"+
 		"# Written by the OpenAAA operator from the AAACluster: edits here are overwritten.\n%s",
 		dc, c.Namespace, c.Name, out)
+}
+
+// renderEAP is policing's eap section: files of the mounted certificate Secret and CA
+// ConfigMap (buildPodTemplate), never their content. eap.nodeID is left to its default, the
+// pod's name. Pure.
+func renderEAP(spec aaav1.AAAClusterSpec) *pcEAP {
+	e := spec.EAP
+	out := &pcEAP{Methods: e.Methods, TLSIdentity: e.TLSIdentity, MaxConversations: e.MaxConversations,
+		Timeout: e.Timeout.Duration.String()}
+	if eapUsesTLS(spec) {
+		out.CertFile, out.KeyFile = path.Join(eapTLSDir, "tls.crt"), path.Join(eapTLSDir, "tls.key")
+	}
+	if e.ClientCA != nil {
+		out.CAFile = path.Join(eapCADir, e.ClientCA.Key)
+	}
+	return out
 }
 
 // renderDiameter is policing's diameter section for one data center: the data center's
@@ -400,6 +430,14 @@ func referencedObjects(c *aaav1.AAACluster) []string {
 	}
 	if d := spec.Diameter; d != nil && d.TLS != nil && d.TLS.SecretName != "" {
 		out = append(out, "Secret/"+d.TLS.SecretName)
+	}
+	if e := spec.EAP; e != nil {
+		if e.SecretName != "" {
+			out = append(out, "Secret/"+e.SecretName)
+		}
+		if e.ClientCA != nil {
+			out = append(out, "ConfigMap/"+e.ClientCA.Name)
+		}
 	}
 	for _, cm := range rollingConfigMaps(spec) {
 		out = append(out, "ConfigMap/"+cm)

@@ -110,6 +110,23 @@ func diameterSecretName(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) string {
 	return diameterCertificateSecretName(c)
 }
 
+// eapSecretName is the TLS Secret of the EAP server: cert-manager's or the user's.
+func eapSecretName(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) string {
+	if spec.EAP.SecretName != "" {
+		return spec.EAP.SecretName
+	}
+	return eapCertificateSecretName(c)
+}
+
+// certificateVolume mounts a TLS Secret read-only as a directory: no subPath, so that a renewed
+// certificate reaches the files and policing reloads it without a restart.
+func certificateVolume(name, dir, secret string) (corev1.VolumeMount, corev1.Volume) {
+	return corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true},
+		corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secret, DefaultMode: ptr.To[int32](0o440),
+		}}}
+}
+
 // buildPodTemplate is the policing pod of one data center. configHash goes into the pod
 // template so a change of configuration or Secrets rolls the pods. Pure.
 func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.Datacenter, configHash string) corev1.PodTemplateSpec {
@@ -156,16 +173,26 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 		// of the same name is mounted instead (buildStatefulSet).
 		volumes = append(volumes, corev1.Volume{Name: stateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(mustQty("2Gi"))}}})
 	}
+	tlsSecret := func(name, dir, secret string) {
+		m, v := certificateVolume(name, dir, secret)
+		mounts, volumes = append(mounts, m), append(volumes, v)
+	}
 	if radsecEnabled(spec) {
-		mounts = append(mounts, corev1.VolumeMount{Name: "radsec-tls", MountPath: tlsDir, ReadOnly: true})
-		volumes = append(volumes, corev1.Volume{Name: "radsec-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: radsecSecretName(c, spec), DefaultMode: ptr.To[int32](0o440),
-		}}})
+		tlsSecret("radsec-tls", tlsDir, radsecSecretName(c, spec))
 	}
 	if diameterTLSEnabled(spec) {
-		mounts = append(mounts, corev1.VolumeMount{Name: "diameter-tls", MountPath: diameterTLSDir, ReadOnly: true})
-		volumes = append(volumes, corev1.Volume{Name: "diameter-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: diameterSecretName(c, spec), DefaultMode: ptr.To[int32](0o440),
+		tlsSecret("diameter-tls", diameterTLSDir, diameterSecretName(c, spec))
+	}
+	if eapUsesTLS(spec) {
+		tlsSecret("eap-tls", eapTLSDir, eapSecretName(c, spec))
+	}
+	if eapEnabled(spec) && spec.EAP.ClientCA != nil {
+		// A directory, not a subPath, so that an updated bundle reaches the pod (hot-reload).
+		ca := spec.EAP.ClientCA
+		mounts = append(mounts, corev1.VolumeMount{Name: "eap-ca", MountPath: eapCADir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "eap-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ca.Name},
+			Items:                []corev1.KeyToPath{{Key: ca.Key, Path: ca.Key}},
 		}}})
 	}
 	if sub := spec.Subscribers; sub != nil {

@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
@@ -35,6 +38,10 @@ const (
 	defaultSubscriberFileKey            = "subscribers.yaml"
 	defaultLDAPProfilesKey              = "profiles.yaml"
 	defaultPolicyKey                    = "policy.lua"
+	defaultEAPClientCAKey               = "ca.crt"
+	defaultEAPTLSIdentity               = "commonName"
+	DefaultEAPMaxConversations    int32 = 10000
+	DefaultEAPTimeout                   = 30 * time.Second
 	defaultLDAPPasswordKey              = "password"
 	defaultAccountingSecretKey          = "secret"
 	defaultSessionStore                 = "cassandra"
@@ -115,6 +122,21 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 				t.Port = DefaultDiameterTLSPort
 			}
 			defaultIssuer(t.IssuerRef)
+		}
+	}
+	if e := s.EAP; e != nil {
+		defaultIssuer(e.IssuerRef)
+		if e.ClientCA != nil && e.ClientCA.Key == "" {
+			e.ClientCA.Key = defaultEAPClientCAKey
+		}
+		if e.TLSIdentity == "" {
+			e.TLSIdentity = defaultEAPTLSIdentity
+		}
+		if e.MaxConversations == 0 {
+			e.MaxConversations = DefaultEAPMaxConversations
+		}
+		if e.Timeout == nil {
+			e.Timeout = &metav1.Duration{Duration: DefaultEAPTimeout}
 		}
 	}
 	if sub := s.Subscribers; sub != nil {
@@ -250,6 +272,14 @@ func managed(s aaav1.AAAClusterSpec) bool { return s.Cassandra.External == nil }
 // radsecEnabled tells whether RadSec is on.
 func radsecEnabled(s aaav1.AAAClusterSpec) bool {
 	return s.Radius.RadSec != nil && s.Radius.RadSec.Enabled
+}
+
+// eapEnabled tells whether EAP is on.
+func eapEnabled(s aaav1.AAAClusterSpec) bool { return s.EAP != nil && len(s.EAP.Methods) > 0 }
+
+// eapUsesTLS tells whether a method needs the EAP server certificate (all but md5).
+func eapUsesTLS(s aaav1.AAAClusterSpec) bool {
+	return eapEnabled(s) && slices.ContainsFunc(s.EAP.Methods, func(m string) bool { return m != "md5" })
 }
 
 // defaultIssuer fills in an issuer reference's kind and group (nil: nothing to do).

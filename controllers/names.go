@@ -46,6 +46,8 @@ const (
 	cassandraCredsDir  = configDir + "/cassandra"
 	tlsDir             = configDir + "/tls"
 	diameterTLSDir     = configDir + "/diameter-tls"
+	eapTLSDir          = configDir + "/eap-tls"
+	eapCADir           = configDir + "/eap-ca"
 	ldapDir            = configDir + "/ldap"
 	ldapProfilesDir    = configDir + "/ldap-profiles"
 	subscribersDir     = configDir + "/subscribers"
@@ -69,9 +71,11 @@ func diameterCertificateName(c *aaav1.AAACluster) string      { return c.Name + 
 func diameterCertificateSecretName(c *aaav1.AAACluster) string {
 	return c.Name + "-diameter-tls"
 }
-func serviceMonitorName(c *aaav1.AAACluster) string     { return c.Name }
-func prometheusRuleName(c *aaav1.AAACluster) string     { return c.Name }
-func dashboardConfigMapName(c *aaav1.AAACluster) string { return c.Name + "-dashboard" }
+func eapCertificateName(c *aaav1.AAACluster) string       { return c.Name + "-eap" }
+func eapCertificateSecretName(c *aaav1.AAACluster) string { return c.Name + "-eap-tls" }
+func serviceMonitorName(c *aaav1.AAACluster) string       { return c.Name }
+func prometheusRuleName(c *aaav1.AAACluster) string       { return c.Name }
+func dashboardConfigMapName(c *aaav1.AAACluster) string   { return c.Name + "-dashboard" }
 
 func diameterServiceName(c *aaav1.AAACluster, dc string) string {
 	return c.Name + "-" + dc + "-diameter"

@@ -74,6 +74,27 @@ func TestValidation(t *testing.T) {
 		{"RadSec without a certificate", func(c *aaav1.AAACluster) {
 			c.Spec.Radius.RadSec = &aaav1.RadSecSpec{Enabled: true}
 		}, []string{"spec.radius.radsec", "issuerRef or secretName"}},
+		{"EAP-TLS without a client CA", func(c *aaav1.AAACluster) {
+			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"tls"}, SecretName: "s"}
+		}, []string{"spec.eap.clientCA", "required by the method tls"}},
+		{"PEAP without a certificate", func(c *aaav1.AAACluster) {
+			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"md5", "peap"}}
+		}, []string{"spec.eap", "issuerRef or secretName is required by the methods tls, peap and ttls"}},
+		{"EAP issuer and Secret", func(c *aaav1.AAACluster) {
+			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"peap"}, SecretName: "s", IssuerRef: &aaav1.IssuerReference{Name: "ca"}, DNSNames: []string{"r"}}
+		}, []string{"spec.eap", "mutually exclusive"}},
+		{"EAP issuer without names", func(c *aaav1.AAACluster) {
+			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"peap"}, IssuerRef: &aaav1.IssuerReference{Name: "ca"}}
+		}, []string{"spec.eap.dnsNames", "at least one name"}},
+		{"EAP unknown method", func(c *aaav1.AAACluster) { c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"leap"}} },
+			[]string{"spec.eap.methods[0]", "Unsupported value"}},
+		{"EAP method twice", func(c *aaav1.AAACluster) { c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"md5", "md5"}} },
+			[]string{"spec.eap.methods", "listed twice"}},
+		{"EAP no method", func(c *aaav1.AAACluster) { c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{}} },
+			[]string{"spec.eap.methods"}},
+		{"EAP timeout too short", func(c *aaav1.AAACluster) {
+			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"md5"}, Timeout: &metav1.Duration{Duration: 500 * time.Millisecond}}
+		}, []string{"spec.eap.timeout", "between 1s and 10m"}},
 		// Without a source policing refuses its config (subscribers.file required) and
 		// crash-loops: the API server says so instead.
 		{"no subscriber source", func(c *aaav1.AAACluster) { c.Spec.Subscribers = nil },

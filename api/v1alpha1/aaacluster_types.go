@@ -67,6 +67,12 @@ type AAAClusterSpec struct {
 	// +optional
 	Diameter *DiameterSpec `json:"diameter,omitempty"`
 
+	// EAP serves EAP over RADIUS (RFC 3579, docs/eap.md) on the RADIUS ports: policing's eap.*
+	// keys, with the server certificate of the TLS-based methods and the CA bundle of EAP-TLS
+	// client certificates mounted read-only and reloaded when they change.
+	// +optional
+	EAP *EAPSpec `json:"eap,omitempty"`
+
 	// Subscribers selects where subscribers are looked up: LDAP or a file. Required: policing
 	// has no other subscriber source and refuses to start without one.
 	// +kubebuilder:validation:Required
@@ -505,6 +511,62 @@ type RadSecSpec struct {
 	// DNSNames added to the certificate, e.g. the public names of the load balancers.
 	// +optional
 	DNSNames []string `json:"dnsNames,omitempty"`
+}
+
+// EAPSpec configures the EAP server. The server certificate of tls, peap and ttls comes from
+// cert-manager (issuerRef: a Certificate <name>-eap for dnsNames, the names supplicants are told
+// to expect) or from a kubernetes.io/tls Secret; policing reloads it when it renews.
+// +kubebuilder:validation:XValidation:rule="self.methods.all(m, m == 'md5') || has(self.issuerRef) || has(self.secretName)",message="spec.eap: issuerRef or secretName is required by the methods tls, peap and ttls (the server certificate)"
+// +kubebuilder:validation:XValidation:rule="!(has(self.issuerRef) && has(self.secretName))",message="spec.eap: issuerRef and secretName are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || (has(self.dnsNames) && size(self.dnsNames) > 0)",message="spec.eap.dnsNames: at least one name is required with issuerRef (the server name supplicants check)",fieldPath=".dnsNames"
+// +kubebuilder:validation:XValidation:rule="!('tls' in self.methods) || has(self.clientCA)",message="spec.eap.clientCA is required by the method tls (client certificates are verified against it)",fieldPath=".clientCA"
+type EAPSpec struct {
+	// Methods offered, in order of preference: tls, peap, ttls, md5 (policing's eap.methods).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:Enum=tls;peap;ttls;md5
+	// +kubebuilder:validation:XValidation:rule="self.all(m, self.filter(n, n == m).size() == 1)",message="spec.eap.methods: a method is listed twice"
+	// +listType=atomic
+	Methods []string `json:"methods"`
+	// IssuerRef of a cert-manager Issuer or ClusterIssuer: the operator requests a Certificate
+	// named <name>-eap (Secret <name>-eap-tls) for dnsNames.
+	// +optional
+	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
+	// SecretName of an existing kubernetes.io/tls Secret (tls.crt, tls.key) to use instead of
+	// cert-manager.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+	// DNSNames of the certificate requested from issuerRef: the server names supplicants are
+	// configured to check (e.g. radius.example.net).
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	DNSNames []string `json:"dnsNames,omitempty"`
+	// ClientCA is the CA bundle (PEM) EAP-TLS client certificates must chain to: a key of a
+	// ConfigMap, key ca.crt unless it says otherwise (a CA bundle is public: no Secret needed,
+	// and trust-manager writes its bundles to ConfigMaps).
+	// Required by tls. Reloaded when the ConfigMap changes.
+	// +optional
+	ClientCA *ConfigMapKeyRef `json:"clientCA,omitempty"`
+	// TLSIdentity is what names an EAP-TLS subscriber: the client certificate's commonName or
+	// its subjectAltName (e-mail first, then DNS).
+	// +kubebuilder:validation:Enum=commonName;subjectAltName
+	// +kubebuilder:default=commonName
+	// +optional
+	TLSIdentity string `json:"tlsIdentity,omitempty"`
+	// MaxConversations bounds the conversations a policing pod keeps between rounds. Default
+	// 10000.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +kubebuilder:default=10000
+	// +optional
+	MaxConversations int32 `json:"maxConversations,omitempty"`
+	// Timeout is how long a conversation waits for the peer's next round (also the
+	// Access-Challenge's Session-Timeout). Default 30s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="spec.eap.timeout must be between 1s and 10m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // IssuerReference names a cert-manager issuer.

@@ -31,6 +31,9 @@ func (n *Node) startEAP(src subscriber.Source) (*eap.Server, error) {
 	if c.TLSMaxVersion == "1.2" {
 		opt.TLSMaxVersion = tls.VersionTLS12
 	}
+	// EAP-MD5 conversations live between rounds in the session store, so that a round landing
+	// on another node (another DC) continues them (docs/eap.md, "Multi-DC conversations").
+	opt.Shared, _ = n.Store.(session.Ephemeral)
 	if opt.NodeID == "" {
 		opt.NodeID, _ = os.Hostname()
 		opt.NodeID = opt.NodeID[:min(len(opt.NodeID), eap.MaxNodeID)]

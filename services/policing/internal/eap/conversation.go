@@ -7,23 +7,25 @@ import (
 	"time"
 )
 
-// State names a conversation (RFC 2865 §5.24, RFC 3579 §2.1): "OA", a version (1), the
-// length of the owner node's id, the id, then 16 random octets. A new State is issued for
-// every round and the previous one forgotten, so a replayed State names nothing. The node id
-// lets another node route a round to the conversation's owner (multi-DC, docs/eap.md: not
-// done yet); the random part makes a State unguessable.
+// State names a conversation (RFC 2865 §5.24, RFC 3579 §2.1): "OA", a kind (stateLocal 1:
+// the conversation is in the memory of its owner node; stateShared 2: in the session store,
+// shared.go), the length of the owner node's id, the id, then 16 random octets. A new State is
+// issued for every round and the previous one forgotten, so a replayed State names nothing.
+// The node id would let another node route a round to the owner (multi-DC, docs/eap.md); the
+// random part makes a State unguessable.
 const (
-	stateMagic   = "OA"
-	stateVersion = 1
-	stateRandom  = 16
+	stateMagic  = "OA"
+	stateLocal  = 1
+	stateShared = 2
+	stateRandom = 16
 	// MaxNodeID bounds the node id in a State (a State attribute holds 253 octets).
 	MaxNodeID = 64
 )
 
-func newState(node string) string {
+func newState(node string, kind byte) string {
 	b := make([]byte, 0, len(stateMagic)+2+len(node)+stateRandom)
 	b = append(b, stateMagic...)
-	b = append(b, stateVersion, byte(len(node)))
+	b = append(b, kind, byte(len(node)))
 	b = append(b, node...)
 	var r [stateRandom]byte
 	_, _ = rand.Read(r[:]) // never fails (crypto/rand, Go ≥ 1.24)
@@ -32,7 +34,7 @@ func newState(node string) string {
 
 // StateNode returns the id of the node that owns the conversation a State names.
 func StateNode(state []byte) (string, bool) {
-	if len(state) < len(stateMagic)+2+stateRandom || string(state[:2]) != stateMagic || state[2] != stateVersion {
+	if len(state) < len(stateMagic)+2+stateRandom || string(state[:2]) != stateMagic || (state[2] != stateLocal && state[2] != stateShared) {
 		return "", false
 	}
 	n := int(state[3])
@@ -40,6 +42,12 @@ func StateNode(state []byte) (string, bool) {
 		return "", false
 	}
 	return string(state[4 : 4+n]), true
+}
+
+// sharedState tells whether a State names a conversation kept in the session store.
+func sharedState(state []byte) bool {
+	_, ok := StateNode(state)
+	return ok && state[2] == stateShared
 }
 
 // conversation is one peer's EAP conversation between rounds: small values, and the method's
@@ -95,7 +103,7 @@ func (t *table) take(state string, now time.Time) *conversation {
 
 // put keeps c under a new State until it expires.
 func (t *table) put(node string, c *conversation) (string, error) {
-	state := newState(node)
+	state := newState(node, stateLocal)
 	t.mu.Lock()
 	if len(t.m) >= t.max {
 		t.mu.Unlock()

@@ -43,3 +43,6 @@ func (m *md5Method) step(ctx context.Context, id byte, data []byte) outcome {
 }
 
 func (m *md5Method) close() {}
+
+// state is the challenge: all an MD5 conversation needs to continue on another node.
+func (m *md5Method) state() []byte { return m.challenge[:] }

@@ -57,7 +57,8 @@ const (
 	ReasonTimeout       Reason = "tls_timeout"
 	ReasonCertificate   Reason = "certificate_identity"
 	ReasonInternal      Reason = "internal_error"
-	ReasonPolicy        Reason = "policy_refused" // the subscriber authenticated, the policy said no
+	ReasonStateStore    Reason = "state_store_unavailable" // a shared conversation could not be read
+	ReasonPolicy        Reason = "policy_refused"          // the subscriber authenticated, the policy said no
 	// EAP-AKA and AKA'.
 	ReasonNoAKA       Reason = "no_aka_credentials"      // the subscriber has no (usable) Ki and OPc
 	ReasonSQNStore    Reason = "sqn_store_unavailable"   // the session store gave no SQN

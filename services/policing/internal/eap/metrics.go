@@ -31,6 +31,13 @@ var (
 		Help: "EAP-AKA and AKA' resynchronisations: the card's SQN, from a verified AUTS, moved the stored SQN past it.",
 	})
 
+	// sharedErrors counts failures of the session store holding conversations between
+	// rounds (shared.go), by operation: put, take, decode.
+	sharedErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "eap", Name: "state_store_errors_total",
+		Help: "Failures to store (put), read (take) or decode an EAP conversation kept in the session store between rounds.",
+	}, []string{"op"})
+
 	expired = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "eap", Name: "conversations_expired_total",
 		Help: "EAP conversations forgotten because the peer's next round did not come within eap.timeout.",

@@ -44,12 +44,17 @@ type Options struct {
 	// AKANetworkName is the access network name of EAP-AKA prime (AT_KDF_INPUT, RFC 9048 §3.1).
 	AKANetworkName string
 	Log            *slog.Logger
+	// Shared keeps the conversations whose state is small (EAP-MD5) between rounds, so that
+	// any node sharing the store continues them (shared.go); nil: every conversation stays
+	// in this node's memory.
+	Shared session.Ephemeral
 }
 
 // Server runs EAP conversations.
 type Server struct {
-	opt   Options
-	convs *table
+	opt       Options
+	convs     *table
+	warnStore everyMinute // shared.go
 }
 
 // New starts a server (its sweeper of expired conversations runs until Close).
@@ -107,8 +112,13 @@ func (s *Server) Handle(ctx context.Context, req *radius.Packet) Result {
 		}
 		return s.begin(ctx, p, now)
 	}
-	c := s.convs.take(string(state), now)
-	if c == nil {
+	var c *conversation
+	if sharedState(state) {
+		var r Reason
+		if c, r = s.takeShared(ctx, state, now); c == nil {
+			return s.reject(p.ID, r)
+		}
+	} else if c = s.convs.take(string(state), now); c == nil {
 		return s.reject(p.ID, ReasonUnknownState)
 	}
 	if p.ID != c.lastID {
@@ -123,7 +133,7 @@ func (s *Server) Handle(ctx context.Context, req *radius.Packet) Result {
 		return s.reject(p.ID, ReasonUnexpected)
 	}
 	o := c.method.step(ctx, p.ID, p.Data)
-	return s.after(c, p.ID, o, now)
+	return s.after(ctx, c, p.ID, o, now)
 }
 
 // begin starts a conversation with the first configured method.
@@ -157,13 +167,13 @@ func (s *Server) propose(ctx context.Context, c *conversation, t byte, now time.
 	}
 	c.method, c.typ, c.rounds = m, t, 0
 	c.tried = append(c.tried, t)
-	return s.challenge(c, first, now)
+	return s.challenge(ctx, c, first, now)
 }
 
 // after turns a step's outcome into the round's Result.
-func (s *Server) after(c *conversation, id byte, o outcome, now time.Time) Result {
+func (s *Server) after(ctx context.Context, c *conversation, id byte, o outcome, now time.Time) Result {
 	if !o.done {
-		return s.challenge(c, o.next, now)
+		return s.challenge(ctx, c, o.next, now)
 	}
 	c.close()
 	if o.reason != "" {
@@ -173,15 +183,19 @@ func (s *Server) after(c *conversation, id byte, o outcome, now time.Time) Resul
 	return Result{Accept: true, EAP: final(CodeSuccess, id), Subscriber: o.sub, MSK: o.msk}
 }
 
-// challenge sends the method's next Request and keeps the conversation under a new State.
-func (s *Server) challenge(c *conversation, data []byte, now time.Time) Result {
+// challenge sends the method's next Request and keeps the conversation under a new State:
+// in the session store when its state is small (shared.go), else in this node's memory.
+func (s *Server) challenge(ctx context.Context, c *conversation, data []byte, now time.Time) Result {
 	c.lastID++
 	c.rounds++
 	c.expires = now.Add(s.opt.Timeout)
-	state, err := s.convs.put(s.opt.NodeID, c)
-	if err != nil {
-		c.close()
-		return s.reject(c.lastID-1, ReasonFull)
+	state, ok := s.keepShared(ctx, c)
+	if !ok {
+		var err error
+		if state, err = s.convs.put(s.opt.NodeID, c); err != nil {
+			c.close()
+			return s.reject(c.lastID-1, ReasonFull)
+		}
 	}
 	return Result{Challenge: true, EAP: request(c.lastID, c.typ, data), State: []byte(state), Timeout: s.opt.Timeout}
 }

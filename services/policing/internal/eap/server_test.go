@@ -175,7 +175,7 @@ func TestRejects(t *testing.T) {
 		return accessRequest(response(1, TypeMD5, make([]byte, 17)), nil)
 	})
 	bad("unknown State", ReasonUnknownState, func() *radius.Packet {
-		return accessRequest(response(1, TypeMD5, make([]byte, 17)), []byte(newState("node-a")))
+		return accessRequest(response(1, TypeMD5, make([]byte, 17)), []byte(newState("node-a", stateLocal)))
 	})
 	bad("wrong Identifier", ReasonBadIdentifier, func() *radius.Packet {
 		r := identity(s, t, "alice")
@@ -348,12 +348,15 @@ func TestConversationsBoundedAndExpired(t *testing.T) {
 }
 
 func TestStateNode(t *testing.T) {
-	a, b := newState("dc1-node-7"), newState("dc1-node-7")
+	a, b := newState("dc1-node-7", stateLocal), newState("dc1-node-7", stateShared)
 	if a == b {
 		t.Fatal("two States alike")
 	}
 	if n, ok := StateNode([]byte(a)); !ok || n != "dc1-node-7" {
 		t.Fatalf("StateNode %q %v", n, ok)
+	}
+	if n, ok := StateNode([]byte(b)); !ok || n != "dc1-node-7" || !sharedState([]byte(b)) || sharedState([]byte(a)) {
+		t.Fatalf("shared StateNode %q %v", n, ok)
 	}
 	for _, bad := range []string{"", "OA", a[:len(a)-1], "XX" + a[2:]} {
 		if _, ok := StateNode([]byte(bad)); ok {

@@ -52,8 +52,9 @@ type Store struct {
 	stop    chan struct{}
 	done    chan struct{}
 	closed  atomic.Bool
-	nodes   nodes // the Diameter node registry (nodes.go)
-	sqns    sqns  // the AKA sequence numbers (sqn.go)
+	nodes   nodes     // the Diameter node registry (nodes.go)
+	sqns    sqns      // the AKA sequence numbers (sqn.go)
+	temp    ephemeral // EAP conversation state between rounds (ephemeral.go)
 }
 
 type shard struct {

@@ -1,0 +1,108 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+)
+
+// spec.eap with an issuer: a Certificate <name>-eap, policing's eap section, the certificate's
+// Secret and the CA bundle mounted; the operator then goes quiet. Moving to secretName deletes
+// the Certificate and mounts the user's Secret; removing spec.eap takes the rest away.
+func TestEAPReconcile(t *testing.T) {
+	te := sharedEnv(t)
+	ns := te.newNamespace(t, "eap")
+	c := te.externalCluster(t, ns, "wifi")
+	c.Spec.Datacenters = c.Spec.Datacenters[:1]
+	c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"tls", "peap"}, IssuerRef: &aaav1.IssuerReference{Name: "wifi-ca"},
+		DNSNames: []string{"radius.example.net"}, ClientCA: &aaav1.ConfigMapKeyRef{Name: "client-ca"}}
+	if err := te.c.Create(bg, c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Spec.EAP.MaxConversations != DefaultEAPMaxConversations || c.Spec.EAP.TLSIdentity != "commonName" {
+		t.Errorf("schema defaults of spec.eap: maxConversations %d, tlsIdentity %q", c.Spec.EAP.MaxConversations, c.Spec.EAP.TLSIdentity)
+	}
+	te.finishJob(t, te.waitMigrationJob(t, ns, "wifi", "dc1:3"), true)
+
+	cert := &unstructured.Unstructured{}
+	cert.SetGroupVersionKind(CertificateGVK)
+	cert.SetNamespace(ns)
+	cert.SetName("wifi-eap")
+	eventually(t, wait, "Certificate wifi-eap", func() error {
+		if err := te.c.Get(bg, client.ObjectKeyFromObject(cert), cert); err != nil {
+			return err
+		}
+		names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+		if secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName"); secret != "wifi-eap-tls" || strings.Join(names, ",") != "radius.example.net" {
+			return fmt.Errorf("secretName %q, dnsNames %v", secret, names)
+		}
+		return nil
+	})
+	config := func() string {
+		cm := &corev1.ConfigMap{}
+		if err := te.c.Get(bg, client.ObjectKey{Namespace: ns, Name: "wifi-dc1-policing"}, cm); err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data[configKey]
+	}
+	eventually(t, wait, "the eap section of policing.yaml", func() error {
+		cfg := config()
+		for _, want := range []string{"certFile: /etc/openaaa/eap-tls/tls.crt", "caFile: /etc/openaaa/eap-ca/ca.crt", "- peap", "timeout: 30s"} {
+			if !strings.Contains(cfg, want) {
+				return fmt.Errorf("no %q in\n%s", want, cfg)
+			}
+		}
+		return nil
+	})
+	mounted := func() (secret, configMap string, err error) {
+		d := &appsv1.Deployment{}
+		if err := te.c.Get(bg, client.ObjectKey{Namespace: ns, Name: "wifi-dc1"}, d); err != nil {
+			return "", "", err
+		}
+		if v, m := volumeOf(d, "eap-tls"); v != nil && m != nil && m.ReadOnly {
+			secret = v.Secret.SecretName
+		}
+		if v, m := volumeOf(d, "eap-ca"); v != nil && m != nil && m.ReadOnly {
+			configMap = v.ConfigMap.Name
+		}
+		return secret, configMap, nil
+	}
+	eventually(t, wait, "the EAP volumes", func() error {
+		if s, cm, err := mounted(); err != nil || s != "wifi-eap-tls" || cm != "client-ca" {
+			return fmt.Errorf("Secret %q, ConfigMap %q (%v)", s, cm, err)
+		}
+		return nil
+	})
+	te.assertQuiet(t, ns, "wifi")
+
+	te.updateCluster(t, ns, "wifi", func(c *aaav1.AAACluster) {
+		c.Spec.EAP.IssuerRef, c.Spec.EAP.DNSNames, c.Spec.EAP.SecretName = nil, nil, "radius-tls"
+	})
+	eventually(t, wait, "the user's Secret instead of cert-manager's", func() error {
+		if ok, err := te.exists(cert); ok || err != nil {
+			return fmt.Errorf("Certificate wifi-eap still there (%v)", err)
+		}
+		if s, _, err := mounted(); err != nil || s != "radius-tls" {
+			return fmt.Errorf("Secret %q (%v)", s, err)
+		}
+		return nil
+	})
+
+	te.updateCluster(t, ns, "wifi", func(c *aaav1.AAACluster) { c.Spec.EAP = nil })
+	eventually(t, wait, "EAP gone", func() error {
+		if s, cm, err := mounted(); err != nil || s != "" || cm != "" {
+			return fmt.Errorf("still mounted: Secret %q, ConfigMap %q (%v)", s, cm, err)
+		}
+		if strings.Contains(config(), "eap:") {
+			return fmt.Errorf("the eap section of policing.yaml is still there")
+		}
+		return nil
+	})
+}

@@ -1,0 +1,109 @@
+package controllers
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+)
+
+// eapCluster is minimalCluster in namespace prod with EAP-TLS, PEAP and MD5, the server
+// certificate from a cert-manager issuer and the client CA from a ConfigMap.
+func eapCluster() (*aaav1.AAACluster, aaav1.AAAClusterSpec) {
+	c := minimalCluster("prod", "wifi")
+	c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"tls", "peap", "md5"},
+		IssuerRef: &aaav1.IssuerReference{Name: "wifi-ca"}, DNSNames: []string{"radius.example.net"},
+		ClientCA: &aaav1.ConfigMapKeyRef{Name: "wifi-client-ca"}}
+	return c, withDefaults(c.Spec, Options{Version: "v1.2.3"})
+}
+
+// volumeOf is the pod volume of that name in a Deployment, and its mount.
+func volumeOf(d *appsv1.Deployment, name string) (*corev1.Volume, *corev1.VolumeMount) {
+	pod := d.Spec.Template.Spec
+	var v *corev1.Volume
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Name == name {
+			v = &pod.Volumes[i]
+		}
+	}
+	for i, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == name {
+			return v, &pod.Containers[0].VolumeMounts[i]
+		}
+	}
+	return v, nil
+}
+
+// TestGoldenEAP: spec.eap becomes policing's eap section (loaded by policing's
+// TestOperatorRenderedConfigsLoad), a Certificate <name>-eap for dnsNames only, and two
+// read-only directory mounts (no subPath: renewals reach the pod): the certificate's Secret
+// and the CA bundle's key.
+func TestGoldenEAP(t *testing.T) {
+	c, spec := eapCluster()
+	golden(t, "policing-eap-dc1.yaml", []byte(renderPolicingConfig(c, spec, "dc1")))
+	golden(t, "certificate-eap.yaml", toYAML(t, buildEAPCertificate(c, spec).Object))
+
+	d := buildDeployment(c, spec, spec.Datacenters[0], "h")
+	v, m := volumeOf(d, "eap-tls")
+	if v == nil || m == nil || v.Secret == nil || v.Secret.SecretName != "wifi-eap-tls" || m.MountPath != eapTLSDir || !m.ReadOnly || m.SubPath != "" {
+		t.Errorf("eap-tls volume %+v mount %+v: want cert-manager's Secret wifi-eap-tls read-only at %s", v, m, eapTLSDir)
+	}
+	v, m = volumeOf(d, "eap-ca")
+	if v == nil || m == nil || v.ConfigMap == nil || v.ConfigMap.Name != "wifi-client-ca" || v.ConfigMap.Items[0].Key != "ca.crt" ||
+		m.MountPath != eapCADir || !m.ReadOnly || m.SubPath != "" {
+		t.Errorf("eap-ca volume %+v mount %+v: want ConfigMap wifi-client-ca key ca.crt read-only at %s", v, m, eapCADir)
+	}
+	// Reloaded in place, never rolling the pods; watched so that a change reconciles.
+	if got := rollingSecrets(c, spec); slices.Contains(got, "wifi-eap-tls") {
+		t.Errorf("rolling secrets %v: the EAP certificate is reloaded, it must not roll pods", got)
+	}
+	if got := referencedObjects(c); !slices.Contains(got, "ConfigMap/wifi-client-ca") {
+		t.Errorf("referenced %v lack the client CA ConfigMap", got)
+	}
+}
+
+// With secretName the user's Secret is mounted and no Certificate is wanted; MD5 alone needs
+// neither a certificate nor a CA; no spec.eap, no eap section.
+func TestEAPVariants(t *testing.T) {
+	c, _ := eapCluster()
+	c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"peap", "ttls"}, SecretName: "radius-tls"}
+	spec := withDefaults(c.Spec, Options{Version: "v1.2.3"})
+	d := buildDeployment(c, spec, spec.Datacenters[0], "h")
+	if v, _ := volumeOf(d, "eap-tls"); v == nil || v.Secret.SecretName != "radius-tls" {
+		t.Errorf("eap-tls volume %+v, want the Secret radius-tls", v)
+	}
+	if v, _ := volumeOf(d, "eap-ca"); v != nil {
+		t.Errorf("a CA volume without clientCA: %+v", v)
+	}
+	cfg := renderPolicingConfig(c, spec, "dc1")
+	if !strings.Contains(cfg, "certFile: /etc/openaaa/eap-tls/tls.crt") || strings.Contains(cfg, "caFile: /etc/openaaa/eap") {
+		t.Errorf("eap section:\n%s", cfg)
+	}
+	if got := referencedObjects(c); !slices.Contains(got, "Secret/radius-tls") {
+		t.Errorf("referenced %v lack the EAP Secret", got)
+	}
+
+	c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"md5"}}
+	spec = withDefaults(c.Spec, Options{Version: "v1.2.3"})
+	if eapUsesTLS(spec) {
+		t.Error("md5 alone asks for a certificate")
+	}
+	d = buildDeployment(c, spec, spec.Datacenters[0], "h")
+	if v, _ := volumeOf(d, "eap-tls"); v != nil {
+		t.Errorf("md5 alone mounts a certificate: %+v", v)
+	}
+	cfg = renderPolicingConfig(c, spec, "dc1")
+	if !strings.Contains(cfg, "- md5") || strings.Contains(cfg, "certFile: /etc/openaaa/eap") || !strings.Contains(cfg, "timeout: 30s") {
+		t.Errorf("eap section for md5:\n%s", cfg)
+	}
+
+	c.Spec.EAP = nil
+	spec = withDefaults(c.Spec, Options{Version: "v1.2.3"})
+	if cfg := renderPolicingConfig(c, spec, "dc1"); strings.Contains(cfg, "eap:") {
+		t.Errorf("an eap section without spec.eap:\n%s", cfg)
+	}
+}

@@ -1,0 +1,133 @@
+package eap
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// A conversation whose method state is a small value (EAP-MD5's challenge) lives between
+// rounds in the session store rather than in this node's memory, so that its next round
+// continues on any node of any DC (docs/eap.md, "Multi-DC conversations"). Its State says so
+// (stateShared): a round naming a State of the other kind never costs a store read.
+
+// portable is a method whose state between rounds is a small value.
+type portable interface {
+	// state is what restore needs to rebuild the method.
+	state() []byte
+}
+
+// conversationFormat versions the stored value.
+const conversationFormat = 1
+
+// marshal is the stored value of c (a portable method): format, lastID, type, rounds, the
+// methods tried, the expiry (Unix ns), the method's state length and state, the identity.
+func (c *conversation) marshal() []byte {
+	st := c.method.(portable).state()
+	b := make([]byte, 0, 6+len(c.tried)+8+1+len(st)+len(c.identity))
+	b = append(b, conversationFormat, c.lastID, c.typ, byte(min(c.rounds, 255)), byte(len(c.tried)))
+	b = append(b, c.tried...)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.expires.UnixNano()))
+	b = append(b, byte(len(st)))
+	b = append(b, st...)
+	return append(b, c.identity...)
+}
+
+var errStoredConversation = errors.New("eap: stored conversation malformed")
+
+// unmarshal rebuilds a conversation marshal wrote.
+func (s *Server) unmarshal(b []byte) (*conversation, error) {
+	if len(b) < 5 || b[0] != conversationFormat {
+		return nil, errStoredConversation
+	}
+	c := &conversation{lastID: b[1], typ: b[2], rounds: int(b[3])}
+	n := int(b[4])
+	b = b[5:]
+	if len(b) < n+9 {
+		return nil, errStoredConversation
+	}
+	c.tried = append([]byte(nil), b[:n]...)
+	c.expires = time.Unix(0, int64(binary.BigEndian.Uint64(b[n:])))
+	m := int(b[n+8])
+	b = b[n+9:]
+	if len(b) < m {
+		return nil, errStoredConversation
+	}
+	c.identity = string(b[m:])
+	method, ok := s.restore(c.typ, c.identity, b[:m])
+	if !ok {
+		return nil, errStoredConversation
+	}
+	c.method = method
+	return c, nil
+}
+
+// restore rebuilds a portable method from its state.
+func (s *Server) restore(t byte, identity string, st []byte) (method, bool) {
+	if t == TypeMD5 {
+		m := &md5Method{srv: s, identity: identity}
+		return m, copy(m.challenge[:], st) == len(m.challenge) && len(st) == len(m.challenge)
+	}
+	return nil, false
+}
+
+// keepShared stores c under a new shared State. false: no store, or it failed (counted and
+// logged); the caller keeps c in memory instead, so a store outage costs only the DC hop.
+func (s *Server) keepShared(ctx context.Context, c *conversation) (string, bool) {
+	if s.opt.Shared == nil {
+		return "", false
+	}
+	if _, ok := c.method.(portable); !ok {
+		return "", false
+	}
+	state := newState(s.opt.NodeID, stateShared)
+	if err := s.opt.Shared.PutEphemeral(ctx, []byte(state), c.marshal(), time.Until(c.expires)); err != nil {
+		sharedErrors.WithLabelValues("put").Inc()
+		if s.warnStore.ok() {
+			s.opt.Log.Warn("eap conversation not stored; kept on this node (run `policing migrate`?)", "err", err)
+		}
+		return "", false
+	}
+	return state, true
+}
+
+// takeShared reads and deletes the conversation a shared State names (nil: unknown, expired
+// or used) or the reason it cannot be read.
+func (s *Server) takeShared(ctx context.Context, state []byte, now time.Time) (*conversation, Reason) {
+	if s.opt.Shared == nil {
+		return nil, ReasonUnknownState
+	}
+	b, err := s.opt.Shared.TakeEphemeral(ctx, state)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil, ReasonUnknownState
+	}
+	if err != nil {
+		sharedErrors.WithLabelValues("take").Inc()
+		if s.warnStore.ok() {
+			s.opt.Log.Warn("eap conversation not read from the store", "err", err)
+		}
+		return nil, ReasonStateStore
+	}
+	c, err := s.unmarshal(b)
+	if err != nil {
+		sharedErrors.WithLabelValues("decode").Inc()
+		return nil, ReasonInternal
+	}
+	if now.After(c.expires) {
+		expired.Inc()
+		return nil, ReasonUnknownState
+	}
+	return c, ""
+}
+
+// everyMinute lets a store error be logged once a minute; the metric counts them all.
+type everyMinute struct{ last atomic.Int64 }
+
+func (e *everyMinute) ok() bool {
+	now, last := time.Now().UnixNano(), e.last.Load()
+	return now-last >= int64(time.Minute) && e.last.CompareAndSwap(last, now)
+}

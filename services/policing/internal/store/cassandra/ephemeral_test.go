@@ -1,0 +1,103 @@
+package cassandra_test
+
+import (
+	"context"
+	"crypto/md5"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2869"
+
+	"github.com/openaaa/openaaa/internal/cassandratest"
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
+)
+
+// eap_state (migration 0009): a value is read once, and not after its TTL.
+func TestEphemeral(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	st := migratedStore(t, cassandra.Options{})
+	c := ctx(t)
+	if err := st.PutEphemeral(c, []byte("k1"), []byte("v1"), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := st.TakeEphemeral(c, []byte("k1")); err != nil || string(v) != "v1" {
+		t.Fatalf("take: %q %v", v, err)
+	}
+	if _, err := st.TakeEphemeral(c, []byte("k1")); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("second take: %v, want ErrNotFound", err)
+	}
+	if err := st.PutEphemeral(c, []byte("k2"), []byte("v2"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := st.TakeEphemeral(c, []byte("k2")); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("take after the TTL: %v, want ErrNotFound", err)
+	}
+}
+
+type oneSubscriber struct{}
+
+func (oneSubscriber) Lookup(_ context.Context, user string) (*subscriber.Subscriber, error) {
+	if user == "alice" {
+		return &subscriber.Subscriber{Username: "alice", Password: "alicepw"}, nil
+	}
+	return nil, subscriber.ErrNotFound
+}
+
+// eapRound is an Access-Request carrying one EAP Response (short: one EAP-Message).
+func eapRound(code, id, typ byte, data, state []byte) *radius.Packet {
+	p := radius.New(radius.CodeAccessRequest, []byte("secret"))
+	msg := append([]byte{code, id, 0, byte(5 + len(data)), typ}, data...)
+	p.Add(rfc2869.EAPMessage_Type, msg)
+	if state != nil {
+		p.Add(rfc2865.State_Type, state)
+	}
+	return p
+}
+
+// An EAP-MD5 conversation whose two rounds go to two policing nodes, each with its own
+// connection to the keyspace (hybrid stores, as in two DCs): node A sends the challenge, node B
+// checks the answer and accepts; the State is then used up on both.
+func TestEAPConversationAcrossNodes(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	ks := keyspace(t)
+	migrateKS(t, ks)
+	nodes := make([]*eap.Server, 2)
+	for i, name := range []string{"dc1-a", "dc2-b"} {
+		st := cassandra.NewHybrid(openStore(t, ks, cassandra.Options{}), 100, time.Minute)
+		t.Cleanup(func() { st.Close(context.Background()) })
+		nodes[i] = eap.New(eap.Options{Methods: []byte{eap.TypeMD5}, NodeID: name, MaxConversations: 10, Timeout: 30 * time.Second,
+			RoundTimeout: time.Second, Subscribers: oneSubscriber{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Shared: st})
+		t.Cleanup(nodes[i].Close)
+	}
+	c := ctx(t)
+	r := nodes[0].Handle(c, eapRound(eap.CodeResponse, 7, eap.TypeIdentity, []byte("alice"), nil))
+	req, err := eap.Parse(r.EAP)
+	if !r.Challenge || err != nil || req.Type != eap.TypeMD5 {
+		t.Fatalf("round 1 on node A: %+v (%v)", r, err)
+	}
+	if owner, _ := eap.StateNode(r.State); owner != "dc1-a" {
+		t.Fatalf("State owner %q", owner)
+	}
+	h := md5.New()
+	h.Write([]byte{req.ID})
+	h.Write([]byte("alicepw"))
+	h.Write(req.Data[1:17])
+	answer := eapRound(eap.CodeResponse, req.ID, eap.TypeMD5, append([]byte{16}, h.Sum(nil)...), r.State)
+	if res := nodes[1].Handle(c, answer); !res.Accept || res.Subscriber.Username != "alice" {
+		t.Fatalf("round 2 on node B: %+v", res)
+	}
+	for i, n := range nodes {
+		if res := n.Handle(c, answer); res.Reason != eap.ReasonUnknownState {
+			t.Fatalf("State replayed on node %d: %+v", i, res)
+		}
+	}
+}
