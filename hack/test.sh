@@ -14,12 +14,10 @@
 #      its add-ons) never run at once. Beside each other they starved Cassandra's restart
 #      (4 min instead of 1) and the multi-DC test's outage phase grew with it. The cluster's
 #      and the add-ons' builds run niced (BUILD_NICE) so that they yield to the tests;
-#   C. the add-ons' build (`make addons`, minutes of compiling when cold) at the lowest
-#      priority (ADDONS_NICE): it takes the CPU the other lanes leave idle (they wait on
-#      Cassandra, pods and timers) and yields to the rest; then their package (ADDONS_TESTS).
-#      The cluster tests that need the add-ons wait for this build (test/addons NeedBuilt,
-#      through the status file BuildStatusEnv names); the first cluster test does not need
-#      them, and the add-ons are installed beside it as soon as they are built.
+#   C. after provision-cluster: the add-ons' build (`make addons`, minutes of compiling when
+#      cold), then their package (ADDONS_TESTS). The cluster tests that need the add-ons wait
+#      for this build (test/addons NeedBuilt, through the status file BuildStatusEnv names);
+#      the first cluster test does not need them, so it runs while they compile.
 # The cluster tests spend most of their time waiting on pods, the others on Cassandra and
 # timers: the lanes share the two cores better than one queue (README "Tests").
 # Exit status: non-zero when any lane fails; every lane runs to its end.
@@ -48,8 +46,6 @@ trap 'rm -f "$status"' EXIT
 # machine they compile for many minutes beside the multi-DC test, whose Cassandra nodes and
 # timeouts must not starve (it failed so: a killed node took 3.5 min to come back).
 BUILD_NICE=10
-# The add-ons' build is needed last (by the cluster tests after the first): below the cluster's.
-ADDONS_NICE=19
 # The provisioning's compilers collect no garbage until their heap reaches BUILD_MEMLIMIT: a
 # quarter less compiler CPU (measured: the operator from an empty cache, 316 → 236 s user),
 # with each compile's memory bounded. Only the provisioning's builds: the tests' own binaries
@@ -77,19 +73,6 @@ for p in "${all[@]}"; do
 done
 
 (
-	if nice -n "$ADDONS_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
-		echo ok >"$status"
-		at "add-ons built"
-		env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${addons_pkgs[@]}"
-	else
-		echo failed >"$status"
-		at "add-ons' build FAILED"
-		exit 1
-	fi
-) &
-addons_lane=$!
-
-(
 	# The multi-DC end-to-end package needs only the base: it starts now, beside the cluster's
 	# provisioning (at a lower priority); the cluster's tests wait for it.
 	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${e2e_pkgs[@]}" &
@@ -97,6 +80,18 @@ addons_lane=$!
 	rc=0
 	nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory provision-cluster || rc=$?
 	at "cluster provisioned (rc=${rc})"
+	(
+		if ((rc == 0)) && nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
+			echo ok >"$status"
+			at "add-ons built"
+			env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${addons_pkgs[@]}"
+		else
+			echo failed >"$status"
+			at "add-ons' build FAILED"
+			exit 1
+		fi
+	) &
+	addons_lane=$!
 	erc=0
 	wait "$e2e" || erc=$?
 	at "the end-to-end packages done (rc=${erc})"
@@ -105,7 +100,9 @@ addons_lane=$!
 			"$GO" test -p 1 -count=1 -timeout "$TIMEOUT" "${cluster_pkgs[@]}" || rc=$?
 	fi
 	((erc == 0)) || rc=$erc
-	((rc == 0))
+	arc=0
+	wait "$addons_lane" || arc=$?
+	((rc == 0 && arc == 0))
 ) &
 cluster_lane=$!
 
@@ -114,8 +111,5 @@ env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${others[@]}" || r
 at "the other packages done (rc=${rc})"
 crc=0
 wait "$cluster_lane" || crc=$?
-at "the cluster's packages done (rc=${crc})"
-arc=0
-wait "$addons_lane" || arc=$?
-at "the add-ons' package done (rc=${arc})"
-((rc == 0 && crc == 0 && arc == 0))
+at "the cluster's and the add-ons' packages done (rc=${crc})"
+((rc == 0 && crc == 0))

@@ -3,15 +3,15 @@
 # static binaries and OCI images (hack/addons.sh, docs/addons.md). Cold: minutes of compiling
 # on 2 cores the first time; warm (cached under $(CACHE)/addons, keyed by versions, Go version
 # and flags): seconds. Part of PROVISION: test/addons and the cluster tests (monitoring,
-# autoscaling, RadSec with cert-manager) need them. Independent of cluster-provision: make
-# test builds them beside it, at a lower priority (hack/test.sh).
+# autoscaling, RadSec with cert-manager) need them. After cluster-provision, which builds the
+# cluster's Kubernetes binaries first.
 
 PROVISION += addons
 ADDONS_TESTS := ./test/addons/...
 
 ##@ Add-ons of the local cluster
 .PHONY: addons
-addons: envtest-assets ## Build the add-ons' binaries, images and CRDs (cached; hack/addons/images.env).
+addons: envtest-assets cluster-provision ## Build the add-ons' binaries, images and CRDs (cached; hack/addons/images.env).
 	GO=$(GO) hack/addons.sh build
 
 .PHONY: addons-test
