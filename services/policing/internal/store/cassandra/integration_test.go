@@ -57,7 +57,12 @@ func migrateKS(t *testing.T, ks string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := migrate.Run(ctx, migrate.Options{Conn: conn(ks, 1)}); err != nil {
+	// Schema changes wait for the node's schema agreement: several seconds on a machine busy
+	// with make test's other lanes, where the stores' 3 s request timeout failed a CREATE
+	// TABLE (TestEphemeral, 2026-11-27).
+	c := conn(ks, 1)
+	c.Timeout = 20 * time.Second
+	if _, err := migrate.Run(ctx, migrate.Options{Conn: c}); err != nil {
 		t.Fatalf("migrate %s: %v", ks, err)
 	}
 }

@@ -3,13 +3,16 @@ package cassandra
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
 // maxSQNAttempts bounds the compare-and-set rounds of one NextSQN: a round is lost when
-// another node took a SQN of the same subscriber meanwhile, or when Paxos timed out.
-const maxSQNAttempts = 16
+// another node took a SQN of the same subscriber meanwhile, or when Paxos timed out. The
+// caller's context bounds the time (eap.roundTimeout).
+const maxSQNAttempts = 32
 
 var errSQNContention = errors.New("aka_sqn: too much contention on one subscriber's sequence number")
 
@@ -22,7 +25,11 @@ var errSQNContention = errors.New("aka_sqn: too much contention on one subscribe
 func (st *Store) NextSQN(ctx context.Context, subscriber string, floor uint64) (uint64, error) {
 	var cur int64
 	known := false // cur is the value in force as of the last transaction
-	for range maxSQNAttempts {
+	lost := false  // the last round lost to another node, or timed out
+	for attempt := range maxSQNAttempts {
+		if lost && !backoff(ctx, attempt) {
+			return 0, ctx.Err()
+		}
 		var applied bool
 		var err error
 		next := floor
@@ -39,14 +46,29 @@ func (st *Store) NextSQN(ctx context.Context, subscriber string, floor uint64) (
 		case err == nil && applied:
 			return next, nil
 		case err == nil:
+			lost = known // an UPDATE lost; a first INSERT only learnt the value in force
 			known = true
 		case casUncertain(err) && ctx.Err() == nil:
-			known = false
+			lost, known = true, false
 		default:
 			return 0, err
 		}
 	}
 	return 0, errSQNContention
+}
+
+// backoff waits a random 0..2^attempt ms (at most 64) before another round: contenders that
+// lost to each other in lockstep spread out instead of losing again (four at once on one
+// subscriber used up every round on a busy machine). False when ctx ends first.
+func backoff(ctx context.Context, attempt int) bool {
+	t := time.NewTimer(time.Duration(rand.IntN(1<<min(attempt, 6))+1) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // casUncertain: a lightweight transaction whose outcome is unknown (Paxos timed out).
