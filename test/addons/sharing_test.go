@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestBuildsShareRootVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rootPkgs := goDeps(t, root, "-mod=readonly", "", ".", "./services/...", "./internal/tools/...", "helm.sh/helm/v3/cmd/helm")
+	rootPkgs := goDeps(t, root, "-mod=readonly", "", rootBuilds(t, root)...)
 	for _, b := range builds {
 		dir := filepath.Join(cacheRoot(), b.dir)
 		if r, ok := strings.CutPrefix(b.dir, "repo:"); ok {
@@ -92,6 +93,21 @@ func TestBuildsShareRootVersions(t *testing.T) {
 		}
 		t.Logf("%s: %d packages of %d shared with the root module, all at its versions", b.name, shared, len(pkgs))
 	}
+}
+
+// rootBuilds: the root module's package patterns the wrappers align with, read from
+// hack/lib/kube-build.sh (ROOT_BUILDS), the one list both use.
+func rootBuilds(t *testing.T, root string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "hack", "lib", "kube-build.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^ROOT_BUILDS="([^"]+)"$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal(`hack/lib/kube-build.sh: no ROOT_BUILDS="..." line`)
+	}
+	return strings.Fields(string(m[1]))
 }
 
 // goDeps: the non-standard packages the patterns build in the module at dir (CGO_ENABLED=0,
