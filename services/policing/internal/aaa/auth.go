@@ -16,6 +16,7 @@ import (
 	"layeh.com/radius/rfc2865"
 
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/eapforward"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/mschapv2"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
@@ -37,6 +38,9 @@ type Auth struct {
 	AuthLog *AuthLog
 	// EAP runs EAP conversations (docs/eap.md); nil: EAP is off and refused.
 	EAP *eap.Server
+	// Forward sends a round of a conversation in another node's memory to that node
+	// (eapforward.go); nil: such a round is unknown_state.
+	Forward *eapforward.Forwarder
 }
 
 // Reject reasons (logged and counted, never sent).

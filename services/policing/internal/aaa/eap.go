@@ -17,8 +17,15 @@ import (
 // serveEAP answers an Access-Request that carries EAP (RFC 3579): the EAP server runs the
 // round; a conversation that succeeded is still the policy's to accept, and a refusal turns
 // its EAP-Success into EAP-Failure. radiusd already dropped requests without a valid
-// Message-Authenticator (RFC 3579 §3.2).
+// Message-Authenticator (RFC 3579 §3.2). A round of a conversation in another node's
+// memory goes to that node (eapforward.go).
 func (h *Auth) serveEAP(w radiusd.ResponseWriter, r *radiusd.Request) {
+	if h.Forward != nil {
+		if owner, ok := h.Forward.Owner(r.Packet); ok {
+			h.forwardEAP(w, r, owner)
+			return
+		}
+	}
 	ctx, cancel := withTimeout(r.Context(), h.LookupTimeout)
 	defer cancel()
 	var res eap.Result

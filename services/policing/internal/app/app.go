@@ -49,8 +49,9 @@ type Node struct {
 	RadSecAddr     net.Addr
 	Diameter       *diameter.Server // Diameter/Gx listener (app/diameter.go); nil when off
 	DiameterAddr   net.Addr
+	EAPForwardAddr net.Addr        // EAP forwarding listener (app/eapforward.go); nil when off
 	gx             *gx.Handler     // the Gx handler (app/diameter.go): RARs from the admin API
-	stopNodeReg    func()          // ends this node's entry refresh in the node registry (app/diameter.go)
+	stopNodeReg    func()          // ends this node's records' refresh in the node registry (app/noderegistry.go)
 	stopPolicyPush func()          // ends the data policies' RARs (app/diameter.go)
 	Reloader       *reload.Watcher // hot reload of mounted files (app/reload.go)
 	reloadStop     func()
@@ -145,6 +146,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		n.abort()
 		return nil, err
 	}
+	if err := n.startEAPForward(auth); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if n.AuthAddr, err = n.listen("radius.authAddress", r.AuthAddress, radiusd.Auth, auth); err != nil {
 		n.abort()
 		return nil, err
@@ -168,8 +173,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 			a.GxNodes, a.NodeName = n.lookupDiameterNode, n.diameterNodeName()
 		}
 		adm.serve(a.Handler())
-		n.registerDiameterNode()
 	}
+	n.startNodeRegistry()
 	log.Info("policing started", "store", cfg.Session.Store, "clients", len(clients.All()),
 		"auth", addrString(n.AuthAddr), "acct", addrString(n.AcctAddr), "admin", addrString(n.AdminAddr))
 	return n, nil
@@ -221,6 +226,7 @@ func (n *Node) abort() {
 	n.stopReload()
 	_ = n.stopRadSec(context.Background())
 	_ = n.stopDiameter()
+	n.stopNodeRegistry()
 	_ = n.Radius.Shutdown(context.Background())
 	n.stopEAP()
 	_ = n.stopProxy()
@@ -245,7 +251,9 @@ func (n *Node) drain(ctx context.Context) error {
 	defer nodeDraining.Set(0)
 	n.Log.Info("draining")
 	n.stopReload()
-	errs := []error{n.stopRadSec(ctx), n.stopDiameter(), n.Radius.Shutdown(ctx)}
+	errs := []error{n.stopRadSec(ctx), n.stopDiameter()}
+	n.stopNodeRegistry()
+	errs = append(errs, n.Radius.Shutdown(ctx))
 	n.stopEAP()
 	errs = append(errs, n.deliverQueues(ctx)...) // shutdown.go
 	if n.admin != nil {

@@ -92,10 +92,6 @@ func (n *Node) stopDiameter() error {
 		n.stopPolicyPush()
 		n.stopPolicyPush = nil
 	}
-	if n.stopNodeReg != nil {
-		n.stopNodeReg()
-		n.stopNodeReg = nil
-	}
 	if n.Diameter == nil {
 		return nil
 	}
@@ -133,56 +129,27 @@ func (n *Node) diameterApps(pol *policy.Default) map[uint32]diameter.Handler {
 	return map[uint32]diameter.Handler{diameter.GxApplicationID: h}
 }
 
-// The node registry entry: refreshed every nodeRefresh, forgotten nodeTTL after the last.
-const (
-	nodeRefresh = 10 * time.Second
-	nodeTTL     = 30 * time.Second
-)
-
-// registerDiameterNode records this node (its Diameter identity, DC and admin URL) in the
-// store's node registry while Diameter serves, so that a node of any DC asked for a RAR that
-// must leave from here forwards the request to this node's admin API (admin/gx.go).
-func (n *Node) registerDiameterNode() {
-	reg, ok := n.Store.(session.NodeRegistry)
-	if !ok || n.Diameter == nil {
-		return
+// diameterRegistration is this node's record for RAR forwarding (its Diameter identity, DC
+// and admin URL) while Diameter serves, so that a node of any DC asked for a RAR that must
+// leave from here forwards the request to this node's admin API (admin/gx.go); nil when
+// there is nothing to register (noderegistry.go keeps it fresh).
+func (n *Node) diameterRegistration() *session.Node {
+	if n.Diameter == nil || n.admin == nil {
+		return nil
 	}
 	c := n.Config.Diameter
 	url := c.AdminURL
 	if url == "" {
-		url = advertisedAdminURL(n.AdminAddr)
+		if hp := advertised(n.AdminAddr); hp != "" {
+			url = "http://" + hp
+		}
 	}
 	if url == "" {
 		n.Log.Warn("diameter: no address to advertise for RAR forwarding: set diameter.adminURL")
-		return
+		return nil
 	}
-	node := session.Node{Name: n.diameterNodeName(), Host: c.OriginHost, DC: n.Config.Session.Cassandra.LocalDC, AdminURL: url}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(nodeRefresh)
-		defer t.Stop()
-		failing := false
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := reg.RegisterNode(ctx, node, nodeTTL)
-			cancel()
-			switch {
-			case err != nil && !failing:
-				n.Log.Warn("diameter: this node is not in the node registry: RARs cannot be forwarded to it (run `policing migrate`?)", "err", err.Error())
-			case err == nil && failing:
-				n.Log.Info("diameter: this node is in the node registry again")
-			}
-			failing = err != nil
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	n.stopNodeReg = func() { close(stop); <-done }
-	n.Log.Info("diameter: registered for RAR forwarding", "node", node.Name, "host", node.Host, "adminURL", url)
+	n.Log.Info("diameter: registering for RAR forwarding", "node", n.diameterNodeName(), "host", c.OriginHost, "adminURL", url)
+	return &session.Node{Name: n.diameterNodeName(), Host: c.OriginHost, AdminURL: url}
 }
 
 // diameterNodeName is diameter.nodeName, else host:port (unique per node, the pods of a
@@ -210,14 +177,20 @@ func (n *Node) lookupDiameterNode(ctx context.Context, name string) (string, err
 	return node.AdminURL, nil
 }
 
-// advertisedAdminURL is http://address of the admin listener, the wildcard replaced by this
-// host's first address that is not loopback (a pod's IP); "" when there is none.
-func advertisedAdminURL(a net.Addr) string {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
+// advertised is the host:port of a listener as the other nodes reach it: the wildcard
+// replaced by this host's first address that is not loopback (a pod's IP); "" when there is
+// none.
+func advertised(a net.Addr) string {
+	var ip net.IP
+	var port int
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		ip, port = a.IP, a.Port
+	case *net.UDPAddr:
+		ip, port = a.IP, a.Port
+	default:
 		return ""
 	}
-	ip := ta.IP
 	if ip.IsUnspecified() {
 		ip = nil
 		addrs, _ := net.InterfaceAddrs()
@@ -231,5 +204,5 @@ func advertisedAdminURL(a net.Addr) string {
 			return ""
 		}
 	}
-	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(ta.Port))
+	return net.JoinHostPort(ip.String(), strconv.Itoa(port))
 }

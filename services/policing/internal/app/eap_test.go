@@ -30,9 +30,16 @@ func writePEM(t *testing.T, dir, name string, cert, key []byte) {
 
 // eapNode is a policing node offering every EAP method, with a CA, its server certificate
 // (long enough to be sent in several fragments) and client certificates in dir: alice (valid), expired (alice, expired yesterday),
-// stranger (alice, from another CA); subscribers alice (clear-text password), bob (an
-// NT hash of "bobpw") and dave (disabled).
+// stranger (alice, from another CA); subscribers eapSubscribers.
 func eapNode(t *testing.T, dir string) *Node {
+	t.Helper()
+	eapPKI(t, dir)
+	return edgeNode(t, dir, eapConfig("node-a", ""), eapSubscribers(t))
+}
+
+// eapPKI writes eapNode's CA, server and client certificates into dir (skipping the test
+// without eapol_test).
+func eapPKI(t *testing.T, dir string) {
 	t.Helper()
 	testenv.LookPath(t, "eapol_test", "Debian eapoltest: hack/eapol.sh install") // skip before starting anything
 	ca, other := newPKI(t, "OpenAAA test CA"), newPKI(t, "Another CA")
@@ -53,7 +60,11 @@ func eapNode(t *testing.T, dir string) *Node {
 	writePEM(t, dir, "carol", cert, key)
 	cert, key = other.issue(t, "alice", 2)
 	writePEM(t, dir, "stranger", cert, key)
-	return edgeNode(t, dir, `
+}
+
+// eapConfig is eapNode's configuration with node id node, and extra keys under eap.
+func eapConfig(node, extra string) string {
+	return `
 log: {level: debug}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0"}
 admin: {address: "127.0.0.1:0", tokenFile: {{dir}}/admin-token}
@@ -66,19 +77,29 @@ eap:
   certFile: {{dir}}/server.pem
   keyFile: {{dir}}/server.key
   caFile: {{dir}}/ca.pem
-  nodeID: node-a
-`, "subscribers:\n  - {username: alice, password: alicepw}\n  - {username: bob, ntPassword: "+ntHashHex(t, "bobpw")+"}\n"+
-		"  - {username: dave, password: davepw, disabled: true}\n")
+  nodeID: ` + node + "\n" + extra
+}
+
+// eapSubscribers: alice (clear-text password), bob (an NT hash of "bobpw"), dave (disabled).
+func eapSubscribers(t *testing.T) string {
+	return "subscribers:\n  - {username: alice, password: alicepw}\n  - {username: bob, ntPassword: " + ntHashHex(t, "bobpw") + "}\n" +
+		"  - {username: dave, password: davepw, disabled: true}\n"
 }
 
 // eapolTest runs eapol_test with the network block against the node: its output, and
 // whether it reported SUCCESS.
 func eapolTest(t *testing.T, n *Node, dir, network string, args ...string) (string, bool) {
 	t.Helper()
+	return eapolTestTo(t, n.AuthAddr, dir, network, args...)
+}
+
+// eapolTestTo runs eapol_test against the RADIUS server at addr (on 127.0.0.1).
+func eapolTestTo(t *testing.T, addr net.Addr, dir, network string, args ...string) (string, bool) {
+	t.Helper()
 	bin := testenv.LookPath(t, "eapol_test", "Debian eapoltest: hack/eapol.sh install")
 	conf := filepath.Join(dir, "eapol.conf")
 	must(t, os.WriteFile(conf, []byte("network={\n"+strings.ReplaceAll(network, "{{dir}}", dir)+"\n}\n"), 0o600))
-	_, port, _ := strings.Cut(n.AuthAddr.String(), ":")
+	_, port, _ := strings.Cut(addr.String(), ":")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"-c", conf, "-a", "127.0.0.1", "-p", port, "-s", radclientSecret, "-t", "20", "-r", "0"}, args...)...)

@@ -607,7 +607,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // InlineDispatch tells whether the RADIUS readers serve requests themselves rather than
 // hand them to the worker pool (radius.dispatch). auto picks inline when nothing on the
 // request path waits for I/O: the embedded or no-op store, subscribers from a file, no
-// accounting proxy (its queue fsyncs, its sync mode waits for the upstream). A remote store
+// accounting proxy (its queue fsyncs, its sync mode waits for the upstream), no EAP
+// forwarding (a round waits for its owner node). A remote store
 // or LDAP needs the pool, so that requests waiting on them do not hold up the others.
 func (c *Config) InlineDispatch() bool {
 	switch c.Radius.Dispatch {
@@ -616,7 +617,7 @@ func (c *Config) InlineDispatch() bool {
 	case "workers":
 		return false
 	}
-	return c.Session.InProcess() && c.Subscribers.Source == "file" && len(c.Proxy.Upstreams) == 0
+	return c.Session.InProcess() && c.Subscribers.Source == "file" && len(c.Proxy.Upstreams) == 0 && c.EAP.Forward.Address == ""
 }
 
 // InProcess tells whether the store lives in the process (embedded, none): its writes

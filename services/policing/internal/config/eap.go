@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -35,11 +37,30 @@ type EAP struct {
 	// AKANetworkName is EAP-AKA prime's access network name (AT_KDF_INPUT, bound into CK'
 	// and IK'): "WLAN" for Wi-Fi (TS 24.302).
 	AKANetworkName string `json:"akaNetworkName"`
+	// Forward sends a round of a conversation in another node's memory (TLS-based methods) to
+	// that node (docs/eap.md "Multi-DC conversations").
+	Forward EAPForward `json:"forward"`
+}
+
+// EAPForward configures the forwarding of EAP rounds between nodes.
+type EAPForward struct {
+	// Address is the UDP listener (host:port) for rounds other nodes forward here; empty:
+	// forwarding is off (such rounds are unknown_state, as without it).
+	Address string `json:"address,omitempty"`
+	// Advertise is the host:port other nodes send to, recorded in the node registry.
+	// Default: Address's port on this host's first address that is not loopback (the pod's IP).
+	Advertise string `json:"advertise,omitempty"`
+	// SecretFile holds the inter-node shared secret (a mounted Secret), the same on every node.
+	SecretFile string `json:"secretFile,omitempty"`
+	// Timeout is the wait for the owner's answer before each of Retries retransmissions.
+	Timeout Duration `json:"timeout"`
+	Retries int      `json:"retries"`
 }
 
 func defaultEAP() EAP {
 	return EAP{TLSMaxVersion: "1.3", TLSIdentity: "commonName", MaxConversations: 10000,
-		Timeout: Duration(30 * time.Second), RoundTimeout: Duration(5 * time.Second), AKANetworkName: "WLAN"}
+		Timeout: Duration(30 * time.Second), RoundTimeout: Duration(5 * time.Second), AKANetworkName: "WLAN",
+		Forward: EAPForward{Timeout: Duration(time.Second), Retries: 2}}
 }
 
 // EAPMethods are the method names eap.methods takes.
@@ -95,6 +116,38 @@ func (e EAP) validate(key string) []error {
 	}
 	if slices.Contains(e.Methods, "aka-prime") && (e.AKANetworkName == "" || len(e.AKANetworkName) > 200) {
 		bad("akaNetworkName", "required by aka-prime, at most 200 octets")
+	}
+	return append(errs, e.Forward.validate(key+".forward", len(e.Methods) > 0)...)
+}
+
+func (f EAPForward) validate(key string, eapOn bool) []error {
+	if f.Address == "" {
+		return nil
+	}
+	var errs []error
+	bad := func(k, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
+	}
+	if !eapOn {
+		bad("address", "forwarding needs eap.methods")
+	}
+	if _, _, err := net.SplitHostPort(f.Address); err != nil {
+		bad("address", "%q is not host:port", f.Address)
+	}
+	if f.Advertise != "" {
+		host, port, err := net.SplitHostPort(f.Advertise)
+		if n, _ := strconv.Atoi(port); err != nil || host == "" || n <= 0 || n > 65535 {
+			bad("advertise", "%q is not host:port with a port", f.Advertise)
+		}
+	}
+	if f.SecretFile == "" {
+		bad("secretFile", "required when eap.forward.address is set (the inter-node secret)")
+	}
+	if f.Timeout <= 0 {
+		bad("timeout", "must be positive")
+	}
+	if f.Retries < 0 || f.Retries > 5 {
+		bad("retries", "must be 0 to 5")
 	}
 	return errs
 }

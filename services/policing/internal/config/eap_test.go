@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEAPValidation(t *testing.T) {
@@ -13,8 +14,13 @@ func TestEAPValidation(t *testing.T) {
 	if _, err := load(t, minimal, []string{`eap.methods=["aka","aka-prime","sim"]`}, nil); err != nil {
 		t.Fatalf("AKA, AKA' and SIM need no certificate: %v", err)
 	}
-	if c, err := load(t, minimal, nil, nil); err != nil || len(c.EAP.Methods) != 0 || c.EAP.TLSMaxVersion != "1.3" || c.EAP.AKANetworkName != "WLAN" {
-		t.Fatalf("defaults: EAP off, TLS 1.3 for EAP-TLS: %+v %v", c.EAP, err)
+	if c, err := load(t, minimal, nil, nil); err != nil || len(c.EAP.Methods) != 0 || c.EAP.TLSMaxVersion != "1.3" || c.EAP.AKANetworkName != "WLAN" ||
+		c.EAP.Forward.Address != "" || c.EAP.Forward.Timeout.D() != time.Second || c.EAP.Forward.Retries != 2 {
+		t.Fatalf("defaults: EAP off, TLS 1.3 for EAP-TLS, no forwarding: %+v %v", c.EAP, err)
+	}
+	if c, err := load(t, minimal, []string{`eap.methods=["tls"]`, "eap.certFile=/c", "eap.keyFile=/k", "eap.caFile=/ca",
+		"eap.forward.address=0.0.0.0:1815", "eap.forward.advertise=policing-0.policing:1815", "eap.forward.secretFile=/s"}, nil); err != nil || c.EAP.Forward.Advertise != "policing-0.policing:1815" {
+		t.Fatalf("forwarding: %v", err)
 	}
 	cases := []struct {
 		sets []string
@@ -31,6 +37,12 @@ func TestEAPValidation(t *testing.T) {
 		{[]string{"eap.timeout=500ms"}, "eap.timeout"},
 		{[]string{"eap.roundTimeout=0s"}, "eap.roundTimeout"},
 		{[]string{`eap.methods=["aka-prime"]`, "eap.akaNetworkName=" + strings.Repeat("w", 201)}, "eap.akaNetworkName"},
+		{[]string{`eap.methods=["md5"]`, "eap.forward.address=:1815"}, "eap.forward.secretFile"},
+		{[]string{"eap.forward.address=:1815", "eap.forward.secretFile=/s"}, "eap.forward.address"},
+		{[]string{`eap.methods=["md5"]`, "eap.forward.address=1815", "eap.forward.secretFile=/s"}, "eap.forward.address"},
+		{[]string{`eap.methods=["md5"]`, "eap.forward.address=:1815", "eap.forward.secretFile=/s", "eap.forward.advertise=10.0.0.1"}, "eap.forward.advertise"},
+		{[]string{`eap.methods=["md5"]`, "eap.forward.address=:1815", "eap.forward.secretFile=/s", "eap.forward.timeout=0s"}, "eap.forward.timeout"},
+		{[]string{`eap.methods=["md5"]`, "eap.forward.address=:1815", "eap.forward.secretFile=/s", "eap.forward.retries=9"}, "eap.forward.retries"},
 	}
 	for _, c := range cases {
 		t.Run(c.key, func(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 // the conversation is in the memory of its owner node; stateShared 2: in the session store,
 // shared.go), the length of the owner node's id, the id, then 16 random octets. A new State is
 // issued for every round and the previous one forgotten, so a replayed State names nothing.
-// The node id would let another node route a round to the owner (multi-DC, docs/eap.md); the
-// random part makes a State unguessable.
+// The node id lets another node route a round to the owner (internal/eapforward, docs/eap.md);
+// the random part makes a State unguessable.
 const (
 	stateMagic  = "OA"
 	stateLocal  = 1
@@ -42,6 +42,13 @@ func StateNode(state []byte) (string, bool) {
 		return "", false
 	}
 	return string(state[4 : 4+n]), true
+}
+
+// InMemoryOwner returns the node whose memory holds the conversation a State names (kind 1:
+// a TLS handshake or tunnel, which only that node can continue; eapforward sends it there).
+func InMemoryOwner(state []byte) (string, bool) {
+	node, ok := StateNode(state)
+	return node, ok && state[2] == stateLocal
 }
 
 // sharedState tells whether a State names a conversation kept in the session store.

@@ -59,6 +59,7 @@ const (
 	ReasonInternal      Reason = "internal_error"
 	ReasonStateStore    Reason = "state_store_unavailable" // a shared conversation could not be read
 	ReasonPolicy        Reason = "policy_refused"          // the subscriber authenticated, the policy said no
+	ReasonOwnerGone     Reason = "owner_unreachable"       // the round's owner node is not registered, or did not answer
 	// EAP-AKA and AKA'.
 	ReasonNoAKA       Reason = "no_aka_credentials"      // the subscriber has no (usable) Ki and OPc
 	ReasonSQNStore    Reason = "sqn_store_unavailable"   // the session store gave no SQN

@@ -63,6 +63,9 @@ func New(opt Options) *Server {
 	return &Server{opt: opt, convs: newTable(opt.MaxConversations, max(sweep, 10*time.Millisecond))}
 }
 
+// NodeID is the node id this server writes in its States (eap.nodeID).
+func (s *Server) NodeID() string { return s.opt.NodeID }
+
 // Close forgets every conversation.
 func (s *Server) Close() { s.convs.close() }
 

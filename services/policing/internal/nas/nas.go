@@ -34,6 +34,7 @@ type Client struct {
 type Table struct {
 	exact    map[netip.Addr][]*Client
 	prefixes []*Client // longest prefix first
+	byName   map[string]*Client
 }
 
 // Build reads every secret file and indexes the clients. Errors name the client key.
@@ -67,9 +68,12 @@ func Build(cfgs []config.Client) (*Table, error) {
 
 // NewTable indexes clients (Build, or tests). The table owns them from then on.
 func NewTable(cs ...*Client) *Table {
-	t := &Table{exact: map[netip.Addr][]*Client{}}
+	t := &Table{exact: map[netip.Addr][]*Client{}, byName: map[string]*Client{}}
 	for i, cl := range cs {
 		cl.table, cl.id = t, i
+		if _, dup := t.byName[cl.Name]; !dup {
+			t.byName[cl.Name] = cl
+		}
 		if p := cl.Prefix; p.IsSingleIP() {
 			t.exact[p.Addr()] = append(t.exact[p.Addr()], cl)
 		} else {
@@ -146,6 +150,10 @@ func pick(cs []*Client, pkt []byte) *Client {
 	}
 	return fallback
 }
+
+// Named returns the first client of that name, nil if none (a round another node
+// forwarded names its NAS so).
+func (t *Table) Named(name string) *Client { return t.byName[name] }
 
 // All returns every client (for the admin API and CoA).
 func (t *Table) All() []*Client {

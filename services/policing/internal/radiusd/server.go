@@ -118,6 +118,7 @@ type job struct {
 	conn    *net.UDPConn
 	kind    Kind
 	handler Handler
+	client  *nas.Client // the listener's one client (ListenAs); nil: by source address
 	at      time.Time
 	// dst is the address the request was sent to, known on a wildcard socket only: the
 	// reply leaves from it.
@@ -178,6 +179,18 @@ func (s *Server) Clients() *nas.Table { return s.clients.Load() }
 
 // Listen opens a UDP socket on addr and serves it in the background.
 func (s *Server) Listen(addr string, kind Kind, h Handler) (*net.UDPConn, error) {
+	return s.listen(addr, kind, h, nil)
+}
+
+// ListenAs opens an auth socket whose every request comes from client, whatever its source
+// address (other policing nodes, pods whose addresses change): the same checks, the
+// Message-Authenticator required under client's secret, the duplicate cache and the drop
+// counters as on any listener. Used by EAP forwarding (eap.forward.address).
+func (s *Server) ListenAs(addr string, client *nas.Client, h Handler) (*net.UDPConn, error) {
+	return s.listen(addr, Auth, h, client)
+}
+
+func (s *Server) listen(addr string, kind Kind, h Handler, client *nas.Client) (*net.UDPConn, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("radius %s listener %q: %w", kind, addr, err)
@@ -197,7 +210,7 @@ func (s *Server) Listen(addr string, kind Kind, h Handler) (*net.UDPConn, error)
 	bufDrops := new(atomic.Uint32)
 	for i := 0; i < s.opt.Readers; i++ {
 		s.readers.Add(1)
-		go s.read(conn, kind, h, bufDrops)
+		go s.read(conn, kind, h, client, bufDrops)
 	}
 	if s.opt.Inline {
 		metrics.Workers.Add(float64(s.opt.Readers))
@@ -210,7 +223,7 @@ func (s *Server) Listen(addr string, kind Kind, h Handler) (*net.UDPConn, error)
 	return conn, nil
 }
 
-func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, bufDrops *atomic.Uint32) {
+func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, client *nas.Client, bufDrops *atomic.Uint32) {
 	defer s.readers.Done()
 	oob := make([]byte, oobSize)
 	var buf *[radius.MaxPacketLength]byte // kept until a worker takes it
@@ -252,11 +265,11 @@ func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, bufDrops *atomic.
 		if s.opt.Inline {
 			// While it serves, the reader reads nothing more: the excess waits in the socket
 			// buffer and beyond it the kernel drops it, as with a full queue below.
-			own = job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: at, dst: meta.dst, ifIndex: meta.ifIndex}
+			own = job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, client: client, at: at, dst: meta.dst, ifIndex: meta.ifIndex}
 			s.serveCounted(&own, &mem)
 			continue
 		}
-		j := &job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, at: at, dst: meta.dst, ifIndex: meta.ifIndex}
+		j := &job{buf: buf, n: n, from: from, conn: conn, kind: kind, handler: h, client: client, at: at, dst: meta.dst, ifIndex: meta.ifIndex}
 		// When every worker is busy and the queue is full, wait for a worker instead of
 		// reading on: what we cannot take stays in the kernel's buffer, and beyond it the
 		// kernel drops it (counted as socket_buffer_full) without costing us any CPU, so
@@ -324,7 +337,10 @@ func (s *Server) serve(j *job, mem *arena) {
 		s.drop(metrics.DropUnsupported, j.from, fmt.Errorf("code %d on %s port", code, j.kind))
 		return
 	}
-	client := s.clients.Load().Match(j.from.Addr(), pkt)
+	client := j.client
+	if client == nil {
+		client = s.clients.Load().Match(j.from.Addr(), pkt)
+	}
 	if client == nil {
 		s.drop(metrics.DropUnknownClient, j.from, nil)
 		return

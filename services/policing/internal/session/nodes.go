@@ -5,20 +5,26 @@ import (
 	"time"
 )
 
-// Node is a policing node that holds Diameter peer connections, as the other nodes find it:
-// a RAR must leave from the node holding the PCEF's connection, so a node asked for one it
-// cannot send forwards the request to that node's admin API (docs/diameter-gx.md).
+// Node is a policing node as the other nodes find it. One that holds Diameter peer
+// connections: a RAR must leave from the node holding the PCEF's connection, so a node asked
+// for one it cannot send forwards the request to that node's admin API
+// (docs/diameter-gx.md). One that forwards EAP: a round of a conversation in its memory is
+// sent to its EAPForward address (docs/eap.md). A node doing both under one name has one
+// record with both; under two names (diameter.nodeName, eap.nodeID), two records.
 type Node struct {
 	// Name tells the node apart from the others, those sharing its Diameter identity
-	// included (the pods of a data center): Gx sessions record it (diameter.nodeName).
+	// included (the pods of a data center): Gx sessions record it (diameter.nodeName), EAP
+	// States name it (eap.nodeID).
 	Name string `json:"name"`
 	// Host is the node's Diameter identity (Origin-Host).
 	Host string `json:"host"`
 	// DC is the node's data center.
 	DC string `json:"dc,omitempty"`
 	// AdminURL is the base URL of the node's admin API, reachable from the other nodes.
-	AdminURL string    `json:"adminUrl"`
-	Updated  time.Time `json:"updated"`
+	AdminURL string `json:"adminUrl"`
+	// EAPForward is the host:port of the node's EAP forwarding listener (eap.forward).
+	EAPForward string    `json:"eapForward,omitempty"`
+	Updated    time.Time `json:"updated"`
 }
 
 // WideGetter is implemented by the stores whose DCs each hold replicas (Cassandra, hybrid).

@@ -1,0 +1,92 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/session"
+)
+
+// The node registry records: refreshed every nodeRefresh, forgotten nodeTTL after the last.
+const (
+	nodeRefresh = 10 * time.Second
+	nodeTTL     = 30 * time.Second
+)
+
+// startNodeRegistry records this node in the store's node registry while it runs, with what
+// the other nodes need to reach it: its admin URL while Diameter serves (RAR forwarding,
+// app/diameter.go), its EAP forwarding address while that listens (app/eapforward.go). One
+// loop refreshes every record; a failure is logged once, and its end once, and the loop goes
+// on (a store back, a migration run).
+func (n *Node) startNodeRegistry() {
+	reg, ok := n.Store.(session.NodeRegistry)
+	if !ok {
+		return
+	}
+	recs := mergeNodes(n.diameterRegistration(), n.eapRegistration())
+	if len(recs) == 0 {
+		return
+	}
+	dc := n.Config.Session.Cassandra.LocalDC
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(nodeRefresh)
+		defer t.Stop()
+		failing := false
+		for {
+			var err error
+			for _, r := range recs {
+				r.DC = dc
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if e := reg.RegisterNode(ctx, r, nodeTTL); e != nil && err == nil {
+					err = e
+				}
+				cancel()
+			}
+			switch {
+			case err != nil && !failing:
+				n.Log.Warn("this node is not in the node registry: RARs and EAP rounds cannot be forwarded to it (run `policing migrate`?)", "err", err.Error())
+			case err == nil && failing:
+				n.Log.Info("this node is in the node registry again")
+			}
+			failing = err != nil
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	n.stopNodeReg = func() { close(stop); <-done }
+}
+
+// stopNodeRegistry ends the refresh (the records expire after nodeTTL) before the store closes.
+func (n *Node) stopNodeRegistry() {
+	if n.stopNodeReg != nil {
+		n.stopNodeReg()
+		n.stopNodeReg = nil
+	}
+}
+
+// mergeNodes are the records to register: one per name, a Diameter and an EAP record under
+// one name merged (a store keeps one record per name).
+func mergeNodes(recs ...*session.Node) []session.Node {
+	var out []session.Node
+	for _, r := range recs {
+		if r == nil {
+			continue
+		}
+		if len(out) == 1 && out[0].Name == r.Name { // each record sets its own fields
+			if r.EAPForward != "" {
+				out[0].EAPForward = r.EAPForward
+			}
+			if r.AdminURL != "" {
+				out[0].Host, out[0].AdminURL = r.Host, r.AdminURL
+			}
+			continue
+		}
+		out = append(out, *r)
+	}
+	return out
+}
