@@ -31,13 +31,19 @@ type policingConfig struct {
 }
 
 type pcEAP struct {
-	Methods          []string `json:"methods"`
-	CertFile         string   `json:"certFile,omitempty"`
-	KeyFile          string   `json:"keyFile,omitempty"`
-	CAFile           string   `json:"caFile,omitempty"`
-	TLSIdentity      string   `json:"tlsIdentity"`
-	MaxConversations int32    `json:"maxConversations"`
-	Timeout          string   `json:"timeout"`
+	Methods          []string      `json:"methods"`
+	CertFile         string        `json:"certFile,omitempty"`
+	KeyFile          string        `json:"keyFile,omitempty"`
+	CAFile           string        `json:"caFile,omitempty"`
+	TLSIdentity      string        `json:"tlsIdentity"`
+	MaxConversations int32         `json:"maxConversations"`
+	Timeout          string        `json:"timeout"`
+	Forward          *pcEAPForward `json:"forward,omitempty"`
+}
+
+type pcEAPForward struct {
+	Address    string `json:"address"`
+	SecretFile string `json:"secretFile"`
 }
 
 type pcLog struct {
@@ -273,6 +279,9 @@ func renderEAP(spec aaav1.AAAClusterSpec) *pcEAP {
 	if e.ClientCA != nil {
 		out.CAFile = path.Join(eapCADir, e.ClientCA.Key)
 	}
+	if eapForwardEnabled(spec) {
+		out.Forward = renderEAPForward()
+	}
 	return out
 }
 
@@ -397,6 +406,9 @@ func rollingSecrets(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec) []string {
 			names = append(names, s.Secret.Name)
 		}
 	}
+	if eapForwardEnabled(spec) { // read at start
+		names = append(names, eapForwardSecretName(c))
+	}
 	return uniqueSorted(names)
 }
 
@@ -472,6 +484,9 @@ func configHash(config map[string]string, secrets map[string]map[string][]byte, 
 func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (result, error) {
 	c, spec := st.cluster, st.spec
 	if err := r.ensureAdminToken(ctx, c); err != nil {
+		return result{}, err
+	}
+	if err := r.ensureEAPForwardSecret(ctx, c, spec); err != nil {
 		return result{}, err
 	}
 	secrets := map[string]map[string][]byte{}

@@ -144,6 +144,9 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 	if diameterTLSEnabled(spec) {
 		ports = append(ports, corev1.ContainerPort{Name: portDiamTLS, ContainerPort: spec.Diameter.TLS.Port, Protocol: corev1.ProtocolTCP})
 	}
+	if eapForwardEnabled(spec) {
+		ports = append(ports, corev1.ContainerPort{Name: portEAPForward, ContainerPort: EAPForwardPort, Protocol: corev1.ProtocolUDP})
+	}
 	ports = append(ports, corev1.ContainerPort{Name: portAdmin, ContainerPort: AdminPort, Protocol: corev1.ProtocolTCP})
 
 	tokenVolume, tokenMount := adminTokenVolume(c)
@@ -185,6 +188,10 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 	}
 	if eapUsesTLS(spec) {
 		tlsSecret("eap-tls", eapTLSDir, eapSecretName(c, spec))
+	}
+	if eapForwardEnabled(spec) {
+		v, m := eapForwardVolume(c)
+		mounts, volumes = append(mounts, m), append(volumes, v)
 	}
 	if eapEnabled(spec) && spec.EAP.ClientCA != nil {
 		// A directory, not a subPath, so that an updated bundle reaches the pod (hot-reload).

@@ -14,7 +14,8 @@ import (
 )
 
 // spec.eap with an issuer: a Certificate <name>-eap, policing's eap section, the certificate's
-// Secret and the CA bundle mounted; the operator then goes quiet. Moving to secretName deletes
+// Secret, the CA bundle and the generated EAP inter-node secret mounted; the operator then
+// goes quiet. Moving to secretName deletes
 // the Certificate and mounts the user's Secret; removing spec.eap takes the rest away.
 func TestEAPReconcile(t *testing.T) {
 	te := sharedEnv(t)
@@ -80,6 +81,28 @@ func TestEAPReconcile(t *testing.T) {
 		}
 		return nil
 	})
+	// The inter-node secret of EAP forwarding: generated once into a Secret the cluster owns,
+	// mounted, only its path in the ConfigMap.
+	fwd := &corev1.Secret{}
+	eventually(t, wait, "the EAP inter-node Secret mounted", func() error {
+		if err := te.c.Get(bg, client.ObjectKey{Namespace: ns, Name: "wifi-eap-forward"}, fwd); err != nil {
+			return err
+		}
+		d := &appsv1.Deployment{}
+		if err := te.c.Get(bg, client.ObjectKey{Namespace: ns, Name: "wifi-dc1"}, d); err != nil {
+			return err
+		}
+		if v, m := volumeOf(d, "eap-forward"); v == nil || m == nil || v.Secret.SecretName != "wifi-eap-forward" || !m.ReadOnly {
+			return fmt.Errorf("not mounted")
+		}
+		return nil
+	})
+	if len(fwd.Data[eapForwardKey]) < 32 || len(fwd.OwnerReferences) != 1 || fwd.OwnerReferences[0].Name != "wifi" {
+		t.Errorf("Secret wifi-eap-forward: %d octets, owners %+v", len(fwd.Data[eapForwardKey]), fwd.OwnerReferences)
+	}
+	if cfg := config(); strings.Contains(cfg, string(fwd.Data[eapForwardKey])) || !strings.Contains(cfg, "secretFile: /etc/openaaa/eap-forward/secret") {
+		t.Errorf("policing.yaml holds the inter-node secret, or not its path:\n%s", cfg)
+	}
 	te.assertQuiet(t, ns, "wifi")
 
 	te.updateCluster(t, ns, "wifi", func(c *aaav1.AAACluster) {
@@ -102,6 +125,13 @@ func TestEAPReconcile(t *testing.T) {
 		}
 		if strings.Contains(config(), "eap:") {
 			return fmt.Errorf("the eap section of policing.yaml is still there")
+		}
+		d := &appsv1.Deployment{}
+		if err := te.c.Get(bg, client.ObjectKey{Namespace: ns, Name: "wifi-dc1"}, d); err != nil {
+			return err
+		}
+		if v, _ := volumeOf(d, "eap-forward"); v != nil {
+			return fmt.Errorf("the inter-node secret is still mounted")
 		}
 		return nil
 	})

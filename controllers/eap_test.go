@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 )
@@ -64,6 +65,48 @@ func TestGoldenEAP(t *testing.T) {
 	if got := referencedObjects(c); !slices.Contains(got, "ConfigMap/wifi-client-ca") {
 		t.Errorf("referenced %v lack the client CA ConfigMap", got)
 	}
+	assertEAPForward(t, c, spec, d, true)
+}
+
+// assertEAPForward checks the EAP forwarding parts of a data center (eapforward.go): the
+// inter-node secret's Secret mounted read-only (only its path in the ConfigMap), the UDP
+// port on the container and not on the Service, the NetworkPolicy's rule letting only
+// this cluster's policing pods reach it, the Secret rolling the pods; or none of it.
+func assertEAPForward(t *testing.T, c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, d *appsv1.Deployment, on bool) {
+	t.Helper()
+	v, m := volumeOf(d, "eap-forward")
+	port := slices.ContainsFunc(d.Spec.Template.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool {
+		return p.Name == portEAPForward && p.ContainerPort == EAPForwardPort && p.Protocol == corev1.ProtocolUDP
+	})
+	np := buildNetworkPolicy(c, spec, "dc1", "openaaa-system")
+	rule := slices.ContainsFunc(np.Spec.Ingress, func(r networkingv1.NetworkPolicyIngressRule) bool {
+		return len(r.Ports) == 1 && r.Ports[0].Port.IntValue() == EAPForwardPort && len(r.From) == 1 &&
+			r.From[0].PodSelector.MatchLabels[LabelCluster] == c.Name && r.From[0].NamespaceSelector == nil
+	})
+	cfg := renderPolicingConfig(c, spec, "dc1")
+	rolls := slices.Contains(rollingSecrets(c, spec), c.Name+"-eap-forward")
+	if !on {
+		if v != nil || port || rule || rolls || strings.Contains(cfg, "forward:") {
+			t.Errorf("forwarding without an in-memory method: volume %v, port %v, rule %v, rolls %v\n%s", v != nil, port, rule, rolls, cfg)
+		}
+		return
+	}
+	if v == nil || m == nil || v.Secret == nil || v.Secret.SecretName != c.Name+"-eap-forward" || m.MountPath != eapForwardDir || !m.ReadOnly {
+		t.Errorf("eap-forward volume %+v mount %+v", v, m)
+	}
+	if !port || !rule || !rolls {
+		t.Errorf("container port %v, NetworkPolicy rule %v, rolling secret %v", port, rule, rolls)
+	}
+	if !strings.Contains(cfg, "secretFile: /etc/openaaa/eap-forward/secret") || !strings.Contains(cfg, "address: :1815") {
+		t.Errorf("eap.forward:\n%s", cfg)
+	}
+	for _, svc := range buildServices(c, spec, spec.Datacenters[0]) {
+		for _, sp := range svc.Spec.Ports {
+			if sp.Port == EAPForwardPort {
+				t.Errorf("the forwarding port is on Service %s: %+v", svc.Name, sp)
+			}
+		}
+	}
 }
 
 // With secretName the user's Secret is mounted and no Certificate is wanted; MD5 alone needs
@@ -96,6 +139,7 @@ func TestEAPVariants(t *testing.T) {
 	if v, _ := volumeOf(d, "eap-tls"); v != nil {
 		t.Errorf("md5 alone mounts a certificate: %+v", v)
 	}
+	assertEAPForward(t, c, spec, d, false)
 	cfg = renderPolicingConfig(c, spec, "dc1")
 	if !strings.Contains(cfg, "- md5") || strings.Contains(cfg, "certFile: /etc/openaaa/eap") || !strings.Contains(cfg, "timeout: 30s") {
 		t.Errorf("eap section for md5:\n%s", cfg)

@@ -51,7 +51,13 @@ func newAdminToken() ([]byte, error) {
 // even made by the user, is left as it is. The token never reaches a log, an event or the
 // status: only the Secret's name does.
 func (r *AAAClusterReconciler) ensureAdminToken(ctx context.Context, c *aaav1.AAACluster) error {
-	name := adminTokenSecretName(c)
+	return r.ensureRandomSecret(ctx, c, adminTokenSecretName(c), adminTokenKey, componentAdmin, "the admin API token")
+}
+
+// ensureRandomSecret creates the Secret name, owned by c, holding a random value
+// (newAdminToken) under key, when it does not exist; an existing one, even made by the
+// user, is left as it is. The value never reaches a log, an event or the status.
+func (r *AAAClusterReconciler) ensureRandomSecret(ctx context.Context, c *aaav1.AAACluster, name, key, component, what string) error {
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &corev1.Secret{})
 	if err == nil || !apierrors.IsNotFound(err) {
 		if err != nil {
@@ -59,14 +65,14 @@ func (r *AAAClusterReconciler) ensureAdminToken(ctx context.Context, c *aaav1.AA
 		}
 		return nil
 	}
-	token, err := newAdminToken()
+	value, err := newAdminToken()
 	if err != nil {
-		return fmt.Errorf("admin token: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: clusterLabels(c, componentAdmin)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: clusterLabels(c, component)},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{adminTokenKey: token},
+		Data:       map[string][]byte{key: value},
 	}
 	if err := controllerutil.SetControllerReference(c, s, r.Scheme); err != nil {
 		return err
@@ -76,7 +82,7 @@ func (r *AAAClusterReconciler) ensureAdminToken(ctx context.Context, c *aaav1.AA
 	} else if err != nil {
 		return fmt.Errorf("create Secret %s: %w", name, err)
 	}
-	r.event(ctx, c, corev1.EventTypeNormal, ReasonCreated, "created Secret %s (the admin API token)", name)
+	r.event(ctx, c, corev1.EventTypeNormal, ReasonCreated, "created Secret %s (%s)", name, what)
 	return nil
 }
 
@@ -100,7 +106,8 @@ func networkPolicyEnabled(spec aaav1.AAAClusterSpec) bool {
 // RadSec and Diameter from anywhere (NASes and PCEFs live outside the cluster), the admin
 // port (API with its token, /metrics, probes) only from the operator, this cluster's
 // aaa-loadgen Jobs (they read /metrics), pods labelled aaa.openaaa.io/admin-client=true in
-// the namespace, and the monitoring namespaces. Egress is not restricted (Cassandra, LDAP, NAS CoA ports, proxy
+// the namespace, and the monitoring namespaces; the EAP forwarding port only from this
+// cluster's policing pods (eapforward.go). Egress is not restricted (Cassandra, LDAP, NAS CoA ports, proxy
 // upstreams and DNS vary per site). Pure; operatorNamespace "" leaves the operator out.
 func buildNetworkPolicy(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, operatorNamespace string) *networkingv1.NetworkPolicy {
 	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
@@ -134,15 +141,19 @@ func buildNetworkPolicy(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc strin
 			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{LabelName: operatorName}},
 		})
 	}
+	ingress := []networkingv1.NetworkPolicyIngressRule{
+		{Ports: public},
+		{Ports: []networkingv1.NetworkPolicyPort{port(tcp, AdminPort)}, From: admin},
+	}
+	if eapForwardEnabled(spec) {
+		ingress = append(ingress, eapForwardIngress(c))
+	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: networkPolicyName(c, dc), Namespace: c.Namespace, Labels: dcLabels(c, dc, componentRadius)},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: podSelector(c, dc)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{
-				{Ports: public},
-				{Ports: []networkingv1.NetworkPolicyPort{port(tcp, AdminPort)}, From: admin},
-			},
+			Ingress:     ingress,
 		},
 	}
 }
