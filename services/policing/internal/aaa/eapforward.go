@@ -35,8 +35,9 @@ func (h *Auth) forwardEAP(w radiusd.ResponseWriter, r *radiusd.Request, owner st
 func (h *Auth) ForwardedEAP(clients func() *nas.Table) radiusd.Handler {
 	return radiusd.HandlerFunc(func(w radiusd.ResponseWriter, r *radiusd.Request) {
 		name, ok := eapforward.ClientName(r.Packet)
-		if !ok || !eap.Has(r.Packet) {
-			return // not a forwarded EAP round: no answer
+		if !ok || !eap.Has(r.Packet) { // a node would not send it: no answer, counted
+			metrics.Dropped.WithLabelValues(metrics.DropMalformed).Inc()
+			return
 		}
 		eapforward.Received.Inc()
 		fr := *r

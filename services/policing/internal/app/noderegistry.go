@@ -2,10 +2,22 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
+
+// registryFailures counts the refreshes of this node's records that failed (the log says it
+// once per outage).
+var registryFailures = promauto.NewCounter(prometheus.CounterOpts{
+	Namespace: metrics.Namespace, Subsystem: "node", Name: "registry_failures_total",
+	Help: "Failed writes of this node's records in the node registry (RAR and EAP forwarding to this node need them).",
+})
 
 // The node registry records: refreshed every nodeRefresh, forgotten nodeTTL after the last.
 const (
@@ -16,8 +28,8 @@ const (
 // startNodeRegistry records this node in the store's node registry while it runs, with what
 // the other nodes need to reach it: its admin URL while Diameter serves (RAR forwarding,
 // app/diameter.go), its EAP forwarding address while that listens (app/eapforward.go). One
-// loop refreshes every record; a failure is logged once, and its end once, and the loop goes
-// on (a store back, a migration run).
+// loop refreshes every record; a failure is counted, logged once and its end once, and the
+// loop goes on (a store back, a migration run).
 func (n *Node) startNodeRegistry() {
 	reg, ok := n.Store.(session.NodeRegistry)
 	if !ok {
@@ -28,37 +40,47 @@ func (n *Node) startNodeRegistry() {
 		return
 	}
 	dc := n.Config.Session.Cassandra.LocalDC
-	stop, done := make(chan struct{}), make(chan struct{})
+	for i := range recs {
+		recs[i].DC = dc
+	}
+	n.stopNodeReg = refreshNodes(reg, recs, nodeRefresh, n.Log)
+}
+
+// refreshNodes writes recs into reg now and every period until the returned stop is called.
+func refreshNodes(reg session.NodeRegistry, recs []session.Node, period time.Duration, log *slog.Logger) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(nodeRefresh)
+		t := time.NewTicker(period)
 		defer t.Stop()
 		failing := false
 		for {
 			var err error
 			for _, r := range recs {
-				r.DC = dc
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				if e := reg.RegisterNode(ctx, r, nodeTTL); e != nil && err == nil {
-					err = e
+				if e := reg.RegisterNode(ctx, r, nodeTTL); e != nil {
+					registryFailures.Inc()
+					if err == nil {
+						err = e
+					}
 				}
 				cancel()
 			}
 			switch {
 			case err != nil && !failing:
-				n.Log.Warn("this node is not in the node registry: RARs and EAP rounds cannot be forwarded to it (run `policing migrate`?)", "err", err.Error())
+				log.Warn("this node is not in the node registry: RARs and EAP rounds cannot be forwarded to it (run `policing migrate`?)", "err", err.Error())
 			case err == nil && failing:
-				n.Log.Info("this node is in the node registry again")
+				log.Info("this node is in the node registry again")
 			}
 			failing = err != nil
 			select {
-			case <-stop:
+			case <-quit:
 				return
 			case <-t.C:
 			}
 		}
 	}()
-	n.stopNodeReg = func() { close(stop); <-done }
+	return func() { close(quit); <-done }
 }
 
 // stopNodeRegistry ends the refresh (the records expire after nodeTTL) before the store closes.

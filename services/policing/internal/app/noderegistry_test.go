@@ -1,9 +1,20 @@
 package app
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 )
 
 // A Diameter and an EAP record under one name are one record with both; under two names,
@@ -24,5 +35,69 @@ func TestMergeNodes(t *testing.T) {
 	}
 	if got := mergeNodes(nil, ep); len(got) != 1 || got[0] != *ep {
 		t.Fatalf("EAP only: %+v", got)
+	}
+}
+
+// flakyRegistry is the embedded store's registry, failing while down.
+type flakyRegistry struct {
+	*embedded.Store
+	down atomic.Bool
+}
+
+func (f *flakyRegistry) RegisterNode(ctx context.Context, n session.Node, ttl time.Duration) error {
+	if f.down.Load() {
+		return errors.New("store unavailable")
+	}
+	return f.Store.RegisterNode(ctx, n, ttl)
+}
+
+// lockedBuffer is a log sink the refresh goroutine and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Registration failures are counted every time, logged once per outage (warn) with its end
+// (info), and the refresh recovers by itself.
+func TestNodeRegistryRefreshRecovers(t *testing.T) {
+	st, err := embedded.Open(embedded.Options{})
+	must(t, err)
+	defer st.Close(context.Background())
+	reg := &flakyRegistry{Store: st}
+	reg.down.Store(true)
+	var logs lockedBuffer
+	before := testutil.ToFloat64(registryFailures)
+	stop := refreshNodes(reg, []session.Node{{Name: "node-a", EAPForward: "10.0.0.1:1815"}}, 10*time.Millisecond, slog.New(slog.NewTextHandler(&logs, nil)))
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	eventually(t, 5*time.Second, "several failed refreshes", func() bool { return testutil.ToFloat64(registryFailures) >= before+3 })
+	if _, err := st.LookupNode(context.Background(), "node-a"); err == nil {
+		t.Fatal("registered while the store is down")
+	}
+	reg.down.Store(false)
+	eventually(t, 5*time.Second, "the record written", func() bool {
+		n, err := st.LookupNode(context.Background(), "node-a")
+		return err == nil && n.EAPForward == "10.0.0.1:1815"
+	})
+	stop()
+	stop = nil
+	out := logs.String()
+	if strings.Count(out, "level=WARN") != 1 || strings.Count(out, "in the node registry again") != 1 || !strings.Contains(out, "store unavailable") {
+		t.Fatalf("want one warning and one recovery:\n%s", out)
 	}
 }
