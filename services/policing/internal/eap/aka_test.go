@@ -117,6 +117,18 @@ func peerChallenge(t *testing.T, typ byte, identity string, req Packet) (rand, a
 	return rand, autn, ks, keys
 }
 
+// wrongRES is a conversation begun on first whose Challenge is answered on second with a
+// wrong RES under a good AT_MAC.
+func wrongRES(t *testing.T, typ byte, id string, first, second *Server) Result {
+	t.Helper()
+	r := identity(first, t, id)
+	req, _ := Parse(r.EAP)
+	_, _, ks, keys := peerChallenge(t, typ, id, req)
+	bad := ks.RES
+	bad[0] ^= 1
+	return second.Handle(context.Background(), accessRequest(challengeResponse(typ, req.ID, bad[:], keys.kAut), r.State))
+}
+
 // challengeResponse is the peer's AKA-Challenge with res, sealed with kAut.
 func challengeResponse(typ, id byte, res []byte, kAut []byte) []byte {
 	b := newSim(akaChallenge).attr(atRES, binary.BigEndian.AppendUint16(nil, uint16(8*len(res))), res).mac()
@@ -142,12 +154,7 @@ func TestAKAConversations(t *testing.T) {
 				t.Fatalf("not accepted with the peer's MSK: %+v", res)
 			}
 			// A wrong RES (with a good MAC), a wrong MAC.
-			r = identity(s, t, id)
-			req, _ = Parse(r.EAP)
-			_, _, ks, keys = peerChallenge(t, typ, id, req)
-			bad := ks.RES
-			bad[0] ^= 1
-			if res := s.Handle(context.Background(), accessRequest(challengeResponse(typ, req.ID, bad[:], keys.kAut), r.State)); res.Reason != ReasonBadResponse {
+			if res := wrongRES(t, typ, id, s, s); res.Reason != ReasonBadResponse {
 				t.Fatalf("wrong RES: %+v", res)
 			}
 			r = identity(s, t, id)

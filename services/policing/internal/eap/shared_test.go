@@ -261,12 +261,7 @@ func TestAKAConversationAcrossNodes(t *testing.T) {
 			}
 
 			// A wrong RES, and a Ki changed between the rounds, refused on the other node.
-			r = identity(a, t, perm)
-			req, _ = Parse(r.EAP)
-			_, _, ks, keys = peerChallenge(t, typ, perm, req)
-			bad := ks.RES
-			bad[0] ^= 1
-			if res := b.Handle(ctx, accessRequest(challengeResponse(typ, req.ID, bad[:], keys.kAut), r.State)); res.Reason != ReasonBadResponse {
+			if res := wrongRES(t, typ, perm, a, b); res.Reason != ReasonBadResponse {
 				t.Fatalf("wrong RES on node B: %+v", res)
 			}
 			r = identity(a, t, perm)
