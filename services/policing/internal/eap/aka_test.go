@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
+	"github.com/openaaa/openaaa/internal/milenage"
 )
 
 // FIPS 186-2 change notice 1, Appendix 3.3: XKEY = bd029bbe…, w0 ‖ w1.

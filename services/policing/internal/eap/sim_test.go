@@ -8,7 +8,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
+	"github.com/openaaa/openaaa/internal/milenage"
 )
 
 // simConversation runs EAP-SIM as a peer: it answers the Start (NONCE_MT, version 1, the identity if asked) and then the
