@@ -1,11 +1,9 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,15 +73,7 @@ eap:
 // whether it reported SUCCESS.
 func eapolTest(t *testing.T, n *Node, dir, network string, args ...string) (string, bool) {
 	t.Helper()
-	bin := testenv.LookPath(t, "eapol_test", "Debian eapoltest: hack/eapol.sh install")
-	conf := filepath.Join(dir, "eapol.conf")
-	must(t, os.WriteFile(conf, []byte("network={\n"+strings.ReplaceAll(network, "{{dir}}", dir)+"\n}\n"), 0o600))
-	_, port, _ := strings.Cut(n.AuthAddr.String(), ":")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"-c", conf, "-a", "127.0.0.1", "-p", port, "-s", radclientSecret, "-t", "20", "-r", "0"}, args...)...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err == nil && strings.Contains(string(out), "\nSUCCESS")
+	return runEapolTest(t, n, dir, network, nil, args...)
 }
 
 func ntHashHex(t *testing.T, pw string) string {

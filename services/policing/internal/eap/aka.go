@@ -8,7 +8,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
+	"github.com/openaaa/openaaa/internal/milenage"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
+	"github.com/openaaa/openaaa/internal/milenage"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
+	"github.com/openaaa/openaaa/internal/milenage"
 )
 
 // AnswerAKA is the peer's answer to an EAP-AKA or AKA' Challenge (req, a whole EAP-Request)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
+	"github.com/openaaa/openaaa/internal/milenage"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"

@@ -6,7 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
+	"github.com/openaaa/openaaa/internal/milenage"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
