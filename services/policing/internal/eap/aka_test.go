@@ -117,17 +117,19 @@ func peerChallenge(t *testing.T, typ byte, identity string, req Packet) (rand, a
 	return rand, autn, ks, keys
 }
 
-// wrongRES is a conversation begun on first whose Challenge is answered on second with a
-// wrong RES under a good AT_MAC.
-func wrongRES(t *testing.T, typ byte, id string, first, second *Server) Result {
+// answerOn is a conversation begun on first whose Challenge is answered on second with the
+// peer's RES and K_aut as alter returns them (it runs between the two rounds).
+func answerOn(t *testing.T, typ byte, id string, first, second *Server, alter func(res, kAut []byte) ([]byte, []byte)) Result {
 	t.Helper()
 	r := identity(first, t, id)
 	req, _ := Parse(r.EAP)
 	_, _, ks, keys := peerChallenge(t, typ, id, req)
-	bad := ks.RES
-	bad[0] ^= 1
-	return second.Handle(context.Background(), accessRequest(challengeResponse(typ, req.ID, bad[:], keys.kAut), r.State))
+	res, kAut := alter(ks.RES[:], keys.kAut)
+	return second.Handle(context.Background(), accessRequest(challengeResponse(typ, req.ID, res, kAut), r.State))
 }
+
+// wrongRES flips a bit of RES, under a good AT_MAC.
+func wrongRES(res, kAut []byte) ([]byte, []byte) { res[0] ^= 1; return res, kAut }
 
 // challengeResponse is the peer's AKA-Challenge with res, sealed with kAut.
 func challengeResponse(typ, id byte, res []byte, kAut []byte) []byte {
@@ -154,13 +156,11 @@ func TestAKAConversations(t *testing.T) {
 				t.Fatalf("not accepted with the peer's MSK: %+v", res)
 			}
 			// A wrong RES (with a good MAC), a wrong MAC.
-			if res := wrongRES(t, typ, id, s, s); res.Reason != ReasonBadResponse {
+			if res := answerOn(t, typ, id, s, s, wrongRES); res.Reason != ReasonBadResponse {
 				t.Fatalf("wrong RES: %+v", res)
 			}
-			r = identity(s, t, id)
-			req, _ = Parse(r.EAP)
-			_, _, ks, _ = peerChallenge(t, typ, id, req)
-			if res := s.Handle(context.Background(), accessRequest(challengeResponse(typ, req.ID, ks.RES[:], make([]byte, 32)), r.State)); res.Reason != ReasonBadResponse {
+			wrongMAC := func(res, _ []byte) ([]byte, []byte) { return res, make([]byte, 32) }
+			if res := answerOn(t, typ, id, s, s, wrongMAC); res.Reason != ReasonBadResponse {
 				t.Fatalf("wrong MAC: %+v", res)
 			}
 		})

@@ -261,14 +261,14 @@ func TestAKAConversationAcrossNodes(t *testing.T) {
 			}
 
 			// A wrong RES, and a Ki changed between the rounds, refused on the other node.
-			if res := wrongRES(t, typ, perm, a, b); res.Reason != ReasonBadResponse {
+			if res := answerOn(t, typ, perm, a, b, wrongRES); res.Reason != ReasonBadResponse {
 				t.Fatalf("wrong RES on node B: %+v", res)
 			}
-			r = identity(a, t, perm)
-			req, _ = Parse(r.EAP)
-			_, _, ks, keys = peerChallenge(t, typ, perm, req)
-			who["001010000000001"] = &subscriber.Subscriber{Username: "001010000000001", Ki: "000102030405060708090a0b0c0d0e0f", OPc: akaOPc}
-			if res := b.Handle(ctx, accessRequest(challengeResponse(typ, req.ID, ks.RES[:], keys.kAut), r.State)); res.Reason != ReasonBadResponse {
+			kiChanged := func(res, kAut []byte) ([]byte, []byte) {
+				who["001010000000001"] = &subscriber.Subscriber{Username: "001010000000001", Ki: "000102030405060708090a0b0c0d0e0f", OPc: akaOPc}
+				return res, kAut
+			}
+			if res := answerOn(t, typ, perm, a, b, kiChanged); res.Reason != ReasonBadResponse {
 				t.Fatalf("Ki changed between the rounds: %+v", res)
 			}
 			st.noSecret(t, secrets)
