@@ -21,7 +21,7 @@ import (
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
-	"github.com/openaaa/openaaa/services/policing/internal/testpki"
+	"github.com/openaaa/openaaa/internal/testpki"
 )
 
 // writePEM writes dir/name.pem and dir/name.key.

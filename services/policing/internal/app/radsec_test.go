@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openaaa/openaaa/services/policing/internal/testpki"
+	"github.com/openaaa/openaaa/internal/testpki"
 )
 
 // peerSerial connects to the RadSec port with a client certificate and returns the serial

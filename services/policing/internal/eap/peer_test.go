@@ -10,7 +10,7 @@ import (
 	"layeh.com/radius/rfc2869"
 
 	"github.com/openaaa/openaaa/internal/eappeer"
-	"github.com/openaaa/openaaa/services/policing/internal/testpki"
+	"github.com/openaaa/openaaa/internal/testpki"
 )
 
 // peerPKI is a CA, a server certificate for "eap.test" and a client certificate for alice,

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openaaa/openaaa/services/policing/internal/testpki"
+	"github.com/openaaa/openaaa/internal/testpki"
 )
 
 // files writes a server certificate of ca and the CA bundle into dir: the set's files.
