@@ -93,5 +93,6 @@ fuzz: ## Run every fuzz target for FUZZTIME each (not part of `make test`).
 
 ##@ Run
 .PHONY: demo
-demo: build ## Start policing on loopback with the embedded store, drive sessions through it, report.
+demo: build ## Start policing on loopback with the embedded store, drive sessions through it, report; then every EAP method (eapol_test) and MS-CHAPv2 (radclient).
+	$(GO) build -o $(BIN)/eapol-usim ./hack/eapol-usim
 	hack/demo.sh

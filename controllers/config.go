@@ -35,6 +35,7 @@ type pcEAP struct {
 	CertFile         string        `json:"certFile,omitempty"`
 	KeyFile          string        `json:"keyFile,omitempty"`
 	CAFile           string        `json:"caFile,omitempty"`
+	CRLFile          string        `json:"crlFile,omitempty"`
 	TLSIdentity      string        `json:"tlsIdentity"`
 	MaxConversations int32         `json:"maxConversations"`
 	Timeout          string        `json:"timeout"`
@@ -266,8 +267,8 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 		dc, c.Namespace, c.Name, out)
 }
 
-// renderEAP is policing's eap section: files of the mounted certificate Secret and CA
-// ConfigMap (buildPodTemplate), never their content. eap.nodeID is left to its default, the
+// renderEAP is policing's eap section: files of the mounted certificate Secret, CA and CRL
+// ConfigMaps (buildPodTemplate), never their content. eap.nodeID is left to its default, the
 // pod's name. Pure.
 func renderEAP(spec aaav1.AAAClusterSpec) *pcEAP {
 	e := spec.EAP
@@ -278,6 +279,9 @@ func renderEAP(spec aaav1.AAAClusterSpec) *pcEAP {
 	}
 	if e.ClientCA != nil {
 		out.CAFile = path.Join(eapCADir, e.ClientCA.Key)
+	}
+	if e.CRL != nil {
+		out.CRLFile = path.Join(eapCRLDir, e.CRL.Key)
 	}
 	if eapForwardEnabled(spec) {
 		out.Forward = renderEAPForward()
@@ -447,8 +451,10 @@ func referencedObjects(c *aaav1.AAACluster) []string {
 		if e.SecretName != "" {
 			out = append(out, "Secret/"+e.SecretName)
 		}
-		if e.ClientCA != nil {
-			out = append(out, "ConfigMap/"+e.ClientCA.Name)
+		for _, cm := range []*aaav1.ConfigMapKeyRef{e.ClientCA, e.CRL} {
+			if cm != nil {
+				out = append(out, "ConfigMap/"+cm.Name)
+			}
 		}
 	}
 	for _, cm := range rollingConfigMaps(spec) {

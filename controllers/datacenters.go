@@ -193,23 +193,25 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 		v, m := eapForwardVolume(c)
 		mounts, volumes = append(mounts, m), append(volumes, v)
 	}
-	if eapEnabled(spec) && spec.EAP.ClientCA != nil {
-		// A directory, not a subPath, so that an updated bundle reaches the pod (hot-reload).
-		ca := spec.EAP.ClientCA
-		mounts = append(mounts, corev1.VolumeMount{Name: "eap-ca", MountPath: eapCADir, ReadOnly: true})
-		volumes = append(volumes, corev1.Volume{Name: "eap-ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ca.Name},
-			Items:                []corev1.KeyToPath{{Key: ca.Key, Path: ca.Key}},
+	// A ConfigMap key mounted in a directory, not a subPath: the kubelet updates a mounted
+	// ConfigMap by swapping the directory's ..data symlink, which a subPath mount never sees
+	// (docs/hot-reload.md).
+	configMapKey := func(name, dir string, ref aaav1.ConfigMapKeyRef) {
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
+			Items:                []corev1.KeyToPath{{Key: ref.Key, Path: ref.Key}},
 		}}})
+	}
+	if eapEnabled(spec) && spec.EAP.ClientCA != nil {
+		configMapKey("eap-ca", eapCADir, *spec.EAP.ClientCA)
+		if spec.EAP.CRL != nil {
+			configMapKey("eap-crl", eapCRLDir, *spec.EAP.CRL)
+		}
 	}
 	if sub := spec.Subscribers; sub != nil {
 		if sub.LDAP != nil && sub.LDAP.Profiles != nil {
-			cmRef := sub.LDAP.Profiles.ConfigMap
-			mounts = append(mounts, corev1.VolumeMount{Name: "ldap-profiles", MountPath: ldapProfilesDir, ReadOnly: true})
-			volumes = append(volumes, corev1.Volume{Name: "ldap-profiles", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: cmRef.Name},
-				Items:                []corev1.KeyToPath{{Key: cmRef.Key, Path: cmRef.Key}},
-			}}})
+			configMapKey("ldap-profiles", ldapProfilesDir, sub.LDAP.Profiles.ConfigMap)
 		}
 		if sub.LDAP != nil && sub.LDAP.BindSecret != nil {
 			mounts = append(mounts, corev1.VolumeMount{Name: "ldap-bind", MountPath: ldapDir, ReadOnly: true})
@@ -234,14 +236,7 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 		}
 	}
 	if pol := spec.Policy; pol != nil && pol.Lua != nil {
-		// A directory, not a subPath: the kubelet updates a mounted ConfigMap by swapping the
-		// directory's ..data symlink, which a subPath mount never sees (docs/hot-reload.md).
-		cmRef := pol.Lua.ConfigMap
-		mounts = append(mounts, corev1.VolumeMount{Name: "policy", MountPath: policyDir, ReadOnly: true})
-		volumes = append(volumes, corev1.Volume{Name: "policy", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: cmRef.Name},
-			Items:                []corev1.KeyToPath{{Key: cmRef.Key, Path: cmRef.Key}},
-		}}})
+		configMapKey("policy", policyDir, pol.Lua.ConfigMap)
 	}
 	if ap := spec.AccountingProxy; ap != nil {
 		var sources []corev1.VolumeProjection

@@ -39,6 +39,7 @@ const (
 	defaultLDAPProfilesKey              = "profiles.yaml"
 	defaultPolicyKey                    = "policy.lua"
 	defaultEAPClientCAKey               = "ca.crt"
+	defaultEAPCRLKey                    = "ca.crl"
 	defaultEAPTLSIdentity               = "commonName"
 	DefaultEAPMaxConversations    int32 = 10000
 	DefaultEAPTimeout                   = 30 * time.Second
@@ -128,6 +129,9 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 		defaultIssuer(e.IssuerRef)
 		if e.ClientCA != nil && e.ClientCA.Key == "" {
 			e.ClientCA.Key = defaultEAPClientCAKey
+		}
+		if e.CRL != nil && e.CRL.Key == "" {
+			e.CRL.Key = defaultEAPCRLKey
 		}
 		if e.TLSIdentity == "" {
 			e.TLSIdentity = defaultEAPTLSIdentity

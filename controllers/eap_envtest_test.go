@@ -14,8 +14,8 @@ import (
 )
 
 // spec.eap with an issuer: a Certificate <name>-eap, policing's eap section, the certificate's
-// Secret, the CA bundle and the generated EAP inter-node secret mounted; the operator then
-// goes quiet. Moving to secretName deletes
+// Secret, the CA bundle, the CRLs and the generated EAP inter-node secret mounted; the
+// operator then goes quiet. Moving to secretName deletes
 // the Certificate and mounts the user's Secret; removing spec.eap takes the rest away.
 func TestEAPReconcile(t *testing.T) {
 	te := sharedEnv(t)
@@ -23,7 +23,7 @@ func TestEAPReconcile(t *testing.T) {
 	c := te.externalCluster(t, ns, "wifi")
 	c.Spec.Datacenters = c.Spec.Datacenters[:1]
 	c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"tls", "peap"}, IssuerRef: &aaav1.IssuerReference{Name: "wifi-ca"},
-		DNSNames: []string{"radius.example.net"}, ClientCA: &aaav1.ConfigMapKeyRef{Name: "client-ca"}}
+		DNSNames: []string{"radius.example.net"}, ClientCA: &aaav1.ConfigMapKeyRef{Name: "client-ca"}, CRL: &aaav1.ConfigMapKeyRef{Name: "client-crl"}}
 	if err := te.c.Create(bg, c); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestEAPReconcile(t *testing.T) {
 	}
 	eventually(t, wait, "the eap section of policing.yaml", func() error {
 		cfg := config()
-		for _, want := range []string{"certFile: /etc/openaaa/eap-tls/tls.crt", "caFile: /etc/openaaa/eap-ca/ca.crt", "- peap", "timeout: 30s"} {
+		for _, want := range []string{"certFile: /etc/openaaa/eap-tls/tls.crt", "caFile: /etc/openaaa/eap-ca/ca.crt", "crlFile: /etc/openaaa/eap-crl/ca.crl", "- peap", "timeout: 30s"} {
 			if !strings.Contains(cfg, want) {
 				return fmt.Errorf("no %q in\n%s", want, cfg)
 			}
@@ -73,10 +73,13 @@ func TestEAPReconcile(t *testing.T) {
 		if v, m := volumeOf(d, "eap-ca"); v != nil && m != nil && m.ReadOnly {
 			configMap = v.ConfigMap.Name
 		}
+		if v, m := volumeOf(d, "eap-crl"); v != nil && m != nil && m.ReadOnly {
+			configMap += "," + v.ConfigMap.Name
+		}
 		return secret, configMap, nil
 	}
 	eventually(t, wait, "the EAP volumes", func() error {
-		if s, cm, err := mounted(); err != nil || s != "wifi-eap-tls" || cm != "client-ca" {
+		if s, cm, err := mounted(); err != nil || s != "wifi-eap-tls" || cm != "client-ca,client-crl" {
 			return fmt.Errorf("Secret %q, ConfigMap %q (%v)", s, cm, err)
 		}
 		return nil

@@ -13,12 +13,12 @@ import (
 )
 
 // eapCluster is minimalCluster in namespace prod with EAP-TLS, PEAP and MD5, the server
-// certificate from a cert-manager issuer and the client CA from a ConfigMap.
+// certificate from a cert-manager issuer, the client CA and the CRLs from ConfigMaps.
 func eapCluster() (*aaav1.AAACluster, aaav1.AAAClusterSpec) {
 	c := minimalCluster("prod", "wifi")
 	c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"tls", "peap", "md5"},
 		IssuerRef: &aaav1.IssuerReference{Name: "wifi-ca"}, DNSNames: []string{"radius.example.net"},
-		ClientCA: &aaav1.ConfigMapKeyRef{Name: "wifi-client-ca"}}
+		ClientCA: &aaav1.ConfigMapKeyRef{Name: "wifi-client-ca"}, CRL: &aaav1.ConfigMapKeyRef{Name: "wifi-crl"}}
 	return c, withDefaults(c.Spec, Options{Version: "v1.2.3"})
 }
 
@@ -41,8 +41,8 @@ func volumeOf(d *appsv1.Deployment, name string) (*corev1.Volume, *corev1.Volume
 
 // TestGoldenEAP: spec.eap becomes policing's eap section (loaded by policing's
 // TestOperatorRenderedConfigsLoad), a Certificate <name>-eap for dnsNames only, and two
-// read-only directory mounts (no subPath: renewals reach the pod): the certificate's Secret
-// and the CA bundle's key.
+// read-only directory mounts (no subPath: renewals reach the pod): the certificate's Secret,
+// the CA bundle's key and the CRLs' key.
 func TestGoldenEAP(t *testing.T) {
 	c, spec := eapCluster()
 	golden(t, "policing-eap-dc1.yaml", []byte(renderPolicingConfig(c, spec, "dc1")))
@@ -58,12 +58,17 @@ func TestGoldenEAP(t *testing.T) {
 		m.MountPath != eapCADir || !m.ReadOnly || m.SubPath != "" {
 		t.Errorf("eap-ca volume %+v mount %+v: want ConfigMap wifi-client-ca key ca.crt read-only at %s", v, m, eapCADir)
 	}
+	v, m = volumeOf(d, "eap-crl")
+	if v == nil || m == nil || v.ConfigMap == nil || v.ConfigMap.Name != "wifi-crl" || v.ConfigMap.Items[0].Key != "ca.crl" ||
+		m.MountPath != eapCRLDir || !m.ReadOnly || m.SubPath != "" {
+		t.Errorf("eap-crl volume %+v mount %+v: want ConfigMap wifi-crl key ca.crl read-only at %s", v, m, eapCRLDir)
+	}
 	// Reloaded in place, never rolling the pods; watched so that a change reconciles.
 	if got := rollingSecrets(c, spec); slices.Contains(got, "wifi-eap-tls") {
 		t.Errorf("rolling secrets %v: the EAP certificate is reloaded, it must not roll pods", got)
 	}
-	if got := referencedObjects(c); !slices.Contains(got, "ConfigMap/wifi-client-ca") {
-		t.Errorf("referenced %v lack the client CA ConfigMap", got)
+	if got := referencedObjects(c); !slices.Contains(got, "ConfigMap/wifi-client-ca") || !slices.Contains(got, "ConfigMap/wifi-crl") {
+		t.Errorf("referenced %v lack the client CA or CRL ConfigMap", got)
 	}
 	assertEAPForward(t, c, spec, d, true)
 }
@@ -119,11 +124,13 @@ func TestEAPVariants(t *testing.T) {
 	if v, _ := volumeOf(d, "eap-tls"); v == nil || v.Secret.SecretName != "radius-tls" {
 		t.Errorf("eap-tls volume %+v, want the Secret radius-tls", v)
 	}
-	if v, _ := volumeOf(d, "eap-ca"); v != nil {
-		t.Errorf("a CA volume without clientCA: %+v", v)
+	for _, name := range []string{"eap-ca", "eap-crl"} {
+		if v, _ := volumeOf(d, name); v != nil {
+			t.Errorf("a %s volume without clientCA and crl: %+v", name, v)
+		}
 	}
 	cfg := renderPolicingConfig(c, spec, "dc1")
-	if !strings.Contains(cfg, "certFile: /etc/openaaa/eap-tls/tls.crt") || strings.Contains(cfg, "caFile: /etc/openaaa/eap") {
+	if !strings.Contains(cfg, "certFile: /etc/openaaa/eap-tls/tls.crt") || strings.Contains(cfg, "caFile: /etc/openaaa/eap") || strings.Contains(cfg, "crlFile:") {
 		t.Errorf("eap section:\n%s", cfg)
 	}
 	if got := referencedObjects(c); !slices.Contains(got, "Secret/radius-tls") {

@@ -15,8 +15,8 @@ import (
 )
 
 // EAP rounds forwarded between the policing pods (docs/eap.md "Multi-DC conversations"):
-// when spec.eap offers a method whose conversations live in their pod's memory (every method
-// but md5: a TLS handshake or tunnel, SIM/AKA vectors), each pod listens on EAPForwardPort for
+// when spec.eap offers a method whose conversations live in their pod's memory (tls, peap,
+// ttls: a TLS handshake or tunnel), each pod listens on EAPForwardPort for
 // the rounds other pods, of any data center, forward to it, under an inter-node secret the
 // operator generates once into a Secret it owns (never into the ConfigMap). The pods find each
 // other in the session store's node registry, by pod IP.

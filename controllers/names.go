@@ -48,6 +48,7 @@ const (
 	diameterTLSDir     = configDir + "/diameter-tls"
 	eapTLSDir          = configDir + "/eap-tls"
 	eapCADir           = configDir + "/eap-ca"
+	eapCRLDir          = configDir + "/eap-crl"
 	ldapDir            = configDir + "/ldap"
 	ldapProfilesDir    = configDir + "/ldap-profiles"
 	subscribersDir     = configDir + "/subscribers"

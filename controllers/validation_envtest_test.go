@@ -77,6 +77,9 @@ func TestValidation(t *testing.T) {
 		{"EAP-TLS without a client CA", func(c *aaav1.AAACluster) {
 			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"tls"}, SecretName: "s"}
 		}, []string{"spec.eap.clientCA", "required by the method tls"}},
+		{"EAP CRL without a client CA", func(c *aaav1.AAACluster) {
+			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"peap"}, SecretName: "s", CRL: &aaav1.ConfigMapKeyRef{Name: "crl"}}
+		}, []string{"spec.eap.crl", "needs clientCA"}},
 		{"PEAP without a certificate", func(c *aaav1.AAACluster) {
 			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"md5", "peap"}}
 		}, []string{"spec.eap", "issuerRef or secretName is required by the methods tls, peap and ttls"}},

@@ -57,6 +57,8 @@ export FREERADIUS_HOME=$OUT/freeradius
 source "$ROOT/hack/bench-lib.sh"
 # shellcheck source=hack/lib/admin-token.sh
 source "$ROOT/hack/lib/admin-token.sh"
+# shellcheck source=hack/lib/eap-certs.sh
+source "$ROOT/hack/lib/eap-certs.sh"
 
 die() { echo "$BENCH_NAME: $*" >&2; exit 1; }
 [[ -x $LOADGEN && -x $POLICING ]] || die "build first (make build)"
@@ -89,16 +91,7 @@ trap cleanup EXIT INT TERM
 # Certificates: a CA, the servers' certificate (both servers use it) and one client
 # certificate for EAP-TLS, sent for every user.
 C=$OUT/certs
-openssl req -x509 "${NEWKEY[@]}" -nodes -keyout "$C/ca.key" -out "$C/ca.pem" -days 2 -subj "/CN=OpenAAA bench CA" \
-	-addext basicConstraints=critical,CA:true -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-issue() { # NAME CN EXTENDED-KEY-USAGE
-	openssl req "${NEWKEY[@]}" -nodes -keyout "$C/$1.key" -out "$C/$1.csr" -subj "/CN=$2" 2>/dev/null
-	openssl x509 -req -in "$C/$1.csr" -CA "$C/ca.pem" -CAkey "$C/ca.key" -set_serial "$RANDOM$RANDOM" -days 2 -out "$C/$1.pem" \
-		-extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=%s\nkeyUsage=critical,digitalSignature,keyEncipherment\n' "$2" "$3") 2>/dev/null
-	rm "$C/$1.csr"
-}
-issue server "$SERVER_NAME" serverAuth
-issue client "$CERT_USER" clientAuth
+eap_certs "$C" "$SERVER_NAME" "$CERT_USER" "${NEWKEY[@]}"
 
 # Same subscribers in both servers.
 BASE=$BASE_POL write_bench_config "{store: embedded}" "tokenFile: $OUT/admin-token, pprof: $([[ $PROFILE == 1 ]] && echo true || echo false)"

@@ -520,6 +520,7 @@ type RadSecSpec struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.issuerRef) && has(self.secretName))",message="spec.eap: issuerRef and secretName are mutually exclusive"
 // +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || (has(self.dnsNames) && size(self.dnsNames) > 0)",message="spec.eap.dnsNames: at least one name is required with issuerRef (the server name supplicants check)",fieldPath=".dnsNames"
 // +kubebuilder:validation:XValidation:rule="!('tls' in self.methods) || has(self.clientCA)",message="spec.eap.clientCA is required by the method tls (client certificates are verified against it)",fieldPath=".clientCA"
+// +kubebuilder:validation:XValidation:rule="!has(self.crl) || has(self.clientCA)",message="spec.eap.crl needs clientCA (each CRL is verified against its issuer there)",fieldPath=".crl"
 type EAPSpec struct {
 	// Methods offered, in order of preference: tls, peap, ttls, md5 (policing's eap.methods).
 	// +kubebuilder:validation:MinItems=1
@@ -549,6 +550,14 @@ type EAPSpec struct {
 	// Required by tls. Reloaded when the ConfigMap changes.
 	// +optional
 	ClientCA *ConfigMapKeyRef `json:"clientCA,omitempty"`
+	// CRL is the CAs' certificate revocation lists (PEM, one or more X.509 CRLs) EAP-TLS client
+	// chains are checked against (policing's eap.crlFile, docs/eap.md): a key of a ConfigMap,
+	// key ca.crl unless it says otherwise (CRLs are public). A client certificate they revoke
+	// is refused, and so is one whose issuer has no CRL in force there (none, or past its
+	// nextUpdate). Needs clientCA. Reloaded when the ConfigMap changes; a CRL that does not
+	// verify against its CA is refused and the CRLs in force stay.
+	// +optional
+	CRL *ConfigMapKeyRef `json:"crl,omitempty"`
 	// TLSIdentity is what names an EAP-TLS subscriber: the client certificate's commonName or
 	// its subjectAltName (e-mail first, then DNS).
 	// +kubebuilder:validation:Enum=commonName;subjectAltName

@@ -628,6 +628,11 @@ func (in *EAPSpec) DeepCopyInto(out *EAPSpec) {
 		*out = new(ConfigMapKeyRef)
 		**out = **in
 	}
+	if in.CRL != nil {
+		in, out := &in.CRL, &out.CRL
+		*out = new(ConfigMapKeyRef)
+		**out = **in
+	}
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
 		*out = new(metav1.Duration)

@@ -43,14 +43,16 @@ func (n *Node) startEAP(src subscriber.Source) (*eap.Server, error) {
 		opt.Methods = append(opt.Methods, t)
 	}
 	if c.UsesTLS() {
-		files := &tlsfiles.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, Name: "eap", Log: n.Log}
+		files := &tlsfiles.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, CRLFile: c.CRLFile, Name: "eap", Log: n.Log}
 		if _, err := files.Reload(); err != nil {
 			return nil, fmt.Errorf("eap: %w", err)
 		}
 		opt.TLS = files.Config
 		paths := []string{c.CertFile, c.KeyFile}
-		if c.CAFile != "" {
-			paths = append(paths, c.CAFile)
+		for _, p := range []string{c.CAFile, c.CRLFile} {
+			if p != "" {
+				paths = append(paths, p)
+			}
 		}
 		n.Reloader.Watch("certificates", paths, func() error {
 			_, err := files.Reload()

@@ -33,7 +33,7 @@ func forwardingNodes(t *testing.T, dir, timing string) []*Node {
 	forward := "  forward: {address: \"127.0.0.1:0\", secretFile: {{dir}}/internode, " + timing + "}\n"
 	var nodes []*Node
 	for _, id := range []string{"node-a", "node-b", "node-c"} {
-		nodes = append(nodes, edgeNode(t, dir, eapConfig(id, forward), eapSubscribers(t)))
+		nodes = append(nodes, eapNodeAs(t, dir, id, forward))
 	}
 	ctx := context.Background()
 	for _, n := range nodes {
@@ -83,7 +83,7 @@ func TestEAPForwardedRounds(t *testing.T) {
 			relay.SetNext(0)
 			sentBefore := relay.Sent()
 			ansBefore, recBefore := testenv.Metric(t, admin, answered), testenv.Metric(t, admin, received)
-			out, ok := eapolTestTo(t, relay.Addr(), dir, c.network)
+			out, ok := runEapolTest(t, relay.Addr(), dir, c.network, nil)
 			if !ok {
 				t.Fatalf("eapol_test did not succeed:\n%s", out)
 			}

@@ -3,9 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/internal/testpki"
+	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
 )
 
@@ -28,43 +31,52 @@ func writePEM(t *testing.T, dir, name string, cert, key []byte) {
 	must(t, os.WriteFile(filepath.Join(dir, name+".key"), key, 0o600))
 }
 
-// eapNode is a policing node offering every EAP method, with a CA, its server certificate
-// (long enough to be sent in several fragments) and client certificates in dir: alice (valid), expired (alice, expired yesterday),
-// stranger (alice, from another CA); subscribers eapSubscribers.
-func eapNode(t *testing.T, dir string) *Node {
-	t.Helper()
-	eapPKI(t, dir)
-	return edgeNode(t, dir, eapConfig("node-a", ""), eapSubscribers(t))
-}
-
-// eapPKI writes eapNode's CA, server and client certificates into dir (skipping the test
-// without eapol_test).
-func eapPKI(t *testing.T, dir string) {
+// eapPKI writes into dir a CA (ca.pem), its server certificate (long enough to be sent in
+// several fragments) and client certificates: alice (valid, serial 3), expired (alice,
+// expired yesterday), carol (serial 5), stranger (alice, from another CA).
+func eapPKI(t *testing.T, dir string) *testpki.CA {
 	t.Helper()
 	testenv.LookPath(t, "eapol_test", "Debian eapoltest: hack/eapol.sh install") // skip before starting anything
-	ca, other := newPKI(t, "OpenAAA test CA"), newPKI(t, "Another CA")
-	must(t, os.WriteFile(filepath.Join(dir, "ca.pem"), ca.pem, 0o600))
+	ca, other := testpki.New(t, "OpenAAA test CA"), testpki.New(t, "Another CA")
+	must(t, os.WriteFile(filepath.Join(dir, "ca.pem"), ca.PEM, 0o600))
 	day := time.Now().Add(24 * time.Hour)
 	// Many names make the server's first flight span several EAP fragments (1,014 octets each).
 	var names []string
 	for i := range 80 {
 		names = append(names, fmt.Sprintf("node%02d.policing.test", i))
 	}
-	cert, key := ca.issueUntil(t, "policing.test", 2, day, names...)
+	cert, key := ca.IssueUntil(t, "policing.test", 2, day, names...)
 	writePEM(t, dir, "server", cert, key)
-	cert, key = ca.issue(t, "alice", 3)
+	cert, key = ca.Issue(t, "alice", 3)
 	writePEM(t, dir, "alice", cert, key)
-	cert, key = ca.issueUntil(t, "alice", 4, time.Now().Add(-24*time.Hour))
+	cert, key = ca.IssueUntil(t, "alice", 4, time.Now().Add(-24*time.Hour))
 	writePEM(t, dir, "expired", cert, key)
-	cert, key = ca.issue(t, "carol", 5)
+	cert, key = ca.Issue(t, "carol", 5)
 	writePEM(t, dir, "carol", cert, key)
-	cert, key = other.issue(t, "alice", 2)
+	cert, key = other.Issue(t, "alice", 2)
 	writePEM(t, dir, "stranger", cert, key)
+	return ca
 }
 
-// eapConfig is eapNode's configuration with node id node, and extra keys under eap.
-func eapConfig(node, extra string) string {
-	return `
+// eapNode is a policing node offering every EAP method with the certificates of eapPKI;
+// subscribers alice (clear-text password), bob (an NT hash of "bobpw") and dave (disabled).
+func eapNode(t *testing.T, dir string) *Node {
+	t.Helper()
+	eapPKI(t, dir)
+	return eapNodeWith(t, dir, "")
+}
+
+// eapNodeWith is eapNode on the files already in dir, with more configuration after the eap
+// block's keys (indented: more eap keys).
+func eapNodeWith(t *testing.T, dir, more string) *Node {
+	t.Helper()
+	return eapNodeAs(t, dir, "node-a", more)
+}
+
+// eapNodeAs is eapNodeWith with eap.nodeID node (several nodes on the files of one dir).
+func eapNodeAs(t *testing.T, dir, node, more string) *Node {
+	t.Helper()
+	return edgeNode(t, dir, `
 log: {level: debug}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0"}
 admin: {address: "127.0.0.1:0", tokenFile: {{dir}}/admin-token}
@@ -77,34 +89,15 @@ eap:
   certFile: {{dir}}/server.pem
   keyFile: {{dir}}/server.key
   caFile: {{dir}}/ca.pem
-  nodeID: ` + node + "\n" + extra
-}
-
-// eapSubscribers: alice (clear-text password), bob (an NT hash of "bobpw"), dave (disabled).
-func eapSubscribers(t *testing.T) string {
-	return "subscribers:\n  - {username: alice, password: alicepw}\n  - {username: bob, ntPassword: " + ntHashHex(t, "bobpw") + "}\n" +
-		"  - {username: dave, password: davepw, disabled: true}\n"
+  nodeID: `+node+"\n"+more, "subscribers:\n  - {username: alice, password: alicepw}\n  - {username: bob, ntPassword: "+ntHashHex(t, "bobpw")+"}\n"+
+		"  - {username: dave, password: davepw, disabled: true}\n")
 }
 
 // eapolTest runs eapol_test with the network block against the node: its output, and
 // whether it reported SUCCESS.
 func eapolTest(t *testing.T, n *Node, dir, network string, args ...string) (string, bool) {
 	t.Helper()
-	return eapolTestTo(t, n.AuthAddr, dir, network, args...)
-}
-
-// eapolTestTo runs eapol_test against the RADIUS server at addr (on 127.0.0.1).
-func eapolTestTo(t *testing.T, addr net.Addr, dir, network string, args ...string) (string, bool) {
-	t.Helper()
-	bin := testenv.LookPath(t, "eapol_test", "Debian eapoltest: hack/eapol.sh install")
-	conf := filepath.Join(dir, "eapol.conf")
-	must(t, os.WriteFile(conf, []byte("network={\n"+strings.ReplaceAll(network, "{{dir}}", dir)+"\n}\n"), 0o600))
-	_, port, _ := strings.Cut(addr.String(), ":")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"-c", conf, "-a", "127.0.0.1", "-p", port, "-s", radclientSecret, "-t", "20", "-r", "0"}, args...)...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err == nil && strings.Contains(string(out), "\nSUCCESS")
+	return runEapolTest(t, n.AuthAddr, dir, network, nil, args...)
 }
 
 func ntHashHex(t *testing.T, pw string) string {
@@ -268,9 +261,9 @@ func TestEAPCertificateReload(t *testing.T) {
 	peap := func(ca string) string {
 		return strings.Replace(tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw"), "ca.pem", ca, 1)
 	}
-	ca2 := newPKI(t, "Renewed CA")
-	must(t, os.WriteFile(filepath.Join(dir, "ca2.pem"), ca2.pem, 0o600))
-	cert, key := ca2.issue(t, "policing.test", 2)
+	ca2 := testpki.New(t, "Renewed CA")
+	must(t, os.WriteFile(filepath.Join(dir, "ca2.pem"), ca2.PEM, 0o600))
+	cert, key := ca2.Issue(t, "policing.test", 2)
 	writePEM(t, dir, "server", cert, key)
 	if ok, rejected := n.Reloader.Reload(); ok < 1 || rejected != 0 {
 		t.Fatalf("reload: %d ok, %d rejected", ok, rejected)
@@ -287,5 +280,74 @@ func TestEAPCertificateReload(t *testing.T) {
 	}
 	if out, ok := eapolTest(t, n, dir, peap("ca2.pem")); !ok {
 		t.Fatalf("the certificate in force was lost to a broken one:\n%s", out)
+	}
+}
+
+// Revocation (eap.crlFile): a client certificate its CA's CRL lists is refused
+// (certificate_revoked), over TLS 1.2 and 1.3, while another of the same CA succeeds; a new
+// CRL on disk is in force for the next conversation, no restart; one past its nextUpdate
+// refuses every certificate of its CA (crl_unavailable); a CRL signed by another key is
+// refused, at a reload (the CRL in force stays) and at start.
+func TestEAPCertificateRevocation(t *testing.T) {
+	dir := t.TempDir()
+	ca := eapPKI(t, dir)
+	cert, key := ca.Issue(t, "alice", 6)
+	writePEM(t, dir, "revoked", cert, key)
+	cert, key = ca.Issue(t, "bob", 7)
+	writePEM(t, dir, "bob", cert, key)
+	crlFile := filepath.Join(dir, "ca.crl")
+	day := time.Now().Add(24 * time.Hour)
+	must(t, os.WriteFile(crlFile, ca.CRL(t, 1, day, 6), 0o600))
+	n := eapNodeWith(t, dir, "  crlFile: {{dir}}/ca.crl\nreload: {interval: 100ms}\n")
+	refused := func(network, reason string) {
+		t.Helper()
+		series := `openaaa_eap_rejects_total{reason="` + reason + `"}`
+		before := metricValue(t, n, series)
+		if out, ok := eapolTest(t, n, dir, network); ok || !strings.Contains(out, "EAP: Received EAP-Failure") {
+			t.Fatalf("not refused with EAP-Failure:\n%s", out)
+		}
+		if got := metricValue(t, n, series); got != before+1 {
+			t.Fatalf("%s = %v, want %v", series, got, before+1)
+		}
+	}
+	succeeds := func(network string) {
+		t.Helper()
+		if out, ok := eapolTest(t, n, dir, network); !ok {
+			t.Fatalf("eapol_test did not succeed:\n%s", out)
+		}
+	}
+	tls13 := "phase1=\"tls_disable_tlsv1_3=0\""
+	refused(tlsNetwork("revoked", ""), "certificate_revoked")
+	refused(tlsNetwork("revoked", tls13), "certificate_revoked")
+	succeeds(tlsNetwork("alice", ""))
+	succeeds(tlsNetwork("alice", tls13))
+
+	reloads := func(result string) float64 {
+		return metricValue(t, n, `openaaa_config_reloads_total{kind="certificates",result="`+result+`"}`)
+	}
+	replace := func(crl []byte, result string) {
+		t.Helper()
+		before := reloads(result)
+		writeAtomically(t, crlFile, crl)
+		eventually(t, 20*time.Second, "the new CRL "+result, func() bool { return reloads(result) > before })
+	}
+	replace(ca.CRL(t, 2, day, 3, 6), "ok") // alice revoked after the start
+	refused(tlsNetwork("alice", ""), "certificate_revoked")
+	succeeds(tlsNetwork("bob", ""))
+	replace(ca.ForgedCRL(t), "rejected")
+	refused(tlsNetwork("alice", ""), "certificate_revoked")
+	replace(ca.CRL(t, 3, time.Now().Add(-time.Minute)), "ok")
+	refused(tlsNetwork("alice", ""), "crl_unavailable")
+
+	writeAtomically(t, crlFile, ca.ForgedCRL(t))
+	cfg, err := config.Load(filepath.Join(dir, "policing.yaml"), nil, nil)
+	must(t, err)
+	n2, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), new(slog.LevelVar))
+	if err == nil {
+		_ = n2.Shutdown(context.Background())
+		t.Fatal("started with a forged CRL")
+	}
+	if !strings.Contains(err.Error(), crlFile) {
+		t.Fatalf("error %v does not name %s", err, crlFile)
 	}
 }

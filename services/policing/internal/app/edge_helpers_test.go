@@ -6,16 +6,9 @@ package app
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -214,55 +207,6 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 func metricValue(t *testing.T, n *Node, series string) float64 {
 	t.Helper()
 	return testenv.Metric(t, n.AdminAddr.String(), series)
-}
-
-// testPKI is a CA that issues certificates for the RadSec and EAP tests.
-type testPKI struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newPKI(t *testing.T, name string) *testPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	must(t, err)
-	c, err := x509.ParseCertificate(der)
-	must(t, err)
-	return &testPKI{cert: c, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns PEM certificate and key for cn (server and client usage, 127.0.0.1 SAN).
-func (p *testPKI) issue(t *testing.T, cn string, serial int64) (certPEM, keyPEM []byte) {
-	t.Helper()
-	return p.issueUntil(t, cn, serial, time.Now().Add(24*time.Hour))
-}
-
-// issueUntil is issue with the end of validity (in the past: an expired certificate) and more
-// DNS names.
-func (p *testPKI) issueUntil(t *testing.T, cn string, serial int64, notAfter time.Time, dnsNames ...string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	notBefore := time.Now()
-	if notAfter.Before(notBefore) {
-		notBefore = notAfter
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: notBefore.Add(-time.Hour), NotAfter: notAfter,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: append([]string{"localhost"}, dnsNames...)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	must(t, err)
-	kb, err := x509.MarshalPKCS8PrivateKey(key)
-	must(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb})
 }
 
 // writeAtomically replaces a file the way a Secret volume update does (write + rename).

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openaaa/openaaa/internal/testpki"
 )
 
 // peerSerial connects to the RadSec port with a client certificate and returns the serial
@@ -32,10 +34,10 @@ func peerSerial(t *testing.T, addr string, ca []byte, cert, key []byte) (string,
 func TestRadSecThroughFreeRADIUSProxy(t *testing.T) {
 	needFreeRADIUS(t)
 	dir := t.TempDir()
-	pki := newPKI(t, "openaaa test CA")
-	srvCert, srvKey := pki.issue(t, "policing", 100)
-	cliCert, cliKey := pki.issue(t, "freeradius-proxy", 200)
-	for name, data := range map[string][]byte{"tls.crt": srvCert, "tls.key": srvKey, "ca.crt": pki.pem,
+	pki := testpki.New(t, "openaaa test CA")
+	srvCert, srvKey := pki.Issue(t, "policing", 100)
+	cliCert, cliKey := pki.Issue(t, "freeradius-proxy", 200)
+	for name, data := range map[string][]byte{"tls.crt": srvCert, "tls.key": srvKey, "ca.crt": pki.PEM,
 		"client.crt": cliCert, "client.key": cliKey} {
 		must(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
 	}
@@ -78,14 +80,14 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 
 	// Rotation: new certificate and key files are picked up without restart, by the
 	// hot-reload watcher (reload.interval).
-	if s, err := peerSerial(t, radsecAddr, pki.pem, cliCert, cliKey); err != nil || s != "100" {
+	if s, err := peerSerial(t, radsecAddr, pki.PEM, cliCert, cliKey); err != nil || s != "100" {
 		t.Fatalf("serial before rotation: %q %v", s, err)
 	}
-	newCert, newKey := pki.issue(t, "policing", 101)
+	newCert, newKey := pki.Issue(t, "policing", 101)
 	writeAtomically(t, filepath.Join(dir, "tls.key"), newKey)
 	writeAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
 	eventually(t, 20*time.Second, "rotated certificate served", func() bool {
-		s, err := peerSerial(t, radsecAddr, pki.pem, cliCert, cliKey)
+		s, err := peerSerial(t, radsecAddr, pki.PEM, cliCert, cliKey)
 		return err == nil && s == "101"
 	})
 	// A broken file is rejected and the rotated certificate stays in force.
@@ -93,7 +95,7 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 	eventually(t, 20*time.Second, "broken certificate rejected", func() bool {
 		return metricValue(t, n, `openaaa_config_reloads_total{kind="certificates",result="rejected"}`) >= 1
 	})
-	if s, err := peerSerial(t, radsecAddr, pki.pem, cliCert, cliKey); err != nil || s != "101" {
+	if s, err := peerSerial(t, radsecAddr, pki.PEM, cliCert, cliKey); err != nil || s != "101" {
 		t.Fatalf("after a broken file: serial %q %v, want 101", s, err)
 	}
 	// FreeRADIUS, restarted so that it opens a new TLS connection, still gets through.

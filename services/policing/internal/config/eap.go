@@ -19,6 +19,9 @@ type EAP struct {
 	CertFile string `json:"certFile,omitempty"`
 	KeyFile  string `json:"keyFile,omitempty"`
 	CAFile   string `json:"caFile,omitempty"`
+	// CRLFile holds CRLs (PEM) of the CAs of CAFile: a client certificate they revoke is
+	// refused, and so is one whose issuer has none in force (docs/eap.md). Reloaded too.
+	CRLFile string `json:"crlFile,omitempty"`
 	// TLSMaxVersion caps EAP-TLS: "1.2" or "1.3" (RFC 9190). PEAP and TTLS use TLS 1.2.
 	TLSMaxVersion string `json:"tlsMaxVersion"`
 	// TLSIdentity is what names an EAP-TLS subscriber: commonName or subjectAltName.
@@ -95,6 +98,9 @@ func (e EAP) validate(key string) []error {
 	}
 	if slices.Contains(e.Methods, "tls") && e.CAFile == "" {
 		bad("caFile", "required by tls (client certificates are verified against it)")
+	}
+	if e.CRLFile != "" && e.CAFile == "" {
+		bad("crlFile", "needs caFile (each CRL is verified against its issuer there)")
 	}
 	if e.TLSMaxVersion != "1.2" && e.TLSMaxVersion != "1.3" {
 		bad("tlsMaxVersion", "%q is not 1.2 or 1.3", e.TLSMaxVersion)

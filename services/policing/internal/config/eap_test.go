@@ -30,6 +30,7 @@ func TestEAPValidation(t *testing.T) {
 		{[]string{`eap.methods=["md5","md5"]`}, "eap.methods[1]"},
 		{[]string{`eap.methods=["peap"]`}, "eap.certFile"},
 		{[]string{`eap.methods=["tls"]`, "eap.certFile=/c", "eap.keyFile=/k"}, "eap.caFile"},
+		{[]string{`eap.methods=["peap"]`, "eap.certFile=/c", "eap.keyFile=/k", "eap.crlFile=/crl"}, "eap.crlFile"},
 		{[]string{"eap.tlsMaxVersion=1.1"}, "eap.tlsMaxVersion"},
 		{[]string{"eap.tlsIdentity=serialNumber"}, "eap.tlsIdentity"},
 		{[]string{"eap.nodeID=" + strings.Repeat("n", 65)}, "eap.nodeID"},

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
+	"github.com/openaaa/openaaa/internal/milenage"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -18,21 +18,25 @@ import (
 // identity names the subscriber by IMSI; a peer that gives another identity is asked for it
 // (AT_PERMANENT_ID_REQ). Pseudonyms and fast re-authentication are not done.
 //
-// The state between rounds is a few values (the identity, RAND, XRES, K_aut, the MSK and
-// EMSK, two flags), so that it could be stored for another node to resume (docs/eap.md).
+// Between rounds the conversation is a few values that went over the air (the stage, RAND,
+// SQN ⊕ AK, the identity), kept in the session store (shared.go) so that any node continues
+// it: that node looks the subscriber up again and recomputes XRES and the keys (derive). No
+// key is stored; on a node that made the vector itself they are kept until the next round.
 type akaMethod struct {
 	srv      *Server
 	typ      byte          // TypeAKA or TypeAKAPrime
 	conv     *conversation // its next Identifier is under AT_MAC
 	identity string        // the identity the keys bind: the last AT_IDENTITY, else the EAP one
 	imsi     string
-	askedID  bool // AKA-Identity sent
-	resynced bool // one resynchronisation per conversation
-	sent     bool // a Challenge is in flight
-	sub      *subscriber.Subscriber
-	rand     [16]byte
-	xres     [8]byte
-	keys     akaKeys
+	askedID  bool     // AKA-Identity sent
+	resynced bool     // one resynchronisation per conversation
+	sent     bool     // a Challenge is in flight
+	rand     [16]byte // of the Challenge in flight
+	sqnAK    [6]byte  // its SQN ⊕ AK (AUTN's first octets), which AKA' binds
+	// Not stored: looked up, or recomputed by derive.
+	sub  *subscriber.Subscriber
+	xres [8]byte
+	keys akaKeys
 }
 
 // permanentIMSI returns the IMSI of a permanent identity: one of prefixes ("0" AKA, "6" AKA',
@@ -76,7 +80,7 @@ func (m *akaMethod) step(ctx context.Context, _ byte, data []byte) outcome {
 	case akaIdentity:
 		return m.identityResponse(ctx, msg)
 	case akaChallenge:
-		return m.challengeResponse(data, msg)
+		return m.challengeResponse(ctx, data, msg)
 	case akaSyncFailure:
 		return m.syncFailure(ctx, msg)
 	case akaAuthReject:
@@ -110,14 +114,7 @@ func (m *akaMethod) identityResponse(ctx context.Context, msg simMsg) outcome {
 
 // challenge makes a vector with the subscriber's next SQN (at least floor) and sends it.
 func (m *akaMethod) challenge(ctx context.Context, floor uint64) ([]byte, Reason) {
-	if m.sub == nil {
-		sub, r := m.srv.lookup(ctx, m.imsi)
-		if r != "" {
-			return nil, r
-		}
-		m.sub = sub
-	}
-	card, a, r := m.card()
+	card, a, r := m.srv.usim(ctx, &m.sub, m.imsi)
 	if r != "" {
 		return nil, r
 	}
@@ -136,29 +133,44 @@ func (m *akaMethod) challenge(ctx context.Context, floor uint64) ([]byte, Reason
 	}
 	_, _ = rand.Read(m.rand[:])
 	v := card.Generate(m.rand, sqn, a.AMF)
-	m.xres = v.XRES
+	copy(m.sqnAK[:], v.AUTN[:6])
+	m.derive(card)
 	b := newSim(akaChallenge).attr(atRAND, []byte{0, 0}, v.RAND[:]).attr(atAUTN, []byte{0, 0}, v.AUTN[:])
 	if m.typ == TypeAKAPrime {
-		ckP, ikP := ckIKPrime(v.CK[:], v.IK[:], m.srv.opt.AKANetworkName, v.AUTN[:6])
-		m.keys = akaPrimeDerive(m.identity, ikP, ckP)
 		b.attr(atKDFInput, withLength([]byte(m.srv.opt.AKANetworkName))).attr(atKDF, []byte{0, 1})
-	} else {
-		m.keys = akaDerive(m.identity, v.IK[:], v.CK[:])
-		if m.srv.offers(TypeAKAPrime) { // against bidding down (RFC 9048 §4)
-			b.attr(atBidding, []byte{0x80, 0})
-		}
+	} else if m.srv.offers(TypeAKAPrime) { // against bidding down (RFC 9048 §4)
+		b.attr(atBidding, []byte{0x80, 0})
 	}
 	m.sent = true
 	return b.mac().seal(m.typ, m.conv.lastID+1, m.keys.kAut, nil), ""
 }
 
-func (m *akaMethod) card() (*milenage.Card, subscriber.AKA, Reason) {
-	return usimOf(m.srv, m.sub, m.imsi)
+// derive computes what the Challenge of RAND binds, from the subscriber's Ki and OPc: XRES,
+// and the keys over the identity (AKA': over CK' and IK', from the network name and SQN ⊕
+// AK). The node that makes the vector and one that continues the conversation from the
+// store both come here.
+func (m *akaMethod) derive(card *milenage.Card) {
+	k := card.F2345(m.rand[:])
+	m.xres = k.RES
+	if m.typ == TypeAKAPrime {
+		ckP, ikP := ckIKPrime(k.CK[:], k.IK[:], m.srv.opt.AKANetworkName, m.sqnAK[:])
+		m.keys = akaPrimeDerive(m.identity, ikP, ckP)
+	} else {
+		m.keys = akaDerive(m.identity, k.IK[:], k.CK[:])
+	}
 }
 
-// usimOf is the subscriber's USIM: Ki and OPc (from OP when the file gives OP).
-func usimOf(srv *Server, sub *subscriber.Subscriber, imsi string) (*milenage.Card, subscriber.AKA, Reason) {
-	a, err := sub.AKA()
+// usim is the subscriber's USIM: Ki and OPc (from OP when the file gives OP). The subscriber
+// is looked up first unless *sub holds it (a conversation restored from the store holds none).
+func (s *Server) usim(ctx context.Context, sub **subscriber.Subscriber, imsi string) (*milenage.Card, subscriber.AKA, Reason) {
+	if *sub == nil {
+		found, r := s.lookup(ctx, imsi)
+		if r != "" {
+			return nil, subscriber.AKA{}, r
+		}
+		*sub = found
+	}
+	a, err := (*sub).AKA()
 	if errors.Is(err, subscriber.ErrNoAKA) {
 		return nil, a, ReasonNoAKA
 	}
@@ -170,16 +182,32 @@ func usimOf(srv *Server, sub *subscriber.Subscriber, imsi string) (*milenage.Car
 		c, err = milenage.New(a.Ki, a.OPc)
 	}
 	if err != nil { // the error names a field, never a value
-		srv.opt.Log.Warn("eap-aka credentials unusable", "subscriber", imsi, "err", err)
+		s.opt.Log.Warn("eap-aka credentials unusable", "subscriber", imsi, "err", err)
 		return nil, a, ReasonNoAKA
 	}
 	return c, a, ""
 }
 
+// rederive gives a conversation restored from the store (which keeps no key) the keys of its
+// Challenge again, unless it has them: the subscriber looked up, then derive.
+func (s *Server) rederive(ctx context.Context, have bool, sub **subscriber.Subscriber, imsi string, derive func(*milenage.Card)) Reason {
+	if have {
+		return ""
+	}
+	card, _, r := s.usim(ctx, sub, imsi)
+	if r == "" {
+		derive(card)
+	}
+	return r
+}
+
 // challengeResponse checks AT_MAC and AT_RES against the vector sent.
-func (m *akaMethod) challengeResponse(data []byte, msg simMsg) outcome {
+func (m *akaMethod) challengeResponse(ctx context.Context, data []byte, msg simMsg) outcome {
 	if !m.sent {
 		return fail(ReasonMalformed)
+	}
+	if r := m.srv.rederive(ctx, m.keys.kAut != nil, &m.sub, m.imsi, m.derive); r != "" {
+		return fail(r)
 	}
 	if !msg.verifyMAC(m.typ, m.conv.lastID, data, m.keys.kAut, nil) {
 		return fail(ReasonBadResponse)
@@ -200,7 +228,7 @@ func (m *akaMethod) syncFailure(ctx context.Context, msg simMsg) outcome {
 	if !m.sent || m.resynced || !ok || len(auts) != 14 {
 		return fail(ReasonResync)
 	}
-	card, _, r := m.card()
+	card, _, r := m.srv.usim(ctx, &m.sub, m.imsi)
 	if r != "" {
 		return fail(r)
 	}
@@ -215,4 +243,50 @@ func (m *akaMethod) syncFailure(ctx context.Context, msg simMsg) outcome {
 		return fail(r)
 	}
 	return outcome{next: next}
+}
+
+// What state holds of the stage.
+const (
+	stAskedID = 1 << iota
+	stResynced
+	stSent
+)
+
+func stage(askedID, resynced, sent bool) byte {
+	var b byte
+	for i, f := range []bool{askedID, resynced, sent} {
+		if f {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
+// akaStateLen is the fixed part of an AKA state: the stage, RAND, SQN ⊕ AK.
+const akaStateLen = 1 + 16 + 6
+
+// state is the stage, RAND and SQN ⊕ AK of the Challenge in flight (both went over the air, in
+// AT_RAND and AT_AUTN; zeros before the first) and the identity the keys bind; the IMSI is
+// the identity's. No key, no XRES: derive recomputes them.
+func (m *akaMethod) state() []byte {
+	b := make([]byte, 0, akaStateLen+len(m.identity))
+	b = append(b, stage(m.askedID, m.resynced, m.sent))
+	b = append(b, m.rand[:]...)
+	b = append(b, m.sqnAK[:]...)
+	return append(b, m.identity...)
+}
+
+// restore reads what state wrote (false: malformed, or a stage no conversation is in).
+func (m *akaMethod) restore(st []byte) bool {
+	if len(st) < akaStateLen || st[0]&^(stAskedID|stResynced|stSent) != 0 {
+		return false
+	}
+	m.askedID, m.resynced, m.sent = st[0]&stAskedID != 0, st[0]&stResynced != 0, st[0]&stSent != 0
+	copy(m.rand[:], st[1:17])
+	copy(m.sqnAK[:], st[17:akaStateLen])
+	m.identity = string(st[akaStateLen:])
+	var permanent bool
+	m.imsi, permanent = permanentIMSI(m.identity, akaPrefixes)
+	// Between rounds: a Challenge in flight (to a permanent identity), or the identity asked.
+	return permanent == m.sent && (m.sent || m.askedID && !m.resynced)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
 	"io"
@@ -12,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
+	"github.com/openaaa/openaaa/internal/milenage"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
 // FIPS 186-2 change notice 1, Appendix 3.3: XKEY = bd029bbe…, w0 ‖ w1.
@@ -42,16 +44,51 @@ const (
 	akaOPc = "cd63cb71954a9f4e48a5994e37a02baf"
 )
 
+func akaSubscribers() subs {
+	return subs{
+		"001010000000001": {Username: "001010000000001", Ki: akaKi, OPc: akaOPc, SQN: "00000000001f"},
+		"001010000000002": {Username: "001010000000002", Password: "x"},
+	}
+}
+
 func akaServer(t *testing.T, methods ...byte) (*Server, *sqnMap) {
 	t.Helper()
 	sqn := &sqnMap{m: map[string]uint64{}}
-	s := New(Options{Methods: methods, NodeID: "node-a", MaxConversations: 100, Timeout: 30 * time.Second,
-		Subscribers: subs{
-			"001010000000001": {Username: "001010000000001", Ki: akaKi, OPc: akaOPc, SQN: "00000000001f"},
-			"001010000000002": {Username: "001010000000002", Password: "x"},
-		}, SQN: sqn, AKANetworkName: "WLAN", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return akaNode(t, "node-a", nil, sqn, akaSubscribers(), methods...), sqn
+}
+
+// akaNode is a server named id with the subscribers who, the SQN counter sqn and the store
+// shared (nil: none).
+func akaNode(t *testing.T, id string, shared session.Ephemeral, sqn session.SQNCounter, who subs, methods ...byte) *Server {
+	t.Helper()
+	s := New(Options{Methods: methods, NodeID: id, MaxConversations: 100, Timeout: 30 * time.Second,
+		Subscribers: who, SQN: sqn, AKANetworkName: "WLAN", Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Shared: shared})
 	t.Cleanup(s.Close)
-	return s, sqn
+	return s
+}
+
+// testCard is the USIM of subscriber 001010000000001.
+func testCard() *milenage.Card {
+	k, _ := hex.DecodeString(akaKi)
+	o, _ := hex.DecodeString(akaOPc)
+	card, _ := milenage.New(k, o)
+	return card
+}
+
+// auts is the card's AT_AUTS answering rand when its SQN is ms.
+func auts(rand []byte, ms uint64) []byte {
+	card := testCard()
+	ks := card.F2345(rand)
+	s := milenage.PutSQN(ms)
+	out := make([]byte, 14)
+	subtle.XORBytes(out[:6], s[:], ks.AKStar[:])
+	_, macS := card.F1(rand, s[:], []byte{0, 0})
+	copy(out[6:], macS[:])
+	return out
+}
+
+func syncFailure(typ, id byte, auts []byte) []byte {
+	return response(id, typ, newSim(akaSyncFailure).attr(atAUTS, auts).b)
 }
 
 // peerChallenge reads a Challenge as the card and the peer do: RAND, AUTN, the keys.
@@ -62,10 +99,7 @@ func peerChallenge(t *testing.T, typ byte, identity string, req Packet) (rand, a
 		t.Fatalf("not a Challenge: %x (%v)", req.Data, err)
 	}
 	rand, autn = m.attrs[atRAND][2:], m.attrs[atAUTN][2:]
-	k, _ := hex.DecodeString(akaKi)
-	o, _ := hex.DecodeString(akaOPc)
-	card, _ := milenage.New(k, o)
-	ks = card.F2345(rand)
+	ks = testCard().F2345(rand)
 	if typ == TypeAKAPrime {
 		if kdf := m.attrs[atKDF]; !bytes.Equal(kdf, []byte{0, 1}) || string(m.attrs[atKDFInput][2:6]) != "WLAN" {
 			t.Fatalf("AT_KDF %x, AT_KDF_INPUT %q", kdf, m.attrs[atKDFInput])
@@ -82,6 +116,20 @@ func peerChallenge(t *testing.T, typ byte, identity string, req Packet) (rand, a
 	}
 	return rand, autn, ks, keys
 }
+
+// answerOn is a conversation begun on first whose Challenge is answered on second with the
+// peer's RES and K_aut as alter returns them (it runs between the two rounds).
+func answerOn(t *testing.T, typ byte, id string, first, second *Server, alter func(res, kAut []byte) ([]byte, []byte)) Result {
+	t.Helper()
+	r := identity(first, t, id)
+	req, _ := Parse(r.EAP)
+	_, _, ks, keys := peerChallenge(t, typ, id, req)
+	res, kAut := alter(ks.RES[:], keys.kAut)
+	return second.Handle(context.Background(), accessRequest(challengeResponse(typ, req.ID, res, kAut), r.State))
+}
+
+// wrongRES flips a bit of RES, under a good AT_MAC.
+func wrongRES(res, kAut []byte) ([]byte, []byte) { res[0] ^= 1; return res, kAut }
 
 // challengeResponse is the peer's AKA-Challenge with res, sealed with kAut.
 func challengeResponse(typ, id byte, res []byte, kAut []byte) []byte {
@@ -108,18 +156,11 @@ func TestAKAConversations(t *testing.T) {
 				t.Fatalf("not accepted with the peer's MSK: %+v", res)
 			}
 			// A wrong RES (with a good MAC), a wrong MAC.
-			r = identity(s, t, id)
-			req, _ = Parse(r.EAP)
-			_, _, ks, keys = peerChallenge(t, typ, id, req)
-			bad := ks.RES
-			bad[0] ^= 1
-			if res := s.Handle(context.Background(), accessRequest(challengeResponse(typ, req.ID, bad[:], keys.kAut), r.State)); res.Reason != ReasonBadResponse {
+			if res := answerOn(t, typ, id, s, s, wrongRES); res.Reason != ReasonBadResponse {
 				t.Fatalf("wrong RES: %+v", res)
 			}
-			r = identity(s, t, id)
-			req, _ = Parse(r.EAP)
-			_, _, ks, _ = peerChallenge(t, typ, id, req)
-			if res := s.Handle(context.Background(), accessRequest(challengeResponse(typ, req.ID, ks.RES[:], make([]byte, 32)), r.State)); res.Reason != ReasonBadResponse {
+			wrongMAC := func(res, _ []byte) ([]byte, []byte) { return res, make([]byte, 32) }
+			if res := answerOn(t, typ, id, s, s, wrongMAC); res.Reason != ReasonBadResponse {
 				t.Fatalf("wrong MAC: %+v", res)
 			}
 		})
@@ -131,33 +172,16 @@ func TestAKAConversations(t *testing.T) {
 func TestAKAResync(t *testing.T) {
 	s, sqn := akaServer(t, TypeAKA)
 	id := "0001010000000001"
-	k, _ := hex.DecodeString(akaKi)
-	o, _ := hex.DecodeString(akaOPc)
-	card, _ := milenage.New(k, o)
-	auts := func(rand []byte, ms uint64) []byte {
-		ks := card.F2345(rand)
-		s := milenage.PutSQN(ms)
-		out := make([]byte, 14)
-		for i := range 6 {
-			out[i] = s[i] ^ ks.AKStar[i]
-		}
-		_, macS := card.F1(rand, s[:], []byte{0, 0})
-		copy(out[6:], macS[:])
-		return out
-	}
-	syncFailure := func(id byte, auts []byte) []byte {
-		return response(id, TypeAKA, newSim(akaSyncFailure).attr(atAUTS, auts).b)
-	}
 	r := identity(s, t, id)
 	req, _ := Parse(r.EAP)
 	rnd, _, _, _ := peerChallenge(t, TypeAKA, id, req)
-	r = s.Handle(context.Background(), accessRequest(syncFailure(req.ID, auts(rnd, 0x5000)), r.State))
+	r = s.Handle(context.Background(), accessRequest(syncFailure(TypeAKA, req.ID, auts(rnd, 0x5000)), r.State))
 	if !r.Challenge || sqn.m["001010000000001"] != 0x5001 {
 		t.Fatalf("after AUTS: %+v, SQN %x (want 5001)", r, sqn.m["001010000000001"])
 	}
 	req, _ = Parse(r.EAP)
 	rnd, _, _, _ = peerChallenge(t, TypeAKA, id, req)
-	if r = s.Handle(context.Background(), accessRequest(syncFailure(req.ID, auts(rnd, 0x6000)), r.State)); r.Reason != ReasonResync {
+	if r = s.Handle(context.Background(), accessRequest(syncFailure(TypeAKA, req.ID, auts(rnd, 0x6000)), r.State)); r.Reason != ReasonResync {
 		t.Fatalf("a second resynchronisation: %+v", r)
 	}
 	r = identity(s, t, id)
@@ -165,7 +189,7 @@ func TestAKAResync(t *testing.T) {
 	rnd, _, _, _ = peerChallenge(t, TypeAKA, id, req)
 	forged := auts(rnd, 0x9000)
 	forged[13] ^= 1
-	if r = s.Handle(context.Background(), accessRequest(syncFailure(req.ID, forged), r.State)); r.Reason != ReasonResync {
+	if r = s.Handle(context.Background(), accessRequest(syncFailure(TypeAKA, req.ID, forged), r.State)); r.Reason != ReasonResync {
 		t.Fatalf("a forged AUTS: %+v", r)
 	}
 	if sqn.m["001010000000001"] >= 0x9000 {

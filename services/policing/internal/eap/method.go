@@ -56,6 +56,8 @@ const (
 	ReasonTLS           Reason = "tls_failed"
 	ReasonTimeout       Reason = "tls_timeout"
 	ReasonCertificate   Reason = "certificate_identity"
+	ReasonRevoked       Reason = "certificate_revoked" // listed by its issuer's CRL (eap.crlFile)
+	ReasonNoCRL         Reason = "crl_unavailable"     // the issuer has no CRL in force in eap.crlFile
 	ReasonInternal      Reason = "internal_error"
 	ReasonStateStore    Reason = "state_store_unavailable" // a shared conversation could not be read
 	ReasonPolicy        Reason = "policy_refused"          // the subscriber authenticated, the policy said no

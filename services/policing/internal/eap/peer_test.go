@@ -2,59 +2,24 @@ package eap
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
 
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2869"
 
 	"github.com/openaaa/openaaa/internal/eappeer"
+	"github.com/openaaa/openaaa/internal/testpki"
 )
 
 // peerPKI is a CA, a server certificate for "eap.test" and a client certificate for alice,
 // as the server's and the peer's TLS configurations.
 func peerPKI(t *testing.T) (server, client *tls.Config) {
 	t.Helper()
-	issue := func(cn string, serial int64, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, ca bool) (*x509.Certificate, *ecdsa.PrivateKey, tls.Certificate) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true, IsCA: ca,
-			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-		if !ca {
-			tmpl.DNSNames = []string{cn}
-		}
-		if parent == nil {
-			parent, parentKey = tmpl, key
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := x509.ParseCertificate(der)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c, key, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	}
-	ca, caKey, _ := issue("Peer test CA", 1, nil, nil, true)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	_, _, srv := issue("eap.test", 2, ca, caKey, false)
-	_, _, alice := issue("alice", 3, ca, caKey, false)
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{srv}, ClientCAs: pool},
-		&tls.Config{RootCAs: pool, ServerName: "eap.test", Certificates: []tls.Certificate{alice}}
+	ca := testpki.New(t, "Peer test CA")
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{ca.TLS(t, "eap.test", 2, "eap.test")}, ClientCAs: ca.Pool()},
+		&tls.Config{RootCAs: ca.Pool(), ServerName: "eap.test", Certificates: []tls.Certificate{ca.TLS(t, "alice", 3)}}
 }
 
 // converse runs the peer against the server through RADIUS packets (EAP-Messages split and

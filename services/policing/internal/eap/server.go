@@ -44,9 +44,9 @@ type Options struct {
 	// AKANetworkName is the access network name of EAP-AKA prime (AT_KDF_INPUT, RFC 9048 §3.1).
 	AKANetworkName string
 	Log            *slog.Logger
-	// Shared keeps the conversations whose state is small (EAP-MD5) between rounds, so that
-	// any node sharing the store continues them (shared.go); nil: every conversation stays
-	// in this node's memory.
+	// Shared keeps the conversations whose state is small (EAP-MD5, SIM, AKA, AKA': no key)
+	// between rounds, so that any node sharing the store continues them (shared.go); nil:
+	// every conversation stays in this node's memory.
 	Shared session.Ephemeral
 }
 

@@ -10,29 +10,34 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
-// A conversation whose method state is a small value (EAP-MD5's challenge) lives between
-// rounds in the session store rather than in this node's memory, so that its next round
-// continues on any node of any DC (docs/eap.md, "Multi-DC conversations"). Its State says so
-// (stateShared): a round naming a State of the other kind never costs a store read.
+// A conversation whose method state is a small value (EAP-MD5's challenge; EAP-SIM's and
+// AKA's stage, RANDs and identity) lives between rounds in the session store rather than in
+// this node's memory, so that its next round continues on any node of any DC (docs/eap.md,
+// "Multi-DC conversations"). Its State says so (stateShared): a round naming a State of the
+// other kind never costs a store read. No key is stored: what a method keeps is what went over
+// the air, and the node that continues recomputes the keys from the subscriber's record.
 
 // portable is a method whose state between rounds is a small value.
 type portable interface {
-	// state is what restore needs to rebuild the method.
+	// state is what restore needs to rebuild the method: never a key.
 	state() []byte
 }
 
-// conversationFormat versions the stored value.
-const conversationFormat = 1
+// conversationFormat versions the stored value: 2 has a two-octet method state length (an
+// AKA state carries the peer's AT_IDENTITY); 1 (one octet, EAP-MD5 only) is still read, so
+// that a rolling upgrade loses no conversation.
+const conversationFormat = 2
 
 // marshal is the stored value of c (a portable method): format, lastID, type, rounds, the
-// methods tried, the expiry (Unix ns), the method's state length and state, the identity.
+// methods tried, the expiry (Unix ns), the method's state length (2 octets) and state, the
+// identity.
 func (c *conversation) marshal() []byte {
 	st := c.method.(portable).state()
-	b := make([]byte, 0, 6+len(c.tried)+8+1+len(st)+len(c.identity))
+	b := make([]byte, 0, 5+len(c.tried)+8+2+len(st)+len(c.identity))
 	b = append(b, conversationFormat, c.lastID, c.typ, byte(min(c.rounds, 255)), byte(len(c.tried)))
 	b = append(b, c.tried...)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.expires.UnixNano()))
-	b = append(b, byte(len(st)))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(st)))
 	b = append(b, st...)
 	return append(b, c.identity...)
 }
@@ -41,24 +46,31 @@ var errStoredConversation = errors.New("eap: stored conversation malformed")
 
 // unmarshal rebuilds a conversation marshal wrote.
 func (s *Server) unmarshal(b []byte) (*conversation, error) {
-	if len(b) < 5 || b[0] != conversationFormat {
+	if len(b) < 5 || (b[0] != conversationFormat && b[0] != 1) {
 		return nil, errStoredConversation
 	}
+	width := int(b[0]) // of the state length: 1 octet in format 1, 2 in format 2
 	c := &conversation{lastID: b[1], typ: b[2], rounds: int(b[3])}
+	if width == 1 && c.typ != TypeMD5 {
+		return nil, errStoredConversation
+	}
 	n := int(b[4])
 	b = b[5:]
-	if len(b) < n+9 {
+	if len(b) < n+8+width {
 		return nil, errStoredConversation
 	}
 	c.tried = append([]byte(nil), b[:n]...)
 	c.expires = time.Unix(0, int64(binary.BigEndian.Uint64(b[n:])))
 	m := int(b[n+8])
-	b = b[n+9:]
+	if width == 2 {
+		m = int(binary.BigEndian.Uint16(b[n+8:]))
+	}
+	b = b[n+8+width:]
 	if len(b) < m {
 		return nil, errStoredConversation
 	}
 	c.identity = string(b[m:])
-	method, ok := s.restore(c.typ, c.identity, b[:m])
+	method, ok := s.restore(c, b[:m])
 	if !ok {
 		return nil, errStoredConversation
 	}
@@ -66,11 +78,18 @@ func (s *Server) unmarshal(b []byte) (*conversation, error) {
 	return c, nil
 }
 
-// restore rebuilds a portable method from its state.
-func (s *Server) restore(t byte, identity string, st []byte) (method, bool) {
-	if t == TypeMD5 {
-		m := &md5Method{srv: s, identity: identity}
+// restore rebuilds the portable method of c from its state (false: malformed).
+func (s *Server) restore(c *conversation, st []byte) (method, bool) {
+	switch c.typ {
+	case TypeMD5:
+		m := &md5Method{srv: s, identity: c.identity}
 		return m, copy(m.challenge[:], st) == len(m.challenge) && len(st) == len(m.challenge)
+	case TypeSIM:
+		m := &simMethod{srv: s, conv: c}
+		return m, m.restore(st)
+	case TypeAKA, TypeAKAPrime:
+		m := &akaMethod{srv: s, typ: c.typ, conv: c}
+		return m, m.restore(st)
 	}
 	return nil, false
 }

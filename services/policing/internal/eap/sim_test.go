@@ -5,17 +5,23 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
-	"encoding/hex"
 	"testing"
-
-	"github.com/openaaa/openaaa/services/policing/internal/milenage"
 )
 
 // simConversation runs EAP-SIM as a peer: it answers the Start (NONCE_MT, version 1, the identity if asked) and then the
 // Challenge as a USIM in a GSM context would, sres altered when bad.
 func simConversation(t *testing.T, s *Server, id, idAnswer string, bad bool) Result {
 	t.Helper()
-	r := identity(s, t, id)
+	r, _ := simAcross(t, []*Server{s}, id, idAnswer, bad)
+	return r
+}
+
+// simAcross is simConversation with round i sent to nodes[i % len(nodes)]; it also returns
+// the conversation's secrets as the peer computed them (SRES, Kc, K_aut, MSK, EMSK).
+func simAcross(t *testing.T, nodes []*Server, id, idAnswer string, bad bool) (Result, [][]byte) {
+	t.Helper()
+	node := func(round int) *Server { return nodes[round%len(nodes)] }
+	r := identity(node(0), t, id)
 	req, _ := Parse(r.EAP)
 	m, err := parseSim(req.Data)
 	if err != nil || m.subtype != simStart || !bytes.HasPrefix(m.attrs[atVersionList], []byte{0, 2, 0, 1}) {
@@ -28,44 +34,45 @@ func simConversation(t *testing.T, s *Server, id, idAnswer string, bad bool) Res
 		b.attr(atIdentity, withLength([]byte(idAnswer)))
 		id = idAnswer
 	}
-	r = s.Handle(context.Background(), accessRequest(response(req.ID, TypeSIM, b.b), r.State))
+	r = node(1).Handle(context.Background(), accessRequest(response(req.ID, TypeSIM, b.b), r.State))
 	if !r.Challenge {
-		return r
+		return r, nil
 	}
 	req, _ = Parse(r.EAP)
 	m, err = parseSim(req.Data)
 	if err != nil || m.subtype != simChallenge || len(m.attrs[atRAND]) != 2+48 {
 		t.Fatalf("not a SIM Challenge with 3 RANDs: %x", req.Data)
 	}
-	k, _ := hex.DecodeString(akaKi)
-	o, _ := hex.DecodeString(akaOPc)
-	card, _ := milenage.New(k, o)
+	card := testCard()
 	h := sha1.New()
 	h.Write([]byte(id))
-	var sres []byte
+	var sres, secrets [][]byte
 	for i := range 3 {
 		s, kc := card.GSM(m.attrs[atRAND][2+16*i : 18+16*i])
-		sres = append(sres, s[:]...)
+		sres = append(sres, s[:])
+		secrets = append(secrets, s[:], kc[:])
 		h.Write(kc[:])
 	}
 	h.Write(nonce[:])
 	h.Write([]byte{0, 1, 0, 1})
 	keys := prfKeys([20]byte(h.Sum(nil)))
+	secrets = append(secrets, keys.kAut, keys.msk, keys.emsk)
 	zeroed := append([]byte{}, req.Data...)
 	clear(zeroed[m.macAt : m.macAt+16])
 	if !bytes.Equal(simMAC(TypeSIM, keys.kAut, request(req.ID, TypeSIM, zeroed), nonce[:]), req.Data[m.macAt:m.macAt+16]) {
 		t.Fatal("the Challenge's AT_MAC (with NONCE_MT) does not verify")
 	}
+	all := bytes.Join(sres, nil)
 	if bad {
-		sres[0] ^= 1
+		all[0] ^= 1
 	}
 	rb := newSim(simChallenge).mac()
-	copy(rb.b[rb.macAt:], simMAC(TypeSIM, keys.kAut, response(req.ID, TypeSIM, rb.b), sres))
-	res := s.Handle(context.Background(), accessRequest(response(req.ID, TypeSIM, rb.b), r.State))
+	copy(rb.b[rb.macAt:], simMAC(TypeSIM, keys.kAut, response(req.ID, TypeSIM, rb.b), all))
+	res := node(2).Handle(context.Background(), accessRequest(response(req.ID, TypeSIM, rb.b), r.State))
 	if res.Accept && !bytes.Equal(res.MSK, keys.msk) {
 		t.Fatal("the MSK is not the peer's")
 	}
-	return res
+	return res, secrets
 }
 
 func TestSIMConversations(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 
 	"github.com/openaaa/openaaa/internal/eapwire"
+	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
 // The TLS-based methods' framing (RFC 5216 §3.1) is internal/eapwire's.
@@ -180,11 +181,17 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 }
 
 func (m *tlsMethod) tlsFailed(err error) outcome {
-	if errors.Is(err, errRoundTimeout) {
+	r := ReasonTLS
+	switch {
+	case errors.Is(err, errRoundTimeout):
 		return fail(ReasonTimeout)
+	case errors.Is(err, tlsfiles.ErrRevoked): // the CRL check of the certificate set in force
+		r = ReasonRevoked
+	case errors.Is(err, tlsfiles.ErrNoCRL):
+		r = ReasonNoCRL
 	}
 	m.srv.opt.Log.Debug("eap tls failed", "method", typeName(m.typ), "err", err)
-	return fail(ReasonTLS)
+	return fail(r)
 }
 
 // sendPlain encrypts inner plaintext into the next Request.

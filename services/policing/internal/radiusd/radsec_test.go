@@ -1,18 +1,10 @@
 package radiusd
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,44 +16,14 @@ import (
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
+	"github.com/openaaa/openaaa/internal/testpki"
 )
 
-type rsCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func rsNewCA(t *testing.T) *rsCA {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	return &rsCA{c, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-func (c *rsCA) issue(t *testing.T, cn string) ([]byte, []byte) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalPKCS8PrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb})
-}
-
-func rsServer(t *testing.T) (*RadSec, *rsCA, string) {
+func rsServer(t *testing.T) (*RadSec, *testpki.CA, string) {
 	dir := t.TempDir()
-	c := rsNewCA(t)
-	crt, key := c.issue(t, "server")
-	for n, b := range map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": c.pem, "secret": []byte("udp-secret")} {
+	c := testpki.New(t, "ca")
+	crt, key := c.Issue(t, "server", 2)
+	for n, b := range map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": c.PEM, "secret": []byte("udp-secret")} {
 		if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -86,12 +48,8 @@ func rsServer(t *testing.T) (*RadSec, *rsCA, string) {
 	return rs, c, dir
 }
 
-func rsDial(t *testing.T, rs *RadSec, c *rsCA, clientCA *rsCA, maxVersion uint16) (*tls.Conn, error) {
-	crt, key := clientCA.issue(t, "nas")
-	pair, _ := tls.X509KeyPair(crt, key)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(c.pem)
-	return tls.Dial("tcp", rs.Addr().String(), &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MaxVersion: maxVersion})
+func rsDial(t *testing.T, rs *RadSec, c *testpki.CA, clientCA *testpki.CA, maxVersion uint16) (*tls.Conn, error) {
+	return tls.Dial("tcp", rs.Addr().String(), &tls.Config{RootCAs: c.Pool(), Certificates: []tls.Certificate{clientCA.TLS(t, "nas", 3)}, MaxVersion: maxVersion})
 }
 
 // rsRoundTrip sends an Access-Request signed with secret and reads the reply (nil on timeout).
@@ -147,7 +105,7 @@ func TestRadSecServesWithRadsecSecret(t *testing.T) {
 
 func TestRadSecRefusesForeignClientAndOldTLS(t *testing.T) {
 	rs, c, _ := rsServer(t)
-	if conn, err := rsDial(t, rs, c, rsNewCA(t), 0); err == nil {
+	if conn, err := rsDial(t, rs, c, testpki.New(t, "ca"), 0); err == nil {
 		// TLS 1.3: the server's refusal arrives with the first read.
 		if r := rsRoundTrip(t, conn, "radsec"); r != nil {
 			t.Fatal("a client certificate of a foreign CA was served")
@@ -171,7 +129,7 @@ func TestRadSecReloadsCertificates(t *testing.T) {
 		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
 	}
 	before := serial()
-	crt, key := c.issue(t, "server-2")
+	crt, key := c.Issue(t, "server-2", 4)
 	_ = os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600)
 	_ = os.WriteFile(filepath.Join(dir, "tls.crt"), crt, 0o600)
 	// Reload (the file watcher's call) puts the new set in force for new connections.

@@ -1,10 +1,10 @@
 // Package tlsfiles is the mutual-TLS server side of the TLS listeners (RadSec, Diameter) and
 // of the EAP server (EAP-TLS, PEAP, TTLS):
-// certificate, key and client CA read from PEM files — a mounted cert-manager Secret
-// (tls.crt, tls.key, ca.crt) — and replaced when their content changes. The caller's file
-// watcher (policing serve: the hot-reload watcher) calls Reload; open connections keep the
-// set they started with, new ones get the new set; a bad new set is refused and the old one
-// stays.
+// certificate, key, client CA and the CAs' CRLs read from PEM files — a mounted cert-manager
+// Secret (tls.crt, tls.key, ca.crt) — and replaced when their content changes. The caller's
+// file watcher (policing serve: the hot-reload watcher) calls Reload; open connections keep
+// the set they started with, new ones get the new set; a bad new set is refused and the old
+// one stays.
 package tlsfiles
 
 import (
@@ -21,9 +21,10 @@ import (
 )
 
 // Files is one listener's certificate set. An empty CAFile (EAP without EAP-TLS) asks for
-// no client certificate.
+// no client certificate. CRLFile, optional with a CAFile, holds the CAs' CRLs: a client
+// certificate they revoke is refused (crl.go).
 type Files struct {
-	CertFile, KeyFile, CAFile string
+	CertFile, KeyFile, CAFile, CRLFile string
 	// Name says whose set it is in the log ("radsec", "diameter").
 	Name string
 	Log  *slog.Logger
@@ -38,10 +39,10 @@ type Files struct {
 func (f *Files) Reload() (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var raw [3][]byte
-	for i, name := range []string{f.CertFile, f.KeyFile, f.CAFile} {
-		if name == "" && i == 2 {
-			continue // no client certificates (EAP with PEAP and TTLS only)
+	var raw [4][]byte
+	for i, name := range []string{f.CertFile, f.KeyFile, f.CAFile, f.CRLFile} {
+		if name == "" && i >= 2 {
+			continue // no client certificates (EAP with PEAP and TTLS only), or no CRLs
 		}
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -68,6 +69,16 @@ func (f *Files) Reload() (bool, error) {
 			return false, fmt.Errorf("caFile %s: no PEM certificate", f.CAFile)
 		}
 		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, pool
+	}
+	if f.CRLFile != "" {
+		if f.CAFile == "" {
+			return false, fmt.Errorf("crlFile %s: needs a caFile", f.CRLFile)
+		}
+		set, err := loadCRLs(f.CRLFile, raw[3], raw[2], f.Name, f.Log)
+		if err != nil {
+			return false, err
+		}
+		cfg.VerifyPeerCertificate = set.verify
 	}
 	first := f.cfg.Load() == nil
 	f.cfg.Store(cfg)
