@@ -51,12 +51,7 @@ func renderEAPForward() *pcEAPForward {
 
 // eapForwardVolume mounts the inter-node secret read-only as eapForwardDir/secret.
 func eapForwardVolume(c *aaav1.AAACluster) (corev1.Volume, corev1.VolumeMount) {
-	return corev1.Volume{Name: "eap-forward", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName:  eapForwardSecretName(c),
-			Items:       []corev1.KeyToPath{{Key: eapForwardKey, Path: eapForwardKey}},
-			DefaultMode: ptr.To[int32](0o440),
-		}}},
-		corev1.VolumeMount{Name: "eap-forward", MountPath: eapForwardDir, ReadOnly: true}
+	return secretKeyVolume("eap-forward", eapForwardSecretName(c), eapForwardKey, eapForwardDir)
 }
 
 // eapForwardIngress lets the policing pods of this cluster, every data center's, reach the

@@ -89,12 +89,17 @@ func (r *AAAClusterReconciler) ensureRandomSecret(ctx context.Context, c *aaav1.
 // adminTokenVolume mounts the token as adminTokenDir/token. A directory, not a subPath, so
 // that the kubelet's update of a rotated Secret reaches the file policing watches.
 func adminTokenVolume(c *aaav1.AAACluster) (corev1.Volume, corev1.VolumeMount) {
-	return corev1.Volume{Name: "admin-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName:  adminTokenSecretName(c),
-			Items:       []corev1.KeyToPath{{Key: adminTokenKey, Path: adminTokenKey}},
+	return secretKeyVolume("admin-token", adminTokenSecretName(c), adminTokenKey, adminTokenDir)
+}
+
+// secretKeyVolume mounts one key of a Secret read-only as dir/key (a directory: updates reach it).
+func secretKeyVolume(name, secret, key, dir string) (corev1.Volume, corev1.VolumeMount) {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  secret,
+			Items:       []corev1.KeyToPath{{Key: key, Path: key}},
 			DefaultMode: ptr.To[int32](0o440),
 		}}},
-		corev1.VolumeMount{Name: "admin-token", MountPath: adminTokenDir, ReadOnly: true}
+		corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true}
 }
 
 // networkPolicyEnabled: on unless spec.networkPolicy.enabled is false.
