@@ -14,9 +14,9 @@ import (
 	"layeh.com/radius/rfc2865"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/internal/testpki"
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
-	"github.com/openaaa/openaaa/internal/testpki"
 )
 
 func rsServer(t *testing.T) (*RadSec, *testpki.CA, string) {
