@@ -20,6 +20,11 @@ type UDPRelay struct {
 	mu       sync.Mutex
 	next     int
 	sent     []int
+	down     []bool // backends lost (LoseAt)
+	count    int    // datagrams since LoseAt
+	loseAt   int
+	lost     int
+	lose     func()
 	legs     map[netip.AddrPort][]*net.UDPConn
 	wg       sync.WaitGroup
 	closed   bool
@@ -31,7 +36,7 @@ func StartUDPRelay(t testing.TB, backends ...string) *UDPRelay {
 	if len(backends) == 0 {
 		t.Fatal("UDPRelay: no backend")
 	}
-	r := &UDPRelay{legs: map[netip.AddrPort][]*net.UDPConn{}, sent: make([]int, len(backends))}
+	r := &UDPRelay{legs: map[netip.AddrPort][]*net.UDPConn{}, sent: make([]int, len(backends)), down: make([]bool, len(backends))}
 	for _, b := range backends {
 		a, err := net.ResolveUDPAddr("udp", b)
 		if err != nil {
@@ -66,6 +71,23 @@ func (r *UDPRelay) SetNext(i int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.next = i % len(r.backends)
+}
+
+// LoseAt loses backend i at the n-th datagram from now (1: the next): lose runs before that
+// datagram is relayed (a test kills the node there), and from then on i gets no datagram, as
+// a load balancer that found it dead would do, until Restore.
+func (r *UDPRelay) LoseAt(n, i int, lose func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count, r.loseAt, r.lost, r.lose = 0, n, i, lose
+}
+
+// Restore makes every backend reachable again.
+func (r *UDPRelay) Restore() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.down)
+	r.lose = nil
 }
 
 // Close stops relaying and waits for the relay's goroutines.
@@ -127,6 +149,16 @@ func (r *UDPRelay) leg(client netip.AddrPort) *net.UDPConn {
 			go r.back(c, client)
 		}
 		r.legs[client] = conns
+	}
+	if r.count++; r.lose != nil && r.count == r.loseAt {
+		r.lose() // under the lock: nothing is relayed while the backend goes
+		r.lose, r.down[r.lost] = nil, true
+	}
+	for range r.backends {
+		if !r.down[r.next] {
+			break
+		}
+		r.next = (r.next + 1) % len(r.backends)
 	}
 	i := r.next
 	r.next = (r.next + 1) % len(r.backends)

@@ -92,6 +92,22 @@ func TestUDPRelay(t *testing.T) {
 	if len(srcs["a"]) != 2 || len(srcs["b"]) != 2 {
 		t.Fatalf("sources seen: %v", srcs)
 	}
+	// b is lost at the second datagram from now: the hook runs before it, b gets nothing more.
+	lost := false
+	r.LoseAt(2, 1, func() { lost = true })
+	order = order[:0]
+	for i := range 4 {
+		backend, _ := ask(c1, "l"+string(rune('0'+i)))
+		order = append(order, backend)
+	}
+	if got := strings.Join(order, " "); got != "b a a a" || !lost {
+		t.Fatalf("b lost at the second datagram: %s (hook ran: %v)", got, lost)
+	}
+	r.Restore()
+	r.SetNext(1)
+	if backend, _ := ask(c1, "r"); backend != "b" {
+		t.Fatalf("after Restore: %s answered", backend)
+	}
 	r.Close()
 	r.Close() // idempotent
 }

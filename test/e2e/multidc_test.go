@@ -6,8 +6,9 @@
 // round-robin to another DC. Then one DC (its Cassandra node and its policing) is lost in
 // the middle of a run and comes back. The same three nodes serve Gx (issue 15): aaa-loadgen's
 // PCEF sends each request of a Gx session to another DC, and keeps sessions open while dc3 is
-// lost, failing over as a PCEF does; no CCR is answered 5002 and no session is stranded.
-// TestGxLoadgen (gx_test.go) is the generator against one policing. It runs under `make test-e2e` (OPENAAA_E2E=1) and
+// lost, failing over as a PCEF does; no CCR is answered 5002 and no session is stranded. And
+// EAP (issue 18, eap_test.go): conversations whose rounds land in different DCs, one DC lost
+// between rounds. TestGxLoadgen (gx_test.go) is the generator against one policing. It runs under `make test-e2e` (OPENAAA_E2E=1) and
 // inside `make test` (OPENAAA_INTEGRATION=require); a plain `go test ./...` skips it.
 package e2e
 
@@ -92,7 +93,13 @@ func TestMultiDC(t *testing.T) {
 
 	tokenFile := filepath.Join(work, "admin-token")
 	must(t, os.WriteFile(tokenFile, []byte(e2eAdminToken+"\n"), 0o600))
-	ports := freePorts(t, 4*dcs)
+	eapFiles(t, work)
+	subsFile, err := os.OpenFile(subs, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = subsFile.WriteString(eapSubscribers())
+	must(t, err)
+	must(t, subsFile.Close())
+	ports := freePorts(t, 5*dcs)
 	pol := make([]*policing, dcs)
 	for i := range dcs {
 		dc := i + 1
@@ -100,7 +107,7 @@ func TestMultiDC(t *testing.T) {
 			t: t, bin: policingBin, name: fmt.Sprintf("dc%d", dc),
 			config:  filepath.Join(work, fmt.Sprintf("policing-dc%d.yaml", dc)),
 			logFile: filepath.Join(work, fmt.Sprintf("policing-dc%d.log", dc)),
-			auth:    ports[4*i], acct: ports[4*i+1], admin: ports[4*i+2], diameter: ports[4*i+3],
+			auth:    ports[5*i], acct: ports[5*i+1], admin: ports[5*i+2], diameter: ports[5*i+3],
 		}
 		cfg := fmt.Sprintf(`log: {level: info, format: json}
 radius:
@@ -119,8 +126,8 @@ session:
     timeout: 2s
     spool: {dir: %s, replayInterval: 1s}
 admin: {address: "127.0.0.1:%d", tokenFile: %s}
-%s`, p.auth, p.acct, secret, subs, contactPoint(dc), dc, ks, filepath.Join(work, fmt.Sprintf("spool-dc%d", dc)), p.admin, tokenFile,
-			diameterConfig(p.diameter, fmt.Sprintf("pcrf.dc%d", dc)))
+%s%s`, p.auth, p.acct, secret, subs, contactPoint(dc), dc, ks, filepath.Join(work, fmt.Sprintf("spool-dc%d", dc)), p.admin, tokenFile,
+			diameterConfig(p.diameter, fmt.Sprintf("pcrf.dc%d", dc)), eapConfig(work, dc, ports[5*i+4]))
 		must(t, os.WriteFile(p.config, []byte(cfg), 0o600))
 		pol[i] = p
 	}
@@ -290,6 +297,9 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 		t.Fatalf("phase 1 gx: dc3 forwarded %.0f RARs, want 1", n)
 	}
 	t.Logf("phase 1 gx: a RAR asked of dc3 reached the PCEF through dc1")
+
+	// EAP conversations whose rounds land in different DCs (eap_test.go).
+	eapPhase(ctx, t, pol, work, "e2e-secret")
 
 	// ---- Phase 2: dc3 (its Cassandra node and its policing) is lost mid-run, then back. ----
 	p2start := time.Now()
