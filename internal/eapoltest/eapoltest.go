@@ -33,6 +33,14 @@ type Run struct {
 	Args []string
 }
 
+// Tunnel is the network block of PEAP or TTLS (method): the inner method phase2 with user and
+// password inside the tunnel, "anonymous" outside, the server's certificate checked against
+// caFile (which may use "{{dir}}").
+func Tunnel(method, phase2, user, password, caFile string) string {
+	return fmt.Sprintf("key_mgmt=WPA-EAP\neap=%s\nidentity=%q\nanonymous_identity=\"anonymous\"\npassword=%q\nca_cert=%q\nphase2=\"auth=%s\"\n",
+		method, user, password, caFile, phase2)
+}
+
 // Exec runs eapol_test (at most 20 s of EAP, one RADIUS attempt per round: -t 20 -r 0): its
 // output, and whether it reported SUCCESS. err is for a run that could not be made (a
 // configuration not written, an unexpected SIM request), not for a refusal.

@@ -51,3 +51,10 @@ func TestUSIMAnswers(t *testing.T) {
 		}
 	}
 }
+
+func TestTunnel(t *testing.T) {
+	want := "key_mgmt=WPA-EAP\neap=PEAP\nidentity=\"alice\"\nanonymous_identity=\"anonymous\"\npassword=\"pw\"\nca_cert=\"{{dir}}/ca.pem\"\nphase2=\"auth=MSCHAPV2\"\n"
+	if got := Tunnel("PEAP", "MSCHAPV2", "alice", "pw", "{{dir}}/ca.pem"); got != want {
+		t.Fatalf("Tunnel = %q, want %q", got, want)
+	}
+}

@@ -97,7 +97,7 @@ func eapPhase(ctx context.Context, t *testing.T, pol []*policing, dir, secret st
 	}
 	card, err := eapoltest.NewUSIM(eapKi, eapOPc, 1)
 	must(t, err)
-	peap := fmt.Sprintf("key_mgmt=WPA-EAP\neap=PEAP\nidentity=%q\nanonymous_identity=\"anonymous\"\npassword=%q\nca_cert=\"{{dir}}/eap-ca.pem\"\nphase2=\"auth=MSCHAPV2\"\n", eapUser, eapPass)
+	peap := eapoltest.Tunnel("PEAP", "MSCHAPV2", eapUser, eapPass, "{{dir}}/eap-ca.pem")
 	akaPrime := "key_mgmt=WPA-EAP\neap=AKA'\nidentity=\"6" + eapIMSI + eapRealm + "\"\n"
 	md5 := fmt.Sprintf("key_mgmt=WPA-EAP\neap=MD5\nidentity=%q\npassword=%q\n", eapUser, eapPass)
 	conv := func(name, network string, card *eapoltest.USIM, keys bool) {

@@ -17,6 +17,7 @@ import (
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2869"
 
+	"github.com/openaaa/openaaa/internal/eapoltest"
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/internal/testpki"
@@ -117,11 +118,9 @@ private_key="{{dir}}/` + cert + `.key"
 ` + extra
 }
 
-// tunnelNetwork is eapol_test's PEAP or TTLS network block: the inner method phase2, the user
-// inside the tunnel, "anonymous" outside.
+// tunnelNetwork is eapol_test's PEAP or TTLS network block against the test's CA.
 func tunnelNetwork(eap, phase2, user, password string) string {
-	return fmt.Sprintf("key_mgmt=WPA-EAP\neap=%s\nidentity=%q\nanonymous_identity=\"anonymous\"\npassword=%q\nca_cert=\"{{dir}}/ca.pem\"\nphase2=\"auth=%s\"\n",
-		eap, user, password, phase2)
+	return eapoltest.Tunnel(eap, phase2, user, password, "{{dir}}/ca.pem")
 }
 
 // Every method against eapol_test (wpa_supplicant 2.10): success; eapol_test checks that
