@@ -40,7 +40,6 @@ env_vars=(${TEST_ENV_VARS:-})
 # of a second compile of every dependency with cgo and full paths (issue 12's budget).
 env_vars+=(CGO_ENABLED=0 "GOFLAGS=${GOFLAGS:+${GOFLAGS} }-trimpath")
 status="$(mktemp -t openaaa-addons-build.XXXXXX)"
-trap 'rm -f "$status"' EXIT
 
 # The cluster's and the add-ons' builds run at a lower priority than the tests: on a cold
 # machine they compile for many minutes beside the multi-DC test, whose Cassandra nodes and
@@ -54,6 +53,31 @@ BUILD_ENV=(GOGC=off GOMEMLIMIT=3GiB)
 
 start=$SECONDS
 at() { echo "test: $* at $((SECONDS - start))s" >&2; }
+
+# Every CPU_SAMPLE seconds a line with the machine's CPU over that interval (busy, of which
+# niced — the builds —, and I/O wait) and the load average: which stretches of a cold run are
+# bound by the two cores and which wait (pods, timers, downloads). That decides what can
+# still overlap (issue 12's budget, README "Tests").
+CPU_SAMPLE="${CPU_SAMPLE:-60}"
+cpu_sampler() {
+	local prev cur
+	read -r -a prev </proc/stat
+	while sleep "$CPU_SAMPLE"; do
+		read -r -a cur </proc/stat
+		# cpu user nice system idle iowait irq softirq steal
+		awk -v t=$((SECONDS - start)) -v p="${prev[*]:1:8}" -v c="${cur[*]:1:8}" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+			split(p, a); split(c, b); tot = 0
+			for (i = 1; i <= 8; i++) { d[i] = b[i] - a[i]; tot += d[i] }
+			if (tot <= 0) exit
+			printf "test: cpu at %ds: %d%% busy (niced %d%%, iowait %d%%), load %s\n", t,
+				100 * (tot - d[4] - d[5]) / tot, 100 * d[2] / tot, 100 * d[5] / tot, load
+		}' >&2
+		prev=("${cur[@]}")
+	done
+}
+cpu_sampler &
+sampler=$!
+trap 'kill "$sampler" 2>/dev/null; rm -f "$status"' EXIT
 # The base's two streams (Makefile, PROVISION_BUILDS) at once.
 env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory provision-base-packages &
 packages=$!
