@@ -353,7 +353,7 @@ func TestEAPCertificateRevocation(t *testing.T) {
 			t.Fatalf("eapol_test did not succeed:\n%s", out)
 		}
 	}
-	tls13 := "phase1=\"tls_disable_tlsv1_3=0\""
+	tls13 := eapoltest.TLS13
 	refused(tlsNetwork("revoked", ""), "certificate_revoked")
 	refused(tlsNetwork("revoked", tls13), "certificate_revoked")
 	succeeds(tlsNetwork("alice", ""))
