@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"testing"
-	"time"
 
 	"github.com/openaaa/openaaa/internal/eaptls"
 )
@@ -57,29 +56,5 @@ func TestTLSMethodMSK(t *testing.T) {
 				t.Fatalf("MSK %x\nwant %x", msk, want[:64])
 			}
 		})
-	}
-}
-
-// handshake runs a server and a client engine against each other to the end.
-func handshake(t *testing.T, srv, cli *eaptls.Engine) {
-	t.Helper()
-	const round = 5 * time.Second
-	msg, _, err := cli.Handshake(nil, round)
-	srvDone, cliDone := false, false
-	for i := 0; err == nil && (!srvDone || !cliDone); i++ {
-		if i == 5 {
-			t.Fatal("no end of the handshake")
-		}
-		if !srvDone {
-			if msg, srvDone, err = srv.Handshake(msg, round); err != nil {
-				break
-			}
-		}
-		if !cliDone {
-			msg, cliDone, err = cli.Handshake(msg, round)
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
 	}
 }
