@@ -134,9 +134,9 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 			m.v13 = m.eng.State().Version == tls.VersionTLS13
 			if m.v13 && m.inner != nil {
 				// TLS 1.3 ends with the peer's Finished: no flight of ours is left for it to
-				// acknowledge, so the tunnel's conversation starts in this round (RFC 9427),
-				// on inner data the peer may have sent after its Finished. The inner method
-				// is the protected result indication: no 0x00 commitment as in EAP-TLS.
+				// acknowledge, so the tunnel's conversation starts in this round, on inner
+				// data the peer may have sent after its Finished (wpa_supplicant 2.10 sends
+				// none). The inner method gives the result: no 0x00 commitment as in EAP-TLS.
 				plain, err := m.eng.Read(nil)
 				if err != nil {
 					return m.tlsFailed(err)
@@ -177,8 +177,9 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 }
 
 // tunnel runs the inner method on the peer's plaintext (none: the tunnel's start, our first
-// inner message or an empty Request when the peer speaks first); lead is TLS output of ours
-// that goes before the reply.
+// inner message or an empty Request when the peer speaks first); lead is what the handshake
+// wrote last, sent before the reply (empty today: crypto/tls writes nothing after the
+// peer's Finished unless it asked for a client certificate with tickets on).
 func (m *tlsMethod) tunnel(ctx context.Context, lead, plain []byte) outcome {
 	if !m.phase2 && len(plain) == 0 {
 		m.phase2 = true
