@@ -41,6 +41,11 @@ func Tunnel(method, phase2, user, password, caFile string) string {
 		method, user, password, caFile, phase2)
 }
 
+// TLS13 is the network block's line that lets wpa_supplicant offer TLS 1.3: 2.10 offers it
+// by default for EAP-TLS only (PEAP and TTLS need it), and the line for EAP-TLS makes the
+// version under test explicit.
+const TLS13 = "phase1=\"tls_disable_tlsv1_3=0\"\n"
+
 // Exec runs eapol_test (at most 20 s of EAP, one RADIUS attempt per round: -t 20 -r 0): its
 // output, and whether it reported SUCCESS. err is for a run that could not be made (a
 // configuration not written, an unexpected SIM request), not for a refusal.

@@ -13,6 +13,7 @@ import (
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2869"
 
+	"github.com/openaaa/openaaa/internal/eapoltest"
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
@@ -56,7 +57,7 @@ func forwardingNodes(t *testing.T, dir, timing string) []*Node {
 	return nodes
 }
 
-// EAP-TLS (1.2 and 1.3), PEAP-MSCHAPv2 and TTLS-PAP through a relay that sends the first
+// EAP-TLS (1.2 and 1.3), PEAP-MSCHAPv2 (1.2 and 1.3) and TTLS-PAP through a relay that sends the first
 // round (the Identity) to node-a and every other round to node-b and node-c in turn: each
 // of those is forwarded to node-a, which owns the conversation, and its answers, the last
 // Access-Accept with the MPPE keys encrypted for the NAS ("MPPE keys OK"), reach the peer.
@@ -72,11 +73,12 @@ func TestEAPForwardedRounds(t *testing.T) {
 	admin := nodes[0].AdminAddr.String() // the metrics are the process's: all three nodes'
 	answered := `openaaa_eap_forwarded_rounds_total{result="answered"}`
 	received := `openaaa_eap_forwarded_rounds_received_total`
-	cases := []struct{ name, network string }{
-		{"tls-1.2", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=1\"")},
-		{"tls-1.3", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=0\"")},
-		{"peap-mschapv2", tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw")},
-		{"ttls-pap", tunnelNetwork("TTLS", "PAP", "alice", "alicepw")},
+	cases := []struct{ name, network, tls string }{
+		{"tls-1.2", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=1\""), "1.2"},
+		{"tls-1.3", tlsNetwork("alice", eapoltest.TLS13), "1.3"},
+		{"peap-mschapv2", tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw"), "1.2"},
+		{"peap-mschapv2-tls-1.3", tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw") + eapoltest.TLS13, "1.3"},
+		{"ttls-pap", tunnelNetwork("TTLS", "PAP", "alice", "alicepw"), "1.2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -90,8 +92,8 @@ func TestEAPForwardedRounds(t *testing.T) {
 			if !strings.Contains(out, "MPPE keys OK: 1  mismatch: 0") {
 				t.Fatalf("the relayed Access-Accept's MPPE keys are not the peer's MSK:\n%s", out)
 			}
-			if v, ok := strings.CutPrefix(c.name, "tls-"); ok && !strings.Contains(out, "Using TLS version TLSv"+v) {
-				t.Fatalf("not TLS %s:\n%s", v, out)
+			if got := tlsVersion(out); got != c.tls {
+				t.Fatalf("TLS %q, want %s:\n%s", got, c.tls, out)
 			}
 			var rounds float64
 			for i, s := range relay.Sent() {

@@ -124,23 +124,28 @@ func tunnelNetwork(eap, phase2, user, password string) string {
 }
 
 // Every method against eapol_test (wpa_supplicant 2.10): success; eapol_test checks that
-// the MPPE keys of the Access-Accept are the MSK it derived.
+// the MPPE keys of the Access-Accept are the MSK it derived, so over TLS 1.3 this proves
+// the RFC 9190 and RFC 9427 keying. The TLS methods negotiate the version asked for; PEAP
+// and TTLS stay on TLS 1.2 unless the peer enables 1.3 (wpa_supplicant's default).
 func TestEAPMethodsAgainstEapolTest(t *testing.T) {
 	dir := t.TempDir()
 	n := eapNode(t, dir)
 	cases := []struct {
-		name, network string
-		args          []string
+		name, network, tls string
+		args               []string
 	}{
 		{"md5", `key_mgmt=IEEE8021X
 eap=MD5
 identity="alice"
-password="alicepw"`, []string{"-n"}},
-		{"tls-1.2", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=1\"\nfragment_size=200"), nil},
-		{"tls-1.3", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=0\""), nil},
-		{"peap-mschapv2", tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw") + "fragment_size=100", nil},
-		{"ttls-pap", tunnelNetwork("TTLS", "PAP", "alice", "alicepw"), nil},
-		{"ttls-mschapv2", tunnelNetwork("TTLS", "MSCHAPV2", "bob", "bobpw"), nil},
+password="alicepw"`, "", []string{"-n"}},
+		{"tls-1.2", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=1\"\nfragment_size=200"), "1.2", nil},
+		{"tls-1.3", tlsNetwork("alice", eapoltest.TLS13), "1.3", nil},
+		{"peap-mschapv2", tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw") + "fragment_size=100", "1.2", nil},
+		{"ttls-pap", tunnelNetwork("TTLS", "PAP", "alice", "alicepw"), "1.2", nil},
+		{"ttls-mschapv2", tunnelNetwork("TTLS", "MSCHAPV2", "bob", "bobpw"), "1.2", nil},
+		{"peap-mschapv2-tls-1.3", tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw") + eapoltest.TLS13 + "fragment_size=100", "1.3", nil},
+		{"ttls-pap-tls-1.3", tunnelNetwork("TTLS", "PAP", "alice", "alicepw") + eapoltest.TLS13, "1.3", nil},
+		{"ttls-mschapv2-tls-1.3", tunnelNetwork("TTLS", "MSCHAPV2", "bob", "bobpw") + eapoltest.TLS13, "1.3", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -154,10 +159,40 @@ password="alicepw"`, []string{"-n"}},
 			if c.args == nil && !strings.Contains(out, "MPPE keys OK: 1  mismatch: 0") {
 				t.Fatalf("the Access-Accept's MPPE keys are not the peer's MSK:\n%s", out)
 			}
-			if v, ok := strings.CutPrefix(c.name, "tls-"); ok && !strings.Contains(out, "Using TLS version TLSv"+v) {
-				t.Fatalf("not TLS %s:\n%s", v, out)
+			if got := tlsVersion(out); c.tls != "" && got != c.tls {
+				t.Fatalf("TLS %q, want %s:\n%s", got, c.tls, out)
 			}
 		})
+	}
+}
+
+// tlsVersion is the TLS version eapol_test's log reports last ("1.3"): the one negotiated
+// (the first report, after the ClientHello, is the highest offered).
+func tlsVersion(out string) string {
+	const p = "Using TLS version TLSv"
+	i := strings.LastIndex(out, p)
+	if i < 0 {
+		return ""
+	}
+	v, _, _ := strings.Cut(out[i+len(p):], "\n")
+	return strings.TrimSpace(v)
+}
+
+// eap.tlsMaxVersion "1.2" caps every TLS method: a peer offering TLS 1.3 gets TLS 1.2, with
+// its keying (the MPPE keys match).
+func TestEAPTLSMaxVersion12(t *testing.T) {
+	dir := t.TempDir()
+	eapPKI(t, dir)
+	n := eapNodeWith(t, dir, "  tlsMaxVersion: \"1.2\"\n")
+	for _, network := range []string{
+		tlsNetwork("alice", eapoltest.TLS13),
+		tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw") + eapoltest.TLS13,
+		tunnelNetwork("TTLS", "MSCHAPV2", "bob", "bobpw") + eapoltest.TLS13,
+	} {
+		out, ok := eapolTest(t, n, dir, network)
+		if !ok || !strings.Contains(out, "MPPE keys OK: 1  mismatch: 0") || tlsVersion(out) != "1.2" {
+			t.Fatalf("not a TLS 1.2 success (TLS %q):\n%s", tlsVersion(out), out)
+		}
 	}
 }
 
@@ -177,6 +212,9 @@ func TestEAPRefusalsAgainstEapolTest(t *testing.T) {
 		{"ttls-pap wrong password", tunnelNetwork("TTLS", "PAP", "bob", "nope"), "wrong_password", nil},
 		{"ttls-mschapv2 wrong password", tunnelNetwork("TTLS", "MSCHAPV2", "alice", "nope"), "wrong_password", nil},
 		{"ttls unknown user", tunnelNetwork("TTLS", "PAP", "mallory", "x"), "unknown_user", nil},
+		{"peap wrong password, TLS 1.3", tunnelNetwork("PEAP", "MSCHAPV2", "alice", "nope") + eapoltest.TLS13, "wrong_password", nil},
+		{"ttls-pap wrong password, TLS 1.3", tunnelNetwork("TTLS", "PAP", "bob", "nope") + eapoltest.TLS13, "wrong_password", nil},
+		{"ttls-mschapv2 wrong password, TLS 1.3", tunnelNetwork("TTLS", "MSCHAPV2", "alice", "nope") + eapoltest.TLS13, "wrong_password", nil},
 		{"peap disabled subscriber", tunnelNetwork("PEAP", "MSCHAPV2", "dave", "davepw"), "policy_refused", nil},
 		{"tls expired certificate", tlsNetwork("expired", ""), "tls_failed", nil},
 		{"tls certificate from another CA", tlsNetwork("stranger", ""), "tls_failed", nil},
@@ -315,7 +353,7 @@ func TestEAPCertificateRevocation(t *testing.T) {
 			t.Fatalf("eapol_test did not succeed:\n%s", out)
 		}
 	}
-	tls13 := "phase1=\"tls_disable_tlsv1_3=0\""
+	tls13 := eapoltest.TLS13
 	refused(tlsNetwork("revoked", ""), "certificate_revoked")
 	refused(tlsNetwork("revoked", tls13), "certificate_revoked")
 	succeeds(tlsNetwork("alice", ""))

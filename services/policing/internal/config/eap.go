@@ -22,7 +22,7 @@ type EAP struct {
 	// CRLFile holds CRLs (PEM) of the CAs of CAFile: a client certificate they revoke is
 	// refused, and so is one whose issuer has none in force (docs/eap.md). Reloaded too.
 	CRLFile string `json:"crlFile,omitempty"`
-	// TLSMaxVersion caps EAP-TLS: "1.2" or "1.3" (RFC 9190). PEAP and TTLS use TLS 1.2.
+	// TLSMaxVersion caps the TLS methods (tls, peap, ttls): "1.2" or "1.3" (RFC 9190, 9427).
 	TLSMaxVersion string `json:"tlsMaxVersion"`
 	// TLSIdentity is what names an EAP-TLS subscriber: commonName or subjectAltName.
 	TLSIdentity string `json:"tlsIdentity"`
@@ -103,7 +103,7 @@ func (e EAP) validate(key string) []error {
 		bad("crlFile", "needs caFile (each CRL is verified against its issuer there)")
 	}
 	if e.TLSMaxVersion != "1.2" && e.TLSMaxVersion != "1.3" {
-		bad("tlsMaxVersion", "%q is not 1.2 or 1.3", e.TLSMaxVersion)
+		bad("tlsMaxVersion", "%q is not 1.2 or 1.3 (the highest TLS version of tls, peap and ttls)", e.TLSMaxVersion)
 	}
 	if e.TLSIdentity != "commonName" && e.TLSIdentity != "subjectAltName" {
 		bad("tlsIdentity", "%q is not commonName or subjectAltName", e.TLSIdentity)

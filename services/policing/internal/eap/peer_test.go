@@ -54,7 +54,8 @@ func converse(t *testing.T, s *Server, p *eappeer.Peer) (Result, int) {
 }
 
 // aaa-loadgen's EAP peer (internal/eappeer) against this server: EAP-TLS over TLS 1.2 and
-// 1.3 (offered first, or reached by a Nak), PEAP-MSCHAPv2, and a wrong PEAP password.
+// 1.3 (offered first, or reached by a Nak), PEAP-MSCHAPv2 over TLS 1.3 and 1.2, and a wrong
+// PEAP password.
 func TestLoadgenPeer(t *testing.T) {
 	srvTLS, cliTLS := peerPKI(t)
 	tls12 := cliTLS.Clone()
@@ -68,6 +69,7 @@ func TestLoadgenPeer(t *testing.T) {
 		{"tls13", []byte{TypeTLS}, eappeer.Config{Method: TypeTLS, Identity: "alice", TLS: cliTLS}, ""},
 		{"tls12 after a nak", []byte{TypePEAP, TypeTLS}, eappeer.Config{Method: TypeTLS, Identity: "alice", TLS: tls12}, ""},
 		{"peap", []byte{TypePEAP}, eappeer.Config{Method: TypePEAP, Identity: "alice", User: "alice", Password: "alicepw", TLS: cliTLS}, ""},
+		{"peap tls12", []byte{TypePEAP}, eappeer.Config{Method: TypePEAP, Identity: "alice", User: "alice", Password: "alicepw", TLS: tls12}, ""},
 		{"peap wrong password", []byte{TypePEAP}, eappeer.Config{Method: TypePEAP, Identity: "alice", User: "alice", Password: "nope", TLS: cliTLS}, ReasonBadPassword},
 	}
 	for _, tc := range cases {

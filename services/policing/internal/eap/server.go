@@ -32,8 +32,7 @@ type Options struct {
 	RoundTimeout time.Duration
 	// TLS is the server certificate set in force (tlsfiles), for EAP-TLS, PEAP and TTLS.
 	TLS func() *tls.Config
-	// TLSMaxVersion caps EAP-TLS (tls.VersionTLS12 or 13); PEAP and TTLS use TLS 1.2 (their
-	// TLS 1.3 keying, RFC 9427, is not done).
+	// TLSMaxVersion caps EAP-TLS, PEAP and TTLS (tls.VersionTLS12 or 13).
 	TLSMaxVersion uint16
 	// TLSIdentity names the EAP-TLS subscriber: "commonName" (the client certificate's
 	// subject CN) or "subjectAltName" (its first e-mail, else DNS name).

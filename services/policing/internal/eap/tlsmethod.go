@@ -58,12 +58,11 @@ func (m *tlsMethod) start(context.Context) ([]byte, error) {
 	cfg := base.Clone()
 	// Full handshakes only: no resumption yet (docs/eap.md).
 	cfg.SessionTicketsDisabled = true
+	cfg.MaxVersion = m.srv.opt.TLSMaxVersion
 	if m.typ == TypeTLS {
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
-		cfg.MaxVersion = m.srv.opt.TLSMaxVersion
 	} else {
 		cfg.ClientAuth = tls.NoClientCert
-		cfg.MaxVersion = tls.VersionTLS12 // RFC 9427's TLS 1.3 keying is not done
 	}
 	m.eng = newEngine(cfg)
 	return []byte{flagStart}, nil
@@ -133,7 +132,18 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 		if done {
 			m.established = true
 			m.v13 = m.eng.State().Version == tls.VersionTLS13
-			if m.inner == nil && m.v13 {
+			if m.v13 && m.inner != nil {
+				// TLS 1.3 ends with the peer's Finished: no flight of ours is left for it to
+				// acknowledge, so the tunnel's conversation starts in this round, on inner
+				// data the peer may have sent after its Finished (wpa_supplicant 2.10 sends
+				// none). The inner method gives the result: no 0x00 commitment as in EAP-TLS.
+				plain, err := m.eng.Read(nil)
+				if err != nil {
+					return m.tlsFailed(err)
+				}
+				return m.tunnel(ctx, out, plain)
+			}
+			if m.v13 {
 				// RFC 9190 §2.5: one octet 0x00 of application data commits to no more
 				// handshake messages.
 				commit, err := m.eng.Write([]byte{0})
@@ -163,14 +173,22 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 			return m.tlsFailed(err)
 		}
 	}
+	return m.tunnel(ctx, nil, plain)
+}
+
+// tunnel runs the inner method on the peer's plaintext (none: the tunnel's start, our first
+// inner message or an empty Request when the peer speaks first); lead is what the handshake
+// wrote last, sent before the reply (empty today: crypto/tls writes nothing after the
+// peer's Finished unless it asked for a client certificate with tickets on).
+func (m *tlsMethod) tunnel(ctx context.Context, lead, plain []byte) outcome {
 	if !m.phase2 && len(plain) == 0 {
 		m.phase2 = true
-		return m.sendPlain(m.inner.begin())
+		return m.sendPlain(lead, m.inner.begin())
 	}
 	m.phase2 = true
 	reply, o := m.inner.handle(ctx, m.eng, plain)
 	if !o.done {
-		return m.sendPlain(reply)
+		return m.sendPlain(lead, reply)
 	}
 	if o.reason == "" {
 		if o.msk, o.reason = m.msk(); o.reason != "" {
@@ -194,16 +212,16 @@ func (m *tlsMethod) tlsFailed(err error) outcome {
 	return fail(r)
 }
 
-// sendPlain encrypts inner plaintext into the next Request.
-func (m *tlsMethod) sendPlain(p []byte) outcome {
+// sendPlain encrypts inner plaintext into the next Request, after lead.
+func (m *tlsMethod) sendPlain(lead, p []byte) outcome {
 	if len(p) == 0 {
-		return m.send(nil)
+		return m.send(lead)
 	}
 	out, err := m.eng.Write(p)
 	if err != nil {
 		return m.tlsFailed(err)
 	}
-	return m.send(out)
+	return m.send(append(lead, out...))
 }
 
 func (m *tlsMethod) send(out []byte) outcome {

@@ -111,7 +111,8 @@ func (t *ttlsInner) handle(ctx context.Context, e *engine, plain []byte) ([]byte
 		return nil, fail(ReasonMalformed)
 	}
 	// §11.2.4: the challenge and its ident come from the tunnel's keys, so that they cannot
-	// be replayed from another conversation.
+	// be replayed from another conversation (TLS 1.3: the exporter with an empty context, as
+	// wpa_supplicant 2.10 derives it).
 	implicit, err := e.Export("ttls challenge", nil, 17)
 	if err != nil || subtle.ConstantTimeCompare(implicit[:16], chal) != 1 || implicit[16] != resp[0] {
 		return nil, fail(ReasonMalformed)
