@@ -25,6 +25,7 @@ type UDPRelay struct {
 	loseAt   int
 	lost     int
 	lose     func()
+	route    func([]byte) int
 	legs     map[netip.AddrPort][]*net.UDPConn
 	wg       sync.WaitGroup
 	closed   bool
@@ -73,6 +74,15 @@ func (r *UDPRelay) SetNext(i int) {
 	r.next = i % len(r.backends)
 }
 
+// SetRoute makes route pick the backend (its index in the order given) of every datagram
+// from now on, instead of the round robin: a test places whole conversations on chosen
+// nodes. nil restores the round robin.
+func (r *UDPRelay) SetRoute(route func(datagram []byte) int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.route = route
+}
+
 // LoseAt loses backend i at the n-th datagram from now (1: the next): lose runs before that
 // datagram is relayed (a test kills the node there), and from then on i gets no datagram, as
 // a load balancer that found it dead would do, until Restore.
@@ -119,7 +129,7 @@ func (r *UDPRelay) serve() {
 			}
 			continue
 		}
-		conn := r.leg(from)
+		conn := r.leg(from, buf[:n])
 		if conn != nil {
 			_, _ = conn.Write(buf[:n])
 		}
@@ -128,7 +138,7 @@ func (r *UDPRelay) serve() {
 
 // leg picks the next backend and returns the client's socket towards it (made at the
 // client's first datagram); nil once closed.
-func (r *UDPRelay) leg(client netip.AddrPort) *net.UDPConn {
+func (r *UDPRelay) leg(client netip.AddrPort, datagram []byte) *net.UDPConn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -153,6 +163,11 @@ func (r *UDPRelay) leg(client netip.AddrPort) *net.UDPConn {
 	if r.count++; r.lose != nil && r.count == r.loseAt {
 		r.lose() // under the lock: nothing is relayed while the backend goes
 		r.lose, r.down[r.lost] = nil, true
+	}
+	if r.route != nil {
+		i := r.route(datagram) % len(r.backends)
+		r.sent[i]++
+		return conns[i]
 	}
 	for range r.backends {
 		if !r.down[r.next] {

@@ -58,6 +58,9 @@ func (n *Node) startEAP(src subscriber.Source) (*eap.Server, error) {
 			_, err := files.Reload()
 			return err
 		})
+		if err := n.startTicketKeys(&opt); err != nil {
+			return nil, err
+		}
 	}
 	n.eap = eap.New(opt)
 	return n.eap, nil
@@ -68,4 +71,34 @@ func (n *Node) stopEAP() {
 	if n.eap != nil {
 		n.eap.Close()
 	}
+}
+
+// startTicketKeys sets the session ticket keys of EAP resumption (eap.resumption): the
+// shared key file, reloaded when it changes (a rotated Secret), or a key of this process.
+func (n *Node) startTicketKeys(opt *eap.Options) error {
+	r := n.Config.EAP.Resumption
+	if !r.Enabled {
+		return nil
+	}
+	opt.TicketLifetime = r.Lifetime.D()
+	if r.TicketKeyFile == "" {
+		opt.TicketKeys = tlsfiles.NewRandomTicketKeys().Keys
+		n.Log.Warn("eap.resumption without ticketKeyFile: sessions resume only on this node, until it restarts")
+		return nil
+	}
+	keys := &tlsfiles.TicketKeys{}
+	load := func() error {
+		k, err := keys.Load(r.TicketKeyFile)
+		if err != nil {
+			return fmt.Errorf("eap.resumption.ticketKeyFile: %w", err)
+		}
+		n.Log.Info("eap ticket keys loaded", "keys", k)
+		return nil
+	}
+	if err := load(); err != nil {
+		return err
+	}
+	opt.TicketKeys = keys.Keys
+	n.Reloader.Watch("eap-ticket-keys", []string{r.TicketKeyFile}, load)
+	return nil
 }

@@ -43,7 +43,29 @@ type EAP struct {
 	// Forward sends a round of a conversation in another node's memory (TLS-based methods) to
 	// that node (docs/eap.md "Multi-DC conversations").
 	Forward EAPForward `json:"forward"`
+	// Resumption lets a re-authentication of EAP-TLS, PEAP or TTLS resume its TLS session
+	// (docs/eap.md "Session resumption").
+	Resumption EAPResumption `json:"resumption"`
 }
+
+// EAPResumption configures TLS session resumption by session tickets.
+type EAPResumption struct {
+	// Enabled issues and accepts session tickets. Off by default: a resumed EAP-TLS
+	// session presents no certificate (the ticket vouches for it), and without a shared
+	// ticketKeyFile a ticket resumes only on the node that issued it.
+	Enabled bool `json:"enabled"`
+	// TicketKeyFile holds the ticket keys every node shares (a mounted Secret; one secret of
+	// at least 32 characters a line, the first encrypts, all decrypt), reloaded when it
+	// changes. Empty: a random key of this process (resumption on this node only, until it
+	// restarts).
+	TicketKeyFile string `json:"ticketKeyFile,omitempty"`
+	// Lifetime is how long after a full handshake its session may be resumed (at most 24h,
+	// FreeRADIUS's cache lifetime).
+	Lifetime Duration `json:"lifetime"`
+}
+
+// MaxTicketLifetime bounds eap.resumption.lifetime.
+const MaxTicketLifetime = 24 * time.Hour
 
 // EAPForward configures the forwarding of EAP rounds between nodes.
 type EAPForward struct {
@@ -63,7 +85,8 @@ type EAPForward struct {
 func defaultEAP() EAP {
 	return EAP{TLSMaxVersion: "1.3", TLSIdentity: "commonName", MaxConversations: 10000,
 		Timeout: Duration(30 * time.Second), RoundTimeout: Duration(5 * time.Second), AKANetworkName: "WLAN",
-		Forward: EAPForward{Timeout: Duration(time.Second), Retries: 2}}
+		Forward:    EAPForward{Timeout: Duration(time.Second), Retries: 2},
+		Resumption: EAPResumption{Lifetime: Duration(time.Hour)}}
 }
 
 // EAPMethods are the method names eap.methods takes.
@@ -123,7 +146,22 @@ func (e EAP) validate(key string) []error {
 	if slices.Contains(e.Methods, "aka-prime") && (e.AKANetworkName == "" || len(e.AKANetworkName) > 200) {
 		bad("akaNetworkName", "required by aka-prime, at most 200 octets")
 	}
+	errs = append(errs, e.Resumption.validate(key+".resumption", e.UsesTLS())...)
 	return append(errs, e.Forward.validate(key+".forward", len(e.Methods) > 0)...)
+}
+
+func (r EAPResumption) validate(key string, usesTLS bool) []error {
+	var errs []error
+	if r.Enabled && !usesTLS {
+		errs = append(errs, fmt.Errorf("%s.enabled: resumption needs tls, peap or ttls in eap.methods", key))
+	}
+	if r.TicketKeyFile != "" && !r.Enabled {
+		errs = append(errs, fmt.Errorf("%s.ticketKeyFile: set while resumption is not enabled", key))
+	}
+	if r.Lifetime < Duration(time.Minute) || r.Lifetime > Duration(MaxTicketLifetime) {
+		errs = append(errs, fmt.Errorf("%s.lifetime: must be 1m to 24h", key))
+	}
+	return errs
 }
 
 func (f EAPForward) validate(key string, eapOn bool) []error {

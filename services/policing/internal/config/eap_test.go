@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,14 @@ func TestEAPValidation(t *testing.T) {
 		t.Fatalf("AKA, AKA' and SIM need no certificate: %v", err)
 	}
 	if c, err := load(t, minimal, nil, nil); err != nil || len(c.EAP.Methods) != 0 || c.EAP.TLSMaxVersion != "1.3" || c.EAP.AKANetworkName != "WLAN" ||
-		c.EAP.Forward.Address != "" || c.EAP.Forward.Timeout.D() != time.Second || c.EAP.Forward.Retries != 2 {
-		t.Fatalf("defaults: EAP off, TLS 1.3 for EAP-TLS, no forwarding: %+v %v", c.EAP, err)
+		c.EAP.Forward.Address != "" || c.EAP.Forward.Timeout.D() != time.Second || c.EAP.Forward.Retries != 2 ||
+		c.EAP.Resumption.Enabled || c.EAP.Resumption.Lifetime.D() != time.Hour {
+		t.Fatalf("defaults: EAP off, TLS 1.3 for EAP-TLS, no forwarding, no resumption (1h when on): %+v %v", c.EAP, err)
+	}
+	for _, res := range [][]string{{"eap.resumption.enabled=true"}, {"eap.resumption.enabled=true", "eap.resumption.ticketKeyFile=/t", "eap.resumption.lifetime=24h"}} {
+		if c, err := load(t, minimal, append(slices.Clone(ok), res...), nil); err != nil || !c.EAP.Resumption.Enabled {
+			t.Fatalf("resumption %v: %v", res, err)
+		}
 	}
 	if c, err := load(t, minimal, []string{`eap.methods=["tls"]`, "eap.certFile=/c", "eap.keyFile=/k", "eap.caFile=/ca",
 		"eap.forward.address=0.0.0.0:1815", "eap.forward.advertise=policing-0.policing:1815", "eap.forward.secretFile=/s"}, nil); err != nil || c.EAP.Forward.Advertise != "policing-0.policing:1815" {
@@ -44,6 +51,10 @@ func TestEAPValidation(t *testing.T) {
 		{[]string{`eap.methods=["md5"]`, "eap.forward.address=:1815", "eap.forward.secretFile=/s", "eap.forward.advertise=10.0.0.1"}, "eap.forward.advertise"},
 		{[]string{`eap.methods=["md5"]`, "eap.forward.address=:1815", "eap.forward.secretFile=/s", "eap.forward.timeout=0s"}, "eap.forward.timeout"},
 		{[]string{`eap.methods=["md5"]`, "eap.forward.address=:1815", "eap.forward.secretFile=/s", "eap.forward.retries=9"}, "eap.forward.retries"},
+		{[]string{`eap.methods=["md5"]`, "eap.resumption.enabled=true"}, "eap.resumption.enabled"},
+		{append(slices.Clone(ok), "eap.resumption.ticketKeyFile=/t"), "eap.resumption.ticketKeyFile"},
+		{append(slices.Clone(ok), "eap.resumption.enabled=true", "eap.resumption.lifetime=25h"), "eap.resumption.lifetime"},
+		{append(slices.Clone(ok), "eap.resumption.enabled=true", "eap.resumption.lifetime=30s"), "eap.resumption.lifetime"},
 	}
 	for _, c := range cases {
 		t.Run(c.key, func(t *testing.T) {

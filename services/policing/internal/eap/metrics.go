@@ -20,6 +20,13 @@ var (
 		Help: "EAP conversations ended with EAP-Success, by method (tls, peap, ttls, md5, sim, aka, aka-prime).",
 	}, []string{"method"})
 
+	// handshakes counts the TLS handshakes of EAP-TLS, PEAP and TTLS completed, by method
+	// and whether they resumed a session (resumption.go) or were full.
+	handshakes = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "eap", Name: "tls_handshakes_total",
+		Help: "TLS handshakes of EAP-TLS, PEAP and TTLS completed, by method and resumed (true: a session ticket resumed, false: a full handshake).",
+	}, []string{"method", "resumed"})
+
 	conversations = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: metrics.Namespace, Subsystem: "eap", Name: "conversations",
 		Help: "EAP conversations waiting for the peer's next round on this node.",

@@ -37,7 +37,12 @@ type Options struct {
 	// TLSIdentity names the EAP-TLS subscriber: "commonName" (the client certificate's
 	// subject CN) or "subjectAltName" (its first e-mail, else DNS name).
 	TLSIdentity string
-	Subscribers subscriber.Source
+	// TicketKeys are the session ticket keys in force (resumption.go), the first encrypts;
+	// nil: no resumption, every TLS handshake is a full one.
+	TicketKeys func() [][32]byte
+	// TicketLifetime bounds how long after its full handshake a session may be resumed.
+	TicketLifetime time.Duration
+	Subscribers    subscriber.Source
 	// SQN hands out the AKA sequence numbers (the session store); required by aka, aka-prime.
 	SQN session.SQNCounter
 	// AKANetworkName is the access network name of EAP-AKA prime (AT_KDF_INPUT, RFC 9048 §3.1).

@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"errors"
+	"strconv"
+	"time"
 
 	"github.com/openaaa/openaaa/internal/eapwire"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
@@ -42,6 +44,7 @@ type tlsMethod struct {
 	established bool
 	phase2      bool
 	v13         bool
+	issued      time.Time // when the session resumed was first established (resumption.go)
 }
 
 func newTLSMethod(s *Server, typ byte, inner tunnel) *tlsMethod {
@@ -56,8 +59,7 @@ func (m *tlsMethod) start(context.Context) ([]byte, error) {
 		return nil, errNoCertificate
 	}
 	cfg := base.Clone()
-	// Full handshakes only: no resumption yet (docs/eap.md).
-	cfg.SessionTicketsDisabled = true
+	m.resumption(cfg, base) // session tickets, or full handshakes only (resumption.go)
 	cfg.MaxVersion = m.srv.opt.TLSMaxVersion
 	if m.typ == TypeTLS {
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
@@ -131,7 +133,9 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 		}
 		if done {
 			m.established = true
-			m.v13 = m.eng.State().Version == tls.VersionTLS13
+			st := m.eng.State()
+			m.v13 = st.Version == tls.VersionTLS13
+			handshakes.WithLabelValues(typeName(m.typ), strconv.FormatBool(st.DidResume)).Inc()
 			if m.v13 && m.inner != nil {
 				// TLS 1.3 ends with the peer's Finished: no flight of ours is left for it to
 				// acknowledge, so the tunnel's conversation starts in this round, on inner
@@ -151,6 +155,14 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 					return m.tlsFailed(err)
 				}
 				out = append(out, commit...)
+			}
+			if len(out) == 0 {
+				// A resumed TLS 1.2 handshake ends with the peer's Finished: EAP-TLS succeeds
+				// at once (RFC 5216 §2.1.3), PEAP starts its inner method in this round.
+				if m.inner == nil {
+					return m.finishTLS(ctx)
+				}
+				return m.tunnel(ctx, nil, nil)
 			}
 		}
 		return m.send(out)
