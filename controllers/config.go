@@ -31,20 +31,27 @@ type policingConfig struct {
 }
 
 type pcEAP struct {
-	Methods          []string      `json:"methods"`
-	CertFile         string        `json:"certFile,omitempty"`
-	KeyFile          string        `json:"keyFile,omitempty"`
-	CAFile           string        `json:"caFile,omitempty"`
-	CRLFile          string        `json:"crlFile,omitempty"`
-	TLSIdentity      string        `json:"tlsIdentity"`
-	MaxConversations int32         `json:"maxConversations"`
-	Timeout          string        `json:"timeout"`
-	Forward          *pcEAPForward `json:"forward,omitempty"`
+	Methods          []string         `json:"methods"`
+	CertFile         string           `json:"certFile,omitempty"`
+	KeyFile          string           `json:"keyFile,omitempty"`
+	CAFile           string           `json:"caFile,omitempty"`
+	CRLFile          string           `json:"crlFile,omitempty"`
+	TLSIdentity      string           `json:"tlsIdentity"`
+	MaxConversations int32            `json:"maxConversations"`
+	Timeout          string           `json:"timeout"`
+	Forward          *pcEAPForward    `json:"forward,omitempty"`
+	Resumption       *pcEAPResumption `json:"resumption,omitempty"`
 }
 
 type pcEAPForward struct {
 	Address    string `json:"address"`
 	SecretFile string `json:"secretFile"`
+}
+
+type pcEAPResumption struct {
+	Enabled       bool   `json:"enabled"`
+	TicketKeyFile string `json:"ticketKeyFile"`
+	Lifetime      string `json:"lifetime"`
 }
 
 type pcLog struct {
@@ -286,6 +293,9 @@ func renderEAP(spec aaav1.AAAClusterSpec) *pcEAP {
 	if eapForwardEnabled(spec) {
 		out.Forward = renderEAPForward()
 	}
+	if eapResumptionEnabled(spec) {
+		out.Resumption = renderEAPResumption(spec)
+	}
 	return out
 }
 
@@ -493,6 +503,9 @@ func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (
 		return result{}, err
 	}
 	if err := r.ensureEAPForwardSecret(ctx, c, spec); err != nil {
+		return result{}, err
+	}
+	if err := r.ensureEAPTicketsSecret(ctx, c, spec); err != nil {
 		return result{}, err
 	}
 	secrets := map[string]map[string][]byte{}

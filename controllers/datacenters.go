@@ -193,6 +193,10 @@ func buildPodTemplate(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc aaav1.D
 		v, m := eapForwardVolume(c)
 		mounts, volumes = append(mounts, m), append(volumes, v)
 	}
+	if eapResumptionEnabled(spec) {
+		v, m := eapTicketsVolume(c)
+		mounts, volumes = append(mounts, m), append(volumes, v)
+	}
 	// A ConfigMap key mounted in a directory, not a subPath: the kubelet updates a mounted
 	// ConfigMap by swapping the directory's ..data symlink, which a subPath mount never sees
 	// (docs/hot-reload.md).

@@ -43,6 +43,7 @@ const (
 	defaultEAPTLSIdentity               = "commonName"
 	DefaultEAPMaxConversations    int32 = 10000
 	DefaultEAPTimeout                   = 30 * time.Second
+	DefaultEAPResumptionLifetime        = time.Hour
 	defaultLDAPPasswordKey              = "password"
 	defaultAccountingSecretKey          = "secret"
 	defaultSessionStore                 = "cassandra"
@@ -141,6 +142,12 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 		}
 		if e.Timeout == nil {
 			e.Timeout = &metav1.Duration{Duration: DefaultEAPTimeout}
+		}
+		if e.Resumption == nil {
+			e.Resumption = &aaav1.EAPResumption{}
+		}
+		if e.Resumption.Lifetime == nil {
+			e.Resumption.Lifetime = &metav1.Duration{Duration: DefaultEAPResumptionLifetime}
 		}
 	}
 	if sub := s.Subscribers; sub != nil {

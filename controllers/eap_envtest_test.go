@@ -8,14 +8,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 )
 
 // spec.eap with an issuer: a Certificate <name>-eap, policing's eap section, the certificate's
-// Secret, the CA bundle, the CRLs and the generated EAP inter-node secret mounted; the
-// operator then goes quiet. Moving to secretName deletes
+// Secret, the CA bundle, the CRLs, the generated EAP inter-node secret and session ticket keys
+// mounted; the operator then goes quiet. spec.eap.resumption.enabled false takes the ticket
+// keys away. Moving to secretName deletes
 // the Certificate and mounts the user's Secret; removing spec.eap takes the rest away.
 func TestEAPReconcile(t *testing.T) {
 	te := sharedEnv(t)
@@ -106,7 +108,47 @@ func TestEAPReconcile(t *testing.T) {
 	if cfg := config(); strings.Contains(cfg, string(fwd.Data[eapForwardKey])) || !strings.Contains(cfg, "secretFile: /etc/openaaa/eap-forward/secret") {
 		t.Errorf("policing.yaml holds the inter-node secret, or not its path:\n%s", cfg)
 	}
+	// The session ticket keys: generated once into a Secret the cluster owns, mounted, only
+	// their path in the ConfigMap.
+	tickets := &corev1.Secret{}
+	ticketsMounted := func() (bool, error) {
+		d := &appsv1.Deployment{}
+		if err := te.c.Get(bg, client.ObjectKey{Namespace: ns, Name: "wifi-dc1"}, d); err != nil {
+			return false, err
+		}
+		v, m := volumeOf(d, "eap-tickets")
+		return v != nil && m != nil && v.Secret.SecretName == "wifi-eap-tickets" && m.ReadOnly, nil
+	}
+	eventually(t, wait, "the EAP ticket keys Secret mounted", func() error {
+		if err := te.c.Get(bg, client.ObjectKey{Namespace: ns, Name: "wifi-eap-tickets"}, tickets); err != nil {
+			return err
+		}
+		if ok, err := ticketsMounted(); !ok || err != nil {
+			return fmt.Errorf("not mounted (%v)", err)
+		}
+		return nil
+	})
+	if len(tickets.Data[eapTicketsKey]) < 32 || len(tickets.OwnerReferences) != 1 || tickets.OwnerReferences[0].Name != "wifi" {
+		t.Errorf("Secret wifi-eap-tickets: %d octets, owners %+v", len(tickets.Data[eapTicketsKey]), tickets.OwnerReferences)
+	}
+	if cfg := config(); strings.Contains(cfg, string(tickets.Data[eapTicketsKey])) || !strings.Contains(cfg, "ticketKeyFile: /etc/openaaa/eap-tickets/keys") {
+		t.Errorf("policing.yaml holds the ticket keys, or not their path:\n%s", cfg)
+	}
 	te.assertQuiet(t, ns, "wifi")
+
+	// spec.eap.resumption.enabled false: no resumption section, no mount.
+	te.updateCluster(t, ns, "wifi", func(c *aaav1.AAACluster) {
+		c.Spec.EAP.Resumption = &aaav1.EAPResumption{Enabled: ptr.To(false)}
+	})
+	eventually(t, wait, "resumption off", func() error {
+		if ok, err := ticketsMounted(); ok || err != nil {
+			return fmt.Errorf("still mounted (%v)", err)
+		}
+		if strings.Contains(config(), "resumption:") {
+			return fmt.Errorf("policing.yaml still has eap.resumption")
+		}
+		return nil
+	})
 
 	te.updateCluster(t, ns, "wifi", func(c *aaav1.AAACluster) {
 		c.Spec.EAP.IssuerRef, c.Spec.EAP.DNSNames, c.Spec.EAP.SecretName = nil, nil, "radius-tls"

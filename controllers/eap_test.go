@@ -4,10 +4,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 )
@@ -71,6 +74,42 @@ func TestGoldenEAP(t *testing.T) {
 		t.Errorf("referenced %v lack the client CA or CRL ConfigMap", got)
 	}
 	assertEAPForward(t, c, spec, d, true)
+	assertEAPTickets(t, c, spec, d, "1h0m0s")
+
+	// spec.eap.resumption: a lifetime of its own, or off.
+	c.Spec.EAP.Resumption = &aaav1.EAPResumption{Lifetime: &metav1.Duration{Duration: 8 * time.Hour}}
+	spec = withDefaults(c.Spec, Options{Version: "v1.2.3"})
+	assertEAPTickets(t, c, spec, buildDeployment(c, spec, spec.Datacenters[0], "h"), "8h0m0s")
+	c.Spec.EAP.Resumption = &aaav1.EAPResumption{Enabled: ptr.To(false)}
+	spec = withDefaults(c.Spec, Options{Version: "v1.2.3"})
+	assertEAPTickets(t, c, spec, buildDeployment(c, spec, spec.Datacenters[0], "h"), "")
+}
+
+// assertEAPTickets checks the session resumption parts of a data center (eaptickets.go): the
+// ticket keys' Secret mounted read-only as a directory (a rotation reaches the pods), only its
+// path in the ConfigMap, not rolling the pods (policing reloads it), and the lifetime; or none
+// of it (lifetime "").
+func assertEAPTickets(t *testing.T, c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, d *appsv1.Deployment, lifetime string) {
+	t.Helper()
+	v, m := volumeOf(d, "eap-tickets")
+	cfg := renderPolicingConfig(c, spec, "dc1")
+	rolls := slices.Contains(rollingSecrets(c, spec), c.Name+"-eap-tickets")
+	if lifetime == "" {
+		if v != nil || m != nil || strings.Contains(cfg, "resumption:") || eapResumptionEnabled(spec) {
+			t.Errorf("resumption off, yet volume %v or\n%s", v, cfg)
+		}
+		return
+	}
+	if v == nil || m == nil || v.Secret == nil || v.Secret.SecretName != c.Name+"-eap-tickets" || m.MountPath != eapTicketsDir || !m.ReadOnly || m.SubPath != "" {
+		t.Errorf("eap-tickets volume %+v mount %+v", v, m)
+	}
+	if rolls {
+		t.Error("the ticket keys roll the pods: policing reloads them")
+	}
+	want := "resumption:\n    enabled: true\n    lifetime: " + lifetime + "\n    ticketKeyFile: /etc/openaaa/eap-tickets/keys\n"
+	if !strings.Contains(cfg, want) {
+		t.Errorf("eap.resumption: want\n%s in\n%s", want, cfg)
+	}
 }
 
 // assertEAPForward checks the EAP forwarding parts of a data center (eapforward.go): the
@@ -147,6 +186,7 @@ func TestEAPVariants(t *testing.T) {
 		t.Errorf("md5 alone mounts a certificate: %+v", v)
 	}
 	assertEAPForward(t, c, spec, d, false)
+	assertEAPTickets(t, c, spec, d, "")
 	cfg = renderPolicingConfig(c, spec, "dc1")
 	if !strings.Contains(cfg, "- md5") || strings.Contains(cfg, "certFile: /etc/openaaa/eap") || !strings.Contains(cfg, "timeout: 30s") {
 		t.Errorf("eap section for md5:\n%s", cfg)

@@ -98,6 +98,10 @@ func TestValidation(t *testing.T) {
 		{"EAP timeout too short", func(c *aaav1.AAACluster) {
 			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"md5"}, Timeout: &metav1.Duration{Duration: 500 * time.Millisecond}}
 		}, []string{"spec.eap.timeout", "between 1s and 10m"}},
+		{"EAP resumption lifetime too long", func(c *aaav1.AAACluster) {
+			c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"peap"}, SecretName: "tls",
+				Resumption: &aaav1.EAPResumption{Lifetime: &metav1.Duration{Duration: 25 * time.Hour}}}
+		}, []string{"spec.eap.resumption.lifetime", "between 1m and 24h"}},
 		// Without a source policing refuses its config (subscribers.file required) and
 		// crash-loops: the API server says so instead.
 		{"no subscriber source", func(c *aaav1.AAACluster) { c.Spec.Subscribers = nil },

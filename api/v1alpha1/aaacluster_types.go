@@ -576,6 +576,25 @@ type EAPSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="spec.eap.timeout must be between 1s and 10m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// Resumption of TLS sessions by session tickets (EAP-TLS and PEAP; policing's
+	// eap.resumption, docs/eap.md "Session resumption"): on when tls, peap or ttls is offered,
+	// under ticket keys the operator generates once into the Secret <name>-eap-tickets
+	// (key keys), which every data center's pods share, so that a re-authentication resumes
+	// on any of them. Rotate by editing that Secret (one key a line, the first encrypts, all
+	// decrypt): the pods reload it, no restart.
+	// +optional
+	Resumption *EAPResumption `json:"resumption,omitempty"`
+}
+
+// EAPResumption configures TLS session resumption.
+type EAPResumption struct {
+	// Enabled false turns resumption off: every authentication is a full handshake. Default true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Lifetime is how long after its full handshake a session may be resumed. Default 1h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.eap.resumption.lifetime must be between 1m and 24h"
+	// +optional
+	Lifetime *metav1.Duration `json:"lifetime,omitempty"`
 }
 
 // IssuerReference names a cert-manager issuer.
