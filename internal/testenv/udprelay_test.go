@@ -108,6 +108,26 @@ func TestUDPRelay(t *testing.T) {
 	if backend, _ := ask(c1, "r"); backend != "b" {
 		t.Fatalf("after Restore: %s answered", backend)
 	}
+	// A route picks the backend of each datagram, from its content; nil: round robin again.
+	r.SetRoute(func(d []byte) int {
+		if strings.HasPrefix(string(d), "to-b") {
+			return 1
+		}
+		return 0
+	})
+	order = order[:0]
+	for _, m := range []string{"to-b1", "to-a", "to-b2", "to-b3"} {
+		backend, _ := ask(c2, m)
+		order = append(order, backend)
+	}
+	if got := strings.Join(order, " "); got != "b a b b" {
+		t.Fatalf("routed: %s", got)
+	}
+	r.SetRoute(nil)
+	r.SetNext(0)
+	if b1, _ := ask(c2, "to-b4"); b1 != "a" {
+		t.Fatalf("round robin after SetRoute(nil): %s answered", b1)
+	}
 	r.Close()
 	r.Close() // idempotent
 }
