@@ -218,3 +218,13 @@ func TestEAPResumptionRefused(t *testing.T) {
 		}
 	}
 }
+
+// eap.resumption without a ticketKeyFile: a key of the process's own, so a re-authentication
+// on the same node resumes (EAP-TLS 1.2).
+func TestEAPResumptionOwnKey(t *testing.T) {
+	dir := t.TempDir()
+	eapPKI(t, dir)
+	n := eapNodeWith(t, dir, "  resumption: {enabled: true}\n")
+	relay := testenv.StartUDPRelay(t, n.AuthAddr.String())
+	reauth(t, n, relay, dir, "tls", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=1 tls_disable_session_ticket=0\""), true)
+}
