@@ -17,11 +17,12 @@ import (
 //     from it as after a full handshake; the CRLs in force are checked again here (crypto/tls
 //     does not call VerifyPeerCertificate on a resumption).
 //   - PEAP: nothing of the inner authentication is in the ticket (a TLS 1.2 ticket is sent
-//     before the inner method runs); the inner method runs again inside the resumed tunnel,
-//     which wpa_supplicant and Windows accept: only the public-key work is saved.
-//   - TTLS: no tickets. A TTLS peer skips the inner method on a resumed session (RFC 5281
-//     §10.1; wpa_supplicant waits for EAP-Success), and a ticket issued before the inner
-//     method cannot vouch for it: anyone completing the anonymous handshake would get one.
+//     before the inner method runs, and TLS 1.3's ones in our first flight); the inner method
+//     runs again inside the resumed tunnel, which wpa_supplicant accepts: only the public-key
+//     work is saved.
+//   - TTLS: no tickets. wpa_supplicant skips the inner method on a resumed TTLS session and
+//     waits for EAP-Success, and a ticket issued before the inner method cannot vouch for
+//     it: anyone completing the anonymous handshake would get one.
 //   - A ticket resumes for at most Options.TicketLifetime after the full handshake that
 //     started its session, however many resumptions later (ticketIssued in Extra).
 
