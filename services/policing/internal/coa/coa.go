@@ -310,18 +310,7 @@ func (s *Sender) exchange(ctx context.Context, p *radius.Packet, to netip.AddrPo
 	var reply *radius.Packet
 	_, err = radclient.Exchange(ctx, conn, wire, radclient.Options{Timeout: s.Timeout, Retries: s.Retries,
 		OnRetransmit: retransmissions.Inc}, func(b []byte) bool {
-		l, err := radiusx.PacketLen(b)
-		if err != nil || b[1] != wire[1] {
-			return false
-		}
-		b = b[:l]
-		if c := radius.Code(b[0]); c != ack && c != nak {
-			return false
-		}
-		if radiusx.VerifyResponse(b, reqAuth, p.Secret, false) != nil {
-			return false
-		}
-		r, err := radius.Parse(b, p.Secret)
+		r, err := radiusx.ParseReply(b, wire[1], reqAuth, p.Secret, false, ack, nak)
 		if err != nil {
 			return false
 		}

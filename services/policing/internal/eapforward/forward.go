@@ -131,20 +131,8 @@ func (f *Forwarder) exchange(ctx context.Context, nas *radius.Packet, client, ow
 // whose Identifier, authenticators (Message-Authenticator required) or Proxy-State are not
 // those of our request under the inter-node secret.
 func (f *Forwarder) check(b []byte, id byte, auth [16]byte, state []byte) *radius.Packet {
-	n, err := radiusx.PacketLen(b)
-	if err != nil || b[1] != id {
-		return nil
-	}
-	b = b[:n]
-	switch radius.Code(b[0]) {
-	case radius.CodeAccessAccept, radius.CodeAccessReject, radius.CodeAccessChallenge:
-	default:
-		return nil
-	}
-	if radiusx.VerifyResponse(b, auth[:], f.Secret, true) != nil {
-		return nil
-	}
-	p, err := radius.Parse(b, f.Secret)
+	p, err := radiusx.ParseReply(b, id, auth[:], f.Secret, true,
+		radius.CodeAccessAccept, radius.CodeAccessReject, radius.CodeAccessChallenge)
 	if err != nil {
 		return nil
 	}

@@ -105,20 +105,14 @@ func (u *upstream) exchange(ctx context.Context, code radius.Code, attrs radius.
 
 // check validates a reply and returns it, or the reason to ignore it.
 func (u *upstream) check(b []byte, id byte, reqCode radius.Code, reqAuth, state []byte, maxPS int) (*radius.Packet, string) {
-	n, err := radiusx.PacketLen(b)
-	if err != nil {
+	reply, err := radiusx.ParseReply(b, id, reqAuth, u.secret, u.requireMA, radius.CodeAccountingResponse)
+	switch {
+	case errors.Is(err, radiusx.ErrMalformed):
 		return nil, "malformed"
-	}
-	b = b[:n]
-	if b[1] != id || radius.Code(b[0]) != radius.CodeAccountingResponse {
+	case errors.Is(err, radiusx.ErrUnexpected):
 		return nil, "unexpected"
-	}
-	if err := radiusx.VerifyResponse(b, reqAuth, u.secret, u.requireMA); err != nil {
+	case err != nil:
 		return nil, "bad_authenticator"
-	}
-	reply, err := radius.Parse(b, u.secret)
-	if err != nil {
-		return nil, "malformed"
 	}
 	// RFC 2865 §5.33: the server echoes Proxy-State unchanged. A reply with more than the
 	// limit, or without ours, is not the answer to what we sent (BlastRADIUS hardening).
