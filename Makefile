@@ -63,6 +63,8 @@ provision: $(PROVISION) ## Install and build every component the tests need (ide
 PROVISION_CLUSTER := cluster-provision addons
 CLUSTER_TESTS     := ./test/cluster/...
 E2E_TESTS         := ./test/e2e/...
+# The end-to-end test the cluster's packages must not run beside (hack/test.sh).
+E2E_GATE          := TestMultiDC
 .PHONY: provision-base provision-cluster
 provision-base: $(filter-out $(PROVISION_CLUSTER),$(PROVISION))
 provision-cluster: cluster-provision
@@ -76,7 +78,7 @@ provision-base-packages: $(filter-out $(PROVISION_CLUSTER) $(PROVISION_BUILDS),$
 
 .PHONY: test
 test: ## The whole test suite: unit and integration against real components (provisions first).
-	GO=$(GO) TEST_ENV_VARS='$(TEST_ENV)' TEST_TIMEOUT=$(TEST_TIMEOUT) CLUSTER_TESTS='$(CLUSTER_TESTS)' ADDONS_TESTS='$(ADDONS_TESTS)' E2E_TESTS='$(E2E_TESTS)' hack/test.sh
+	GO=$(GO) TEST_ENV_VARS='$(TEST_ENV)' TEST_TIMEOUT=$(TEST_TIMEOUT) CLUSTER_TESTS='$(CLUSTER_TESTS)' ADDONS_TESTS='$(ADDONS_TESTS)' E2E_TESTS='$(E2E_TESTS)' E2E_GATE='$(E2E_GATE)' hack/test.sh
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (integration tests skip when their component is absent).

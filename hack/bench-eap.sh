@@ -19,6 +19,9 @@
 #   BENCH_EAP_KEY=rsa2048  key of the CA, server and client certificates: rsa2048, rsa3072 or ec256
 #   BENCH_FR_THREADS=4     FreeRADIUS worker threads (hack/freeradius.sh)
 #   BENCH_SANITY=1         0: skip the eapol_test conversations
+#   BENCH_PIN=all          all: each server on CPU 1, the generator on CPU 0 (taskset): both
+#                          servers get the same one core and the generator's handshakes do not
+#                          take from it; none: all three share the cores
 #   BENCH_PROFILE=0        1: CPU profile of policing during its last run of each method
 #                          ($BENCH_OUT/policing-<method>.cpu.pprof)
 #   BENCH_OUT=$CACHE/bench-eap/<timestamp>
@@ -39,6 +42,7 @@ KEY=${BENCH_EAP_KEY:-rsa2048}
 FR_THREADS=${BENCH_FR_THREADS:-4}
 SANITY=${BENCH_SANITY:-1}
 PROFILE=${BENCH_PROFILE:-0}
+PIN=${BENCH_PIN:-all}
 OUT=${BENCH_OUT:-$CACHE/bench-eap/$(date +%Y%m%d-%H%M%S)}
 BASE=${BENCH_BASE_PORT:-28420}
 FR_PORT=$BASE
@@ -81,7 +85,17 @@ fi
 mkdir -p "$OUT/certs"
 echo "$BENCH_NAME: reports in $OUT"
 POL_PID="" FR_PID=""
-SERVER_PIN=() # bench-lib's start_policing: no pinning (both servers share the cores with the generator)
+# bench-lib's start_policing runs policing under SERVER_PIN; FreeRADIUS is pinned the same
+# way, every thread, once started.
+SERVER_PIN=() GEN_PIN=()
+case $PIN in
+all)
+	[[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null || die "BENCH_PIN=all needs 2 cores and taskset (BENCH_PIN=none)"
+	SERVER_PIN=(taskset -c 1) GEN_PIN=(taskset -c 0)
+	;;
+none) ;;
+*) die "BENCH_PIN: all or none" ;;
+esac
 cleanup() {
 	[[ -z $POL_PID ]] || stop_policing
 	"$FR" stop bench >/dev/null 2>&1 || true
@@ -102,7 +116,7 @@ cp "$OUT/policing.yaml" "$OUT/policing-base.yaml"
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "freeradius: $(/usr/sbin/freeradius -v 2>/dev/null | sed -n '1s/.*Version \([0-9.]*\).*/\1/p') ($(openssl version | cut -d' ' -f1-2)), $FR_THREADS threads, eap module; policing: $("$POLICING" version 2>/dev/null | head -1) ($(go version "$POLICING" 2>/dev/null | awk '{print $2}'))"
-	echo "load: aaa-loadgen --mode auth, closed loop, concurrency $CONC, $DURATION per run (+$WARMUP warm-up per server and method), $ROUNDS rounds, $USERS users; TLS 1.2, no resumption, $KEY certificates"
+	echo "load: aaa-loadgen --mode auth, closed loop, concurrency $CONC, $DURATION per run (+$WARMUP warm-up per server and method), $ROUNDS rounds, $USERS users; TLS 1.2, no resumption, $KEY certificates; pinning: $([[ $PIN == all ]] && echo "servers on CPU 1, generator on CPU 0" || echo none)"
 }
 machine | tee "$OUT/machine.txt"
 
@@ -148,7 +162,7 @@ sanity() {
 
 lg() { # METHOD PORT ARGS...
 	local m=$1 port=$2; shift 2
-	"$LOADGEN" run --target "127.0.0.1:$port" --secret-file "$OUT/secret" --mode auth --auth "$m" --users "$USERS" \
+	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$port" --secret-file "$OUT/secret" --mode auth --auth "$m" --users "$USERS" \
 		--require-reply-ma --eap-ca "$C/ca.pem" --eap-server-name "$SERVER_NAME" --eap-cert "$C/client.pem" --eap-key "$C/client.key" \
 		--concurrency "$CONC" --timeout 2s --quiet "$@"
 }
@@ -157,6 +171,7 @@ for m in $METHODS; do
 	configure "$m"
 	start_policing
 	FR_PID=$("$FR" start bench)
+	[[ $PIN != all ]] || taskset -a -c -p 1 "$FR_PID" >/dev/null
 	if [[ $SANITY == 1 ]]; then
 		sanity "$m" policing "$BASE_POL"
 		sanity "$m" freeradius "$FR_PORT"

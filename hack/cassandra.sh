@@ -384,9 +384,18 @@ cmd_start() {
   if ((n > 1)); then wait_all_un "$n"; fi
 }
 
+# cpu_seconds PID: the CPU a node has used (user + system), said when it stops: what the
+# tests' nodes cost the machine (issue 12's budget; cassandratest.TestJVMOpts).
+cpu_seconds() {
+  local -a st
+  read -r -a st <"/proc/$1/stat" 2>/dev/null || return 0
+  echo $(((st[13] + st[14]) / $(getconf CLK_TCK)))
+}
+
 stop_node() { # i
   local pid
   pid=$(pid_of "$1") || { rm -f "$(node_dir "$1")/pid"; return 0; }
+  say "stopping node $1 (pid $pid, $(cpu_seconds "$pid") s of CPU)"
   kill -TERM "$pid" 2>/dev/null || true
   kill -CONT "$pid" 2>/dev/null || true # a paused node handles TERM only once continued
   local deadline=$((SECONDS + 30))
@@ -405,6 +414,7 @@ cmd_stop() {
 cmd_kill() {
   local i=$1 pid
   pid=$(pid_of "$i") || die "node $i is not running"
+  say "killing node $i (pid $pid, $(cpu_seconds "$pid") s of CPU)"
   kill -KILL "$pid"
   while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
   rm -f "$(node_dir "$i")/pid"

@@ -5,15 +5,15 @@
 #      jars, FreeRADIUS, slapd, envtest's API server, helm, our images), the Go builds beside
 #      the downloads and installs. Then, at once:
 #   A. every package but the cluster's and the add-ons' (go test's usual parallelism);
-#   B. the multi-DC end-to-end package (E2E_TESTS; its Cassandra nodes on 127.0.1.x with a lock
-#      of their own, so it does not queue behind the single-node packages of lane A) beside
-#      provision-cluster (the cluster's Kubernetes binaries, CoreDNS, its images), then the
-#      cluster's packages
-#      (CLUSTER_TESTS) once both are done: the two heaviest loads on the machine (three
-#      Cassandra nodes, one of them killed and restarted under load; a Kubernetes node with
-#      its add-ons) never run at once. Beside each other they starved Cassandra's restart
+#   B. the multi-DC end-to-end test (E2E_GATE of the E2E_TESTS packages; its Cassandra nodes on
+#      127.0.1.x with a lock of their own, so it does not queue behind the single-node
+#      packages of lane A) beside provision-cluster (the cluster's Kubernetes binaries,
+#      CoreDNS, its images), then the cluster's packages (CLUSTER_TESTS) once both are done,
+#      beside the end-to-end packages' other tests: the two heaviest loads on the machine
+#      (three Cassandra nodes, one of them killed and restarted under load; a Kubernetes node
+#      with its add-ons) never run at once. Beside each other they starved Cassandra's restart
 #      (4 min instead of 1) and the multi-DC test's outage phase grew with it. The cluster's
-#      and the add-ons' builds run niced (BUILD_NICE) so that they yield to the tests;
+#      and the add-ons' builds run niced (BUILD_NICE, ADDONS_NICE) so that they yield to the tests;
 #   C. after provision-cluster: the add-ons' build (`make addons`, minutes of compiling when
 #      cold), then their package (ADDONS_TESTS). The cluster tests that need the add-ons wait
 #      for this build (test/addons NeedBuilt, through the status file BuildStatusEnv names);
@@ -23,7 +23,7 @@
 # Exit status: non-zero when any lane fails; every lane runs to its end.
 #
 # Environment (from the Makefile): GO, TEST_ENV_VARS (KEY=VALUE...), TEST_TIMEOUT,
-# CLUSTER_TESTS, ADDONS_TESTS, E2E_TESTS (package patterns).
+# CLUSTER_TESTS, ADDONS_TESTS, E2E_TESTS (package patterns), E2E_GATE (a test name regexp).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -33,18 +33,25 @@ TIMEOUT="${TEST_TIMEOUT:-60m}"
 read -r -a cluster_pkgs <<<"${CLUSTER_TESTS:?}"
 read -r -a addons_pkgs <<<"${ADDONS_TESTS:?}"
 read -r -a e2e_pkgs <<<"${E2E_TESTS:?}"
+e2e_gate="${E2E_GATE:?}"
 # shellcheck disable=SC2206 # KEY=VALUE words
 env_vars=(${TEST_ENV_VARS:-})
 # One build configuration for the tests and the binaries they build, the images' (static,
 # -trimpath): the packages compiled for the images in provision-base serve them all, instead
-# of a second compile of every dependency with cgo and full paths (issue 12's budget).
-env_vars+=(CGO_ENABLED=0 "GOFLAGS=${GOFLAGS:+${GOFLAGS} }-trimpath")
+# of a second compile of every dependency with cgo and full paths (issue 12's budget). The
+# test binaries and the servers the tests build are linked without DWARF (-w: a third of a
+# link's work for nothing a test reads; stack traces come from the pclntab, which stays).
+env_vars+=(CGO_ENABLED=0 "GOFLAGS=${GOFLAGS:+${GOFLAGS} }-trimpath -ldflags=-w")
 status="$(mktemp -t openaaa-addons-build.XXXXXX)"
 
 # The cluster's and the add-ons' builds run at a lower priority than the tests: on a cold
 # machine they compile for many minutes beside the multi-DC test, whose Cassandra nodes and
-# timeouts must not starve (it failed so: a killed node took 3.5 min to come back).
+# timeouts must not starve (it failed so: a killed node took 3.5 min to come back). The
+# add-ons' build comes after the cluster's, mostly once the multi-DC test is done, and the
+# cluster tests that need the add-ons wait for it: it yields less (cold run of 2026-11-27 at
+# nice 10: built 6.7 min after the cluster's binaries, the last cluster tests waiting on it).
 BUILD_NICE=10
+ADDONS_NICE=5
 # The provisioning's compilers collect no garbage until their heap reaches BUILD_MEMLIMIT: a
 # quarter less compiler CPU (measured: the operator from an empty cache, 316 → 236 s user),
 # with each compile's memory bounded. Only the provisioning's builds: the tests' own binaries
@@ -97,15 +104,18 @@ for p in "${all[@]}"; do
 done
 
 (
-	# The multi-DC end-to-end package needs only the base: it starts now, beside the cluster's
-	# provisioning (at a lower priority); the cluster's tests wait for it.
-	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${e2e_pkgs[@]}" &
+	# The multi-DC end-to-end test needs only the base: it starts now, beside the cluster's
+	# provisioning (at a lower priority); the cluster's tests wait for it alone (E2E_GATE:
+	# the test that kills and restarts Cassandra nodes under load). The end-to-end package's
+	# other tests follow it beside the cluster's (2 nodes, no outage under load): off the
+	# path that the cluster's tests wait on.
+	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" -run "^(${e2e_gate})\$" "${e2e_pkgs[@]}" &
 	e2e=$!
 	rc=0
 	nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory provision-cluster || rc=$?
 	at "cluster provisioned (rc=${rc})"
 	(
-		if ((rc == 0)) && nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
+		if ((rc == 0)) && nice -n "$ADDONS_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
 			echo ok >"$status"
 			at "add-ons built"
 			env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${addons_pkgs[@]}"
@@ -118,11 +128,15 @@ done
 	addons_lane=$!
 	erc=0
 	wait "$e2e" || erc=$?
-	at "the end-to-end packages done (rc=${erc})"
+	at "the end-to-end gate (${e2e_gate}) done (rc=${erc})"
+	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" -skip "^(${e2e_gate})\$" "${e2e_pkgs[@]}" &
+	e2e_rest=$!
 	if ((rc == 0)); then
 		env "${env_vars[@]}" OPENAAA_ADDONS_BUILD_STATUS="$status" \
 			"$GO" test -p 1 -count=1 -timeout "$TIMEOUT" "${cluster_pkgs[@]}" || rc=$?
 	fi
+	wait "$e2e_rest" || erc=$?
+	at "the end-to-end packages done (rc=${erc})"
 	((erc == 0)) || rc=$erc
 	arc=0
 	wait "$addons_lane" || arc=$?

@@ -28,15 +28,12 @@ const autoscalingValues = `datacenters:
     autoscaling: {minReplicas: 1, maxReplicas: 3, targetCPUUtilizationPercentage: 50, scaleDownStabilizationSeconds: 15}
 `
 
-// TestAutoscalingOnCluster: the HorizontalPodAutoscaler the operator makes for
-// spec.datacenters[].autoscaling, fed by the real metrics-server, adds policing pods while an
-// AAALoadTest (aaa-loadgen, up to 90 s, 16 concurrent sessions) loads the data center; deleting
-// the AAALoadTest stops the load, and the HPA takes the pods away after it, within the
-// stabilization window the spec asks for.
-func TestAutoscalingOnCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	c := startAAA(t, ctx, autoscalingValues)
+// checkAutoscaling (TestMonitoringAndAutoscalingOnCluster): the HorizontalPodAutoscaler the
+// operator makes for spec.datacenters[].autoscaling, fed by the real metrics-server, adds
+// policing pods while an AAALoadTest (aaa-loadgen, up to 90 s, 16 concurrent sessions) loads
+// the data center; deleting the AAALoadTest stops the load, and the HPA takes the pods away
+// after it, within the stabilization window the spec asks for.
+func checkAutoscaling(t *testing.T, ctx context.Context, c client.Client) {
 	key := client.ObjectKey{Namespace: aaaNS, Name: release + "-dc1"}
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
 	dep := &appsv1.Deployment{}

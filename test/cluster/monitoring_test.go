@@ -89,16 +89,25 @@ const monitoringValues = `monitoring:
   grafanaDashboards: {enabled: true}
 `
 
-// TestMonitoringOnCluster: with spec.monitoring, the real Prometheus (prometheus-operator)
-// scrapes the policing pods and the operator; the AAACluster's PrometheusRule loads and
-// evaluates without errors; every query of every Grafana dashboard (config/grafana and the one
-// the operator renders) returns data, or its metrics are ones policing does not expose in this
+// TestMonitoringAndAutoscalingOnCluster: one AAACluster with spec.monitoring and dc1's
+// autoscaling — one operator install and one Ready instead of one per check (issue 12's cold
+// budget). The autoscaling comes first: it needs dc1 idle at its start and ends back at one
+// pod; the monitoring's outage comes last.
+func TestMonitoringAndAutoscalingOnCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	c := startAAA(t, ctx, monitoringValues+autoscalingValues)
+	t.Run("autoscaling", func(t *testing.T) { checkAutoscaling(t, ctx, c) })
+	t.Run("monitoring", func(t *testing.T) { checkMonitoring(t, ctx, c) })
+}
+
+// checkMonitoring: with spec.monitoring, the real Prometheus (prometheus-operator) scrapes the
+// policing pods and the operator; the AAACluster's PrometheusRule loads and evaluates without
+// errors; every query of every Grafana dashboard (config/grafana and the one the operator
+// renders) returns data, or its metrics are ones policing does not expose in this
 // configuration; and losing every policing pod of the data center fires OpenAAAPolicingDown,
 // which resolves when they are back.
-func TestMonitoringOnCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	c := startAAA(t, ctx, monitoringValues)
+func checkMonitoring(t *testing.T, ctx context.Context, c client.Client) {
 	adminSel := fmt.Sprintf(`namespace=%q,service="%s-dc1-admin"`, aaaNS, release)
 
 	// 1. Scraped: the policing target is up and its own series are in Prometheus, with the
