@@ -85,17 +85,13 @@ fi
 mkdir -p "$OUT/certs"
 echo "$BENCH_NAME: reports in $OUT"
 POL_PID="" FR_PID=""
-# bench-lib's start_policing runs policing under SERVER_PIN; FreeRADIUS is pinned the same
-# way, every thread, once started.
-SERVER_PIN=() GEN_PIN=()
+# bench-lib's pin: both servers start under SERVER_PIN, the generator under GEN_PIN.
 case $PIN in
-all)
-	[[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null || die "BENCH_PIN=all needs 2 cores and taskset (BENCH_PIN=none)"
-	SERVER_PIN=(taskset -c 1) GEN_PIN=(taskset -c 0)
-	;;
-none) ;;
+all) pin on ;;
+none) pin off ;;
 *) die "BENCH_PIN: all or none" ;;
 esac
+[[ $PIN == none || ${#SERVER_PIN[@]} -gt 0 ]] || die "BENCH_PIN=all needs 2 cores and taskset (BENCH_PIN=none)"
 cleanup() {
 	[[ -z $POL_PID ]] || stop_policing
 	"$FR" stop bench >/dev/null 2>&1 || true
@@ -170,8 +166,7 @@ lg() { # METHOD PORT ARGS...
 for m in $METHODS; do
 	configure "$m"
 	start_policing
-	FR_PID=$("$FR" start bench)
-	[[ $PIN != all ]] || taskset -a -c -p 1 "$FR_PID" >/dev/null
+	FR_PID=$("${SERVER_PIN[@]}" "$FR" start bench)
 	if [[ $SANITY == 1 ]]; then
 		sanity "$m" policing "$BASE_POL"
 		sanity "$m" freeradius "$FR_PORT"

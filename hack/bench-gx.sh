@@ -45,13 +45,6 @@ command -v jq >/dev/null || { echo "bench-gx: needs jq" >&2; exit 1; }
 mkdir -p "$OUT"
 echo "bench-gx: reports in $OUT"
 
-SERVER_PIN=()
-GEN_PIN=()
-if [[ $PIN == all && $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
-	SERVER_PIN=(taskset -c 1)
-	GEN_PIN=(taskset -c 0)
-fi
-
 POL_PID=""
 CASS_STARTED=0
 cleanup() {
@@ -65,6 +58,7 @@ trap cleanup EXIT INT TERM
 
 # shellcheck source=hack/bench-lib.sh
 source "$ROOT/hack/bench-lib.sh"
+if [[ $PIN == all ]]; then pin on; else pin off; fi
 
 # config STORE-BLOCK: policing.yaml with Diameter on GX_PORT allowing the generator.
 config() {

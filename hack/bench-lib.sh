@@ -1,7 +1,19 @@
 # Shared by the hack/bench*.sh scripts (sourced): the configuration, starting and stopping the
 # policing server under test. The caller sets POLICING, OUT (holding policing.yaml),
-# ADMIN_PORT, SERVER_PIN (a command prefix, e.g. taskset, or empty) and BENCH_NAME (for
-# messages); start_policing sets POL_PID.
+# ADMIN_PORT, SERVER_PIN (a command prefix, e.g. taskset, or empty: pin sets it) and
+# BENCH_NAME (for messages); start_policing sets POL_PID.
+
+# pin on|off: SERVER_PIN runs a server on CPU 1 and GEN_PIN the generator on CPU 0 (on, with
+# 2 cores or more and taskset), or both unpinned.
+pin() {
+	if [[ $1 == on && $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
+		SERVER_PIN=(taskset -c 1)
+		GEN_PIN=(taskset -c 0)
+	else
+		SERVER_PIN=()
+		GEN_PIN=()
+	fi
+}
 
 start_policing() { # extra --set flags
 	"${SERVER_PIN[@]}" "$POLICING" serve --config "$OUT/policing.yaml" "$@" >>"$OUT/policing.log" 2>&1 &

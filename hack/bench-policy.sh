@@ -36,13 +36,6 @@ command -v jq >/dev/null || { echo "bench-policy: needs jq" >&2; exit 1; }
 mkdir -p "$OUT"
 echo "bench-policy: reports in $OUT"
 
-SERVER_PIN=()
-GEN_PIN=()
-if [[ $PIN == all && $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
-	SERVER_PIN=(taskset -c 1)
-	GEN_PIN=(taskset -c 0)
-fi
-
 POL_PID=""
 cleanup() {
 	if [[ -n $POL_PID ]] && kill -0 "$POL_PID" 2>/dev/null; then
@@ -54,6 +47,7 @@ trap cleanup EXIT INT TERM
 
 # shellcheck source=hack/bench-lib.sh
 source "$ROOT/hack/bench-lib.sh"
+if [[ $PIN == all ]]; then pin on; else pin off; fi
 write_bench_config "{store: embedded}"
 
 machine() {

@@ -122,26 +122,15 @@ start_fr() {
 }
 stop_fr() { "$FR" stop bench; }
 
-# Pinning. On 2 cores the generator (~10 µs of CPU per message) and the server share the
-# CPUs; at 2× the maximum the generator's own work would take the CPU the server needs to
-# shed load, and the overload run would measure the generator. Pinned, the server has one
-# core to itself and the maximum and the overload are measured in that same setup.
-SERVER_PIN=()
-GEN_PIN=()
-pin() { # on|off
-	if [[ $1 == on && $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
-		SERVER_PIN=(taskset -c 1)
-		GEN_PIN=(taskset -c 0)
-	else
-		SERVER_PIN=()
-		GEN_PIN=()
-	fi
-}
-[[ $PIN == all ]] && pin on
-
 BENCH_NAME=bench
 # shellcheck source=hack/bench-lib.sh
 source "$ROOT/hack/bench-lib.sh"
+# Pinning (bench-lib's pin). On 2 cores the generator (~10 µs of CPU per message) and the
+# server share the CPUs; at 2× the maximum the generator's own work would take the CPU the
+# server needs to shed load, and the overload run would measure the generator. Pinned, the
+# server has one core to itself and the maximum and the overload are measured in that same
+# setup.
+if [[ $PIN == all ]]; then pin on; else pin off; fi
 
 # run LABEL FILE TARGET PID [extra aaa-loadgen flags]
 run() {
