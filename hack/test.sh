@@ -13,7 +13,8 @@
 #      (three Cassandra nodes, one of them killed and restarted under load; a Kubernetes node
 #      with its add-ons) never run at once. Beside each other they starved Cassandra's restart
 #      (4 min instead of 1) and the multi-DC test's outage phase grew with it. The cluster's
-#      and the add-ons' builds run niced (BUILD_NICE, ADDONS_NICE) so that they yield to the tests;
+#      and the add-ons' builds run niced (BUILD_NICE, ADDONS_NICE) so that they yield to the
+#      tests;
 #   C. after provision-cluster: the add-ons' build (`make addons`, minutes of compiling when
 #      cold), then their package (ADDONS_TESTS). The cluster tests that need the add-ons wait
 #      for this build (test/addons NeedBuilt, through the status file BuildStatusEnv names);
@@ -39,7 +40,7 @@ env_vars=(${TEST_ENV_VARS:-})
 # One build configuration for the tests and the binaries they build, the images' (static,
 # -trimpath): the packages compiled for the images in provision-base serve them all, instead
 # of a second compile of every dependency with cgo and full paths (issue 12's budget). The
-# test binaries and the servers the tests build are linked without DWARF (-w: a third of a
+# test binaries and the servers the tests build are linked without DWARF (-w: a quarter of a
 # link's work for nothing a test reads; stack traces come from the pclntab, which stays).
 env_vars+=(CGO_ENABLED=0 "GOFLAGS=${GOFLAGS:+${GOFLAGS} }-trimpath -ldflags=-w")
 status="$(mktemp -t openaaa-addons-build.XXXXXX)"
@@ -107,8 +108,8 @@ done
 	# The multi-DC end-to-end test needs only the base: it starts now, beside the cluster's
 	# provisioning (at a lower priority); the cluster's tests wait for it alone (E2E_GATE:
 	# the test that kills and restarts Cassandra nodes under load). The end-to-end package's
-	# other tests follow it beside the cluster's (2 nodes, no outage under load): off the
-	# path that the cluster's tests wait on.
+	# other tests follow it beside the cluster's (2 nodes, none restarted under load): off
+	# the path that the cluster's tests wait on.
 	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" -run "^(${e2e_gate})\$" "${e2e_pkgs[@]}" &
 	e2e=$!
 	rc=0
