@@ -17,6 +17,14 @@
 #   BENCH_OUT=$CACHE/bench-cassandra/<timestamp>
 #   BENCH_BASE_PORT=28220   policing auth/acct BASE, BASE+1; admin BASE+10
 #   CASSANDRA_HEAP=512M     (hack/cassandra.sh)
+#   BENCH_BASELINE=<git rev> A/B instead: BENCH_ROUNDS rounds, each a run (fresh node, no open
+#                           loop) of that commit's policing, aaa-loadgen and cassandra-raw (built
+#                           from `git archive` into $CACHE/bench-cassandra/build-<rev>), then one
+#                           of this checkout's ($BIN); prints both side by side and the ratio.
+#   BENCH_ROUNDS=2          A/B rounds
+# A/B runs want a longer warm-up (BENCH_WARMUP=30s BENCH_DURATION=30s; a fresh Cassandra JVM
+# compiles its hot paths for about half a minute) and 3 rounds or more: single runs of one
+# build differ by up to a third here (docs/benchmarks.md), so only the rounds' means compare.
 # The node uses CQL 29042, storage 27000, JMX 27199 and the machine-wide test lock, so it never
 # runs next to a test cluster; it is stopped by PID at the end.
 set -euo pipefail
@@ -47,6 +55,51 @@ CASS="$ROOT/hack/cassandra.sh"
 [[ -x $LOADGEN && -x $POLICING && -x $RAW ]] || { echo "bench-cassandra: build first (make bench-cassandra builds)" >&2; exit 1; }
 mkdir -p "$OUT"
 echo "bench-cassandra: reports in $OUT"
+
+# A/B: this script once per build and round, alternated, then the table.
+if [[ -n ${BENCH_BASELINE:-} && -z ${BENCH_AB_RUN:-} ]]; then
+	rev=$(git -C "$ROOT" rev-parse --short=7 "$BENCH_BASELINE^{commit}") || { echo "bench-cassandra: BENCH_BASELINE=$BENCH_BASELINE is not a commit of $ROOT" >&2; exit 1; }
+	base=$CACHE/bench-cassandra/build-$rev
+	if [[ ! -x $base/cassandra-raw ]]; then
+		src=$(mktemp -d)
+		trap 'rm -rf "$src"' EXIT
+		echo "bench-cassandra: building $rev into $base"
+		git -C "$ROOT" archive "$rev" | tar -x -C "$src"
+		mkdir -p "$base"
+		(cd "$src" && for p in policing:./services/policing aaa-loadgen:./services/loadgen cassandra-raw:./hack/cassandra-raw; do
+			CGO_ENABLED=0 "${GO:-go}" build -trimpath -o "$base/${p%%:*}" "${p#*:}" || exit 1
+		done) || { rm -rf "$base"; echo "bench-cassandra: building $rev failed" >&2; exit 1; }
+		rm -rf "$src"
+	fi
+	for r in $(seq 1 "${BENCH_ROUNDS:-2}"); do
+		for build in "$rev:$base" "current:$BIN"; do
+			run=$OUT/$r-${build%%:*}
+			echo "bench-cassandra: round $r, ${build%%:*} (log $run.log)"
+			BENCH_AB_RUN=1 BIN=${build#*:} BENCH_OUT=$run BENCH_LOAD_FACTOR=0 "$0" >"$run.log" 2>&1 ||
+				{ tail -20 "$run.log" >&2; echo "bench-cassandra: round $r, ${build%%:*} failed" >&2; exit 1; }
+		done
+	done
+	python3 - "$OUT" "$rev" "${BENCH_ROUNDS:-2}" <<'EOF' | tee "$OUT/report.md"
+import json, sys
+out, rev, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+print(open(f"{out}/1-current/machine.txt").read().rstrip())
+print(f"A/B: {rounds} rounds, each a run of {rev} then one of this checkout (current), a fresh node per run")
+print()
+print("| round, build | messages/s | CQL requests per message | policing CPU µs per message | avg acct ms | p99 ms | timeouts / errors | raw ceiling msgs/s (its own statements) |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+mean = {}
+for r in range(1, rounds + 1):
+    for b in (rev, "current"):
+        s = json.load(open(f"{out}/{r}-{b}/summary.json"))
+        mean.setdefault(b, []).append(s["messagesPerSecond"])
+        print(f"| {r}, {b} | {s['messagesPerSecond']:.0f} | {s['cqlPerMessage']:.2f} | {s['cpuMicrosPerMessage']:.0f} | {s['avgAcctMs']:.1f} | {s['p99Ms']:.1f} | {s['timeouts']} / {s['errors']} | {s['rawMessagesPerSecond']:.0f} |")
+a, b = sum(mean[rev]) / rounds, sum(mean["current"]) / rounds
+per = ", ".join(f"{c / o:.2f}×" for o, c in zip(mean[rev], mean["current"]))
+print()
+print(f"messages/s, mean of the rounds: {rev} {a:.0f}, current {b:.0f}: **{b / a:.2f}×** (per round {per}; issue 17's target ≥ 1.8× against 4be78ea)")
+EOF
+	exit 0
+fi
 
 POL_PID=""
 cleanup() {
@@ -167,4 +220,9 @@ if msgs:
     total = sum(per.values())
     detail = ", ".join(f"{k} {v / msgs:.2f}" for k, v in sorted(per.items()))
     print(f"CQL requests per message (closed loop, {msgs} messages answered): **{total / msgs:.2f}** (target ≤ 2.5) — {detail}")
+# What an A/B run (BENCH_BASELINE) puts side by side.
+json.dump({"messagesPerSecond": pol["incomingTPS"], "cqlPerMessage": sum(per.values()) / msgs if msgs else 0,
+           "cpuMicrosPerMessage": cpu or 0, "avgAcctMs": pol["avgAcctMs"], "p99Ms": lat["p99Ms"],
+           "timeouts": pol["timeouts"], "errors": pol["errors"], "rawMessagesPerSecond": raw["messagesPerSecond"]},
+          open(f"{out}/summary.json", "w"))
 EOF

@@ -7,13 +7,15 @@
 // `policing migrate` creates:
 //
 //	Access-Request  INSERT auth_log (LOCAL_ONE)
-//	Start, Interim  SELECT sessions row (LOCAL_QUORUM), then in parallel: a logged batch of
+//	Start           SELECT sessions row (LOCAL_QUORUM), then in parallel: a logged batch of
 //	                the row + sessions_by_user/_framed_ip/_nas (LOCAL_QUORUM, TTL) and an
-//	                unlogged batch of the history inserts (acct_history + by_user/_framed_ip/
-//	                _time, LOCAL_ONE)
+//	                unlogged batch of the history inserts (acct_history + the session's
+//	                acct_history_by_user/_framed_ip/_hour, LOCAL_ONE)
+//	Interim         SELECT row, then one unlogged batch of the row and its acct_history row
+//	                (LOCAL_QUORUM)
 //	Stop            SELECT row, SELECT sessions_by_framed_ip, then in parallel: a logged batch
 //	                of the stopped row + the lookups' deletes + sessions_closed_by_user, and
-//	                the history batch
+//	                its acct_history row
 //
 // -mode ref reproduces the reference figure of the field notes instead: a 20-column row,
 // INSERT at LOCAL_QUORUM + SELECT at LOCAL_ONE per iteration.
@@ -66,7 +68,7 @@ var (
 	insHist    = "INSERT INTO acct_history (" + colList("nas", "acct_session_id", "id", "kind", "at") + ") VALUES (" + marks(len(cols)+5) + ")"
 	insHUser   = "INSERT INTO acct_history_by_user (user_name, day, id, nas, acct_session_id, kind, framed_ip) VALUES (?, ?, ?, ?, ?, ?, ?)"
 	insHIP     = "INSERT INTO acct_history_by_framed_ip (framed_ip, day, id, nas, acct_session_id, kind, user_name) VALUES (?, ?, ?, ?, ?, ?, ?)"
-	insHTime   = "INSERT INTO acct_history_by_time (minute, shard, id, nas, acct_session_id, kind, user_name, framed_ip) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+	insHHour   = "INSERT INTO acct_history_by_hour (hour, shard, nas, acct_session_id, id, kind, user_name, framed_ip) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 	insClosed  = "INSERT INTO sessions_closed_by_user (" + colList("nas", "acct_session_id") + ") VALUES (" + marks(len(cols)+2) + ")"
 	insAuth    = "INSERT INTO auth_log (user_name, day, id, nas, calling_station_id, result, reason) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
@@ -331,7 +333,7 @@ func session(ctx context.Context, s *gocql.Session, st *stats, lat *[nKinds][]ti
 		if kind == kInterim {
 			// The row alone: one unlogged batch with the history, as policing sends it.
 			b.Type = gocql.UnloggedBatch
-			historyQueries(b, nas, id, user, ip, kindNames[kind], now, vals)
+			historyQueries(b, nas, id, user, ip, kindNames[kind], now, vals, false)
 			if err := b.ExecContext(ctx); err != nil {
 				return err
 			}
@@ -342,7 +344,7 @@ func session(ctx context.Context, s *gocql.Session, st *stats, lat *[nKinds][]ti
 			wg.Add(1)
 			go func() { defer wg.Done(); batchErr = b.ExecContext(ctx) }()
 			hb := s.Batch(gocql.UnloggedBatch).Consistency(gocql.LocalOne).WithTimestamp(now.UnixMicro())
-			historyQueries(hb, nas, id, user, ip, kindNames[kind], now, vals)
+			historyQueries(hb, nas, id, user, ip, kindNames[kind], now, vals, kind == kStart)
 			histErr := hb.ExecContext(ctx)
 			wg.Wait()
 			if err := errors.Join(batchErr, histErr); err != nil {
@@ -390,15 +392,21 @@ func stopCause(kind int) any {
 	return gocql.UnsetValue
 }
 
-func historyQueries(b *gocql.Batch, nas, id, user string, ip net.IP, kind string, at time.Time, vals []any) {
+// historyQueries: the record's history row, and with lookups its user, address and hour
+// lookups (the store writes them for a session's first record of a day or hour: within this
+// flow, its Start).
+func historyQueries(b *gocql.Batch, nas, id, user string, ip net.IP, kind string, at time.Time, vals []any, lookups bool) {
 	rid := gocql.UUIDFromTime(at)
+	b.Query(insHist, append([]any{nas, id, rid, kind, at}, vals...)...)
+	if !lookups {
+		return
+	}
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
 	h := fnv.New32a()
 	h.Write([]byte(nas))
 	h.Write([]byte(id))
 	shard := int(h.Sum32() % 16)
-	b.Query(insHist, append([]any{nas, id, rid, kind, at}, vals...)...)
 	b.Query(insHUser, user, day, rid, nas, id, kind, ip)
 	b.Query(insHIP, ip, day, rid, nas, id, kind, user)
-	b.Query(insHTime, at.Truncate(time.Minute), shard, rid, nas, id, kind, user, ip)
+	b.Query(insHHour, at.Truncate(time.Hour), shard, nas, id, rid, kind, user, ip)
 }

@@ -32,7 +32,7 @@ test-cassandra: cassandra-jars ## The Cassandra store, spool, hybrid and migrati
 .PHONY: bench-cassandra
 bench-cassandra: build cassandra-jars ## policing + Cassandra store vs the raw driver ceiling, 0.8× max open loop (~4 min).
 	$(GO) build -o $(BIN)/cassandra-raw ./hack/cassandra-raw
-	hack/bench-cassandra.sh
+	GO=$(GO) hack/bench-cassandra.sh
 
 .PHONY: bench-stores
 bench-stores: build cassandra-jars ## Embedded vs cassandra vs hybrid store on the field flow, one local Cassandra node (~4 min).

@@ -6,8 +6,9 @@
 // Data model (schema in internal/migrate/migrations): the sessions table keyed by
 // (NAS, Acct-Session-Id), with lookup tables sessions_by_user, sessions_by_framed_ip,
 // sessions_by_nas and sessions_by_ipv6 (ipv6.go) written together with the base row in one
-// logged batch at the configured consistency (LOCAL_QUORUM); an insert-only accounting history with three lookups and the
-// closed sessions per user at LOCAL_ONE with a 7-day TTL (TWCS). Every row write carries a
+// logged batch at the configured consistency (LOCAL_QUORUM); an insert-only accounting history
+// (every record) with lookups of its sessions by user, framed IP and hour (write.go:
+// historyLookups), and the closed sessions per user, at LOCAL_ONE with a 7-day TTL (TWCS). Every row write carries a
 // client timestamp from the record's event time and later than the row it merged onto
 // (writeTimestamp), so concurrent or replayed writes never roll a session back, and a record
 // older than the Stop never revives it, whatever its DC's replica had seen.
@@ -160,7 +161,7 @@ func (st *Store) Session() *gocql.Session { return st.s }
 type queries struct {
 	selSession, insSession, insByUser, delByUser, insByIP, delByIP, selByIP string
 	insByNAS, delByNAS, selByNAS, selByUser, insHistory, insHistByUser      string
-	insHistByIP, insHistByTime, insClosed, selClosed, selClosedAll, insAuth string
+	insHistByIP, insHistByHour, insClosed, selClosed, selClosedAll, insAuth string
 	selHistory, insByIPv6, delByIPv6, selByIPv6                             string
 	insByCalling, delByCalling, selByCalling                                string
 }
@@ -184,7 +185,7 @@ func newQueries() queries {
 			"VALUES (?, ?, ?, ?, ?, ?, ?)",
 		insHistByIP: "INSERT INTO acct_history_by_framed_ip (framed_ip, day, id, nas, acct_session_id, kind, user_name) " +
 			"VALUES (?, ?, ?, ?, ?, ?, ?)",
-		insHistByTime: "INSERT INTO acct_history_by_time (minute, shard, id, nas, acct_session_id, kind, user_name, framed_ip) " +
+		insHistByHour: "INSERT INTO acct_history_by_hour (hour, shard, nas, acct_session_id, id, kind, user_name, framed_ip) " +
 			"VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 		insClosed:    "INSERT INTO sessions_closed_by_user (" + colList("nas", "acct_session_id") + ") VALUES (" + marks(n+2) + ")",
 		selClosed:    "SELECT nas, acct_session_id, " + colList() + " FROM sessions_closed_by_user WHERE user_name = ? LIMIT ?",

@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
@@ -27,4 +28,16 @@ func SetStaleRead(st *Store, k session.Key, row *session.Session, wt int64) (und
 func ReadRow(ctx context.Context, st *Store, k session.Key) (*session.Session, int64, error) {
 	s, m, err := st.readRow(ctx, k, st.cons)
 	return s, m.wt, err
+}
+
+// ReplayHistoryOnly applies u as the spool replays the history-only copy of a record whose row
+// was written and whose history was not (lookups: the copy carries the lookups it was due).
+func ReplayHistoryOnly(ctx context.Context, st *Store, u *session.Update, received time.Time, lookups bool) error {
+	rec := &record{Kind: u.Kind, Session: u.Session, Received: received, HistoryOnly: true}
+	if lookups {
+		rec.HistoryLookups = dayLookups | hourLookup
+	}
+	rec.ID = historyID(rec.Kind, &rec.Session)
+	_, err := st.applyRecord(ctx, rec)
+	return err
 }

@@ -21,6 +21,11 @@ type record struct {
 	ID          gocql.UUID      `json:"id"`       // the history row's id (idempotent replays)
 	Received    time.Time       `json:"received"` // when policing received it
 	HistoryOnly bool            `json:"historyOnly,omitempty"`
+	// HistoryLookups: the history-only copy of a record (spooled when its row was written
+	// but its history was not) still writes the history's user and address lookups it was
+	// due (historyLookups): its replay reads the row it already merged into, from which that
+	// can no longer be told.
+	HistoryLookups lookupSet `json:"historyLookups,omitempty"`
 	// Quorum: the row is written at QUORUM across data centers, not at the configured
 	// (local) consistency — the Start of a session that must not spool (Update.NoSpool: a
 	// Gx CCR-I) is on replicas of two DCs before Apply returns, so losing the DC that wrote
@@ -142,6 +147,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 			rec.HistoryOnly = true
 		}
 	}
+	lookups := rec.HistoryLookups | historyLookups(old, hist, rec.Session.LastSeen)
 	ts := writeTimestamp(rec, wt)
 	// The framed-IP lookup is one row per address that another session can claim at the
 	// same moment (a superseding Start, and the Stop it sends to the old session): it stays
@@ -150,7 +156,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 
 	var batchErr, histErr error
 	if rec.HistoryOnly {
-		histErr = st.writeHistory(ctx, rec, hist)
+		histErr = st.writeHistory(ctx, rec, hist, lookups)
 	} else {
 		cons := st.cons
 		if rec.Quorum {
@@ -167,7 +173,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 			// atomic by itself; the history's inserts are idempotent, and the record is
 			// written again whole if the request fails (spool, the NAS's retransmission).
 			b.Type = gocql.UnloggedBatch
-			st.historyQueries(b, rec, hist)
+			st.historyQueries(b, rec, hist, lookups)
 			batchErr = execBatch(ctx, b, "write_session")
 			if batchErr != nil {
 				histErr = batchErr
@@ -179,7 +185,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 				defer wg.Done()
 				batchErr = execBatch(ctx, b, batchKind(merged))
 			}()
-			histErr = st.writeHistory(ctx, rec, hist)
+			histErr = st.writeHistory(ctx, rec, hist, lookups)
 			wg.Wait()
 		}
 	}
@@ -197,7 +203,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 			// The row is in; only the history is missing: spool just that, even when the
 			// request's deadline has passed (the rest of a written record must follow).
 			h := *rec
-			h.HistoryOnly = true
+			h.HistoryOnly, h.HistoryLookups = true, lookups
 			return merged, st.toSpool(&h, histErr)
 		}
 		return nil, historyError{histErr}
@@ -394,32 +400,71 @@ func uniqIP(a, b netip.Addr) []netip.Addr {
 // each insert to its partition's replicas. Unlogged: the inserts are idempotent (content-
 // derived ids), and a record whose batch failed in part is written again whole (spool, NAS
 // retransmission).
-func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Session) error {
+func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Session, lookups lookupSet) error {
 	b := st.s.Batch(gocql.UnloggedBatch).Consistency(st.hcons).WithTimestamp(rec.Received.UnixMicro())
-	st.historyQueries(b, rec, s)
+	st.historyQueries(b, rec, s, lookups)
 	return execBatch(ctx, b, "write_history")
 }
 
-// historyQueries adds a record's inserts into acct_history and its three lookups to b.
-func (st *Store) historyQueries(b *gocql.Batch, rec *record, s *session.Session) {
+// historyLookups reports which of the history's lookups a record (at: its event time) writes.
+// They name sessions, not records — acct_history_by_user and _by_framed_ip a session of a day,
+// acct_history_by_hour a session of an hour, each by the record that listed it — and
+// acct_history holds every record of a session. So a session's first record of a day writes
+// the day's lookups, its first of an hour the hour's (no row before it, or the row last seen
+// on another day or hour), and so does a record that changes its user or address; most
+// Interims write neither: one partition, acct_history, besides the row, where they wrote four.
+func historyLookups(old, s *session.Session, at time.Time) lookupSet {
+	if old == nil || old.UserName != s.UserName || old.FramedIP != s.FramedIP {
+		return dayLookups | hourLookup
+	}
+	var l lookupSet
+	if utcDay(old.LastSeen) != utcDay(at) {
+		l |= dayLookups
+	}
+	if !old.LastSeen.Truncate(time.Hour).Equal(at.Truncate(time.Hour)) {
+		l |= hourLookup
+	}
+	return l
+}
+
+// lookupSet: the history lookups a record writes (historyLookups).
+type lookupSet uint8
+
+const (
+	dayLookups lookupSet = 1 << iota // acct_history_by_user, acct_history_by_framed_ip
+	hourLookup                       // acct_history_by_hour
+)
+
+func utcDay(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// historyQueries adds a record's insert into acct_history to b, and into the lookups it is due
+// (historyLookups).
+func (st *Store) historyQueries(b *gocql.Batch, rec *record, s *session.Session, lookups lookupSet) {
 	s = historyRow(rec.Kind, &rec.Session, s)
 	k := s.Key
 	at := rec.Session.LastSeen
-	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
-	minute := at.UTC().Truncate(time.Minute)
-	h := fnv.New32a()
-	h.Write([]byte(k.NAS))
-	h.Write([]byte(k.ID))
-	shard := int(h.Sum32() % 16)
 	kind := rec.Kind.String()
 	b.Query(st.q.insHistory, append([]any{k.NAS, k.ID, rec.ID, kind, at}, values(s)...)...)
-	if s.UserName != "" {
-		b.Query(st.q.insHistByUser, s.UserName, day, rec.ID, k.NAS, k.ID, kind, uIP(s.FramedIP))
+	if lookups&dayLookups != 0 {
+		day := utcDay(at)
+		if s.UserName != "" {
+			b.Query(st.q.insHistByUser, s.UserName, day, rec.ID, k.NAS, k.ID, kind, uIP(s.FramedIP))
+		}
+		if s.FramedIP.IsValid() {
+			b.Query(st.q.insHistByIP, ipOrNil(s.FramedIP), day, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName))
+		}
 	}
-	if s.FramedIP.IsValid() {
-		b.Query(st.q.insHistByIP, ipOrNil(s.FramedIP), day, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName))
+	if lookups&hourLookup != 0 {
+		// 16 shards per hour keep a busy hour's partitions small.
+		h := fnv.New32a()
+		h.Write([]byte(k.NAS))
+		h.Write([]byte(k.ID))
+		shard := int(h.Sum32() % 16)
+		b.Query(st.q.insHistByHour, at.UTC().Truncate(time.Hour), shard, k.NAS, k.ID, rec.ID, kind, uStr(s.UserName), uIP(s.FramedIP))
 	}
-	b.Query(st.q.insHistByTime, minute, shard, rec.ID, k.NAS, k.ID, kind, uStr(s.UserName), uIP(s.FramedIP))
 }
 
 // CloseNAS closes every active session of a NAS (Accounting-On/Off).

@@ -1,6 +1,7 @@
 package cassandra
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -32,5 +33,32 @@ func TestWriteTimestamp(t *testing.T) {
 	// An Interim of the same second, after many +1 µs merge steps, still before the Stop.
 	if i, s := writeTimestamp(rec(session.KindInterim, at, at), us(at)+100), writeTimestamp(rec(session.KindStop, at, at), 0); i >= s {
 		t.Errorf("Interim %d not before the same-second Stop %d", i, s)
+	}
+}
+
+func TestHistoryLookups(t *testing.T) {
+	at := time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)
+	ip := func(s string) netip.Addr { return netip.MustParseAddr(s) }
+	row := &session.Session{UserName: "alice", FramedIP: ip("10.0.0.1"), LastSeen: at}
+	with := func(f func(*session.Session)) *session.Session { c := *row; f(&c); return &c }
+	const all = dayLookups | hourLookup
+	for _, c := range []struct {
+		name   string
+		old, s *session.Session
+		at     time.Time
+		want   lookupSet
+	}{
+		{"the session's first record", nil, row, at, all},
+		{"the same hour, user and address", row, row, at.Add(-time.Minute), 0},
+		{"the hour before", row, row, at.Add(-time.Hour), hourLookup},
+		{"the next day", row, row, at.Add(2 * time.Minute), all},
+		{"an older record of the day before", row, row, at.Add(-24 * time.Hour), all},
+		{"a new address", row, with(func(s *session.Session) { s.FramedIP = ip("10.0.0.9") }), at, all},
+		{"a new user", row, with(func(s *session.Session) { s.UserName = "bob" }), at, all},
+		{"the day in UTC, not in the event's zone", row, row, at.Add(-time.Minute).In(time.FixedZone("UTC+2", 7200)), 0},
+	} {
+		if got := historyLookups(c.old, c.s, c.at); got != c.want {
+			t.Errorf("%s: %b, want %b", c.name, got, c.want)
+		}
 	}
 }
