@@ -22,9 +22,8 @@ type record struct {
 	Received    time.Time       `json:"received"` // when policing received it
 	HistoryOnly bool            `json:"historyOnly,omitempty"`
 	// HistoryLookups: the history-only copy of a record (spooled when its row was written
-	// but its history was not) still writes the history's user and address lookups it was
-	// due (historyLookups): its replay reads the row it already merged into, from which that
-	// can no longer be told.
+	// but its history was not) still writes the history lookups it was due (historyLookups):
+	// its replay reads the row it already merged into, from which that can no longer be told.
 	HistoryLookups lookupSet `json:"historyLookups,omitempty"`
 	// Quorum: the row is written at QUORUM across data centers, not at the configured
 	// (local) consistency — the Start of a session that must not spool (Update.NoSpool: a
