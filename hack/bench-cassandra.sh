@@ -216,12 +216,12 @@ def counts(name):
 before, after = counts("cql-before.txt"), counts("cql-after.txt")
 per = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0) > 0}
 msgs = pol.get("answered", 0)
+cql_per_msg = sum(per.values()) / msgs if msgs else 0
 if msgs:
-    total = sum(per.values())
     detail = ", ".join(f"{k} {v / msgs:.2f}" for k, v in sorted(per.items()))
-    print(f"CQL requests per message (closed loop, {msgs} messages answered): **{total / msgs:.2f}** (target ≤ 2.5) — {detail}")
+    print(f"CQL requests per message (closed loop, {msgs} messages answered): **{cql_per_msg:.2f}** (target ≤ 2.5) — {detail}")
 # What an A/B run (BENCH_BASELINE) puts side by side.
-json.dump({"messagesPerSecond": pol["incomingTPS"], "cqlPerMessage": sum(per.values()) / msgs if msgs else 0,
+json.dump({"messagesPerSecond": pol["incomingTPS"], "cqlPerMessage": cql_per_msg,
            "cpuMicrosPerMessage": cpu or 0, "avgAcctMs": pol["avgAcctMs"], "p99Ms": lat["p99Ms"],
            "timeouts": pol["timeouts"], "errors": pol["errors"], "rawMessagesPerSecond": raw["messagesPerSecond"]},
           open(f"{out}/summary.json", "w"))

@@ -8,10 +8,10 @@
 // sessions_by_nas and sessions_by_ipv6 (ipv6.go) written together with the base row in one
 // logged batch at the configured consistency (LOCAL_QUORUM); an insert-only accounting history
 // (every record) with lookups of its sessions by user, framed IP and hour (write.go:
-// historyLookups), and the closed sessions per user, at LOCAL_ONE with a 7-day TTL (TWCS). Every row write carries a
-// client timestamp from the record's event time and later than the row it merged onto
-// (writeTimestamp), so concurrent or replayed writes never roll a session back, and a record
-// older than the Stop never revives it, whatever its DC's replica had seen.
+// historyLookups), and the closed sessions per user, at LOCAL_ONE with a 7-day TTL (TWCS).
+// Every row write carries a client timestamp from the record's event time and later than the
+// row it merged onto (writeTimestamp), so concurrent or replayed writes never roll a session
+// back, and a record older than the Stop never revives it, whatever its DC's replica had seen.
 //
 // Accounting is never lost: when Cassandra is unreachable or times out, the record goes to
 // the local spool (fsync'd) and Apply succeeds; the spool replays in order when Cassandra is
