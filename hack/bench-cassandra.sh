@@ -171,7 +171,7 @@ if [[ $FACTOR != 0 ]]; then
 		--server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --json-out "$OUT/policing-open.json" --text-out "$OUT/policing-open.txt" >/dev/null
 	echo "bench-cassandra: $("$LOADGEN" summary "$OUT/policing-open.json") (open loop at $rate/s = $FACTOR × $max)"
 fi
-curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | grep -E '^openaaa_(store_errors_total|spool_appended_total|store_auth_log_dropped_total|store_writes_skipped_total)' >"$OUT/policing-metrics.txt" || true
+curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | grep -E '^openaaa_(store_errors_total|spool_appended_total|store_auth_log_dropped_total|store_writes_skipped_total|store_row_cache_total)' >"$OUT/policing-metrics.txt" || true
 kill "$POL_PID"
 wait "$POL_PID" 2>/dev/null || true
 POL_PID=""

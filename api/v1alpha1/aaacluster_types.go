@@ -55,7 +55,7 @@ type AAAClusterSpec struct {
 	// (Cassandra plus a local cache of the sessions this pod wrote or read, for the session
 	// reads of the admin API and CoA/Disconnect by user, address or key; the RADIUS flow reads
 	// nothing from it: authentication reads no session and accounting merges onto the row
-	// read from Cassandra).
+	// read from Cassandra or onto the row cache every Cassandra store keeps).
 	// +kubebuilder:validation:Enum=cassandra;hybrid
 	// +kubebuilder:default=cassandra
 	// +optional

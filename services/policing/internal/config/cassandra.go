@@ -42,6 +42,17 @@ type Cassandra struct {
 	Spool Spool `json:"spool"`
 	// Cache is the local cache of the hybrid store.
 	Cache Cache `json:"cache"`
+	// RowCache keeps the session rows this node wrote last, so that most Interims merge
+	// onto their row without reading it (docs/cassandra.md).
+	RowCache RowCache `json:"rowCache"`
+}
+
+// RowCache tunes the Cassandra store's row cache.
+type RowCache struct {
+	// Size is the maximum number of session rows kept; 0 turns the cache off (every
+	// accounting message reads its row first). Sized right, it holds every session whose
+	// NAS reaches this node within an interim interval.
+	Size int `json:"size"`
 }
 
 // RemoteDC is another datacenter of the Cassandra cluster and how to reach it.
@@ -72,8 +83,8 @@ type Spool struct {
 type Cache struct {
 	// Size is the maximum number of sessions kept.
 	Size int `json:"size"`
-	// TTL is how long an entry counts as fresh for reads (auth). Accounting always merges
-	// onto the row read from Cassandra, so a session moving between DCs stays correct.
+	// TTL is how long an entry counts as fresh for reads (the admin API's, CoA/Disconnect's).
+	// Accounting never merges onto this cache (see RowCache).
 	TTL Duration `json:"ttl"`
 }
 
@@ -92,7 +103,8 @@ func defaultCassandra() Cassandra {
 			MaxBytes:       1 << 30,
 			ReplayInterval: Duration(time.Second),
 		},
-		Cache: Cache{Size: 100000, TTL: Duration(5 * time.Second)},
+		Cache:    Cache{Size: 100000, TTL: Duration(5 * time.Second)},
+		RowCache: RowCache{Size: 100000},
 	}
 }
 
@@ -211,6 +223,9 @@ func (c Cassandra) validate(key string) []error {
 	}
 	if c.Cache.Size < 1 {
 		bad("cache.size", "must be at least 1, got %d", c.Cache.Size)
+	}
+	if c.RowCache.Size < 0 {
+		bad("rowCache.size", "must not be negative (0 turns the row cache off), got %d", c.RowCache.Size)
 	}
 	if c.Cache.TTL < 0 {
 		bad("cache.ttl", "must not be negative (0: every read goes to Cassandra)")

@@ -43,6 +43,10 @@ type Options struct {
 	Expiry func(*session.Session) time.Duration
 	// StoppedTTL keeps stopped rows so that late retransmissions do not revive them.
 	StoppedTTL time.Duration
+	// RowCacheSize bounds the row cache (rowcache.go): sessions whose row this node wrote
+	// last, onto which their next Interim merges without reading the row. 0: every
+	// accounting message reads its row.
+	RowCacheSize int
 	// Spool, when set, takes accounting records Cassandra cannot take. The store closes it.
 	Spool          *spool.Spool
 	ReplayInterval time.Duration // default 1s
@@ -68,6 +72,7 @@ type Store struct {
 	replayMu sync.Mutex
 	errLog   rateLimiter
 	pending  pendingSessions
+	rows     *rowCache // nil: none
 	// staleRead, set by tests only, answers the accounting path's read of a row in place of
 	// Cassandra: a replica that has not received another DC's latest writes yet.
 	staleRead func(session.Key) (*session.Session, int64, bool)
@@ -101,7 +106,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	st := &Store{
 		o: o, s: sess, log: o.Log, cons: o.Conn.Consistency, hcons: o.HistoryConsistency,
 		q: newQueries(), stop: make(chan struct{}), stopped: make(chan struct{}),
-		errLog: rateLimiter{every: 10 * time.Second},
+		errLog: rateLimiter{every: 10 * time.Second}, rows: newRowCache(o.RowCacheSize),
 	}
 	st.pending.n = map[session.Key]int{}
 	st.pending.all = o.Spool != nil && o.Spool.Pending() // left by the previous run

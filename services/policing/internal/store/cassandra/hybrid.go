@@ -1,13 +1,12 @@
 package cassandra
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"net/netip"
-	"sync"
 	"time"
 
+	"github.com/openaaa/openaaa/services/policing/internal/lru"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -18,20 +17,14 @@ import (
 // less than TTL ago; a miss or a stale entry goes to Cassandra. When Cassandra cannot answer,
 // a stale entry is served rather than nothing.
 //
-// Accounting always merges onto the row read from Cassandra, never onto the cache: the next
-// message of a session may have been handled by another DC a few milliseconds ago, and the
-// cache of this DC cannot know. So a session moving between DCs stays exact, and the cache
-// saves no read of the RADIUS flow (authentication reads no session). The lookups (user,
-// framed IP, NAS) always come from Cassandra too (they change in other DCs); only the session
-// rows they point to are cached.
+// Accounting never merges onto this cache, which is fresh by age: it merges onto the row read
+// from Cassandra or onto the store's row cache (rowcache.go), which relies on event-time
+// ordering instead. The lookups (user, framed IP, NAS) always come from Cassandra (they change
+// in other DCs); only the session rows they point to are cached.
 type Hybrid struct {
 	*Store
-	ttl  time.Duration
-	size int
-
-	mu sync.Mutex
-	ll *list.List // front: most recently used
-	m  map[session.Key]*list.Element
+	ttl   time.Duration
+	cache *lru.Cache[session.Key, cacheEntry]
 }
 
 type cacheEntry struct {
@@ -42,10 +35,7 @@ type cacheEntry struct {
 // NewHybrid puts a cache of size sessions, fresh for ttl, in front of st. Closing the hybrid
 // closes st.
 func NewHybrid(st *Store, size int, ttl time.Duration) *Hybrid {
-	if size < 1 {
-		size = 1
-	}
-	return &Hybrid{Store: st, ttl: ttl, size: size, ll: list.New(), m: map[session.Key]*list.Element{}}
+	return &Hybrid{Store: st, ttl: ttl, cache: lru.New[session.Key, cacheEntry](size)}
 }
 
 func clone(s *session.Session) *session.Session {
@@ -58,54 +48,28 @@ func clone(s *session.Session) *session.Session {
 }
 
 func (h *Hybrid) put(s *session.Session) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	now := time.Now()
-	if e, ok := h.m[s.Key]; ok {
-		e.Value = &cacheEntry{s: clone(s), at: now}
-		h.ll.MoveToFront(e)
-		return
-	}
-	h.m[s.Key] = h.ll.PushFront(&cacheEntry{s: clone(s), at: now})
-	for h.ll.Len() > h.size {
-		last := h.ll.Back()
-		delete(h.m, last.Value.(*cacheEntry).s.Key)
-		h.ll.Remove(last)
-	}
-	cacheEntries.Set(float64(h.ll.Len()))
+	h.cache.Put(s.Key, cacheEntry{s: clone(s), at: time.Now()}, nil)
+	cacheEntries.Set(float64(h.cache.Len()))
 }
 
 func (h *Hybrid) remove(k session.Key) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if e, ok := h.m[k]; ok {
-		h.ll.Remove(e)
-		delete(h.m, k)
-	}
-	cacheEntries.Set(float64(h.ll.Len()))
+	h.cache.Remove(k)
+	cacheEntries.Set(float64(h.cache.Len()))
 }
 
 // lookup returns a copy of the entry and whether it is fresh.
 func (h *Hybrid) lookup(k session.Key) (*session.Session, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e, ok := h.m[k]
+	e, ok := h.cache.Get(k)
 	if !ok {
 		return nil, false
 	}
-	ce := e.Value.(*cacheEntry)
-	h.ll.MoveToFront(e)
-	return clone(ce.s), time.Since(ce.at) < h.ttl
+	return clone(e.s), time.Since(e.at) < h.ttl
 }
 
 // Len returns the number of cached sessions.
-func (h *Hybrid) Len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.ll.Len()
-}
+func (h *Hybrid) Len() int { return h.cache.Len() }
 
-// Apply writes through to Cassandra (merging onto the row read there) and caches the result.
+// Apply writes through to Cassandra and caches the result.
 func (h *Hybrid) Apply(ctx context.Context, u *session.Update) error {
 	merged, err := h.Store.apply(ctx, u)
 	switch {
@@ -208,29 +172,20 @@ func (h *Hybrid) ByNAS(ctx context.Context, nas string) ([]*session.Session, err
 // CloseNAS closes the NAS's sessions in Cassandra and drops them from the cache.
 func (h *Hybrid) CloseNAS(ctx context.Context, nas string, at time.Time, cause uint32) (int, error) {
 	n, err := h.Store.CloseNAS(ctx, nas, at, cause)
-	h.mu.Lock()
-	for k, e := range h.m {
-		if k.NAS == nas {
-			h.ll.Remove(e)
-			delete(h.m, k)
-		}
-	}
-	cacheEntries.Set(float64(h.ll.Len()))
-	h.mu.Unlock()
+	h.cache.RemoveIf(func(k session.Key, _ cacheEntry) bool { return k.NAS == nas })
+	cacheEntries.Set(float64(h.cache.Len()))
 	return n, err
 }
 
 // scan returns copies of the cached active sessions matching f (fallback when Cassandra
 // cannot answer a lookup).
 func (h *Hybrid) scan(f func(*session.Session) bool) []*session.Session {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []*session.Session
-	for _, e := range h.m {
-		if s := e.Value.(*cacheEntry).s; s.State == session.Active && f(s) {
-			out = append(out, clone(s))
+	h.cache.Each(func(_ session.Key, e cacheEntry) {
+		if e.s.State == session.Active && f(e.s) {
+			out = append(out, clone(e.s))
 		}
-	}
+	})
 	if len(out) > 0 {
 		cacheRequests.WithLabelValues("stale_served").Inc()
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -540,7 +541,8 @@ func TestAccountingOnSkipsExpiredRows(t *testing.T) {
 	}
 }
 
-func counterValue(t *testing.T, name string) float64 {
+// counterValue sums the series of a metric whose labels include the given name, value pairs.
+func counterValue(t *testing.T, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
@@ -552,10 +554,23 @@ func counterValue(t *testing.T, name string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			sum += metricValue(m)
+			if hasLabels(m, labels) {
+				sum += metricValue(m)
+			}
 		}
 	}
 	return sum
+}
+
+func hasLabels(m *dto.Metric, pairs []string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+			return l.GetName() == pairs[i] && l.GetValue() == pairs[i+1]
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 func metricValue(m *dto.Metric) float64 {

@@ -29,6 +29,11 @@ var (
 		Help: "Accounting updates that changed nothing in the session row (no write sent).",
 	})
 
+	rowCacheRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Subsystem: "store", Name: "row_cache_total",
+		Help: "Interims that looked for their session's row in the row cache, by result: hit (merged onto it, no read), miss, refused (out of order, another session, or the row may have expired), bypassed (the write would have changed a lookup: read after all).",
+	}, []string{"result"})
+
 	spoolUndecodable = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "spool", Name: "undecodable_total",
 		Help: "Spooled records that could not be decoded and were skipped (a bug: they are logged in full).",

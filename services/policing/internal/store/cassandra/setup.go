@@ -36,7 +36,7 @@ func FromConfig(ctx context.Context, kind string, c config.Cassandra, expiry fun
 	}
 	st, err := Open(ctx, Options{
 		Conn: conn, HistoryConsistency: hcons, Expiry: expiry, StoppedTTL: c.StoppedTTL.D(),
-		Spool: sp, ReplayInterval: c.Spool.ReplayInterval.D(), RemoteDCs: remoteDCs(c.RemoteDCs), Log: log,
+		RowCacheSize: c.RowCache.Size, Spool: sp, ReplayInterval: c.Spool.ReplayInterval.D(), RemoteDCs: remoteDCs(c.RemoteDCs), Log: log,
 	})
 	if err != nil {
 		if sp != nil {

@@ -30,6 +30,9 @@ type record struct {
 	// Gx CCR-I) is on replicas of two DCs before Apply returns, so losing the DC that wrote
 	// it does not lose the session. Never spooled, never set in the spool.
 	Quorum bool `json:"-"`
+	// cacheable: a client's record as it arrives (not a Gx CCR, not replayed from the spool),
+	// which the row cache may serve (rowCache.standIn).
+	cacheable bool
 }
 
 // Apply merges an accounting update into its session (session.Store).
@@ -55,7 +58,9 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 		rec.Quorum = u.Kind == session.KindStart
 		return st.applyRecord(ctx, rec)
 	}
+	rec.cacheable = true
 	if st.o.Spool != nil && st.pending.enqueue(rec.Session.Key) {
+		st.rows.forget(rec.Session.Key)
 		err := st.toSpool(rec, nil)
 		if err != nil {
 			st.pending.add(rec.Session.Key, -1)
@@ -64,6 +69,7 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 	}
 	merged, err := st.applyRecord(ctx, rec)
 	if err != nil && st.o.Spool != nil && spoolOnFailure(err) {
+		st.rows.forget(rec.Session.Key)
 		// From now on this session's records queue behind this one.
 		d := 0
 		if !rec.HistoryOnly {
@@ -94,11 +100,17 @@ func (h historyError) Error() string { return "writing the accounting history: "
 
 func (h historyError) Unwrap() error { return h.err }
 
-// applyRecord reads the row, merges, and writes the row, its lookups and the history.
+// applyRecord merges the record onto its row — the row cache's, or else the row read from
+// Cassandra — and writes the row, its lookups and the history.
 func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session, error) {
 	k := rec.Session.Key
 	if k.NAS == "" || k.ID == "" {
 		return nil, errors.New("cassandra store: accounting update without NAS or Acct-Session-Id")
+	}
+	if old, meta, ok := st.rows.standIn(rec, st.o.Now()); ok {
+		if merged, done, err := st.applyOnto(ctx, rec, old, meta, true); done {
+			return merged, err
+		}
 	}
 	old, meta, err := st.readRow(ctx, k, st.cons)
 	if st.staleRead != nil {
@@ -106,12 +118,20 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 			old, meta, err = s, rowMeta{wt: w}, nil
 		}
 	}
-	wt := meta.wt
 	if err != nil {
+		st.rows.forget(k)
 		return nil, err
 	}
+	merged, _, err := st.applyOnto(ctx, rec, old, meta, false)
+	return merged, err
+}
+
+// applyOnto merges the record onto old (its row as read, or as cached: fromCache) and writes.
+// From the cache it writes only the row alone, with its history: an Interim that would change a
+// lookup, or refresh them, comes back undone (done false) to be applied onto the row read.
+func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Session, meta rowMeta, fromCache bool) (merged *session.Session, done bool, err error) {
+	wt := meta.wt
 	u := &session.Update{Kind: rec.Kind, Session: rec.Session}
-	var merged *session.Session
 	// A stopped row takes a new session only by session.Reopens (a Start later than the
 	// Stop); any other record of it is late and goes to the history only.
 	reused := old != nil && old.State == session.Stopped && session.Reopens(old.StopTime, u, rec.Received)
@@ -154,6 +174,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 	ipTS := max(rec.Received.UnixMicro(), wt+1)
 
 	var batchErr, histErr error
+	var rw rowWrite // the row's write, when there is one
 	if rec.HistoryOnly {
 		histErr = st.writeHistory(ctx, rec, hist, lookups)
 	} else {
@@ -162,7 +183,15 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 			cons = gocql.Quorum
 		}
 		var b *gocql.Batch
-		b, batchErr = st.sessionBatch(ctx, cons, old, merged, meta.lookupsUntil, rec.Received, ts, ipTS)
+		b, rw, batchErr = st.sessionBatch(ctx, cons, old, merged, meta.lookupsUntil, rec.Received, ts, ipTS)
+		if fromCache {
+			if batchErr != nil || len(b.Entries) != 1 {
+				// A lookup to write or refresh: what the cache knows of them may be stale.
+				rowCacheRequests.WithLabelValues("bypassed").Inc()
+				return nil, false, nil
+			}
+			rowCacheRequests.WithLabelValues("hit").Inc()
+		}
 		switch {
 		case batchErr != nil:
 		case len(b.Entries) == 1:
@@ -188,14 +217,18 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 			wg.Wait()
 		}
 	}
-	if batchErr != nil {
+	switch {
+	case batchErr != nil:
+		st.rows.forget(rec.Session.Key)
 		if histErr == nil {
-			return nil, rowError{batchErr}
+			return nil, true, rowError{batchErr}
 		}
-		return nil, batchErr
-	}
-	if late {
+		return nil, true, batchErr
+	case late:
+		st.rows.forget(rec.Session.Key)
 		merged = old
+	case rw.written:
+		st.rows.put(merged, rowMeta{wt: ts, lookupsUntil: rw.lookupsUntil}, rw.ttl, st.o.Now())
 	}
 	if histErr != nil {
 		if st.o.Spool != nil && spoolable(histErr) {
@@ -203,11 +236,11 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 			// request's deadline has passed (the rest of a written record must follow).
 			h := *rec
 			h.HistoryOnly, h.HistoryLookups = true, lookups
-			return merged, st.toSpool(&h, histErr)
+			return merged, true, st.toSpool(&h, histErr)
 		}
-		return nil, historyError{histErr}
+		return nil, true, historyError{histErr}
 	}
-	return merged, nil
+	return merged, true, nil
 }
 
 // stopLead puts a Stop's write after every write of its session's earlier events, even in
@@ -273,10 +306,17 @@ func execBatch(ctx context.Context, b *gocql.Batch, kind string) error {
 	return err
 }
 
+// rowWrite is what a session batch writes in the row besides the session.
+type rowWrite struct {
+	written      bool
+	lookupsUntil time.Time // until when the lookups live
+	ttl          int       // the row's TTL, in seconds (0: none)
+}
+
 // sessionBatch builds the logged batch of a session's row and the lookups it changes or
 // refreshes (lookupsUntil: until when its lookups live, read with the row; now: the record's
 // arrival). The Stop's framed-IP lookup is read here: the only read of the write path's own.
-func (st *Store) sessionBatch(ctx context.Context, cons gocql.Consistency, old, s *session.Session, lookupsUntil, now time.Time, ts, ipTS int64) (*gocql.Batch, error) {
+func (st *Store) sessionBatch(ctx context.Context, cons gocql.Consistency, old, s *session.Session, lookupsUntil, now time.Time, ts, ipTS int64) (*gocql.Batch, rowWrite, error) {
 	b := st.s.Batch(gocql.LoggedBatch).Consistency(cons).WithTimestamp(ts)
 	k := s.Key
 	base := append([]any{k.NAS, k.ID}, values(s)...)
@@ -300,7 +340,7 @@ func (st *Store) sessionBatch(ctx context.Context, cons gocql.Consistency, old, 
 			if err == nil && nas == k.NAS && id == k.ID {
 				b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
 			} else if err != nil && !errors.Is(err, gocql.ErrNotFound) {
-				return nil, err
+				return nil, rowWrite{}, err
 			}
 		}
 		st.ipv6Writes(b, old, s, false, 0)
@@ -347,8 +387,9 @@ func (st *Store) sessionBatch(ctx context.Context, cons gocql.Consistency, old, 
 			b.Query(st.q.insByNAS, k.NAS, k.ID, uStr(s.UserName), lookupTTL)
 		}
 		st.ipv6Writes(b, old, s, fresh, lookupTTL)
+		return b, rowWrite{written: true, lookupsUntil: lookupsUntil, ttl: rowTTL}, nil
 	}
-	return b, nil
+	return b, rowWrite{written: true, lookupsUntil: lookupsUntil}, nil
 }
 
 func oldUser(s *session.Session) string {
