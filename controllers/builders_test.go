@@ -89,6 +89,7 @@ func TestGoldenBuilders(t *testing.T) {
 func TestGoldenExternalConfig(t *testing.T) {
 	c := minimalCluster("prod", "edge")
 	c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"10.1.0.1:9042", "10.2.0.1"}, CredentialsSecret: corev1.LocalObjectReference{Name: "cass"}}
+	c.Spec.Cassandra.RowCacheSize = ptr.To[int32](250000)
 	c.Spec.Subscribers = &aaav1.SubscribersSpec{File: &aaav1.SubscriberFileSpec{Secret: &aaav1.SecretKeyRef{Name: "subs"}}}
 	c.Spec.AccountingProxy = &aaav1.AccountingProxySpec{Servers: []aaav1.AccountingServer{{Name: "billing", Address: "billing.example.net:1813", Secret: aaav1.SecretKeyRef{Name: "billing"}}}}
 	c.Spec.Policy = &aaav1.PolicySpec{RejectMessage: "No", Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "edge-policy"},
@@ -99,6 +100,12 @@ func TestGoldenExternalConfig(t *testing.T) {
 	spec := withDefaults(c.Spec, Options{PolicingImage: "registry.example.net:5000/aaa/policing:v2"})
 	rendered := renderPolicingConfig(c, spec, "dc2")
 	golden(t, "policing-external.yaml", []byte(rendered))
+	if !strings.Contains(rendered, "rowCache:\n      size: 250000") {
+		t.Errorf("spec.cassandra.rowCacheSize not rendered:\n%s", rendered)
+	}
+	if strings.Contains(renderPolicingConfig(c, withDefaults(minimalCluster("prod", "edge").Spec, Options{}), "dc1"), "rowCache") {
+		t.Error("rowCache rendered without spec.cassandra.rowCacheSize: policing's default must apply")
+	}
 	if !strings.Contains(rendered, "requireMessageAuthenticator: false") {
 		t.Errorf("spec.radius.requireMessageAuthenticator=false not rendered:\n%s", rendered)
 	}

@@ -107,6 +107,11 @@ type pcCassandra struct {
 	UsernameFile  string       `json:"usernameFile"`
 	PasswordFile  string       `json:"passwordFile"`
 	Spool         *pcSpool     `json:"spool,omitempty"`
+	RowCache      *pcRowCache  `json:"rowCache,omitempty"`
+}
+
+type pcRowCache struct {
+	Size int32 `json:"size"`
 }
 
 type pcSpool struct {
@@ -204,6 +209,7 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 				UsernameFile:  path.Join(cassandraCredsDir, "username"),
 				PasswordFile:  path.Join(cassandraCredsDir, "password"),
 				Spool:         spoolBound(spec),
+				RowCache:      rowCache(spec),
 			},
 		},
 		Admin: pcAdmin{Address: fmt.Sprintf(":%d", AdminPort), TokenFile: path.Join(adminTokenDir, adminTokenKey)},
@@ -549,4 +555,12 @@ func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (
 	}
 	// ConfigMaps of removed data centers go with their Deployments (datacenters.go).
 	return result{}, nil
+}
+
+// rowCache passes spec.cassandra.rowCacheSize on; unset, policing's default applies.
+func rowCache(spec aaav1.AAAClusterSpec) *pcRowCache {
+	if spec.Cassandra.RowCacheSize == nil {
+		return nil
+	}
+	return &pcRowCache{Size: *spec.Cassandra.RowCacheSize}
 }

@@ -42,6 +42,8 @@ func TestValidation(t *testing.T) {
 			[]string{"spec.datacenters[1]", "Duplicate value"}},
 		{"invalid datacenter name", func(c *aaav1.AAACluster) { c.Spec.Datacenters[0].Name = "DC_1" },
 			[]string{"spec.datacenters[0].name"}},
+		{"negative row cache", func(c *aaav1.AAACluster) { c.Spec.Cassandra.RowCacheSize = ptr.To[int32](-1) },
+			[]string{"spec.cassandra.rowCacheSize"}},
 		{"replication factor above size", func(c *aaav1.AAACluster) {
 			c.Spec.Datacenters[1].Cassandra = aaav1.DatacenterCassandraSpec{Size: ptr.To[int32](2), ReplicationFactor: ptr.To[int32](3)}
 		}, []string{"spec.datacenters[1].cassandra.replicationFactor", "must not exceed size"}},

@@ -33,6 +33,8 @@
 #   BENCH_USERS=10000 BENCH_GEO_TIMEOUT=1s BENCH_GEO_RETRIES=2 BENCH_GEO_HOLD_DOWN=10s
 #   BENCH_OUT=$CACHE/bench-geo/<timestamp>   BENCH_BASE_PORT=28300
 #   CASSANDRA_HEAP=512M CASSANDRA_JVM_OPTS=-XX:ActiveProcessorCount=1
+#   CASSANDRA_HINTS=true        false: no hinted handoff (what the hints cost the survivors; a DC
+#                               that comes back then misses its downtime's writes until a repair)
 # The nodes use CQL 39042, storage 37000, JMX 37199.. (127.0.0.1) and a lock of their own, so they
 # never meet a test cluster (127.0.0.1, 127.0.1.x). Everything started here is stopped by PID,
 # the cgroups removed and the nodes' data deleted at the end, even on failure.
@@ -197,7 +199,7 @@ for i in 1 2 3; do join_group "dc$i" "$(node_pid "$i")"; done
 
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr), $(. /etc/os-release && echo "$PRETTY_NAME"), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "cassandra: $(basename "$("$CASS" print-lib | xargs dirname)"), 3 nodes in 3 DCs (RF 1 per DC, LOCAL_QUORUM = 1 replica), heap ${CASSANDRA_HEAP:-512M}, $CASSANDRA_JVM_OPTS, commitlog group; inter-DC one-way latency ${LATENCY_MS} ms (toxiproxy $(basename "$TOXIPROXY" | sed 's/.*-//'))"
+	echo "cassandra: $(basename "$("$CASS" print-lib | xargs dirname)"), 3 nodes in 3 DCs (RF 1 per DC, LOCAL_QUORUM = 1 replica), heap ${CASSANDRA_HEAP:-512M}, $CASSANDRA_JVM_OPTS, commitlog group, hinted handoff ${CASSANDRA_HINTS:-true}; inter-DC one-way latency ${LATENCY_MS} ms (toxiproxy $(basename "$TOXIPROXY" | sed 's/.*-//'))"
 	echo "CPU quotas: ${DC_CPU} core per DC (Cassandra + policing), loadgen ${LOADGEN_CPU}, network (toxiproxy) ${NET_CPU}, outside servers of the variants ${EXT_CPU}"
 	echo "load: field flow (auth, start, 5 interims, stop) round-robin, closed loop, concurrency $CONC, $USERS users, timeout $TIMEOUT × $((RETRIES + 1)) transmissions, failover with hold-down $HOLD_DOWN; phases $PHASE, losses $LOSS (kill at $KILL_AT)"
 }

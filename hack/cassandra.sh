@@ -44,6 +44,8 @@
 #                          writes, like production without replicas) or group (fsync before
 #                          the acknowledgement, 10 ms window: what the fault tests use)
 #   CASSANDRA_START_TIMEOUT seconds to wait for one node's CQL port (default 180)
+#   CASSANDRA_HINTS        true (default) or false: hinted handoff (make bench-geo measures what
+#                          storing hints for a lost DC costs the survivors)
 #   VERBOSE=1              say what happens (default: quiet unless something fails)
 set -euo pipefail
 
@@ -56,6 +58,8 @@ STORAGE_PORT="${CASSANDRA_STORAGE_PORT:-7000}"
 JMX_BASE="${CASSANDRA_JMX_PORT:-7199}"
 HEAP="${CASSANDRA_HEAP:-512M}"
 COMMITLOG_SYNC="${CASSANDRA_COMMITLOG_SYNC:-periodic}"
+HINTS="${CASSANDRA_HINTS:-true}"
+[[ $HINTS == true || $HINTS == false ]] || { echo "cassandra.sh: CASSANDRA_HINTS must be true or false, not $HINTS" >&2; exit 2; }
 START_TIMEOUT="${CASSANDRA_START_TIMEOUT:-180}"
 JAVA="${JAVA:-java}"
 
@@ -245,7 +249,7 @@ authenticator: AllowAllAuthenticator
 authorizer: AllowAllAuthorizer
 auto_snapshot: false
 snapshot_before_compaction: false
-hinted_handoff_enabled: true
+hinted_handoff_enabled: ${HINTS}
 max_hint_window: 3h
 concurrent_compactors: 1
 compaction_throughput: 64MiB/s

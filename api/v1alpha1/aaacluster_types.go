@@ -301,6 +301,14 @@ type CassandraSpec struct {
 	// spec.datacenters.
 	// +optional
 	External *ExternalCassandra `json:"external,omitempty"`
+	// RowCacheSize bounds each policing pod's row cache: the session rows the pod wrote last,
+	// onto which the next Interim of a session merges without reading its row (one Cassandra
+	// request instead of two). About 850 bytes of memory per session: size it to the sessions
+	// whose NAS reaches one pod within an interim interval. 0 turns it off. Default 100000.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000000
+	// +optional
+	RowCacheSize *int32 `json:"rowCacheSize,omitempty"`
 }
 
 // ManagedCassandra configures the K8ssandraCluster.

@@ -245,6 +245,17 @@ admin: {address: "127.0.0.1:%d", tokenFile: %s}
 	}
 	t.Logf("phase 1 checked in %s: %d sessions, each start + %d interims + stop, all stopped, auth log complete",
 		time.Since(p1start).Round(100*time.Millisecond), phase1Sessions, interims)
+	// The checks above covered Interims merged onto a cached row that other DCs had written
+	// past since (the row cache, docs/cassandra.md): with each message to another DC, a DC's
+	// cached row of a session misses the messages between.
+	var cached []float64
+	for _, p := range pol {
+		cached = append(cached, p.mustMetric(`openaaa_store_row_cache_total{result="hit"}`))
+	}
+	if cached[0]+cached[1]+cached[2] == 0 {
+		t.Fatal("phase 1: no Interim merged onto a cached row: the row cache went unchecked")
+	}
+	t.Logf("phase 1: Interims merged onto a cached row, per DC: %v", cached)
 
 	// Gx, every request of a session to another DC (a PCEF failing over between PCRF
 	// peers): each DC answers CCR-U/T for sessions begun in another from the store, never
