@@ -69,7 +69,6 @@ func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session
 	}
 	merged, err := st.applyRecord(ctx, rec)
 	if err != nil && st.o.Spool != nil && spoolOnFailure(err) {
-		st.rows.forget(rec.Session.Key)
 		// From now on this session's records queue behind this one.
 		d := 0
 		if !rec.HistoryOnly {
@@ -102,11 +101,17 @@ func (h historyError) Unwrap() error { return h.err }
 
 // applyRecord merges the record onto its row — the row cache's, or else the row read from
 // Cassandra — and writes the row, its lookups and the history.
-func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session, error) {
+func (st *Store) applyRecord(ctx context.Context, rec *record) (merged *session.Session, err error) {
 	k := rec.Session.Key
 	if k.NAS == "" || k.ID == "" {
 		return nil, errors.New("cassandra store: accounting update without NAS or Acct-Session-Id")
 	}
+	// A failed write may have landed in part: the row is not known here any more.
+	defer func() {
+		if err != nil {
+			st.rows.forget(k)
+		}
+	}()
 	if old, meta, ok := st.rows.standIn(rec, st.o.Now()); ok {
 		if merged, done, err := st.applyOnto(ctx, rec, old, meta, true); done {
 			return merged, err
@@ -119,10 +124,9 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (*session.Session
 		}
 	}
 	if err != nil {
-		st.rows.forget(k)
 		return nil, err
 	}
-	merged, _, err := st.applyOnto(ctx, rec, old, meta, false)
+	merged, _, err = st.applyOnto(ctx, rec, old, meta, false)
 	return merged, err
 }
 
@@ -174,7 +178,7 @@ func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Sessio
 	ipTS := max(rec.Received.UnixMicro(), wt+1)
 
 	var batchErr, histErr error
-	var rw rowWrite // the row's write, when there is one
+	var rw rowWrite // the row's write (none when history only)
 	if rec.HistoryOnly {
 		histErr = st.writeHistory(ctx, rec, hist, lookups)
 	} else {
@@ -219,7 +223,6 @@ func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Sessio
 	}
 	switch {
 	case batchErr != nil:
-		st.rows.forget(rec.Session.Key)
 		if histErr == nil {
 			return nil, true, rowError{batchErr}
 		}
@@ -227,7 +230,7 @@ func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Sessio
 	case late:
 		st.rows.forget(rec.Session.Key)
 		merged = old
-	case rw.written:
+	case !rec.HistoryOnly:
 		st.rows.put(merged, rowMeta{wt: ts, lookupsUntil: rw.lookupsUntil}, rw.ttl, st.o.Now())
 	}
 	if histErr != nil {
@@ -308,7 +311,6 @@ func execBatch(ctx context.Context, b *gocql.Batch, kind string) error {
 
 // rowWrite is what a session batch writes in the row besides the session.
 type rowWrite struct {
-	written      bool
 	lookupsUntil time.Time // until when the lookups live
 	ttl          int       // the row's TTL, in seconds (0: none)
 }
@@ -387,9 +389,9 @@ func (st *Store) sessionBatch(ctx context.Context, cons gocql.Consistency, old, 
 			b.Query(st.q.insByNAS, k.NAS, k.ID, uStr(s.UserName), lookupTTL)
 		}
 		st.ipv6Writes(b, old, s, fresh, lookupTTL)
-		return b, rowWrite{written: true, lookupsUntil: lookupsUntil, ttl: rowTTL}, nil
+		return b, rowWrite{lookupsUntil: lookupsUntil, ttl: rowTTL}, nil
 	}
-	return b, rowWrite{written: true, lookupsUntil: lookupsUntil}, nil
+	return b, rowWrite{lookupsUntil: lookupsUntil}, nil
 }
 
 func oldUser(s *session.Session) string {
