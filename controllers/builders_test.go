@@ -149,7 +149,7 @@ func TestWithDefaults(t *testing.T) {
 		{"Local", spec.Datacenters[0].Service.ExternalTrafficPolicy, corev1.ServiceExternalTrafficPolicyLocal},
 		{"no policy on ClusterIP", spec.Datacenters[2].Service.ExternalTrafficPolicy, corev1.ServiceExternalTrafficPolicy("")},
 		{"managed", managed(spec), true},
-		{"server version", spec.Cassandra.Managed.ServerVersion, DefaultServerVersion},
+		{"server version", spec.Cassandra.Managed.ServerVersion, "5.0.9"},
 		{"dev tag", spec.Image.Tag, "latest"},
 		{"storage", spec.Datacenters[0].Cassandra.Storage.Size.String(), "10Gi"},
 		{"message authenticator", *spec.Radius.RequireMessageAuthenticator, true},
@@ -541,5 +541,43 @@ func TestPodStopsWithinItsGracePeriod(t *testing.T) {
 	dc.Replicas, dc.Autoscaling = nil, &aaav1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 4}
 	if k := buildHPA(c, spec, dc).Spec.ScaleTargetRef.Kind; k != "StatefulSet" {
 		t.Errorf("HPA scales a %s", k)
+	}
+}
+
+// TestManagedCassandraDefaults: the default Cassandra version is the one every test, benchmark
+// and the demo run (hack/cassandra.sh's CASSANDRA_VERSION), and the K8ssandraCluster asks for
+// 16 tokens per node (Cassandra 5's own default; with fewer, k8ssandra-operator computes
+// initial tokens in an init container of k8ssandra-client's image) and for soft pod
+// anti-affinity only when the spec does (several Cassandra nodes on one Kubernetes node).
+func TestManagedCassandraDefaults(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "hack", "cassandra.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tested string
+	for _, line := range strings.Split(string(script), "\n") {
+		if v, ok := strings.CutPrefix(line, `CASSANDRA_VERSION="${CASSANDRA_VERSION:-`); ok {
+			tested, _, _ = strings.Cut(v, "}")
+		}
+	}
+	if tested == "" {
+		t.Fatal("hack/cassandra.sh: no CASSANDRA_VERSION default")
+	}
+	c := &aaav1.AAACluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "aaa"}}
+	spec := withDefaults(aaav1.AAAClusterSpec{Datacenters: []aaav1.Datacenter{{Name: "dc1"}}}, Options{})
+	if got := spec.Cassandra.Managed.ServerVersion; got != tested {
+		t.Errorf("default serverVersion %q, tests run Cassandra %q", got, tested)
+	}
+	k8c := buildK8ssandraCluster(c, spec, nil)
+	if v, _, _ := unstructured.NestedFieldNoCopy(k8c.Object, "spec", "cassandra", "config", "cassandraYaml", "num_tokens"); v != int64(16) {
+		t.Errorf("num_tokens %v (%T), want 16", v, v)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(k8c.Object, "spec", "cassandra", "softPodAntiAffinity"); found {
+		t.Error("softPodAntiAffinity set though the spec does not ask for it")
+	}
+	spec.Cassandra.Managed.SoftPodAntiAffinity = true
+	k8c = buildK8ssandraCluster(c, spec, nil)
+	if v, _, _ := unstructured.NestedBool(k8c.Object, "spec", "cassandra", "softPodAntiAffinity"); !v {
+		t.Error("softPodAntiAffinity not set though the spec asks for it")
 	}
 }

@@ -56,6 +56,16 @@ func buildK8ssandraCluster(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, retai
 		dcs = append(dcs, entry)
 	}
 	dcs = append(dcs, retained...)
+	cassandra := map[string]any{
+		"serverVersion": spec.Cassandra.Managed.ServerVersion,
+		"datacenters":   dcs,
+		// Cassandra 5's own default. With fewer tokens k8ssandra-operator computes each
+		// node's initial token in an init container of its own image (k8ssandra-client).
+		"config": map[string]any{"cassandraYaml": map[string]any{"num_tokens": int64(16)}},
+	}
+	if spec.Cassandra.Managed.SoftPodAntiAffinity {
+		cassandra["softPodAntiAffinity"] = true
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": K8ssandraClusterGVK.GroupVersion().String(),
 		"kind":       K8ssandraClusterGVK.Kind,
@@ -64,10 +74,7 @@ func buildK8ssandraCluster(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, retai
 			"namespace": c.Namespace,
 		},
 		"spec": map[string]any{
-			"cassandra": map[string]any{
-				"serverVersion": spec.Cassandra.Managed.ServerVersion,
-				"datacenters":   dcs,
-			},
+			"cassandra": cassandra,
 		},
 	}}
 	u.SetLabels(clusterLabels(c, "cassandra"))

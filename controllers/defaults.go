@@ -21,7 +21,7 @@ const (
 	DefaultCassandraSize          int32 = 3
 	DefaultReplicationFactor      int32 = 3
 	DefaultCassandraStorage             = "10Gi"
-	DefaultServerVersion                = "4.1.8"
+	DefaultServerVersion                = "5.0.9"
 	DefaultKeyspace                     = "openaaa"
 	DefaultTargetCPU              int32 = 70
 	DefaultRequestsMetricName           = "openaaa_radius_requests_per_second"

@@ -56,8 +56,8 @@ func TestThreeDCLifecycle(t *testing.T) {
 	if !metav1.IsControlledBy(k8c, sample) {
 		t.Errorf("K8ssandraCluster not controlled by the AAACluster: %v", k8c.GetOwnerReferences())
 	}
-	if v, _, _ := unstructured.NestedString(k8c.Object, "spec", "cassandra", "serverVersion"); v != "4.1.8" {
-		t.Errorf("serverVersion %q, want 4.1.8", v)
+	if v, _, _ := unstructured.NestedString(k8c.Object, "spec", "cassandra", "serverVersion"); v != "5.0.9" {
+		t.Errorf("serverVersion %q, want 5.0.9", v)
 	}
 	te.waitCondition(t, ns, name, aaav1.ConditionCassandraReady, metav1.ConditionFalse, ReasonCassandraInit)
 	te.waitCondition(t, ns, name, aaav1.ConditionReady, metav1.ConditionFalse, ReasonCassandraInit)

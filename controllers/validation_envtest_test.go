@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -73,6 +74,10 @@ func TestValidation(t *testing.T) {
 			c.Spec.Cassandra.Managed = &aaav1.ManagedCassandra{}
 			c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"c"}, CredentialsSecret: corev1.LocalObjectReference{Name: "s"}}
 		}, []string{"spec.cassandra", "mutually exclusive"}},
+		{"soft anti-affinity without resources", func(c *aaav1.AAACluster) {
+			c.Spec.Cassandra.Managed = &aaav1.ManagedCassandra{SoftPodAntiAffinity: true}
+			c.Spec.Datacenters[0].Cassandra.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+		}, []string{"spec.cassandra.managed.softPodAntiAffinity", "resources.requests on every data center"}},
 		{"RadSec without a certificate", func(c *aaav1.AAACluster) {
 			c.Spec.Radius.RadSec = &aaav1.RadSecSpec{Enabled: true}
 		}, []string{"spec.radius.radsec", "issuerRef or secretName"}},

@@ -31,6 +31,7 @@ const (
 // every data center, sharing sessions through a multi-DC Cassandra cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.diameter) || !self.diameter.enabled || !has(self.diameter.originHost) || self.diameter.originHost.contains('{datacenter}') || self.datacenters.filter(d, !has(d.diameter) || !has(d.diameter.originHost)).size() <= 1",message="spec.diameter.originHost must contain {datacenter} when several data centers use it: each data center needs its own Diameter identity (or set spec.datacenters[].diameter.originHost)",fieldPath=".diameter.originHost"
 // +kubebuilder:validation:XValidation:rule="self.datacenters.all(a, !has(a.diameter) || !has(a.diameter.originHost) || self.datacenters.filter(b, has(b.diameter) && has(b.diameter.originHost) && b.diameter.originHost == a.diameter.originHost).size() == 1)",message="spec.datacenters[].diameter.originHost: two data centers have the same Diameter identity",fieldPath=".datacenters"
+// +kubebuilder:validation:XValidation:rule="!has(self.cassandra) || !has(self.cassandra.managed) || !has(self.cassandra.managed.softPodAntiAffinity) || !self.cassandra.managed.softPodAntiAffinity || self.datacenters.all(d, has(d.cassandra) && has(d.cassandra.resources) && has(d.cassandra.resources.requests))",message="spec.cassandra.managed.softPodAntiAffinity requires spec.datacenters[].cassandra.resources.requests on every data center (k8ssandra-operator refuses it otherwise)",fieldPath=".cassandra.managed.softPodAntiAffinity"
 type AAAClusterSpec struct {
 	// Datacenters lists the data centers, each running policing and (when Cassandra is managed)
 	// one Cassandra datacenter of the same name. Names are unique and can never be renamed
@@ -313,10 +314,17 @@ type CassandraSpec struct {
 
 // ManagedCassandra configures the K8ssandraCluster.
 type ManagedCassandra struct {
-	// ServerVersion of Cassandra. Default 4.1.8.
+	// ServerVersion of Cassandra: 5.0.x (Java 17). Default 5.0.9, the version OpenAAA is tested
+	// with.
 	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+\.[0-9]+$`
 	// +optional
 	ServerVersion string `json:"serverVersion,omitempty"`
+	// SoftPodAntiAffinity lets several Cassandra nodes share a Kubernetes node (preferred
+	// instead of required anti-affinity): for test and small clusters only, since one node's
+	// loss then takes several replicas. k8ssandra-operator requires resources on every data
+	// center with it (spec.datacenters[].cassandra.resources).
+	// +optional
+	SoftPodAntiAffinity bool `json:"softPodAntiAffinity,omitempty"`
 }
 
 // ExternalCassandra is an existing Cassandra cluster.
