@@ -564,7 +564,8 @@ func TestManagedCassandraDefaults(t *testing.T) {
 		t.Fatal("hack/cassandra.sh: no CASSANDRA_VERSION default")
 	}
 	c := &aaav1.AAACluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "aaa"}}
-	spec := withDefaults(aaav1.AAAClusterSpec{Datacenters: []aaav1.Datacenter{{Name: "dc1"}}}, Options{})
+	spec := withDefaults(aaav1.AAAClusterSpec{Datacenters: []aaav1.Datacenter{{Name: "dc1",
+		Cassandra: aaav1.DatacenterCassandraSpec{Size: ptr.To[int32](1)}}}}, Options{})
 	if got := spec.Cassandra.Managed.ServerVersion; got != tested {
 		t.Errorf("default serverVersion %q, tests run Cassandra %q", got, tested)
 	}
@@ -574,6 +575,12 @@ func TestManagedCassandraDefaults(t *testing.T) {
 	}
 	if _, found, _ := unstructured.NestedFieldNoCopy(k8c.Object, "spec", "cassandra", "softPodAntiAffinity"); found {
 		t.Error("softPodAntiAffinity set though the spec does not ask for it")
+	}
+	// A data center added later gets the keyspace's replication from k8ssandra-operator
+	// before it rebuilds from an existing one (so the rebuild streams the sessions), at the
+	// factor the migration will set.
+	if got, want := k8c.GetAnnotations()["k8ssandra.io/dc-replication"], `{"dc1":{"openaaa":1}}`; got != want {
+		t.Errorf("k8ssandra.io/dc-replication %q, want %q", got, want)
 	}
 	spec.Cassandra.Managed.SoftPodAntiAffinity = true
 	k8c = buildK8ssandraCluster(c, spec, nil)

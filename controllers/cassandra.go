@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"sort"
@@ -78,7 +79,27 @@ func buildK8ssandraCluster(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, retai
 		},
 	}}
 	u.SetLabels(clusterLabels(c, "cassandra"))
+	u.SetAnnotations(map[string]string{dcReplicationAnnotation: dcReplication(spec)})
 	return u
+}
+
+// dcReplicationAnnotation tells k8ssandra-operator the keyspace's replication factor in each
+// data center. It applies it only to a data center being added to an initialized cluster,
+// before that datacenter rebuilds from an existing one: the rebuild then streams the sessions.
+// The migration sets the same factors (desiredReplication).
+const dcReplicationAnnotation = "k8ssandra.io/dc-replication"
+
+// dcReplication is the annotation's value: {"<dc>": {"<keyspace>": <rf>}, ...}. Pure.
+func dcReplication(spec aaav1.AAAClusterSpec) string {
+	m := make(map[string]map[string]int32, len(spec.Datacenters))
+	for _, dc := range spec.Datacenters {
+		m[dc.Name] = map[string]int32{spec.Cassandra.Keyspace: *dc.Cassandra.ReplicationFactor}
+	}
+	b, err := json.Marshal(m) // sorted keys: the same spec, the same annotation
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 // retainedDatacenters returns the datacenter entries of the existing K8ssandraCluster that left
