@@ -295,12 +295,16 @@ func TestK8ssandraStatus(t *testing.T) {
 			"dc3": map[string]any{"cassandra": map[string]any{"cassandraOperatorProgress": "Updating"}},
 		},
 	}}}
-	init, ready := k8ssandraStatus(u, []aaav1.Datacenter{{Name: "dc1"}, {Name: "dc2"}, {Name: "dc3"}, {Name: "dc4"}})
+	init, ready, progress := k8ssandraStatus(u, []aaav1.Datacenter{{Name: "dc1"}, {Name: "dc2"}, {Name: "dc3"}, {Name: "dc4"}})
 	if !init || !ready["dc1"] || ready["dc2"] || ready["dc3"] || ready["dc4"] {
 		t.Errorf("initialized %v, ready %v", init, ready)
 	}
-	if init, _ := k8ssandraStatus(&unstructured.Unstructured{Object: map[string]any{}}, nil); init {
-		t.Error("initialized without status")
+	// What kubectl shows while the datacenters come up, one after another.
+	if want := "dc1 ready, dc2 not ready, dc3 Updating, dc4 not created yet"; progress != want {
+		t.Errorf("progress %q, want %q", progress, want)
+	}
+	if init, _, progress := k8ssandraStatus(&unstructured.Unstructured{Object: map[string]any{}}, []aaav1.Datacenter{{Name: "dc1"}}); init || progress != "dc1 not created yet" {
+		t.Errorf("without status: initialized %v, progress %q", init, progress)
 	}
 }
 

@@ -127,8 +127,10 @@ func retainedDatacenters(existing *unstructured.Unstructured, spec aaav1.AAAClus
 	return out
 }
 
-// k8ssandraStatus reads initialization and per-datacenter readiness. Pure.
-func k8ssandraStatus(u *unstructured.Unstructured, dcs []aaav1.Datacenter) (initialized bool, ready map[string]bool) {
+// k8ssandraStatus reads initialization, per-datacenter readiness and a line on the progress of
+// each datacenter of the spec ("dc1 ready, dc2 Updating, dc3 not created yet": k8ssandra-operator
+// creates them one after another). Pure.
+func k8ssandraStatus(u *unstructured.Unstructured, dcs []aaav1.Datacenter) (initialized bool, ready map[string]bool, progress string) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
@@ -137,12 +139,15 @@ func k8ssandraStatus(u *unstructured.Unstructured, dcs []aaav1.Datacenter) (init
 		}
 	}
 	ready = map[string]bool{}
+	var lines []string
 	for _, dc := range dcs {
 		cass, _, _ := unstructured.NestedMap(u.Object, "status", "datacenters", dc.Name, "cassandra")
 		if cass == nil {
+			lines = append(lines, dc.Name+" not created yet")
 			continue
 		}
-		if cass["cassandraOperatorProgress"] == "Ready" {
+		op, _ := cass["cassandraOperatorProgress"].(string)
+		if op == "Ready" {
 			ready[dc.Name] = true
 		}
 		dcConds, _, _ := unstructured.NestedSlice(cass, "conditions")
@@ -152,8 +157,18 @@ func k8ssandraStatus(u *unstructured.Unstructured, dcs []aaav1.Datacenter) (init
 				ready[dc.Name] = m["status"] == string(corev1.ConditionTrue)
 			}
 		}
+		switch {
+		case ready[dc.Name]:
+			lines = append(lines, dc.Name+" ready")
+		case op == "Ready": // cass-operator done, the datacenter's Ready condition not (yet) True
+			lines = append(lines, dc.Name+" not ready")
+		case op != "":
+			lines = append(lines, dc.Name+" "+op)
+		default:
+			lines = append(lines, dc.Name+" created")
+		}
 	}
-	return initialized, ready
+	return initialized, ready, strings.Join(lines, ", ")
 }
 
 func toUnstructured(obj any) map[string]any {
@@ -272,10 +287,11 @@ func (r *AAAClusterReconciler) reconcileCassandra(ctx context.Context, st *state
 	if err != nil {
 		return result{}, err
 	}
-	cs.initialized, cs.dcReady = k8ssandraStatus(live.(*unstructured.Unstructured), spec.Datacenters)
+	var progress string
+	cs.initialized, cs.dcReady, progress = k8ssandraStatus(live.(*unstructured.Unstructured), spec.Datacenters)
 	if !cs.initialized {
 		cs.reason = ReasonCassandraInit
-		cs.message = fmt.Sprintf("waiting for K8ssandraCluster %s to be initialized (condition CassandraInitialized)", k8ssandraName(c))
+		cs.message = fmt.Sprintf("waiting for K8ssandraCluster %s to be initialized (condition CassandraInitialized): %s", k8ssandraName(c), progress)
 		return result{stop: true}, nil
 	}
 	var notReady []string
@@ -286,7 +302,7 @@ func (r *AAAClusterReconciler) reconcileCassandra(ctx context.Context, st *state
 	}
 	if len(notReady) > 0 {
 		cs.reason = ReasonDatacenterNotReady
-		cs.message = "Cassandra datacenters not ready: " + strings.Join(notReady, ", ")
+		cs.message = fmt.Sprintf("Cassandra datacenters not ready: %s (%s)", strings.Join(notReady, ", "), progress)
 		return result{}, nil
 	}
 	cs.ready = true
