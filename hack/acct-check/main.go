@@ -10,7 +10,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -60,7 +59,7 @@ func run(nodes, ks, consName string, files []string) error {
 	if err := cons.UnmarshalText([]byte(consName)); err != nil {
 		return fmt.Errorf("-consistency %q: %w", consName, err)
 	}
-	acked, err := readAcked(files)
+	acked, err := acctcheck.ReadAcked(files)
 	if err != nil {
 		return err
 	}
@@ -77,7 +76,7 @@ func run(nodes, ks, consName string, files []string) error {
 		if err != nil {
 			return err
 		}
-		missing, samples := compare(acked, h)
+		missing, samples := acctcheck.Missing(acked, h)
 		if i == 0 {
 			res.Missing, res.Samples = missing, samples
 		}
@@ -89,68 +88,10 @@ func run(nodes, ks, consName string, files []string) error {
 }
 
 func readOne(contact, dc, ks string, cons gocql.Consistency) (map[acctcheck.Key]*acctcheck.Records, error) {
-	s, err := acctcheck.Connect(contact, dc, ks)
+	s, err := acctcheck.Connect(contact, dc, ks, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
 	return acctcheck.ReadHistory(s, cons)
-}
-
-// readAcked sums the sessions' acknowledged records over the files, by Acct-Session-Id.
-func readAcked(files []string) (map[string]*acctcheck.Records, error) {
-	out := map[string]*acctcheck.Records{}
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(fh)
-		line := 0
-		for sc.Scan() {
-			line++
-			var id string
-			var r acctcheck.Records
-			if _, err := fmt.Sscanf(sc.Text(), "%s %d %d %d", &id, &r.Starts, &r.Interims, &r.Stops); err != nil {
-				fh.Close()
-				return nil, fmt.Errorf("%s:%d: %q: want \"id starts interims stops\"", f, line, sc.Text())
-			}
-			a := out[id]
-			if a == nil {
-				a = &acctcheck.Records{}
-				out[id] = a
-			}
-			a.Starts, a.Interims, a.Stops = a.Starts+r.Starts, a.Interims+r.Interims, a.Stops+r.Stops
-		}
-		err = sc.Err()
-		fh.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-	}
-	return out, nil
-}
-
-// compare counts the acknowledged records that h lacks (sessions matched by Acct-Session-Id:
-// the generator's ids are unique per run) and names up to 10 of their sessions.
-func compare(acked map[string]*acctcheck.Records, h map[acctcheck.Key]*acctcheck.Records) (int, []string) {
-	stored := map[string]acctcheck.Records{}
-	for k, r := range h {
-		s := stored[k.ID]
-		s.Starts, s.Interims, s.Stops = s.Starts+r.Starts, s.Interims+r.Interims, s.Stops+r.Stops
-		stored[k.ID] = s
-	}
-	missing := 0
-	var samples []string
-	for id, a := range acked {
-		s := stored[id]
-		n := max(a.Starts-s.Starts, 0) + max(a.Interims-s.Interims, 0) + max(a.Stops-s.Stops, 0)
-		if n > 0 {
-			missing += n
-			if len(samples) < 10 {
-				samples = append(samples, fmt.Sprintf("%s: acknowledged %d/%d/%d, stored %d/%d/%d", id, a.Starts, a.Interims, a.Stops, s.Starts, s.Interims, s.Stops))
-			}
-		}
-	}
-	return missing, samples
 }

@@ -466,7 +466,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // connect opens a driver session to node i only (its DC's view of the data).
 func connect(t *testing.T, node int, dc, ks string) *gocql.Session {
 	t.Helper()
-	s, err := acctcheck.Connect(contactPoint(node), dc, ks)
+	s, err := acctcheck.Connect(contactPoint(node), dc, ks, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
