@@ -803,8 +803,14 @@ func checkPodSecurity(t *testing.T, p *corev1.Pod) {
 
 func nodePorts(t *testing.T, c client.Client) (auth, acct int32) {
 	t.Helper()
+	return nodePortsOf(t, c, client.ObjectKey{Namespace: aaaNS, Name: release + "-dc1-radius"})
+}
+
+// nodePortsOf returns the RADIUS NodePorts of the Service key (NodePort, Local).
+func nodePortsOf(t *testing.T, c client.Client, key client.ObjectKey) (auth, acct int32) {
+	t.Helper()
 	svc := &corev1.Service{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: aaaNS, Name: release + "-dc1-radius"}, svc); err != nil {
+	if err := c.Get(context.Background(), key, svc); err != nil {
 		t.Fatal(err)
 	}
 	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {

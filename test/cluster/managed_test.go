@@ -1,0 +1,340 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	"github.com/openaaa/openaaa/controllers"
+	"github.com/openaaa/openaaa/internal/acctcheck"
+	"github.com/openaaa/openaaa/test/addons"
+	"github.com/openaaa/openaaa/test/cluster/clustertest"
+)
+
+// The managed-Cassandra AAACluster: Cassandra run by the real k8ssandra-operator and
+// cass-operator (hack/addons.sh install-k8ssandra), one Cassandra node per data center on the
+// single node (soft anti-affinity), static volumes of the local StorageClass.
+const (
+	managedNS      = "aaa-managed"
+	managedRelease = "geo"
+	// managedReadyWithin bounds the whole bring-up: k8ssandra-operator creates the
+	// datacenters one after another, and each Cassandra node boots in its pod (a JVM start,
+	// a first boot, joining the cluster) on two busy cores.
+	managedReadyWithin = 20 * time.Minute
+	localStorageClass  = "openaaa-local"
+)
+
+var cassDCGVK = schema.GroupVersionKind{Group: "cassandra.datastax.com", Version: "v1beta1", Kind: "CassandraDatacenter"}
+
+func managedValues(dcs ...string) string {
+	var b strings.Builder
+	b.WriteString("datacenters:\n")
+	for _, dc := range dcs {
+		fmt.Fprintf(&b, `  - name: %s
+    replicas: 1
+    service: {type: NodePort}
+    cassandra:
+      size: 1
+      replicationFactor: 1
+      storage: {storageClassName: %s, size: 1Gi}
+      resources:
+        requests: {cpu: 100m, memory: 1Gi}
+        limits: {memory: 1536Mi}
+`, dc, localStorageClass)
+	}
+	fmt.Fprintf(&b, `cassandra:
+  managed: {softPodAntiAffinity: true}
+sessionStore: cassandra
+subscribers:
+  file: {configMap: {name: subscribers, key: subscribers.yaml}}
+nasClients:
+  create: true
+  clients:
+    - {name: nas, address: %s, secret: %s}
+`, clustertest.NASIP, nasSecret)
+	return b.String()
+}
+
+// installK8ssandra installs cass-operator and k8ssandra-operator (and imports the Cassandra
+// test images) as a user of the local cluster does: hack/addons.sh install-k8ssandra.
+func installK8ssandra(t *testing.T, ctx context.Context) {
+	t.Helper()
+	start := time.Now()
+	if out, err := addons.Script(ctx, "install-k8ssandra", cluster.Kubeconfig); err != nil {
+		t.Fatalf("%v%s\n%s", err, out, diagnostics())
+	}
+	t.Logf("k8ssandra-operator and cass-operator installed in %s", time.Since(start).Round(time.Second))
+}
+
+// upState is one observation of the bring-up: what a user sees with kubectl.
+type upState struct {
+	reason, message string // CassandraReady
+	ready           bool   // Ready
+	dcs, pods       int    // CassandraDatacenters, Cassandra pods ready
+	jobs            int    // migration Jobs
+	deployments     int    // policing Deployments
+}
+
+func (s upState) String() string {
+	return fmt.Sprintf("CassandraReady %s %q, Ready %v, %d CassandraDatacenters, %d Cassandra pods ready, %d schema Jobs, %d policing Deployments",
+		s.reason, s.message, s.ready, s.dcs, s.pods, s.jobs, s.deployments)
+}
+
+func observeUp(ctx context.Context, c client.Client, key client.ObjectKey) (upState, error) {
+	var s upState
+	ac := &aaav1.AAACluster{}
+	if err := c.Get(ctx, key, ac); err != nil {
+		return s, err
+	}
+	if cond := meta.FindStatusCondition(ac.Status.Conditions, aaav1.ConditionCassandraReady); cond != nil {
+		s.reason, s.message = cond.Reason, cond.Message
+		if cond.Status == metav1.ConditionTrue {
+			s.reason = "True/" + cond.Reason
+		}
+	}
+	s.ready = meta.IsStatusConditionTrue(ac.Status.Conditions, aaav1.ConditionReady)
+	dcs := &unstructured.UnstructuredList{}
+	dcs.SetGroupVersionKind(cassDCGVK)
+	if err := c.List(ctx, dcs, client.InNamespace(key.Namespace)); err != nil {
+		return s, err
+	}
+	s.dcs = len(dcs.Items)
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(key.Namespace), client.HasLabels{"cassandra.datastax.com/datacenter"}); err != nil {
+		return s, err
+	}
+	for i := range pods.Items {
+		if podReady(&pods.Items[i]) {
+			s.pods++
+		}
+	}
+	var jobs batchv1.JobList
+	if err := c.List(ctx, &jobs, client.InNamespace(key.Namespace), client.MatchingLabels{controllers.LabelCluster: key.Name, controllers.LabelComponent: "schema-migration"}); err != nil {
+		return s, err
+	}
+	s.jobs = len(jobs.Items)
+	var deps appsv1.DeploymentList
+	if err := c.List(ctx, &deps, client.InNamespace(key.Namespace), client.MatchingLabels{"aaa.openaaa.io/cluster": key.Name}); err != nil {
+		return s, err
+	}
+	s.deployments = len(deps.Items)
+	return s, nil
+}
+
+// TestManagedCassandra: an AAACluster whose Cassandra is managed (no `external`) comes up
+// through the real k8ssandra-operator and cass-operator in two data centers: K8ssandraCluster
+// → CassandraDatacenters → Cassandra pods Ready → schema Job → policing per DC, with the
+// conditions telling which step it is at all along. Then the NAS sends the field's flow with
+// each message of a session to the next data center's Service, and every acknowledged
+// record is in each data center, read there at LOCAL_QUORUM.
+func TestManagedCassandra(t *testing.T) {
+	clustertest.Skip(t, cluster)
+	root, helm, tag := needOperatorImages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
+	defer cancel()
+	clusterAddons.Wait(t, ctx) // cert-manager: k8ssandra-operator's webhook certificate
+	installK8ssandra(t, ctx)
+	c := aaaClient(t)
+	key := client.ObjectKey{Namespace: managedNS, Name: managedRelease}
+
+	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managedNS}})
+	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: managedNS, Labels: watched},
+		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
+	installOperatorChart(t, ctx, helm, root, tag)
+	t.Cleanup(func() {
+		runHelm(t, context.Background(), helm, "uninstall", "openaaa-operator", "-n", operatorNS, "--wait", "--timeout", "2m")
+	})
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(managedValues("dc1", "dc2")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runHelm(t, ctx, helm, "install", managedRelease, filepath.Join(root, "charts", "aaacluster"), "-n", managedNS, "-f", values)
+	t.Cleanup(func() { uninstallManaged(t, c, helm) })
+
+	// 1. The bring-up, observed every 2 s: each distinct state is logged, and the order of
+	// the steps is checked as it happens.
+	began := time.Now()
+	var seen []upState
+	var last upState
+	eventually(t, managedReadyWithin, "the managed AAACluster Ready", func() error {
+		s, err := observeUp(ctx, c, key)
+		if err != nil {
+			return err
+		}
+		if s != last {
+			t.Logf("+%s: %s", time.Since(began).Round(time.Second), s)
+			seen = append(seen, s)
+			last = s
+		}
+		if s.reason == controllers.ReasonCassandraInit && (s.jobs > 0 || s.deployments > 0) {
+			t.Fatalf("schema Job or policing before Cassandra was initialized: %s", s)
+		}
+		if !s.ready {
+			time.Sleep(time.Second)
+			return fmt.Errorf("%s", s)
+		}
+		return nil
+	})
+	t.Logf("managed AAACluster Ready in %s", time.Since(began).Round(time.Second))
+	initializing := false
+	for _, s := range seen {
+		if s.reason == controllers.ReasonCassandraInit && strings.Contains(s.message, "dc1") && strings.Contains(s.message, "dc2") {
+			initializing = true
+		}
+	}
+	if !initializing {
+		t.Errorf("CassandraReady never said %s naming each datacenter's progress; seen:\n%v", controllers.ReasonCassandraInit, seen)
+	}
+
+	ac := &aaav1.AAACluster{}
+	if err := c.Get(ctx, key, ac); err != nil {
+		t.Fatal(err)
+	}
+	if ac.Status.Schema == nil || ac.Status.Schema.Replication != "dc1:1,dc2:1" {
+		t.Errorf("schema status %+v, want replication dc1:1,dc2:1", ac.Status.Schema)
+	}
+	for _, ds := range ac.Status.Datacenters {
+		if !ds.CassandraReady {
+			t.Errorf("status.datacenters %s: cassandraReady false in a Ready AAACluster", ds.Name)
+		}
+	}
+	k8c := &unstructured.Unstructured{}
+	k8c.SetGroupVersionKind(controllers.K8ssandraClusterGVK)
+	if err := c.Get(ctx, key, k8c); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(k8c, ac) {
+		t.Errorf("K8ssandraCluster not controlled by the AAACluster")
+	}
+	creds := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: managedRelease + "-superuser"}, creds); err != nil {
+		t.Fatalf("k8ssandra-operator's superuser Secret: %v", err)
+	}
+	if creds.Labels[controllers.WatchLabel] != controllers.WatchLabelValue {
+		t.Errorf("the superuser Secret is not adopted (label %s): %v", controllers.WatchLabel, creds.Labels)
+	}
+
+	// 2. The field's flow from the NAS, each message of a session to the next data center.
+	acked := managedFlow(t, ctx, c, root, 40*time.Second)
+	for _, dc := range []string{"dc1", "dc2"} {
+		missingIn(t, ctx, c, creds, dc, acked)
+	}
+}
+
+// managedFlow runs aaa-loadgen from the NAS namespace against every data center's NodePorts,
+// round-robin (each message of a session to the next data center), and returns the file of
+// acknowledged accounting records.
+func managedFlow(t *testing.T, ctx context.Context, c client.Client, root string, d time.Duration) string {
+	t.Helper()
+	loadgen := filepath.Join(t.TempDir(), "aaa-loadgen")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", loadgen, filepath.Join(root, "services", "loadgen")).CombinedOutput(); err != nil {
+		t.Fatalf("building aaa-loadgen: %v\n%s", err, out)
+	}
+	var targets []string
+	for _, dc := range []string{"dc1", "dc2"} {
+		auth, acct := nodePortsOf(t, c, client.ObjectKey{Namespace: managedNS, Name: managedRelease + "-" + dc + "-radius"})
+		targets = append(targets, fmt.Sprintf("%s=%s:%d/%d", dc, clustertest.NodeIP, auth, acct))
+	}
+	acked := filepath.Join(t.TempDir(), "acked")
+	report := filepath.Join(t.TempDir(), "report.json")
+	lctx, lcancel := context.WithTimeout(ctx, d+2*time.Minute)
+	defer lcancel()
+	run := clustertest.NASExec(lctx, loadgen, "run", "--quiet", "--target", strings.Join(targets, ","),
+		"--distribution", "round-robin", "--failover", "--nas-ip", clustertest.NASIP,
+		"--secret", nasSecret, "--users", fmt.Sprint(loadUsers), "--framed-ip-base", "198.19.0.1",
+		"--concurrency", "8", "--duration", d.String(), "--timeout", "2s", "--retries", "6",
+		"--acked-out", acked, "--json-out", report)
+	var out bytes.Buffer
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Run(); err != nil {
+		t.Fatalf("aaa-loadgen: %v\n%s", err, out.String())
+	}
+	var r struct {
+		Sessions      uint64 `json:"sessions"`
+		AcctResponses uint64 `json:"acctResponses"`
+		Timeouts      uint64 `json:"timeouts"`
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("NAS flow over dc1 and dc2: %d sessions, %d accounting records acknowledged, %d timeouts", r.Sessions, r.AcctResponses, r.Timeouts)
+	if r.AcctResponses == 0 {
+		t.Fatalf("no accounting record acknowledged:\n%s", b)
+	}
+	return acked
+}
+
+// missingIn reads acct_history in data center dc, through its Cassandra pod at LOCAL_QUORUM
+// with k8ssandra-operator's superuser, and fails on any acknowledged record it lacks.
+func missingIn(t *testing.T, ctx context.Context, c client.Client, creds *corev1.Secret, dc string, ackedFile string) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(managedNS), client.MatchingLabels{"cassandra.datastax.com/datacenter": dc}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
+		t.Fatalf("no Cassandra pod in %s", dc)
+	}
+	auth := gocql.PasswordAuthenticator{Username: string(creds.Data["username"]), Password: string(creds.Data["password"])}
+	s, err := acctcheck.Connect(pods.Items[0].Status.PodIP+":9042", dc, "openaaa", auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, err := acctcheck.ReadHistory(s, gocql.LocalQuorum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked, err := acctcheck.ReadAcked([]string{ackedFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing, samples := acctcheck.Missing(acked, h); missing > 0 {
+		t.Errorf("%s at LOCAL_QUORUM lacks %d acknowledged records: %v", dc, missing, samples)
+	} else {
+		t.Logf("%s holds every acknowledged record of %d sessions", dc, len(acked))
+	}
+}
+
+// uninstallManaged removes the AAACluster release and waits until k8ssandra-operator has
+// removed its Cassandra (CassandraDatacenters, pods), then the volumes' claims.
+func uninstallManaged(t *testing.T, c client.Client, helm string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_ = exec.CommandContext(ctx, helm, "--kubeconfig", cluster.Kubeconfig, "uninstall", managedRelease, "-n", managedNS, "--wait").Run()
+	eventually(t, 4*time.Minute, "the managed Cassandra removed", func() error {
+		dcs := &unstructured.UnstructuredList{}
+		dcs.SetGroupVersionKind(cassDCGVK)
+		if err := c.List(ctx, dcs, client.InNamespace(managedNS)); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if n := len(dcs.Items); n > 0 {
+			return fmt.Errorf("%d CassandraDatacenters left", n)
+		}
+		return nil
+	})
+	_ = c.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(managedNS))
+}
