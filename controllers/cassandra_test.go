@@ -151,7 +151,13 @@ func TestExternalCassandraOutageWithin15s(t *testing.T) {
 	if err := te.c.Create(bg, c); err != nil {
 		t.Fatal(err)
 	}
-	te.finishJob(t, te.waitMigrationJob(t, ns, "ext", "dc1:3"), true)
+	job := te.waitMigrationJob(t, ns, "ext", "dc1:3")
+	// Defect 4: while the first migration runs there is no Deployment, and nothing to warn of.
+	time.Sleep(2 * time.Second)
+	if te.recorder.has(ns, "Warning "+ReasonUnavailable) {
+		t.Errorf("a Warning %s while the first migration runs: %v", ReasonUnavailable, te.recorder.events(ns))
+	}
+	te.finishJob(t, job, true)
 	eventually(t, wait, "Deployment ext-dc1", func() error {
 		_, err := te.exists(&appsv1.Deployment{ObjectMeta: objKey(ns, "ext-dc1")})
 		return err
