@@ -75,7 +75,10 @@ func loadTestVerdict(c aaav1.LoadTestSuccessCriteria, s *summary.Summary) (reaso
 	minAnswered := ratio(c.MinAnsweredRatio, defaultMinAnsweredRatio)
 	maxTimeouts := ratio(c.MaxTimeoutRatio, defaultMaxTimeoutRatio)
 	maxRejects := ratio(c.MaxRejectRatio, defaultMaxRejectRatio)
-	answered, timeouts := share(s.Answered, s.Sent), share(s.Timeouts, s.Sent)
+	// The requests that ended: answered, timed out or failed. Those still in flight when the
+	// run ended (aborted, up to one per worker) had no chance to be answered and do not count.
+	ended := s.Answered + s.Timeouts + s.Errors
+	answered, timeouts := share(s.Answered, ended), share(s.Timeouts, ended)
 	auth := s.Accepts + s.Rejects
 	switch {
 	case s.Sent == 0:
@@ -83,11 +86,11 @@ func loadTestVerdict(c aaav1.LoadTestSuccessCriteria, s *summary.Summary) (reaso
 	case s.Answered == 0:
 		reason, message = ReasonNoAnswer, fmt.Sprintf("no request was answered: %d sent, %d timeouts, %d errors", s.Sent, s.Timeouts, s.Errors)
 	case answered < minAnswered:
-		reason, message = ReasonAnsweredBelowMinimum, fmt.Sprintf("%s of the requests answered (%d of %d), below spec.successCriteria.minAnsweredRatio %s",
-			percent(answered), s.Answered, s.Sent, c.MinAnsweredRatio)
+		reason, message = ReasonAnsweredBelowMinimum, fmt.Sprintf("%s of the requests answered (%d of %d that ended), below spec.successCriteria.minAnsweredRatio %s",
+			percent(answered), s.Answered, ended, c.MinAnsweredRatio)
 	case timeouts > maxTimeouts:
-		reason, message = ReasonTimeoutsAboveMaximum, fmt.Sprintf("%s of the requests timed out (%d of %d), above spec.successCriteria.maxTimeoutRatio %s",
-			percent(timeouts), s.Timeouts, s.Sent, c.MaxTimeoutRatio)
+		reason, message = ReasonTimeoutsAboveMaximum, fmt.Sprintf("%s of the requests timed out (%d of %d that ended), above spec.successCriteria.maxTimeoutRatio %s",
+			percent(timeouts), s.Timeouts, ended, c.MaxTimeoutRatio)
 	case int64(min(s.Errors, 1<<62)) > *c.MaxErrors:
 		reason, message = ReasonErrorsAboveMaximum, fmt.Sprintf("%d invalid replies or socket errors, above spec.successCriteria.maxErrors %d",
 			s.Errors, *c.MaxErrors)

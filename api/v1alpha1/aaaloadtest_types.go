@@ -224,13 +224,14 @@ type LoadTestNAS struct {
 // LoadTestSuccessCriteria are the bounds a run must stay within to be Succeeded. Ratios are
 // decimal strings from 0 to 1 (Kubernetes APIs carry no floating-point numbers).
 type LoadTestSuccessCriteria struct {
-	// MinAnsweredRatio: requests answered / requests sent, at least. Default "0.99".
+	// MinAnsweredRatio: requests answered / requests that ended (answered, timed out or
+	// failed; those in flight when the run ended do not count), at least. Default "0.99".
 	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]{1,6})?|1(\.0{1,6})?)$`
 	// +kubebuilder:default="0.99"
 	// +optional
 	MinAnsweredRatio string `json:"minAnsweredRatio,omitempty"`
-	// MaxTimeoutRatio: requests timed out (after every retransmission) / requests sent, at
-	// most. Default "0.01".
+	// MaxTimeoutRatio: requests timed out (after every retransmission) / requests that ended,
+	// at most. Default "0.01".
 	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]{1,6})?|1(\.0{1,6})?)$`
 	// +kubebuilder:default="0.01"
 	// +optional
