@@ -31,6 +31,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 )
@@ -58,6 +59,9 @@ type AAAClusterReconciler struct {
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
 	Options   Options
+	// CassandraProbeInterval: how often the external Cassandra's contact points are dialled
+	// between reconciles (cassandra_probe.go). Zero: 5 s.
+	CassandraProbeInterval time.Duration
 }
 
 // state is what the steps of one reconcile share. Steps read the spec (with defaults) and
@@ -197,6 +201,10 @@ func (r *AAAClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return referencedObjects(o.(*aaav1.AAACluster)) }); err != nil {
 		return err
 	}
+	prober := newCassandraProber(mgr.GetClient(), r.CassandraProbeInterval)
+	if err := mgr.Add(prober); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("aaacluster").
 		For(&aaav1.AAACluster{}, builder.WithPredicates(predicate.Or(
@@ -211,7 +219,8 @@ func (r *AAAClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&corev1.Secret{}). // the admin token: deleted, it is made again
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referencing("Secret"))).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referencing("ConfigMap")))
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referencing("ConfigMap"))).
+		WatchesRawSource(source.Channel(prober.events, &handler.EnqueueRequestForObject{}))
 	for _, gvk := range []schema.GroupVersionKind{K8ssandraClusterGVK, CertificateGVK, ServiceMonitorGVK, PrometheusRuleGVK} {
 		ok, err := r.hasKindIn(mgr, gvk)
 		if err != nil {

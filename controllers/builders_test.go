@@ -364,6 +364,13 @@ func TestServiceEndpoint(t *testing.T) {
 	if got := serviceEndpoint(lb); got != "aaa.example.net" {
 		t.Errorf("hostname: %q", got)
 	}
+	// Issue 32: a NodePort Service's cluster IP is no use to a NAS outside the cluster; its
+	// node ports on any node's address are.
+	np := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.3", Ports: []corev1.ServicePort{
+		{Name: portAuth, Port: 1812, NodePort: 31456}, {Name: portAcct, Port: 1813, NodePort: 30999}}}}
+	if got := serviceEndpoint(np); got != "<node address>:31456 (auth), <node address>:30999 (acct)" {
+		t.Errorf("NodePort endpoint %q", got)
+	}
 	if got := serviceEndpoint(&corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.0.0.2"}}); got != "10.0.0.2" {
 		t.Errorf("cluster IP: %q", got)
 	}
@@ -590,5 +597,49 @@ func TestManagedCassandraDefaults(t *testing.T) {
 	k8c = buildK8ssandraCluster(c, spec, nil)
 	if v, _, _ := unstructured.NestedBool(k8c.Object, "spec", "cassandra", "softPodAntiAffinity"); !v {
 		t.Error("softPodAntiAffinity not set though the spec asks for it")
+	}
+}
+
+// Issue 32, defect 4: while the first migration runs no Deployment exists yet: PolicingReady
+// says policing waits for the schema (no Warning "not available"); and "1 data center".
+func TestComputeStatusWhileMigrating(t *testing.T) {
+	c, spec := sampleForBuilders(t)
+	spec.Datacenters = spec.Datacenters[:1]
+	st := &state{cluster: c, spec: spec,
+		cassandra: cassandraState{initialized: true, ready: true, reason: ReasonReady, dcReady: map[string]bool{spec.Datacenters[0].Name: true}},
+		schema:    schemaState{reason: ReasonMigrating, message: "migration Job running"},
+		dcs:       map[string]*dcObserved{},
+		completed: map[string]bool{stepConfig: true, stepCertificates: true, stepMonitoring: true, stepCassandra: true, stepSchema: true},
+	}
+	s := computeStatus(st, nil)
+	cond := meta.FindStatusCondition(s.Conditions, aaav1.ConditionPolicingReady)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonWaitingForSchema || warningReasons[cond.Reason] {
+		t.Errorf("PolicingReady while the first migration runs: %+v", cond)
+	}
+	if r := meta.FindStatusCondition(s.Conditions, aaav1.ConditionReady); r == nil || r.Reason != ReasonMigrating {
+		t.Errorf("Ready: %+v", r)
+	}
+	// Once deployed and available: "ready in 1 data center".
+	avail := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}, Status: appsv1.DeploymentStatus{
+		UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}}
+	st.status = s
+	st.schema = schemaState{ready: true, reason: ReasonReady}
+	st.dcs[spec.Datacenters[0].Name] = &dcObserved{complete: true, deployed: true, workload: observeWorkload(avail)}
+	st.completed[stepDatacenters] = true
+	s = computeStatus(st, nil)
+	if r := meta.FindStatusCondition(s.Conditions, aaav1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue || r.Message != "AAA cluster ready in 1 data center" {
+		t.Errorf("Ready: %+v", r)
+	}
+	// A later migration (a DC added) with the first DC deployed but down: that is an outage.
+	st.status = s
+	st.schema = schemaState{reason: ReasonMigrating}
+	delete(st.completed, stepDatacenters)
+	st.dcs = map[string]*dcObserved{}
+	s.Datacenters[0].Ready = false
+	st.status = s
+	s = computeStatus(st, nil)
+	if cond := meta.FindStatusCondition(s.Conditions, aaav1.ConditionPolicingReady); cond == nil || cond.Reason != ReasonUnavailable {
+		t.Errorf("PolicingReady of a deployed DC that is down during a migration: %+v", cond)
 	}
 }

@@ -179,9 +179,10 @@ func toUnstructured(obj any) map[string]any {
 	return m
 }
 
-// How often an external Cassandra's contact points are probed again: soon while none answers,
-// and now and then while one does, so that CassandraReady follows an outage that changes no
-// Kubernetes object.
+// How often an external Cassandra's contact points are probed again by a reconcile: soon while
+// none answers, and now and then while one does. Between reconciles the prober
+// (cassandra_probe.go) dials them every 5 s and triggers a reconcile when the answer changes,
+// so that CassandraReady follows an outage that changes no Kubernetes object within 15 s.
 const (
 	requeueExternalUnreachable = 15 * time.Second
 	requeueExternalReachable   = time.Minute
@@ -251,7 +252,8 @@ func (r *AAAClusterReconciler) reconcileCassandra(ctx context.Context, st *state
 			return result{}, fmt.Errorf("get Secret %s: %w", name, err)
 		}
 		// Initialized: the chain goes on, so policing and its configuration stay reconciled
-		// through an outage (its pods wait for their store, not ready, and say why).
+		// through an outage (running pods stay ready and spool accounting; a pod that starts
+		// meanwhile waits for its store, not ready, and says why: docs/cassandra.md).
 		cs.initialized = true
 		if err := DialContactPoints(ctx, spec.Cassandra.External.ContactPoints, contactPointTimeout); err != nil {
 			cs.reason, cs.message = ReasonCassandraUnreachable, err.Error()

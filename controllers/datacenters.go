@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"path"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -557,10 +558,27 @@ func statefulSetReady(s *appsv1.StatefulSet) bool {
 	return s.Status.UpdatedReplicas >= want && s.Status.ReadyReplicas >= want && s.Status.AvailableReplicas >= want
 }
 
-// serviceEndpoint is the address NAS use: the load balancer's, else the cluster IP. Pure.
+// serviceEndpoint is the address NAS use: the load balancer's; for a NodePort Service the
+// node ports on any node's address (the operator does not list nodes: which node address a NAS
+// reaches is the site's to know); else the cluster IP. Pure.
 func serviceEndpoint(s *corev1.Service) string {
 	if s == nil {
 		return ""
+	}
+	if s.Spec.Type == corev1.ServiceTypeNodePort {
+		var auth, acct int32
+		for _, p := range s.Spec.Ports {
+			switch p.Name {
+			case portAuth:
+				auth = p.NodePort
+			case portAcct:
+				acct = p.NodePort
+			}
+		}
+		if auth == 0 || acct == 0 {
+			return "" // not allocated yet
+		}
+		return fmt.Sprintf("<node address>:%d (auth), <node address>:%d (acct)", auth, acct)
 	}
 	for _, in := range s.Status.LoadBalancer.Ingress {
 		if in.IP != "" {

@@ -200,7 +200,10 @@ func endedJob(failed bool, reason string) *batchv1.Job {
 
 // TestLoadTestFromJob: the outcome of an ended Job from its termination message.
 func TestLoadTestFromJob(t *testing.T) {
-	report, _ := summary.Marshal(summary.Summary{Seconds: 12.34, Figures: summary.Figures{IncomingTPS: 1}})
+	report, _ := summary.Marshal(summary.Summary{Seconds: 12.34, Sent: 1000, Figures: summary.Figures{IncomingTPS: 1, Answered: 1000}})
+	// Issue 32: nothing answered, all timeouts, policing dropped them as unknown_client.
+	unanswered, _ := summary.Marshal(summary.Summary{Seconds: 30, Sent: 1140, Figures: summary.Figures{Timeouts: 1140},
+		Dropped: map[string]uint64{"unknown_client": 3553}})
 	errSummary, _ := summary.Marshal(summary.Summary{Error: "empty shared secret"})
 	for _, tc := range []struct {
 		name           string
@@ -210,6 +213,7 @@ func TestLoadTestFromJob(t *testing.T) {
 		inMessage      string
 	}{
 		{"report", false, "", string(report), aaav1.LoadTestSucceeded, ReasonCompleted, "12.3 s"},
+		{"no answer", false, "", string(unanswered), aaav1.LoadTestFailed, ReasonNoAnswer, "no request was answered: 1140 sent, 1140 timeouts, 0 errors; policing dropped unknown_client=3553"},
 		{"no report", false, "", "", aaav1.LoadTestFailed, ReasonReportUnreadable, "no report"},
 		{"summary error", true, batchv1.JobReasonBackoffLimitExceeded, string(errSummary), aaav1.LoadTestFailed, ReasonLoadgenFailed, "empty shared secret"},
 		{"log tail", true, batchv1.JobReasonBackoffLimitExceeded, "panic: boom\n", aaav1.LoadTestFailed, ReasonLoadTestJobFailed, "aaa-loadgen: panic: boom"},
@@ -219,14 +223,14 @@ func TestLoadTestFromJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := endedJob(tc.failed, tc.jobReason)
 			_, failed, reason, message := jobOutcome(job)
-			o := loadTestFromJob(job, failed, reason, message, tc.msg)
+			o := loadTestFromJob(job, failed, reason, message, tc.msg, aaav1.LoadTestSuccessCriteria{})
 			if o.phase != tc.phase || o.reason != tc.reason || !strings.Contains(o.message, tc.inMessage) {
 				t.Errorf("outcome %+v, want %s/%s with %q", o, tc.phase, tc.reason, tc.inMessage)
 			}
 			if o.completionTime == nil || o.completionTime.Unix() != 2000 {
 				t.Errorf("completion time %v, want the Job's end", o.completionTime)
 			}
-			if (o.summary != nil) != (tc.phase == aaav1.LoadTestSucceeded) {
+			if (o.summary != nil) != (tc.phase == aaav1.LoadTestSucceeded || tc.reason == ReasonNoAnswer) {
 				t.Errorf("summary %v", o.summary)
 			}
 		})
@@ -482,7 +486,7 @@ func TestLoadgenReportReachesStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	ended := endedJob(false, "")
-	o := loadTestFromJob(ended, false, "", "", string(msg))
+	o := loadTestFromJob(ended, false, "", "", string(msg), aaav1.LoadTestSuccessCriteria{})
 	if o.phase != aaav1.LoadTestSucceeded {
 		t.Fatalf("outcome %+v from %s", o, msg)
 	}
@@ -500,5 +504,60 @@ func TestLoadgenReportReachesStatus(t *testing.T) {
 	}
 	if sum != st.Report.Answered {
 		t.Errorf("data centers answered %d, the total says %d", sum, st.Report.Answered)
+	}
+}
+
+// TestLoadTestVerdict: spec.successCriteria (defaults: 99% answered, 1% timeouts, no errors,
+// 1% rejects) against a run's figures; the reason names the first criterion missed and the
+// message the figures and policing's drops.
+func TestLoadTestVerdict(t *testing.T) {
+	ok := summary.Summary{Sent: 10000, Figures: summary.Figures{Answered: 9950, Timeouts: 50, Accepts: 1000, Rejects: 5}}
+	with := func(f func(*summary.Summary)) *summary.Summary { s := ok; f(&s); return &s }
+	three := int64(3)
+	for _, tc := range []struct {
+		name      string
+		crit      aaav1.LoadTestSuccessCriteria
+		s         *summary.Summary
+		reason    string
+		inMessage string
+	}{
+		{"defaults pass", aaav1.LoadTestSuccessCriteria{}, &ok, "", ""},
+		{"nothing sent", aaav1.LoadTestSuccessCriteria{}, &summary.Summary{}, ReasonNothingSent, "sent no request"},
+		{"no answer", aaav1.LoadTestSuccessCriteria{}, with(func(s *summary.Summary) {
+			s.Answered, s.Timeouts, s.Accepts, s.Rejects = 0, 10000, 0, 0
+			s.Dropped = map[string]uint64{"unknown_client": 3553, "bad_authenticator": 2}
+		}), ReasonNoAnswer, "policing dropped unknown_client=3553, bad_authenticator=2 (unknown_client: the load generator's pod address is not a client"},
+		{"no answer, no metrics", aaav1.LoadTestSuccessCriteria{}, with(func(s *summary.Summary) { s.Answered, s.Timeouts = 0, 10000 }),
+			ReasonNoAnswer, "policing reported no drops"},
+		{"answered below", aaav1.LoadTestSuccessCriteria{}, with(func(s *summary.Summary) { s.Answered, s.Timeouts = 9800, 200 }), ReasonAnsweredBelowMinimum, "98.0% of the requests answered (9800 of 10000 that ended), below spec.successCriteria.minAnsweredRatio 0.99"},
+		// Requests in flight when the run ended (here 1000: sent, neither answered nor timed out) do not count.
+		{"in flight at the end", aaav1.LoadTestSuccessCriteria{}, with(func(s *summary.Summary) { s.Answered, s.Timeouts = 8950, 50 }), "", ""},
+		{"answered below, lowered", aaav1.LoadTestSuccessCriteria{MinAnsweredRatio: "0.9", MaxTimeoutRatio: "0.1"}, with(func(s *summary.Summary) { s.Answered, s.Timeouts = 9800, 200 }), "", ""},
+		{"timeouts above", aaav1.LoadTestSuccessCriteria{MinAnsweredRatio: "0"}, with(func(s *summary.Summary) { s.Answered, s.Timeouts = 9700, 300 }), ReasonTimeoutsAboveMaximum, "3.0% of the requests timed out (300 of 10000 that ended)"},
+		{"errors above", aaav1.LoadTestSuccessCriteria{}, with(func(s *summary.Summary) { s.Errors = 1 }), ReasonErrorsAboveMaximum, "1 invalid replies or socket errors, above spec.successCriteria.maxErrors 0"},
+		{"errors allowed", aaav1.LoadTestSuccessCriteria{MaxErrors: &three}, with(func(s *summary.Summary) { s.Errors = 3 }), "", ""},
+		{"rejects above", aaav1.LoadTestSuccessCriteria{}, with(func(s *summary.Summary) { s.Rejects = 500 }), ReasonRejectsAboveMaximum, "33.3% of the Access-Requests rejected (500 of 1500)"},
+		{"rejects allowed", aaav1.LoadTestSuccessCriteria{MaxRejectRatio: "1"}, with(func(s *summary.Summary) { s.Accepts = 0 }), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, msg := loadTestVerdict(tc.crit, tc.s)
+			if reason != tc.reason || !strings.Contains(msg, tc.inMessage) {
+				t.Errorf("verdict %q %q, want %q with %q", reason, msg, tc.reason, tc.inMessage)
+			}
+		})
+	}
+}
+
+// A run that missed its criteria is Failed with its report (and policing's drops) in status.
+func TestComputeLoadTestStatusFailedKeepsReport(t *testing.T) {
+	lt := testLoadTest()
+	end := metav1.NewTime(time.Unix(2000, 0))
+	st := computeLoadTestStatus(lt, loadTestOutcome{phase: aaav1.LoadTestFailed, reason: ReasonNoAnswer, message: "no request was answered", completionTime: &end,
+		summary: &summary.Summary{Sent: 1140, Figures: summary.Figures{Timeouts: 1140}, Dropped: map[string]uint64{"unknown_client": 3553}}})
+	if c := meta.FindStatusCondition(st.Conditions, aaav1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonNoAnswer {
+		t.Errorf("Ready %+v", c)
+	}
+	if st.Report == nil || st.Report.Timeouts != 1140 || st.Report.DroppedByReason["unknown_client"] != 3553 {
+		t.Errorf("report %+v", st.Report)
 	}
 }

@@ -503,6 +503,39 @@ func TestLoadTestFailures(t *testing.T) {
 	te.finishJob(t, job, true)
 	waitFailed("garbled", ReasonReportUnreadable, "no report")
 
+	// Issue 32: the run completed and nothing was answered (policing dropped every request as
+	// unknown_client): Failed with a reason naming it, Ready=False, a Warning; the report and
+	// policing's drop reasons are in status.
+	job = start("unanswered")
+	msg, _ = summary.Marshal(summary.Summary{Seconds: 30, Sent: 1140, Figures: summary.Figures{Timeouts: 1140},
+		Dropped: map[string]uint64{"unknown_client": 3553}})
+	te.runPod(t, job, 0, string(msg))
+	te.finishJob(t, job, true)
+	un := te.waitLoadTest(t, ns, "unanswered", "unanswered Failed/NoAnswer", func(l *aaav1.AAALoadTest) error {
+		if l.Status.Phase != aaav1.LoadTestFailed {
+			return fmt.Errorf("phase %q", l.Status.Phase)
+		}
+		if err := hasCondition(l, aaav1.ConditionFailed, metav1.ConditionTrue, ReasonNoAnswer); err != nil {
+			return err
+		}
+		return hasCondition(l, aaav1.ConditionReady, metav1.ConditionFalse, ReasonNoAnswer)
+	})
+	if m := meta.FindStatusCondition(un.Status.Conditions, aaav1.ConditionReady).Message; !strings.Contains(m, "no request was answered") || !strings.Contains(m, "unknown_client=3553") {
+		t.Errorf("Ready message %q names neither the cause nor the drops", m)
+	}
+	if r := un.Status.Report; r == nil || r.Timeouts != 1140 || r.Sent != 1140 || r.DroppedByReason["unknown_client"] != 3553 {
+		t.Errorf("report of the failed run: %+v", r)
+	}
+	if c := un.Spec.SuccessCriteria; c.MinAnsweredRatio != "0.99" || c.MaxTimeoutRatio != "0.01" || c.MaxErrors == nil || *c.MaxErrors != 0 || c.MaxRejectRatio != "0.01" {
+		t.Errorf("success criteria not defaulted by the API server: %+v", c)
+	}
+	eventually(t, wait, "Warning NoAnswer", func() error {
+		if !te.recorder.has(ns, "Warning "+ReasonNoAnswer) || te.recorder.has(ns, "Normal "+ReasonCompleted) {
+			return joinErr(te.recorder.events(ns))
+		}
+		return nil
+	})
+
 	// A data center the cluster does not have.
 	bad := newLoadTest(ns, "nodc", "aaa")
 	bad.Spec.Datacenters = []string{"dc9"}

@@ -85,6 +85,7 @@ func loadTestDefaults(in aaav1.AAALoadTestSpec, opts Options) aaav1.AAALoadTestS
 	if s.NAS.Identifier == "" {
 		s.NAS.Identifier = "aaa-loadgen"
 	}
+	s.SuccessCriteria = successCriteriaDefaults(s.SuccessCriteria)
 	if s.SecretRef.Key == "" {
 		s.SecretRef.Key = defaultLoadgenKey
 	}

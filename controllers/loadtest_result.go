@@ -28,13 +28,14 @@ func (r *AAALoadTestReconciler) observeJob(ctx context.Context, lt *aaav1.AAALoa
 	if err != nil {
 		return loadTestOutcome{}, err
 	}
-	o := loadTestFromJob(job, jobFailed, jobReason, jobMessage, msg)
+	o := loadTestFromJob(job, jobFailed, jobReason, jobMessage, msg, lt.Spec.SuccessCriteria)
 	o.startTime = &started
 	return o, nil
 }
 
-// loadTestFromJob is the outcome of an ended Job, given its pod's termination message. Pure.
-func loadTestFromJob(job *batchv1.Job, jobFailed bool, jobReason, jobMessage, message string) loadTestOutcome {
+// loadTestFromJob is the outcome of an ended Job, given its pod's termination message and the
+// run's success criteria: a report that misses them is Failed, with the report. Pure.
+func loadTestFromJob(job *batchv1.Job, jobFailed bool, jobReason, jobMessage, message string, crit aaav1.LoadTestSuccessCriteria) loadTestOutcome {
 	ended := jobEndTime(job)
 	o := loadTestOutcome{phase: aaav1.LoadTestFailed, job: job.Name, completionTime: ended}
 	s, parseErr := summary.Parse([]byte(message))
@@ -55,7 +56,12 @@ func loadTestFromJob(job *batchv1.Job, jobFailed bool, jobReason, jobMessage, me
 		o.reason = ReasonReportUnreadable
 		o.message = fmt.Sprintf("Job %s completed but its pod's termination message holds no report: %v", job.Name, parseErr)
 	default:
-		o.phase, o.reason, o.summary = aaav1.LoadTestSucceeded, ReasonCompleted, s
+		o.summary = s
+		if reason, why := loadTestVerdict(crit, s); reason != "" {
+			o.reason, o.message = reason, fmt.Sprintf("aaa-loadgen ran %.1f s (Job %s): %s", s.Seconds, job.Name, why)
+			break
+		}
+		o.phase, o.reason = aaav1.LoadTestSucceeded, ReasonCompleted
 		o.message = fmt.Sprintf("aaa-loadgen ran %.1f s (Job %s)", s.Seconds, job.Name)
 	}
 	return o

@@ -20,7 +20,7 @@ type loadTestOutcome struct {
 	job             string
 	startTime       *metav1.Time
 	completionTime  *metav1.Time
-	summary         *summary.Summary // Succeeded only
+	summary         *summary.Summary // Succeeded, or Failed for want of its success criteria
 }
 
 func decimal(v float64, digits int) string { return strconv.FormatFloat(v, 'f', digits, 64) }
@@ -63,6 +63,12 @@ func loadTestReport(s *summary.Summary) (*aaav1.LoadTestReport, []aaav1.Datacent
 		Sessions:          toInt64(s.Sessions),
 		SessionsCompleted: toInt64(s.SessionsDone),
 	}
+	for k, v := range s.Dropped {
+		if total.DroppedByReason == nil {
+			total.DroppedByReason = map[string]int64{}
+		}
+		total.DroppedByReason[k] = toInt64(v)
+	}
 	var dcs []aaav1.DatacenterLoadReport
 	for _, t := range s.Targets {
 		dcs = append(dcs, aaav1.DatacenterLoadReport{Name: t.Name, LoadTestFigures: loadTestFigures(t.Figures)})
@@ -103,6 +109,9 @@ func computeLoadTestStatus(lt *aaav1.AAALoadTest, o loadTestOutcome) aaav1.AAALo
 		set(aaav1.ConditionComplete, true, ReasonCompleted, o.message)
 		set(aaav1.ConditionFailed, false, ReasonAsExpected, "the run completed")
 	case aaav1.LoadTestFailed:
+		if o.summary != nil { // the run ran, its figures missed the criteria: show them
+			s.Report, s.Datacenters = loadTestReport(o.summary)
+		}
 		set(aaav1.ConditionReady, false, o.reason, o.message)
 		set(aaav1.ConditionComplete, false, o.reason, "the run failed")
 		set(aaav1.ConditionFailed, true, o.reason, o.message)
@@ -143,6 +152,7 @@ func (r *AAALoadTestReconciler) writeLoadTestStatus(ctx context.Context, lt *aaa
 		}
 		msg := cur.Message
 		if next.Phase == aaav1.LoadTestSucceeded && next.Report != nil {
+			// A Failed run's message already names the figures that missed the criteria.
 			msg = fmt.Sprintf("%s: %s TPS, avg auth %s ms, avg acct %s ms, p99 %s ms, %d timeouts",
 				msg, next.Report.IncomingTPS, next.Report.AvgAuthMs, next.Report.AvgAcctMs, next.Report.P99Ms, next.Report.Timeouts)
 		}

@@ -113,7 +113,10 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 		set(aaav1.ConditionPolicingReady, true, ReasonReady, "policing is available in every data center")
 	case !st.completed[stepDatacenters] && cassandraDone && !cs.initialized:
 		set(aaav1.ConditionPolicingReady, false, ReasonWaitingCassandra, "policing starts once Cassandra is initialized and the schema migrated")
-	case len(deployed) == 0 && st.completed[stepDatacenters]:
+	case len(deployed) == 0 && st.completed[stepDatacenters],
+		// The chain stopped at the schema (the first migration runs) and no data center was
+		// ever deployed: nothing is unavailable yet, policing waits (no Warning).
+		!st.completed[stepDatacenters] && !sc.ready && neverDeployed(st.status.Datacenters):
 		set(aaav1.ConditionPolicingReady, false, ReasonWaitingForSchema, "policing starts once the schema is migrated")
 	case len(ready) == 0:
 		set(aaav1.ConditionPolicingReady, false, ReasonUnavailable, "policing is not available in: "+strings.Join(notReady, ", "))
@@ -167,8 +170,26 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 			return s
 		}
 	}
-	set(aaav1.ConditionReady, true, ReasonReady, fmt.Sprintf("AAA cluster ready in %d data centers", len(spec.Datacenters)))
+	set(aaav1.ConditionReady, true, ReasonReady, "AAA cluster ready in "+plural(len(spec.Datacenters), "data center", "data centers"))
 	return s
+}
+
+// plural is "1 data center", "3 data centers". Pure.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// neverDeployed: no data center of the last status has shown a Service or a ready pod. Pure.
+func neverDeployed(dcs []aaav1.DatacenterStatus) bool {
+	for _, d := range dcs {
+		if d.Endpoint != "" || d.ReadyReplicas > 0 || d.Ready {
+			return false
+		}
+	}
+	return true
 }
 
 func findDC(list []aaav1.DatacenterStatus, name string) *aaav1.DatacenterStatus {

@@ -884,7 +884,10 @@ type DatacenterStatus struct {
 	CassandraReady bool `json:"cassandraReady"`
 	// Ready tells whether policing is available in this data center.
 	Ready bool `json:"ready"`
-	// Endpoint of the RADIUS Service: the load balancer's address, else the cluster IP.
+	// Endpoint of the RADIUS Service, what a NAS sends to: the load balancer's address; for a
+	// NodePort Service "<node address>:<auth nodePort> (auth), <node address>:<acct nodePort>
+	// (acct)" (any node's address reachable from the NAS); else the cluster IP (from inside the
+	// cluster only).
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
 }

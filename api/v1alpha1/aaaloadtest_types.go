@@ -78,6 +78,12 @@ type AAALoadTestSpec struct {
 	// +optional
 	ServerMetrics *bool `json:"serverMetrics,omitempty"`
 
+	// SuccessCriteria: what the run must show to succeed. A run that measured no capacity
+	// (nothing answered, mostly timeouts, errors) ends Failed, its reason naming the cause.
+	// +kubebuilder:default={}
+	// +optional
+	SuccessCriteria LoadTestSuccessCriteria `json:"successCriteria,omitempty"`
+
 	// Image of aaa-loadgen. Default: the operator's --loadgen-image.
 	// +optional
 	Image LoadgenImageSpec `json:"image,omitempty"`
@@ -215,6 +221,36 @@ type LoadTestNAS struct {
 	RequireMessageAuthenticator bool `json:"requireMessageAuthenticator,omitempty"`
 }
 
+// LoadTestSuccessCriteria are the bounds a run must stay within to be Succeeded. Ratios are
+// decimal strings from 0 to 1 (Kubernetes APIs carry no floating-point numbers).
+type LoadTestSuccessCriteria struct {
+	// MinAnsweredRatio: requests answered / requests that ended (answered, timed out or
+	// failed; those in flight when the run ended do not count), at least. Default "0.99".
+	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]{1,6})?|1(\.0{1,6})?)$`
+	// +kubebuilder:default="0.99"
+	// +optional
+	MinAnsweredRatio string `json:"minAnsweredRatio,omitempty"`
+	// MaxTimeoutRatio: requests timed out (after every retransmission) / requests that ended,
+	// at most. Default "0.01".
+	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]{1,6})?|1(\.0{1,6})?)$`
+	// +kubebuilder:default="0.01"
+	// +optional
+	MaxTimeoutRatio string `json:"maxTimeoutRatio,omitempty"`
+	// MaxErrors: invalid replies (bad authenticator, Message-Authenticator) and socket errors,
+	// at most. Default 0.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=0
+	// +optional
+	MaxErrors *int64 `json:"maxErrors,omitempty"`
+	// MaxRejectRatio: Access-Rejects / Access-Requests answered, at most (the simulated users
+	// are the cluster's: a reject means the subscriber source does not know them). Default
+	// "0.01"; "1" for a test of rejects.
+	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]{1,6})?|1(\.0{1,6})?)$`
+	// +kubebuilder:default="0.01"
+	// +optional
+	MaxRejectRatio string `json:"maxRejectRatio,omitempty"`
+}
+
 // LoadgenImageSpec selects the aaa-loadgen image.
 type LoadgenImageSpec struct {
 	// Repository of the image. Default: the operator's --loadgen-image.
@@ -281,6 +317,11 @@ type LoadTestReport struct {
 	Sessions int64 `json:"sessions"`
 	// SessionsCompleted: sessions whose last message was answered.
 	SessionsCompleted int64 `json:"sessionsCompleted"`
+	// DroppedByReason: the requests policing dropped during the run, by reason
+	// (openaaa_radius_requests_dropped_total of the scraped pods: unknown_client,
+	// bad_authenticator, overload, ...). Absent without server metrics or drops.
+	// +optional
+	DroppedByReason map[string]int64 `json:"droppedByReason,omitempty"`
 }
 
 // DatacenterLoadReport is one data center's share: the requests sent to its RADIUS Service and
@@ -296,7 +337,8 @@ type AAALoadTestStatus struct {
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Phase: Pending (waiting for the cluster), Running, Succeeded or Failed.
+	// Phase: Pending (waiting for the cluster), Running, Succeeded or Failed (the run failed, or
+	// its figures missed spec.successCriteria: the report is in status all the same).
 	// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed
 	// +optional
 	Phase string `json:"phase,omitempty"`

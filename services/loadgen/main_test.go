@@ -299,3 +299,36 @@ func TestFreeRADIUSEAP(t *testing.T) {
 		t.Errorf("wrong PEAP password against FreeRADIUS: %+v", r)
 	}
 }
+
+// The AAALoadTest sample (config/samples) names a user count whose policing subscriber file
+// fits a ConfigMap (1 MiB, less room for the object's metadata): issue 32 found 10,000 users,
+// 1.13 MB, that no ConfigMap could hold.
+func TestSampleLoadTestUsersFitAConfigMap(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "aaa_v1alpha1_aaaloadtest.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "count:" {
+			count = f[1]
+		}
+	}
+	if count == "" {
+		t.Fatal("the sample sets no spec.users.count")
+	}
+	out := filepath.Join(t.TempDir(), "subscribers.yaml")
+	var stdout, stderr bytes.Buffer
+	if err := cmdSubscribers([]string{"--users", count, "--policing", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 1<<20 - 64<<10 // 1 MiB, less 64 KiB for the ConfigMap's metadata
+	t.Logf("%s users: %d bytes", count, st.Size())
+	if st.Size() > limit {
+		t.Errorf("%s users make a %d-byte subscriber file: no ConfigMap holds it (at most %d)", count, st.Size(), limit)
+	}
+}

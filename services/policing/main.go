@@ -39,7 +39,7 @@ commands:
                 dictionaries, subscribers, Lua policy) as serve does; print it with defaults applied
   check-policy  compile, load and self-test a Lua policy script as a reload would (SCRIPT.lua)
   migrate       apply the Cassandra schema migrations
-  ctl           operator commands against a running node (disconnect, coa)
+  ctl           operator commands against a running node (sessions, session, disconnect, coa, gx-rar)
   version       print the version
 `
 

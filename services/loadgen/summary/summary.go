@@ -52,6 +52,10 @@ type Summary struct {
 	Sent         uint64 `json:"sent"`
 	Sessions     uint64 `json:"ses"`
 	SessionsDone uint64 `json:"sesDone"`
+	// Dropped: the requests policing dropped during the run, by reason
+	// (openaaa_radius_requests_dropped_total of the scraped pods, e.g. unknown_client): why a
+	// run went unanswered. Absent without server metrics or when nothing was dropped.
+	Dropped map[string]uint64 `json:"drop,omitempty"`
 	// Targets in the order of --target; dropped (Truncated) if they would not fit in MaxBytes.
 	Targets   []Target `json:"t,omitempty"`
 	Truncated bool     `json:"trunc,omitempty"`

@@ -291,6 +291,14 @@ func (r *Report) Summary() summary.Summary {
 		},
 		Sent: r.Sent, Sessions: r.Sessions, SessionsDone: r.SessionsDone,
 	}
+	for k, v := range r.Dropped {
+		if v >= 0.5 {
+			if s.Dropped == nil {
+				s.Dropped = map[string]uint64{}
+			}
+			s.Dropped[k] = uint64(v + 0.5)
+		}
+	}
 	for _, t := range r.TargetReports {
 		s.Targets = append(s.Targets, summary.Target{Name: t.Name, Figures: summary.Figures{
 			IncomingTPS: t.IncomingTPS, OutgoingTPS: t.OutgoingTPS, WorkersBusy: t.WorkersBusyAvg, Workers: t.Workers,

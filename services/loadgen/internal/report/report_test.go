@@ -314,7 +314,11 @@ func TestTargetReports(t *testing.T) {
 	if !strings.Contains(text.String(), "target") || !strings.Contains(text.String(), "8.000") {
 		t.Errorf("text report lacks the per-target table:\n%s", text.String())
 	}
+	r.Dropped = map[string]float64{"unknown_client": 3553, "overload": 0}
 	s := r.Summary()
+	if len(s.Dropped) != 1 || s.Dropped["unknown_client"] != 3553 {
+		t.Errorf("summary drops: %v (the operator shows them in an AAALoadTest's status)", s.Dropped)
+	}
 	if len(s.Targets) != 2 || s.Targets[1].Name != "dc2" || !near(*s.Targets[1].OutgoingTPS, 3) || s.Targets[1].Timeouts != 1 ||
 		!near(s.IncomingTPS, 2) || s.Sessions != 4 || !near(s.P99Ms, r.Latency[KeyAll].P99) {
 		t.Errorf("summary: %+v", s)

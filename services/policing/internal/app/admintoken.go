@@ -18,6 +18,7 @@ func (n *Node) loadAdminToken() (*admin.Token, error) {
 		}
 		return tok, nil
 	}
+	n.Reloader.Mark(path)
 	b, err := admin.ReadTokenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("admin.tokenFile: %w", err)

@@ -65,9 +65,18 @@ type Node struct {
 	policyCoA *coa.PolicyTrigger
 }
 
+// afterStoreOpen, when set by a test, runs after the store opened and before the watches are
+// added: the end of the window in which a node has read its files and not yet watched them.
+var afterStoreOpen func()
+
 // Start builds every part and starts the listeners. Errors name the config key at fault.
 func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slog.LevelVar) (*Node, error) {
 	n := &Node{Config: cfg, Log: log, LogLevel: level}
+	// The watcher exists before the first read of any file it will watch: each part Marks its
+	// files before reading them, so that a change between that read and the watch (which
+	// spans the wait for the store) is reloaded at the first poll (reload.Watcher.Mark).
+	n.Reloader = reload.New(log, cfg.Reload.Interval.D())
+	n.Reloader.Mark(clientFiles(cfg)...)
 	clients, err := buildClients(cfg)
 	if err != nil {
 		return nil, err
@@ -75,6 +84,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	builtin, pol, err := n.buildPolicy()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Subscribers.Source == "file" {
+		n.Reloader.Mark(cfg.Subscribers.File)
 	}
 	src, err := openSubscribers(cfg, builtin, log)
 	if err != nil {
@@ -114,6 +126,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		return nil, err
 	}
 	n.Store = st
+	if afterStoreOpen != nil {
+		afterStoreOpen() // tests: a file changes between the first read and the watch
+	}
 	n.spool, _ = st.(spooler) // the store itself: startCoA may wrap n.Store (shutdown.go)
 	r := cfg.Radius
 	n.Radius = radiusd.New(radiusd.Options{Inline: cfg.InlineDispatch(), Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),

@@ -36,6 +36,7 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 	if t := c.TLS; t.Address != "" {
 		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: n.Log}
 		opt.TLSAddress = t.Address
+		n.Reloader.Mark(t.CertFile, t.KeyFile, t.CAFile)
 		if _, err := opt.TLS.Reload(); err != nil {
 			return errors.New("diameter.tls: " + err.Error())
 		}

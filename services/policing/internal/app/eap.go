@@ -44,16 +44,17 @@ func (n *Node) startEAP(src subscriber.Source) (*eap.Server, error) {
 	}
 	if c.UsesTLS() {
 		files := &tlsfiles.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, CRLFile: c.CRLFile, Name: "eap", Log: n.Log}
-		if _, err := files.Reload(); err != nil {
-			return nil, fmt.Errorf("eap: %w", err)
-		}
-		opt.TLS = files.Config
 		paths := []string{c.CertFile, c.KeyFile}
 		for _, p := range []string{c.CAFile, c.CRLFile} {
 			if p != "" {
 				paths = append(paths, p)
 			}
 		}
+		n.Reloader.Mark(paths...)
+		if _, err := files.Reload(); err != nil {
+			return nil, fmt.Errorf("eap: %w", err)
+		}
+		opt.TLS = files.Config
 		n.Reloader.Watch("certificates", paths, func() error {
 			_, err := files.Reload()
 			return err
@@ -95,6 +96,7 @@ func (n *Node) startTicketKeys(opt *eap.Options) error {
 		n.Log.Info("eap ticket keys loaded", "keys", k)
 		return nil
 	}
+	n.Reloader.Mark(r.TicketKeyFile)
 	if err := load(); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 // that decides: the built-in one, or a Lua engine over it when policy.lua.file is set.
 func (n *Node) buildPolicy() (*policy.Default, policy.Policy, error) {
 	cfg := n.Config
+	n.Reloader.Mark(cfg.Radius.Dictionaries...) // the includes are seen only once read
 	d, err := n.loadDictionaries()
 	if err != nil {
 		return nil, nil, err
@@ -27,6 +28,7 @@ func (n *Node) buildPolicy() (*policy.Default, policy.Policy, error) {
 	if l.File == "" {
 		return builtin, builtin, nil
 	}
+	n.Reloader.Mark(l.File)
 	e, err := luapolicy.New(luapolicy.Options{File: l.File, Budget: l.Budget.D(), PoolSize: cfg.EffectiveLuaPoolSize(),
 		FailOpen: l.FailMode == "open", Memoize: l.Memoize, MemoSize: l.MemoSize,
 		Dict: d, Builtin: builtin, Log: n.Log})

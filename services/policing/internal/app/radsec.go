@@ -17,6 +17,7 @@ func (n *Node) startRadSec(auth, acct radiusd.Handler) error {
 		CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, Secret: []byte(c.Secret),
 		IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections,
 	}
+	n.Reloader.Mark(c.CertFile, c.KeyFile, c.CAFile)
 	rs, err := n.Radius.ListenRadSec(c.Address, opt, auth, acct)
 	if err != nil {
 		return errors.New("radius.radsec: " + err.Error())

@@ -12,7 +12,6 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
-	"github.com/openaaa/openaaa/services/policing/internal/reload"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -23,6 +22,17 @@ func buildClients(cfg *config.Config) (*nas.Table, error) {
 		return nil, err
 	}
 	return nas.Build(all)
+}
+
+// clientFiles lists the files of the NAS table known before clientsFile is read: the file and
+// the secret files of the configuration's own clients (those named by clientsFile are seen
+// only once it is read: unmarked, their watch reloads once at the first poll).
+func clientFiles(cfg *config.Config) []string {
+	ps := []string{cfg.ClientsFile}
+	for _, cl := range cfg.Clients {
+		ps = append(ps, cl.SecretFile)
+	}
+	return ps
 }
 
 // clientPaths lists the files the NAS table is built from: clientsFile and every secret
@@ -54,11 +64,10 @@ func (c *clientPaths) get() []string {
 
 // startReload watches the mounted files this node reads (clients, secrets, the dictionaries,
 // the subscriber file) and reloads them on change or SIGHUP. Other parts (RadSec certificates) add their
-// own files with n.Reloader.Watch.
+// own files with n.Reloader.Watch, each after a Mark taken before its first read.
 func (n *Node) startReload(src subscriber.Source, pol *policy.Default) {
 	cfg := n.Config
-	w := reload.New(n.Log, cfg.Reload.Interval.D())
-	n.Reloader = w
+	w := n.Reloader // made by Start before the first read (Mark)
 
 	cp := &clientPaths{cfg: cfg}
 	cp.set(cfg.Clients)

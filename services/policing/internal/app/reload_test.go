@@ -240,3 +240,40 @@ func sendFrom(src string, addr net.Addr, p *radius.Packet, timeout time.Duration
 	}
 	return sendVia(&net.UDPAddr{IP: net.ParseIP(src)}, addr, p, timeout)
 }
+
+// Issue 32: the kubelet updates a mounted clients Secret and subscribers ConfigMap while a
+// node starts, after it read them and before it watched them (while it waited for its
+// store). The node must reload them at its first poll, not keep the old tables forever.
+func TestHotReloadChangeDuringStartIsReloaded(t *testing.T) {
+	dir := t.TempDir()
+	vol := newK8sVolume(t, map[string]string{
+		"clients.yaml": "clients:\n  - {name: lo, address: 127.0.0.1, secretFile: " + filepath.Join(dir, "secret") + "}\n",
+		"subs.yaml":    reloadSubs,
+	})
+	check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("s1\n"), 0o600))
+	check(t, os.WriteFile(filepath.Join(dir, "secret2"), []byte("s2\n"), 0o600))
+	undo := app.SetAfterStoreOpen(func() {
+		vol.update(map[string]string{
+			"clients.yaml": "clients:\n  - {name: lo, address: 127.0.0.1, secretFile: " + filepath.Join(dir, "secret") + "}\n" +
+				"  - {name: lo2, address: 127.0.0.2, secretFile: " + filepath.Join(dir, "secret2") + "}\n",
+			"subs.yaml": reloadSubs + "  - {username: carol, password: late}\n",
+		})
+	})
+	defer undo()
+	n := startFromYAML(t, dir, `
+radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 4}
+admin: {address: "127.0.0.1:0"}
+clientsFile: "`+vol.path("clients.yaml")+`"
+subscribers: {source: file, file: "`+vol.path("subs.yaml")+`"}
+reload: {interval: 50ms}
+`)
+	undo()
+	waitUntil(t, 5*time.Second, "the second client (added during start) answered", func() bool {
+		reply, err := sendFrom("127.0.0.2", n.AuthAddr, pap("s2", "alice", "wonderland"), 300*time.Millisecond)
+		return err == nil && reply.Code == radius.CodeAccessAccept
+	})
+	waitUntil(t, 5*time.Second, "the subscriber added during start accepted", func() bool {
+		reply, err := send(n.AuthAddr, pap("s1", "carol", "late"), 300*time.Millisecond)
+		return err == nil && reply.Code == radius.CodeAccessAccept
+	})
+}

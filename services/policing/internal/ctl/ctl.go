@@ -3,6 +3,8 @@
 //	policing ctl disconnect (--user NAME | --ip ADDRESS|PREFIX | --session NAS/ACCT-SESSION-ID) [--admin URL] [--token-file FILE]
 //	policing ctl coa        (selector as above) --attr Name=value [--attr ...] [--admin URL] [--token-file FILE]
 //	policing ctl gx-rar     --session SESSION-ID [--install RULE,...] [--remove RULE,...] [--admin URL] [--token-file FILE]
+//	policing ctl sessions   (--user NAME | --calling-station ID | --ip ADDRESS|PREFIX | --nas NAS) [--admin URL] [--token-file FILE]
+//	policing ctl session    NAS/ACCT-SESSION-ID [--admin URL] [--token-file FILE]
 //
 // The admin API's bearer token comes from --token-file, $POLICING_ADMIN_TOKEN_FILE,
 // $POLICING_ADMIN_TOKEN, or the file the operator mounts in policing pods (DefaultTokenFile),
@@ -14,6 +16,8 @@
 // active session matched, 2 on usage or connection errors. gx-rar pushes rule changes to a
 // Gx session's PCEF (a RAR, from whichever node holds its connection: docs/diameter-gx.md)
 // and exits 0 when the RAA is 2001, 1 for another Result-Code, 3 for no such session.
+// sessions lists the active sessions matching a selector and session shows one
+// (sessions.go): they exit 0 when something was found, 3 when nothing was.
 package ctl
 
 import (
@@ -38,6 +42,8 @@ commands:
   disconnect  send a Disconnect-Request to the NAS of the selected sessions
   coa         send a CoA-Request with --attr Name=value attributes to the NAS of the selected sessions
   gx-rar      send a Gx RAR installing/removing rules to the PCEF of --session (a Diameter Session-Id)
+  sessions    list the active sessions of --user, --calling-station, --ip or --nas (JSON)
+  session     show one active session: NAS/ACCT-SESSION-ID (JSON)
 
 select with one of: --user NAME, --ip ADDRESS|PREFIX, --session NAS/ACCT-SESSION-ID
   (--ip: an IPv4 framed address, or an IPv6 address or prefix inside a session's delegated
@@ -69,8 +75,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd := args[0]
-	if cmd == "gx-rar" {
+	switch cmd {
+	case "gx-rar":
 		return gxRAR(ctx, args[1:], stdout, stderr)
+	case "sessions":
+		return listSessions(ctx, args[1:], stdout, stderr)
+	case "session":
+		return showSession(ctx, args[1:], stdout, stderr)
 	}
 	if cmd != "disconnect" && cmd != "coa" {
 		fmt.Fprintf(stderr, "policing ctl: unknown command %q\n\n%s", cmd, usage)
@@ -160,12 +171,17 @@ func apiFlags(fs *flag.FlagSet) (adminURL, tokenFile *string) {
 // post sends body to the admin API and prints the answer. It returns the answer when it is
 // 200 with code -1, else the exit code (3 for 404, 2 for anything else).
 func post(ctx context.Context, adminURL, tokenFile, path string, body io.Reader, stdout, stderr io.Writer) ([]byte, int) {
+	return call(ctx, http.MethodPost, adminURL, tokenFile, path, body, stdout, stderr)
+}
+
+// call is post with any method.
+func call(ctx context.Context, method, adminURL, tokenFile, path string, body io.Reader, stdout, stderr io.Writer) ([]byte, int) {
 	token, err := adminToken(tokenFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "policing ctl:", err)
 		return nil, 2
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(adminURL, "/")+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(adminURL, "/")+path, body)
 	if err != nil {
 		fmt.Fprintln(stderr, "policing ctl:", err)
 		return nil, 2

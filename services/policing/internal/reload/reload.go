@@ -7,6 +7,14 @@
 // Secret or ConfigMap by swapping a symlink (..data) in the volume's directory: events on the
 // watched path itself do not fire, and content that did not change must not cause a reload.
 //
+// The first read and the watch. A file read at start and watched afterwards can change in
+// between (a node reads its clients, then waits seconds for Cassandra, then starts watching):
+// the watch must compare against what was read, not against the file as it is when the watch
+// is added. So a caller Marks its files before it reads them the first time, and Watch starts
+// from those fingerprints; a path that was never marked is taken as unseen, and its watch
+// reloads once at the first poll (the watcher cannot know what was read; a reload of the same
+// content is harmless, a missed change is not).
+//
 // A callback builds the new state completely, then swaps it in atomically; when it returns
 // an error the old state stays in force, the reason is logged and counted as rejected
 // (metrics.ConfigReloads{kind, result}), and the files are tried again when they change next.
@@ -34,6 +42,7 @@ type Watcher struct {
 
 	mu      sync.Mutex // serialises polls and callbacks
 	watches []*watch
+	marks   map[string]fingerprint // the files as they were before their first read (Mark)
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -65,8 +74,28 @@ func New(log *slog.Logger, interval time.Duration) *Watcher {
 	return &Watcher{log: log, interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
+// Mark records the fingerprints of paths as they are now, before the caller reads them for
+// the first time; a later Watch of these paths reloads if they differ from this by its first
+// poll. A path marked twice keeps its first mark. Mark on a nil Watcher does nothing (a node
+// built only to check its configuration).
+func (w *Watcher) Mark(paths ...string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.marks == nil {
+		w.marks = make(map[string]fingerprint)
+	}
+	for _, p := range paths {
+		if _, done := w.marks[p]; p != "" && !done {
+			w.marks[p] = fingerprintOf(p, fingerprint{})
+		}
+	}
+}
+
 // Watch calls onChange whenever the content of one of paths changes (appears, disappears,
-// differs). kind labels logs and metrics (clients, subscribers, certificates, policy).
+// differs) from its Mark, and after that from what the last callback read. kind labels logs and metrics (clients, subscribers, certificates, policy).
 func (w *Watcher) Watch(kind string, paths []string, onChange func() error) {
 	ps := slices.Clone(paths)
 	w.WatchFunc(kind, func() []string { return ps }, onChange)
@@ -75,11 +104,18 @@ func (w *Watcher) Watch(kind string, paths []string, onChange func() error) {
 // WatchFunc is Watch with a list of paths that may change with the files themselves (e.g.
 // the secret files named by a clients file): paths is called on every poll.
 func (w *Watcher) WatchFunc(kind string, paths func() []string, onChange func() error) {
-	wa := &watch{kind: kind, paths: paths, onChange: onChange}
-	wa.prints = fingerprints(paths(), nil)
+	wa := &watch{kind: kind, paths: paths, onChange: onChange, prints: make(map[string]fingerprint)}
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Start from the files as they were before they were read (Mark), never as they are now:
+	// a change since the first read must be seen at the first poll. Unmarked paths stay
+	// unseen, so their first poll reloads.
+	for _, p := range paths() {
+		if f, ok := w.marks[p]; ok {
+			wa.prints[p] = f
+		}
+	}
 	w.watches = append(w.watches, wa)
-	w.mu.Unlock()
 }
 
 // Start polls in the background until Stop.

@@ -62,6 +62,7 @@ func TestSymlinkSwapIsSeenAndSameContentIsNot(t *testing.T) {
 	var calls atomic.Int32
 	var seen atomic.Value
 	path := filepath.Join(v.dir, "secret")
+	w.Mark(path) // read (here: already in force) as it is now
 	w.Watch("test", []string{path}, func() error {
 		calls.Add(1)
 		b, _ := os.ReadFile(path)
@@ -167,4 +168,60 @@ func TestStartPollsUntilStop(t *testing.T) {
 	}
 	w.Stop()
 	w.Stop() // idempotent
+}
+
+// The start-up window (issue 32): a node reads its files, then waits (Cassandra), then adds
+// its watches. A file changed in between (the kubelet swapping a Secret's ..data) must be
+// reloaded by the first poll, whether the caller marked it before the read or not.
+func TestChangeBetweenFirstReadAndWatchIsReloaded(t *testing.T) {
+	for _, mark := range []bool{true, false} {
+		t.Run(fmt.Sprintf("marked=%v", mark), func(t *testing.T) {
+			v := newSecretVolume(t, map[string]string{"clients.yaml": "one client"})
+			path := filepath.Join(v.dir, "clients.yaml")
+			w := New(quiet, 0)
+			if mark {
+				w.Mark(path)
+			}
+			b, _ := os.ReadFile(path) // the first read, at start
+			inForce := string(b)
+			v.update(map[string]string{"clients.yaml": "two clients"}) // inside the window
+			w.Watch("clients", []string{path}, func() error {
+				b, err := os.ReadFile(path)
+				inForce = string(b)
+				return err
+			})
+			if ok, _ := w.Poll(); ok != 1 || inForce != "two clients" {
+				t.Fatalf("first poll: %d reloads, in force %q; want the change made before the watch", ok, inForce)
+			}
+			if ok, _ := w.Poll(); ok != 0 {
+				t.Error("second poll reloaded again")
+			}
+		})
+	}
+}
+
+// A marked file that did not change between its read and the watch is not reloaded; an
+// unmarked one is, once (the watcher cannot know what was read).
+func TestMarkedUnchangedFileIsNotReloaded(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	must(t, os.WriteFile(a, []byte("a"), 0o600))
+	must(t, os.WriteFile(b, []byte("b"), 0o600))
+	w := New(quiet, 0)
+	w.Mark(a)
+	w.Mark(a) // the first mark stays
+	var calls atomic.Int32
+	w.Watch("marked", []string{a}, func() error { calls.Add(1); return nil })
+	if ok, _ := w.Poll(); ok != 0 {
+		t.Fatal("marked and unchanged: reloaded")
+	}
+	w.Watch("unmarked", []string{b}, func() error { calls.Add(1); return nil })
+	if ok, _ := w.Poll(); ok != 1 {
+		t.Fatalf("unmarked: %d reloads at the first poll, want 1", ok)
+	}
+	if ok, _ := w.Poll(); ok != 0 {
+		t.Fatal("unmarked: reloaded twice")
+	}
+	var nilWatcher *Watcher
+	nilWatcher.Mark(a) // a node built only to check its configuration
 }
