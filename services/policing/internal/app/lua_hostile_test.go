@@ -1,0 +1,99 @@
+package app
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+
+	"github.com/openaaa/openaaa/internal/radiusx"
+)
+
+// hostileScript matches a string whose length the request sets (Session-Timeout) against a
+// pattern that backtracks cubically: with 2,000 bytes each decision runs out of its budget.
+const hostileScript = `
+function authorize(req, sub)
+  local n = req["Session-Timeout"]
+  if n then
+    local s = string.rep("a", n)
+    if string.find(s, ".-.-b") then reject("found") end
+  end
+  reply("Mikrotik-Rate-Limit", "10M/10M")
+end`
+
+// normalWithin is how long a normal user's request may take while budget-exhausting
+// decisions are in flight: the usual latency is well under a millisecond; this is the
+// figure docs/policy.md states, with room for a loaded 2-core test machine.
+const normalWithin = 150 * time.Millisecond
+
+// TestLuaHostileDecisionsDoNotStallOthers (issue 35): with two budget-exhausting decisions
+// in flight on a node whose readers are as many as its CPUs (2), another subscriber's
+// request is answered within normalWithin. Before, the decisions ran on the readers (inline
+// dispatch) and never stopped: nothing else was read.
+func TestLuaHostileDecisionsDoNotStallOthers(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "policy.lua")
+	must(t, os.WriteFile(script, []byte(hostileScript), 0o600))
+	n := startNode(t, "policy.lua.file="+script, "radius.readers=2")
+	hostile := func() {
+		p := papRequest("bob", "builder")
+		rfc2865.SessionTimeout_Set(p, 2000)
+		_, _ = exchangeWithin(t, n.AuthAddr, p, 5*time.Second)
+	}
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() { defer wg.Done(); hostile() }()
+		}
+		time.Sleep(20 * time.Millisecond) // both in flight, each good for its 50 ms budget
+		start := time.Now()
+		reply, err := exchangeWithin(t, n.AuthAddr, papRequest("alice", "wonderland"), 5*time.Second)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("round %d: alice unanswered while two hostile decisions run: %v", round, err)
+		}
+		if reply.Code != radius.CodeAccessAccept {
+			t.Fatalf("round %d: alice got %v", round, reply.Code)
+		}
+		t.Logf("round %d: alice answered in %s with two hostile decisions in flight", round, took)
+		if took > normalWithin {
+			t.Errorf("round %d: alice answered after %s, want ≤ %s", round, took, normalWithin)
+		}
+		wg.Wait()
+	}
+	if got := metricValue(t, n, `openaaa_policy_lua_errors_total{hook="authorize",kind="budget"}`); got != 6 {
+		t.Errorf("budget errors = %v, want 6 (the hostile decisions)", got)
+	}
+}
+
+// exchangeWithin sends an Access-Request with a Message-Authenticator and waits up to d
+// for the reply (safe from any goroutine: it returns errors instead of failing t).
+func exchangeWithin(t *testing.T, addr net.Addr, p *radius.Packet, d time.Duration) (*radius.Packet, error) {
+	b, err := p.Encode()
+	if err != nil {
+		return nil, err
+	}
+	b, off := radiusx.AppendMessageAuthenticator(b)
+	radiusx.SignRequest(b, off, p.Secret)
+	conn, err := net.Dial("udp", addr.String())
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(d))
+	if _, err := conn.Write(b); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 4096)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return nil, err
+	}
+	return radius.Parse(buf[:n], p.Secret)
+}
