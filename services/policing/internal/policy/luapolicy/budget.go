@@ -2,58 +2,165 @@ package luapolicy
 
 import (
 	"errors"
+	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// errBudget is the error a state's context reports once its call ran out of budget.
-var errBudget = errors.New("policy budget exceeded")
+// errBudget and errMemory are the errors a state's context reports once its call ran out of
+// time or of memory.
+var (
+	errBudget = errors.New("policy budget exceeded")
+	errMemory = errors.New("policy memory quota exceeded")
+)
 
-// budgetCtx is the context.Context of one Lua state. gopher-lua checks Done() between VM
-// instructions; a single watchdog closes it when the state's call overran. A state whose
-// context fired is discarded. This costs one atomic store per call, where a
+// Memory quotas: what one call may allocate (bytes, counted by the watchdog from the first
+// tick that sees the call running; see watchdog.check). A decision needs a few KiB; a load
+// builds the script's tables (a blocklist of 100,000 entries allocates about 15 MiB).
+const (
+	decisionQuota = 16 << 20
+	loadQuota     = 32 << 20
+)
+
+// cheapFor is how long a call runs before it counts as long: past it, it runs only while it
+// holds one of the watchdog's slow permits (GOMAXPROCS − 1, at least 1), so that long calls
+// together never take every CPU from the cheap ones (issue 35).
+const cheapFor = time.Millisecond
+
+// watchTick is how often the watchdog checks the calls in progress: a call stops within its
+// budget plus a tick (plus the 1,024 VM instructions or pattern steps between two looks at
+// its context), and a call allocating fast stops about a tick after it passed its quota.
+const watchTick = time.Millisecond
+
+// budgetCtx is the context.Context of one Lua state. gopher-lua calls Done() before every
+// VM instruction; the watchdog closes it when the state's call overran its time or memory.
+// A state whose context fired is discarded. This costs one atomic store per call, where a
 // context.WithTimeout per call would cost a timer and several allocations.
 type budgetCtx struct {
 	done    chan struct{}
 	once    sync.Once
-	started atomic.Int64 // unix nanoseconds of the call in progress; 0: idle
+	reason  atomic.Pointer[error]
+	started atomic.Int64 // unix nanoseconds when the call expires minus the budget; 0: idle
+	quota   atomic.Int64 // bytes the call in progress may allocate
+	dog     *watchdog
+
+	// owned by the state's goroutine
+	begun   int64  // unix nanoseconds the call began (for cheapFor)
+	polls   uint32 // Done() calls
+	holding bool   // holds a slow permit
+
+	// owned by the watchdog (under its mutex)
+	markFor int64  // the started value mark belongs to
+	mark    uint64 // the process's allocations when the watchdog first saw the call
 }
 
-func newBudgetCtx() *budgetCtx { return &budgetCtx{done: make(chan struct{})} }
+func newBudgetCtx(w *watchdog) *budgetCtx { return &budgetCtx{done: make(chan struct{}), dog: w} }
 
 func (c *budgetCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c *budgetCtx) Done() <-chan struct{}       { return c.done }
 func (c *budgetCtx) Value(any) any               { return nil }
+
+// Done is called by the VM before each instruction: every 1,024th call also looks whether
+// the call became long (poll).
+func (c *budgetCtx) Done() <-chan struct{} {
+	c.polls++
+	if c.polls%1024 == 0 {
+		c.slow()
+	}
+	return c.done
+}
+
 func (c *budgetCtx) Err() error {
 	select {
 	case <-c.done:
+		if r := c.reason.Load(); r != nil {
+			return *r
+		}
 		return errBudget
 	default:
 		return nil
 	}
 }
 
-func (c *budgetCtx) expire()       { c.once.Do(func() { close(c.done) }) }
+// poll is what Go code running for a script (the pattern functions) calls now and then: it
+// takes a slow permit once the call is long, and says whether to stop.
+func (c *budgetCtx) poll() error {
+	c.slow()
+	return c.Err()
+}
+
+// begin marks the start of a call that may run for allowance + the budget and allocate quota.
+// A call with an allowance (a load, a selftest: rare) is charged from its first byte; a
+// decision from the first tick that sees it (reading the allocations costs a few hundred
+// nanoseconds, more than a cheap decision).
+func (c *budgetCtx) begin(allowance time.Duration, quota int64) {
+	now := time.Now().UnixNano()
+	c.begun = now
+	c.quota.Store(quota)
+	s := now + int64(allowance)
+	if allowance > 0 {
+		c.dog.mark(c, s)
+	}
+	c.started.Store(s)
+}
+
+// end marks the call finished and gives back its slow permit.
+func (c *budgetCtx) end() {
+	c.started.Store(0)
+	if c.holding {
+		c.holding = false
+		<-c.dog.slow
+	}
+}
+
+// slow takes a slow permit for a call that has run longer than cheapFor, waiting for one
+// (or for the call's end: its budget runs on while it waits).
+func (c *budgetCtx) slow() {
+	if c.holding || c.begun == 0 || time.Now().UnixNano()-c.begun < int64(cheapFor) {
+		return
+	}
+	select {
+	case c.dog.slow <- struct{}{}:
+		c.holding = true
+	case <-c.done:
+	}
+}
+
+func (c *budgetCtx) expire(reason error) {
+	c.once.Do(func() {
+		c.reason.Store(&reason)
+		close(c.done)
+	})
+}
+
 func (c *budgetCtx) expired() bool { return c.Err() != nil }
 
-// watchdog expires the contexts of calls that run longer than budget. It checks every
-// budget/2 (at least 1 ms), so a runaway call stops within 1.5 × budget (plus the time of
-// the library function it may be in: Go code is not interrupted).
+// watchdog expires the contexts of calls that run longer than the budget or allocate more
+// than their quota. It checks every watchTick.
+//
+// Memory is the process's heap allocations (runtime/metrics /gc/heap/allocs:bytes) since
+// the first tick that saw the call: gopher-lua has no allocation hook, so a call is charged
+// with everything the process allocated while it ran. A decision of a few microseconds is
+// almost never seen by a tick, and one that is seen is a new call at the next; only a call
+// that runs for ticks is charged, for ticks of the whole process's allocations.
 type watchdog struct {
 	budget time.Duration
+	slow   chan struct{} // permits of long calls
 	mu     sync.Mutex
 	ctxs   map[*budgetCtx]struct{}
 	stop   chan struct{}
 	done   chan struct{}
+	sample []metrics.Sample
 }
 
 func newWatchdog(budget time.Duration) *watchdog {
-	w := &watchdog{budget: budget, ctxs: map[*budgetCtx]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
-	tick := max(budget/2, time.Millisecond)
+	w := &watchdog{budget: budget, ctxs: map[*budgetCtx]struct{}{}, stop: make(chan struct{}), done: make(chan struct{}),
+		slow:   make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 1)),
+		sample: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}}
 	go func() {
 		defer close(w.done)
-		t := time.NewTicker(tick)
+		t := time.NewTicker(watchTick)
 		defer t.Stop()
 		for {
 			select {
@@ -70,11 +177,37 @@ func newWatchdog(budget time.Duration) *watchdog {
 func (w *watchdog) check(now int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var allocs uint64
+	read := false
 	for c := range w.ctxs {
-		if s := c.started.Load(); s != 0 && now-s > int64(w.budget) {
-			c.expire()
+		s := c.started.Load()
+		if s == 0 {
+			continue
+		}
+		if now-s > int64(w.budget) {
+			c.expire(errBudget)
+			continue
+		}
+		if !read {
+			metrics.Read(w.sample)
+			allocs, read = w.sample[0].Value.Uint64(), true
+		}
+		if c.markFor != s {
+			c.markFor, c.mark = s, allocs
+			continue
+		}
+		if allocs-c.mark > uint64(c.quota.Load()) {
+			c.expire(errMemory)
 		}
 	}
+}
+
+// mark charges c's call that starts as s from now.
+func (w *watchdog) mark(c *budgetCtx, s int64) {
+	w.mu.Lock()
+	metrics.Read(w.sample)
+	c.markFor, c.mark = s, w.sample[0].Value.Uint64()
+	w.mu.Unlock()
 }
 
 func (w *watchdog) add(c *budgetCtx) {

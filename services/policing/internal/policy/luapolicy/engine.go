@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -94,6 +95,10 @@ func (e *Engine) load(src []byte) error {
 		poolSize: e.opt.PoolSize, memoSize: memoSize, now: e.opt.Now})
 	if err != nil {
 		Loads.WithLabelValues("rejected").Inc()
+		// A refused script may have allocated up to its quota (and a step beyond): give
+		// the heap back to the OS now rather than when the scavenger gets to it (a full GC;
+		// refusals are rare).
+		debug.FreeOSMemory()
 		return fmt.Errorf("policy.lua.file %s: %w", e.opt.File, err)
 	}
 	if old := e.prog.Swap(p); old != nil {

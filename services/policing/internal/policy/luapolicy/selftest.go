@@ -24,9 +24,9 @@ func (p *program) selftest(st *state, now time.Time) error {
 		L.SetGlobal("check_accounting", lua.LNil)
 	}()
 	L.Push(fn)
-	st.ctx.started.Store(time.Now().Add(loadAllowance).UnixNano())
+	st.ctx.begin(loadAllowance, loadQuota)
 	err := L.PCall(0, 0, nil)
-	st.ctx.started.Store(0)
+	st.ctx.end()
 	L.SetTop(0)
 	if err != nil {
 		return fmt.Errorf("selftest: %w", err)
