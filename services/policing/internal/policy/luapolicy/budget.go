@@ -46,10 +46,13 @@ type budgetCtx struct {
 	quota   atomic.Int64 // bytes the call in progress may allocate
 	dog     *watchdog
 
+	memOut atomic.Bool // expired for memory
+
 	// owned by the state's goroutine
 	begun   int64  // unix nanoseconds the call began (for cheapFor)
-	polls   uint32 // Done() calls
+	polls   uint32 // Done() calls and pattern steps / 1,024 of the call in progress
 	holding bool   // holds a slow permit
+	waited  bool   // asked for a slow permit: a long call
 
 	// owned by the watchdog (under its mutex)
 	markFor int64  // the started value mark belongs to
@@ -61,12 +64,22 @@ func newBudgetCtx(w *watchdog) *budgetCtx { return &budgetCtx{done: make(chan st
 func (c *budgetCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (c *budgetCtx) Value(any) any               { return nil }
 
+// graceWork: a call that has run fewer VM instructions than this (a few hundred
+// microseconds of work) and never asked for a slow permit is not stopped for time. Its
+// wall-clock budget can only have run out while it was not running (the OS ran other
+// threads: a loaded machine), and failing it would reject a legitimate request for the
+// machine's load. Memory stops it at once.
+const graceWork = 1 << 16
+
 // Done is called by the VM before each instruction: every 1,024th call also looks whether
-// the call became long (poll).
+// the call became long (slow).
 func (c *budgetCtx) Done() <-chan struct{} {
 	c.polls++
 	if c.polls%1024 == 0 {
 		c.slow()
+	}
+	if c.polls < graceWork && !c.waited && !c.memOut.Load() {
+		return nil // never ready
 	}
 	return c.done
 }
@@ -86,7 +99,11 @@ func (c *budgetCtx) Err() error {
 // poll is what Go code running for a script (the pattern functions) calls now and then: it
 // takes a slow permit once the call is long, and says whether to stop.
 func (c *budgetCtx) poll() error {
+	c.polls += 1024
 	c.slow()
+	if c.polls < graceWork && !c.waited && !c.memOut.Load() {
+		return nil
+	}
 	return c.Err()
 }
 
@@ -96,7 +113,7 @@ func (c *budgetCtx) poll() error {
 // nanoseconds, more than a cheap decision).
 func (c *budgetCtx) begin(allowance time.Duration, quota int64) {
 	now := time.Now().UnixNano()
-	c.begun = now
+	c.begun, c.polls, c.waited = now, 0, false
 	c.quota.Store(quota)
 	s := now + int64(allowance)
 	if allowance > 0 {
@@ -120,6 +137,7 @@ func (c *budgetCtx) slow() {
 	if c.holding || c.begun == 0 || time.Now().UnixNano()-c.begun < int64(cheapFor) {
 		return
 	}
+	c.waited = true
 	select {
 	case c.dog.slow <- struct{}{}:
 		c.holding = true
@@ -127,11 +145,18 @@ func (c *budgetCtx) slow() {
 	}
 }
 
+// expire ends the call: for memory at once, for time once it did more than graceWork (a
+// call already expired for time may still be expired for memory).
 func (c *budgetCtx) expire(reason error) {
-	c.once.Do(func() {
+	if reason == errMemory {
+		if c.memOut.Swap(true) {
+			return
+		}
 		c.reason.Store(&reason)
-		close(c.done)
-	})
+	} else {
+		c.reason.CompareAndSwap(nil, &reason)
+	}
+	c.once.Do(func() { close(c.done) })
 }
 
 func (c *budgetCtx) expired() bool { return c.Err() != nil }
@@ -185,8 +210,7 @@ func (w *watchdog) check(now int64) {
 			continue
 		}
 		if now-s > int64(w.budget) {
-			c.expire(errBudget)
-			continue
+			c.expire(errBudget) // it may still be running (graceWork): memory is checked on
 		}
 		if !read {
 			metrics.Read(w.sample)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	lua "github.com/yuin/gopher-lua"
 
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 )
@@ -148,5 +149,22 @@ func TestRemovedFunctionsNamed(t *testing.T) {
 		if !strings.Contains(msg, name) || !strings.Contains(msg, "not available in the sandbox") {
 			t.Errorf("%s: error %q, want one naming %s and saying it is not available in the sandbox", call, msg, name)
 		}
+	}
+}
+
+// TestStarvedDecisionNotFailed: a decision that did little work but was not running for
+// longer than its budget (the OS ran other threads: here a Go function sleeping stands in
+// for that) is not failed for time: before, a loaded machine rejected legitimate requests.
+func TestStarvedDecisionNotFailed(t *testing.T) {
+	e := newEngine(t, `function authorize(req, sub) stall() reply("Session-Timeout", 60) end`, func(o *Options) { o.PoolSize = 1 })
+	p := e.prog.Load()
+	st, err := p.get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.L.SetGlobal("stall", st.L.NewFunction(func(*lua.LState) int { time.Sleep(120 * time.Millisecond); return 0 }))
+	p.put(st)
+	if d := e.Authorize(context.Background(), request(t, "alice"), sub("gold", "")); !d.Accept {
+		t.Fatalf("a starved decision failed: %+v", d)
 	}
 }
