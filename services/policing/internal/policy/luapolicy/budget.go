@@ -111,7 +111,7 @@ func (c *budgetCtx) poll() error {
 // A call with an allowance (a load, a selftest: rare) is charged from its first byte; a
 // decision from the first tick that sees it (reading the allocations costs a few hundred
 // nanoseconds, more than a cheap decision).
-func (c *budgetCtx) begin(allowance time.Duration, quota int64) {
+func (c *budgetCtx) begin(allowance time.Duration, quota int64) (unixNano int64) {
 	now := time.Now().UnixNano()
 	c.begun, c.polls, c.waited = now, 0, false
 	c.quota.Store(quota)
@@ -120,6 +120,7 @@ func (c *budgetCtx) begin(allowance time.Duration, quota int64) {
 		c.dog.mark(c, s)
 	}
 	c.started.Store(s)
+	return now
 }
 
 // end marks the call finished and gives back its slow permit.

@@ -32,6 +32,7 @@ type state struct {
 	a       args
 	d       decision
 	errKind string
+	took    time.Duration // the last call's duration (the run duration metric)
 }
 
 // source answers an accessor's reads.
@@ -172,7 +173,7 @@ func (st *state) clock(name string) lua.LGFunction {
 		if st.inputs != nil && !declared(st.inputs, scopeClock, name) {
 			st.fail(ErrKindInput, "%s() is called but not declared in inputs.%s", name, hookNames[st.hook])
 		}
-		L.Push(clockValue(st.a.now, name).lua())
+		L.Push(clockValue(st.a.now(), name).lua())
 		return 1
 	}
 }
@@ -276,9 +277,10 @@ func (st *state) call(h hook, a args, inputs []input) (decision, error) {
 	for _, i := range hookArgs[h] {
 		L.Push(st.ud[i])
 	}
-	st.ctx.begin(0, decisionQuota)
+	start := st.ctx.begin(0, decisionQuota)
 	err := L.PCall(len(hookArgs[h]), 0, nil)
 	st.ctx.end()
+	st.took = time.Duration(time.Now().UnixNano() - start)
 	L.SetTop(0)
 	d := st.d
 	st.a, st.d = args{}, decision{} // keep no request alive in the pool
