@@ -181,3 +181,13 @@ function selftest() local c = {} for i = 1, 40 do c[i] = string.rep(string.char(
 		t.Fatalf("%+v", d)
 	}
 }
+
+// hour() at the top level and in selftest() (outside check_*) reads the zero time, as before.
+func TestClockOutsideACall(t *testing.T) {
+	e := newEngine(t, `local h = hour()
+function authorize(req, sub) reply("Session-Timeout", 60 + h) end
+function selftest() assert(hour() == 0 and weekday() == 1) end`)
+	if d := e.Authorize(context.Background(), request(t, "alice"), sub("gold", "")); !d.Accept || replyText(t, d, "Session-Timeout") != "60" {
+		t.Fatalf("%+v", d)
+	}
+}
