@@ -121,6 +121,12 @@ func (c *budgetCtx) begin(allowance time.Duration, quota int64) (unixNano int64)
 		c.dog.mark(c, s)
 	}
 	c.started.Store(s)
+	if c.dog.idle.Load() {
+		select {
+		case c.dog.wake <- struct{}{}:
+		default:
+		}
+	}
 	return now
 }
 
@@ -164,7 +170,7 @@ func (c *budgetCtx) expire(reason error) {
 func (c *budgetCtx) expired() bool { return c.Err() != nil }
 
 // watchdog expires the contexts of calls that run longer than the budget or allocate more
-// than their quota. It checks every watchTick.
+// than their quota. It checks every watchTick (every idleTick when idle).
 //
 // Memory is the process's heap allocations (runtime/metrics /gc/heap/allocs:bytes) since
 // the first tick that saw the call: gopher-lua has no allocation hook, so a call is charged
@@ -179,29 +185,57 @@ type watchdog struct {
 	stop   chan struct{}
 	done   chan struct{}
 	sample []metrics.Sample
+	idle   atomic.Bool   // looking every idleTick
+	wake   chan struct{} // a call began while idle
 }
 
 func newWatchdog(budget time.Duration) *watchdog {
 	w := &watchdog{budget: budget, ctxs: map[*budgetCtx]struct{}{}, stop: make(chan struct{}), done: make(chan struct{}),
-		slow:   make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 1)),
+		slow: make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 1)), wake: make(chan struct{}, 1),
 		sample: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}}
 	go func() {
 		defer close(w.done)
-		t := time.NewTicker(watchTick)
+		t := time.NewTimer(watchTick)
 		defer t.Stop()
+		var lastActive time.Time
+		tick := func(now time.Time) {
+			if w.check(now.UnixNano()) {
+				lastActive = now
+			}
+			// Every tick while calls run (and for idleAfter since the last one), else every
+			// idleTick: an idle node does not wake a thousand times a second.
+			next := watchTick
+			if now.Sub(lastActive) > idleAfter {
+				next = idleTick
+			}
+			w.idle.Store(next == idleTick)
+			t.Reset(next)
+		}
 		for {
 			select {
 			case <-w.stop:
 				return
 			case now := <-t.C:
-				w.check(now.UnixNano())
+				tick(now)
+			case <-w.wake: // a call began while idle
+				tick(time.Now())
 			}
 		}
 	}()
 	return w
 }
 
-func (w *watchdog) check(now int64) {
+// An idle watchdog (no call seen running for idleAfter) looks every idleTick, and a call that
+// begins meanwhile wakes it (one channel send, only while idle), so that no call is watched
+// late. Measured: an idle policing with a Lua policy used 0.9 % of a core before issue 35 (a
+// tick every 25 ms), 2.0 % with a constant 1 ms tick, 0.9–1.2 % with this (10 s, jiffies).
+const (
+	idleAfter = 100 * time.Millisecond
+	idleTick  = 10 * time.Millisecond
+)
+
+// check expires the calls past their budget or quota; it says whether any call was running.
+func (w *watchdog) check(now int64) (active bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var allocs uint64
@@ -211,6 +245,7 @@ func (w *watchdog) check(now int64) {
 		if s == 0 {
 			continue
 		}
+		active = true
 		if now-s > int64(w.budget) {
 			c.expire(errBudget) // it may still be running (graceWork): memory is checked on
 		}
@@ -226,6 +261,7 @@ func (w *watchdog) check(now int64) {
 			c.expire(errMemory)
 		}
 	}
+	return active
 }
 
 // mark charges c's call that starts as s from now.
