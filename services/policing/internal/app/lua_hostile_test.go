@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -26,19 +27,23 @@ function authorize(req, sub)
   reply("Mikrotik-Rate-Limit", "10M/10M")
 end`
 
-// normalWithin is how long a normal user's request may take while budget-exhausting
-// decisions are in flight. On a quiet machine it is about a millisecond; on the shared
-// 2-core box this was written on (load average 13–37 from other builds) 0.5–37 ms with two
-// in flight and 61–152 ms with twenty: the bound leaves room for that. Before issue 35 it
-// was never answered (the decisions ran on both readers and never ended).
-const normalWithin = 250 * time.Millisecond
+// How long a normal user's request may take while budget-exhausting decisions are in
+// flight: every one within answeredWithin, and their median within medianWithin. On the
+// shared 2-core box this was written on (load average 12–15 from other builds) the median
+// was 0.5–3 ms and single requests took up to 152 ms with two in flight and 328 ms with
+// twenty: the OS's scheduling, the bounds leave room for it. Before issue 35 none was
+// answered (the decisions ran on both readers and never ended).
+const (
+	answeredWithin = time.Second
+	medianWithin   = 50 * time.Millisecond
+)
 
 // TestLuaHostileDecisionsDoNotStallOthers (issue 35): with two budget-exhausting decisions
 // in flight on a node whose readers are as many as its CPUs (2), then twenty, another
-// subscriber's request is answered within normalWithin. Before, the decisions ran on the
-// readers (inline dispatch) and never stopped: nothing else was read. Now a Lua policy's
-// decisions run on the workers, a decision stops within its budget, and decisions past a
-// millisecond share GOMAXPROCS − 1 CPUs (one here) between them.
+// subscriber's requests are answered. Before, the decisions ran on the readers (inline
+// dispatch) and never stopped: nothing else was read. Now a Lua policy's decisions run on
+// the workers, a decision stops within its budget, and decisions past 16,384 instructions
+// share GOMAXPROCS − 1 CPUs (one here) between them.
 func TestLuaHostileDecisionsDoNotStallOthers(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "policy.lua")
@@ -49,31 +54,38 @@ func TestLuaHostileDecisionsDoNotStallOthers(t *testing.T) {
 		rfc2865.SessionTimeout_Set(p, 2000)
 		_, _ = exchangeWithin(t, n.AuthAddr, p, 5*time.Second)
 	}
-	// Three rounds of two in flight, then a flood of 20.
-	for round, inFlight := range []int{2, 2, 2, 20} {
+	rounds := []int{2, 2, 2, 2, 2, 20, 20, 20}
+	var took []time.Duration
+	for round, inFlight := range rounds {
 		var wg sync.WaitGroup
 		for range inFlight {
 			wg.Add(1)
 			go func() { defer wg.Done(); hostile() }()
 		}
-		time.Sleep(20 * time.Millisecond) // both in flight, each good for its 50 ms budget
+		time.Sleep(20 * time.Millisecond) // all in flight, each good for its 50 ms budget
 		start := time.Now()
-		reply, err := exchangeWithin(t, n.AuthAddr, papRequest("alice", "wonderland"), 5*time.Second)
-		took := time.Since(start)
+		reply, err := exchangeWithin(t, n.AuthAddr, papRequest("alice", "wonderland"), answeredWithin)
+		d := time.Since(start)
 		if err != nil {
-			t.Fatalf("round %d: alice unanswered while two hostile decisions run: %v", round, err)
+			t.Fatalf("round %d: alice unanswered within %s while %d hostile decisions run: %v", round, answeredWithin, inFlight, err)
 		}
 		if reply.Code != radius.CodeAccessAccept {
 			t.Fatalf("round %d: alice got %v", round, reply.Code)
 		}
-		t.Logf("round %d: alice answered in %s with %d hostile decisions in flight", round, took, inFlight)
-		if took > normalWithin {
-			t.Errorf("round %d: alice answered after %s, want ≤ %s", round, took, normalWithin)
-		}
+		t.Logf("round %d: alice answered in %s with %d hostile decisions in flight", round, d, inFlight)
+		took = append(took, d)
 		wg.Wait()
 	}
-	if got := metricValue(t, n, `openaaa_policy_lua_errors_total{hook="authorize",kind="budget"}`); got != 26 {
-		t.Errorf("budget errors = %v, want 26 (the hostile decisions)", got)
+	slices.Sort(took)
+	if m := took[len(took)/2]; m > medianWithin {
+		t.Errorf("median answer %s with hostile decisions in flight, want ≤ %s", m, medianWithin)
+	}
+	want := 0
+	for _, r := range rounds {
+		want += r
+	}
+	if got := metricValue(t, n, `openaaa_policy_lua_errors_total{hook="authorize",kind="budget"}`); got != float64(want) {
+		t.Errorf("budget errors = %v, want %d (the hostile decisions)", got, want)
 	}
 }
 

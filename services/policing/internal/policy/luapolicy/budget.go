@@ -25,10 +25,13 @@ const (
 	loadQuota     = 64 << 20
 )
 
-// cheapFor is how long a call runs before it counts as long: past it, it runs only while it
-// holds one of the watchdog's slow permits (GOMAXPROCS − 1, at least 1), so that long calls
-// together never take every CPU from the cheap ones (issue 35).
-const cheapFor = time.Millisecond
+// longWork is how much a call does before it counts as long: past it (16,384 VM
+// instructions, or 16 rounds of 1,024 pattern steps: a few hundred microseconds; a policy's
+// decision runs tens to hundreds), it runs only while it holds one of the watchdog's slow
+// permits (GOMAXPROCS − 1, at least 1), so that long calls together never take every CPU
+// from the cheap ones (issue 35). Counted in work, not time: a short call that the OS
+// descheduled on a loaded machine is not long.
+const longWork = 1 << 14
 
 // watchTick is how often the watchdog checks the calls in progress: a call stops within its
 // budget plus a tick (plus the 1,024 VM instructions or pattern steps between two looks at
@@ -50,7 +53,6 @@ type budgetCtx struct {
 	memOut atomic.Bool // expired for memory
 
 	// owned by the state's goroutine
-	begun   int64  // unix nanoseconds the call began (for cheapFor)
 	polls   uint32 // Done() calls and pattern steps / 1,024 of the call in progress
 	holding bool   // holds a slow permit
 	waited  bool   // asked for a slow permit: a long call
@@ -114,7 +116,7 @@ func (c *budgetCtx) poll() error {
 // nanoseconds, more than a cheap decision).
 func (c *budgetCtx) begin(allowance time.Duration, quota int64) (unixNano int64) {
 	now := time.Now().UnixNano()
-	c.begun, c.polls, c.waited = now, 0, false
+	c.polls, c.waited = 0, false
 	c.quota.Store(quota)
 	s := now + int64(allowance)
 	if allowance > 0 {
@@ -139,10 +141,10 @@ func (c *budgetCtx) end() {
 	}
 }
 
-// slow takes a slow permit for a call that has run longer than cheapFor, waiting for one
-// (or for the call's end: its budget runs on while it waits).
+// slow takes a slow permit for a call that has done more than longWork, waiting for one (or
+// for the call's end: its budget runs on while it waits).
 func (c *budgetCtx) slow() {
-	if c.holding || c.begun == 0 || time.Now().UnixNano()-c.begun < int64(cheapFor) {
+	if c.holding || c.polls < longWork {
 		return
 	}
 	c.waited = true
