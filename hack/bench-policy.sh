@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # make bench-policy (docs/benchmarks.md, "Lua policy"): the field's flow on the embedded
-# store with three policies, side by side — the built-in policy, the same policy in Lua
-# (services/policing/internal/policy/luapolicy/testdata/builtin.lua) with memoization off
-# (every decision runs the script), and the same script memoized — alternating the three in each of BENCH_ROUNDS
-# rounds, as hack/bench.sh alternates its A/B runs, and reporting the medians: TPS, p99,
-# server CPU µs per transaction, the Lua runs and reuses, and what Lua adds per decision.
+# store with four variants, side by side, each in a fresh policing process — the built-in
+# policy (inline dispatch, what auto picks without a script), the built-in policy on the
+# worker pool (what auto picks with a Lua policy: no decision on a reader, issue 35), the
+# same policy in Lua (services/policing/internal/policy/luapolicy/testdata/builtin.lua) with
+# memoization off (every decision runs the script), and the same script memoized —
+# alternating them in each of BENCH_ROUNDS rounds, as hack/bench.sh alternates its A/B
+# runs, and reporting the medians: TPS, p99, server CPU µs per transaction, the Lua runs and
+# reuses, what Lua adds per decision against the built-in policy on the same dispatch
+# (workers), and the engine's own mean run duration (openaaa_policy_lua_run_duration_seconds).
 #
 # Knobs (environment), as in hack/bench.sh:
 #   BENCH_DURATION=10s BENCH_WARMUP=3s BENCH_ROUNDS=3 BENCH_CONCURRENCY=16 BENCH_INTERIMS=5
@@ -72,14 +76,23 @@ run() { # LABEL FILE
 	read -r r1 u1 <<<"$after"
 	# The counters are read around the measured run: they include its last in-flight
 	# requests, a few among tens of thousands.
-	echo "$((r1 - r0)) $((u1 - u0))" >"$OUT/$file.lua"
+	echo "$((r1 - r0)) $((u1 - u0)) $(lua_run_mean_us)" >"$OUT/$file.lua"
 	echo "bench-policy: $("$LOADGEN" summary "$OUT/$file.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
 }
 
-VARIANTS=(builtin lua lua-memoized)
+# lua_run_mean_us: the engine's mean run duration so far (µs; 0 without runs), warm-up included.
+lua_run_mean_us() {
+	curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '
+		/^openaaa_policy_lua_run_duration_seconds_sum/ { s += $NF }
+		/^openaaa_policy_lua_run_duration_seconds_count/ { c += $NF }
+		END { printf "%.2f\n", c ? 1e6 * s / c : 0 }'
+}
+
+VARIANTS=(builtin builtin-workers lua lua-memoized)
 flags() {
 	case $1 in
 	builtin) ;;
+	builtin-workers) echo "--set radius.dispatch=workers" ;;
 	lua) echo "--set policy.lua.file=$SCRIPTS/builtin.lua --set policy.lua.memoize=false" ;;
 	lua-memoized) echo "--set policy.lua.file=$SCRIPTS/builtin.lua --set policy.lua.memoize=true" ;;
 	esac
@@ -96,7 +109,7 @@ done
 stat() { # VARIANT JQ-EXPR
 	for i in $(seq 1 "$ROUNDS"); do jq -r "$2" "$OUT/$1-$i.json"; done | median
 }
-lua_stat() { # VARIANT COLUMN(1 runs, 2 reuses)
+lua_stat() { # VARIANT COLUMN(1 runs, 2 reuses, 3 mean run µs)
 	for i in $(seq 1 "$ROUNDS"); do awk -v c="$2" '{print $c}' "$OUT/$1-$i.lua"; done | median
 }
 
@@ -106,22 +119,25 @@ lua_stat() { # VARIANT COLUMN(1 runs, 2 reuses)
 	echo
 	echo "Medians of $ROUNDS rounds. A session is 1 Access-Request + Start + $INTERIMS Interims + Stop: $((1 + 1 + INTERIMS)) policy decisions (Stop runs none) in $((3 + INTERIMS)) transactions."
 	echo
-	echo "| policy | TPS | vs built-in | p99 ms | server CPU µs/tx | Lua runs | Lua reuses | Lua CPU µs per decision |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| policy | TPS | vs built-in | p99 ms | server CPU µs/tx | Lua runs | Lua reuses | Lua CPU µs per decision (vs builtin-workers) | engine's mean run µs |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	base_tps=$(stat builtin '.incomingTPS')
-	base_cpu=$(stat builtin '.cpuMicrosPerTransaction // 0')
+	base_cpu=$(stat builtin-workers '.cpuMicrosPerTransaction // 0')
 	for v in "${VARIANTS[@]}"; do
 		tps=$(stat "$v" '.incomingTPS')
 		p99=$(stat "$v" '.latency.all.p99Ms')
 		cpu=$(stat "$v" '.cpuMicrosPerTransaction // 0')
 		runs=$(lua_stat "$v" 1)
 		reuses=$(lua_stat "$v" 2)
-		awk -v v="$v" -v tps="$tps" -v bt="$base_tps" -v p99="$p99" -v cpu="$cpu" -v bc="$base_cpu" \
+		mean=$(lua_stat "$v" 3)
+		awk -v v="$v" -v tps="$tps" -v bt="$base_tps" -v p99="$p99" -v cpu="$cpu" -v bc="$base_cpu" -v mean="$mean" \
 			-v runs="$runs" -v reuses="$reuses" -v tx="$((3 + INTERIMS))" -v dec="$((2 + INTERIMS))" 'BEGIN {
-			per = v == "builtin" ? "—" : sprintf("%+.1f", (cpu - bc) * tx / dec)
-			printf "| %s | %.0f | %.1f %% | %.2f | %.1f | %d | %d | %s |\n", v, tps, 100 * tps / bt, p99, cpu, runs, reuses, per
+			per = v ~ /^builtin/ ? "—" : sprintf("%+.1f", (cpu - bc) * tx / dec)
+			m = v ~ /^builtin/ ? "—" : sprintf("%.2f", mean)
+			printf "| %s | %.0f | %.1f %% | %.2f | %.1f | %d | %d | %s | %s |\n", v, tps, 100 * tps / bt, p99, cpu, runs, reuses, per, m
 		}'
 	done
 	echo
-	echo "Lua CPU per decision: (server CPU µs/tx − the built-in's) × transactions / decisions."
+	echo "Lua CPU per decision: (server CPU µs/tx − builtin-workers') × transactions / decisions: a Lua policy runs on the worker pool, so the built-in policy on the pool is the baseline."
+	echo "Engine's mean run: openaaa_policy_lua_run_duration_seconds sum / count at the end of the run (warm-up included; reuses excluded)."
 } | tee "$OUT/report.md"

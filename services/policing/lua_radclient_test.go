@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -167,5 +168,33 @@ func TestCheckPolicy(t *testing.T) {
 	out, err := exec.Command(policingBin, "check-policy", bad).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `no attribute "No-Such"`) {
 		t.Fatalf("bad script: %v\n%s", err, out)
+	}
+}
+
+// policing check-policy is bounded in memory as a reload is (issue 35): a script doubling a
+// string at its top level or in selftest() is refused, and the process's peak RSS stays
+// under checkPolicyRSS (before: 277 MiB to over 4 GiB).
+func TestCheckPolicyBoundedInMemory(t *testing.T) {
+	const checkPolicyRSS = 256 << 20
+	const double = `local s = "x" while #s < 2^31 do s = s .. s end`
+	for name, src := range map[string]string{
+		"top level": double + "\nfunction authorize(req, sub) end\n",
+		"selftest":  "function authorize(req, sub) end\nfunction selftest() " + double + " end\n",
+	} {
+		f := filepath.Join(t.TempDir(), "doubling.lua")
+		if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		cmd := exec.Command(policingBin, "check-policy", f)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "memory quota exceeded") {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+		t.Logf("%s: refused in %s, peak RSS %d MiB", name, time.Since(start), rss>>20)
+		if rss > checkPolicyRSS {
+			t.Errorf("%s: peak RSS %d MiB, want ≤ %d MiB", name, rss>>20, checkPolicyRSS>>20)
+		}
 	}
 }

@@ -445,7 +445,12 @@ func (c *Config) Validate() error {
 		bad("radius", "authAddress and acctAddress are both empty: nothing to serve")
 	}
 	switch c.Radius.Dispatch {
-	case "auto", "inline", "workers":
+	case "inline":
+		if c.Policy.Lua.File != "" {
+			// No decision on a reader's stack unless it is known to be cheap (issue 35).
+			bad("radius.dispatch", "inline serves each request on the reader that read it, and a Lua policy (policy.lua.file) decision may run for its whole budget: use auto or workers")
+		}
+	case "auto", "workers":
 	default:
 		bad("radius.dispatch", "must be auto, inline or workers, got %q", c.Radius.Dispatch)
 	}
@@ -608,7 +613,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // hand them to the worker pool (radius.dispatch). auto picks inline when nothing on the
 // request path waits for I/O: the embedded or no-op store, subscribers from a file, no
 // accounting proxy (its queue fsyncs, its sync mode waits for the upstream), no EAP
-// forwarding (a round waits for its owner node). A remote store
+// forwarding (a round waits for its owner node), no Lua policy (a decision may run for its
+// whole budget: on a reader, it would stop that reader reading). A remote store
 // or LDAP needs the pool, so that requests waiting on them do not hold up the others.
 func (c *Config) InlineDispatch() bool {
 	switch c.Radius.Dispatch {
@@ -617,7 +623,8 @@ func (c *Config) InlineDispatch() bool {
 	case "workers":
 		return false
 	}
-	return c.Session.InProcess() && c.Subscribers.Source == "file" && len(c.Proxy.Upstreams) == 0 && c.EAP.Forward.Address == ""
+	return c.Session.InProcess() && c.Subscribers.Source == "file" && len(c.Proxy.Upstreams) == 0 && c.EAP.Forward.Address == "" &&
+		c.Policy.Lua.File == ""
 }
 
 // InProcess tells whether the store lives in the process (embedded, none): its writes

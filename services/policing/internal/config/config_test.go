@@ -429,7 +429,19 @@ func TestSeveralListenAddresses(t *testing.T) {
 	}
 }
 
-// auto serves inline only when nothing on the request path waits for I/O.
+// inline with a Lua policy is refused: a decision may run for its whole budget, and on a
+// reader it stops that reader reading (issue 35).
+func TestInlineDispatchRefusedWithLuaPolicy(t *testing.T) {
+	cfg := Default()
+	cfg.Radius.Dispatch = "inline"
+	cfg.Policy.Lua.File = "/etc/openaaa/policy.lua"
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "radius.dispatch: inline") || !strings.Contains(err.Error(), "policy.lua.file") {
+		t.Fatalf("error %v, want one naming radius.dispatch and policy.lua.file", err)
+	}
+}
+
+// auto serves inline only when nothing on the request path waits for I/O (and no Lua policy decides).
 func TestInlineDispatch(t *testing.T) {
 	cases := []struct {
 		name string
@@ -442,6 +454,7 @@ func TestInlineDispatch(t *testing.T) {
 		{"hybrid", func(c *Config) { c.Session.Store = "hybrid" }, false},
 		{"ldap", func(c *Config) { c.Subscribers.Source = "ldap" }, false},
 		{"proxy", func(c *Config) { c.Proxy.Upstreams = []Upstream{{Address: "127.0.0.1:1813"}} }, false},
+		{"lua policy", func(c *Config) { c.Policy.Lua.File = "/etc/openaaa/policy.lua" }, false}, // decisions leave the readers
 		{"forced workers", func(c *Config) { c.Radius.Dispatch = "workers" }, false},
 		{"forced inline", func(c *Config) { c.Radius.Dispatch = "inline"; c.Session.Store = "cassandra" }, true},
 	}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -94,6 +95,10 @@ func (e *Engine) load(src []byte) error {
 		poolSize: e.opt.PoolSize, memoSize: memoSize, now: e.opt.Now})
 	if err != nil {
 		Loads.WithLabelValues("rejected").Inc()
+		// A refused script may have allocated up to its quota (and a step beyond): give
+		// the heap back to the OS now rather than when the scavenger gets to it (a full GC;
+		// refusals are rare).
+		debug.FreeOSMemory()
 		return fmt.Errorf("policy.lua.file %s: %w", e.opt.File, err)
 	}
 	if old := e.prog.Swap(p); old != nil {
@@ -130,7 +135,7 @@ func (e *Engine) Authorize(ctx context.Context, req *radius.Packet, sub *subscri
 	if sub.Disabled {
 		return e.opt.Builtin.Reject("subscriber disabled")
 	}
-	a := args{req: req.Attributes, sub: sub, now: e.opt.Now()}
+	a := args{req: req.Attributes, sub: sub, clock: e.opt.Now}
 	d, err := e.decide(ctx, p, hookAuthorize, memoKey{a: rfc2865.UserName_GetString(req)}, a)
 	if err != nil {
 		if e.opt.FailOpen {
@@ -161,7 +166,7 @@ func (e *Engine) Accounting(ctx context.Context, req *radius.Packet, u *session.
 		}
 		return
 	}
-	a := args{req: req.Attributes, sub: sub, sess: u, now: e.opt.Now()}
+	a := args{req: req.Attributes, sub: sub, sess: u, clock: e.opt.Now}
 	d, err := e.decide(ctx, p, hookAccounting, key, a)
 	if err != nil {
 		Failed.WithLabelValues("acct").Inc()
@@ -214,9 +219,8 @@ func (e *Engine) run(ctx context.Context, p *program, h hook, a args, ins []inpu
 	if err != nil {
 		return decision{}, e.failed(p, h, err)
 	}
-	start := time.Now()
 	d, err := st.call(h, a, ins)
-	perHook[h].duration.Observe(time.Since(start).Seconds())
+	perHook[h].duration.Observe(st.took.Seconds())
 	perHook[h].runs.Inc()
 	p.put(st)
 	if err != nil {

@@ -39,7 +39,7 @@ func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *s
 	if initial {
 		key.b = u.Session.UserName
 	}
-	a := args{sub: sub, sess: u, now: e.opt.Now()}
+	a := args{sub: sub, sess: u, clock: e.opt.Now}
 	d, err := e.decide(ctx, p, h, key, a)
 	if err != nil {
 		Failed.WithLabelValues(hookNames[h]).Inc()

@@ -245,7 +245,18 @@ type args struct {
 	req  radius.Attributes
 	sub  *subscriber.Subscriber
 	sess *session.Update
-	now  time.Time
+	// clock is read only by a hook that reads hour() or weekday() (or declares them): a
+	// clock read is a noticeable part of a short decision.
+	clock func() time.Time
+}
+
+// now is the call's clock; outside a call (the script's top level, selftest() around its
+// checks) the zero time, as before.
+func (a *args) now() time.Time {
+	if a.clock == nil {
+		return time.Time{}
+	}
+	return a.clock()
 }
 
 // value reads a declared input.
@@ -266,7 +277,7 @@ func (a *args) value(in input) val {
 		v, _ := sessionValue(a.sess, a.sub, in.name)
 		return v
 	}
-	return clockValue(a.now, in.name)
+	return clockValue(a.now(), in.name)
 }
 
 // sum hashes the values of a hook's declared inputs (FNV-1a, inline: no allocation): what

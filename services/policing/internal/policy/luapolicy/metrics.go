@@ -11,6 +11,7 @@ import (
 const (
 	ErrKindRuntime  = "runtime"  // the script raised an error (error(), a nil index, a failed assert...)
 	ErrKindBudget   = "budget"   // the call ran past policy.lua.budget
+	ErrKindMemory   = "memory"   // the call allocated more than its quota (16 MiB)
 	ErrKindDecision = "decision" // a decision the API refused (unknown attribute, bad value, wrong hook)
 	ErrKindInput    = "input"    // an accessor refused a read (unknown attribute, undeclared input)
 	ErrKindBusy     = "busy"     // no Lua state became free within the budget

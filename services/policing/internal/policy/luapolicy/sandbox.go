@@ -37,7 +37,10 @@ func newSandbox() *lua.LState {
 	}
 	g := L.G.Global
 	for _, name := range removedGlobals {
-		g.RawSetString(name, lua.LNil)
+		g.RawSetString(name, removed(L, name, ""))
+	}
+	for _, lib := range removedLibraries {
+		g.RawSetString(lib, removedLibrary(L, lib))
 	}
 	// unpack({}, 1, 1e8) pushes each value before the stack limit is noticed: seconds.
 	unpack := g.RawGetString("unpack").(*lua.LFunction)
@@ -49,8 +52,13 @@ func newSandbox() *lua.LState {
 		return unpack.GFunction(L)
 	}))
 	str := L.GetGlobal(lua.StringLibName).(*lua.LTable) // also the strings' __index
-	str.RawSetString("dump", lua.LNil)
+	str.RawSetString("dump", removed(L, "string.dump", ""))
 	str.RawSetString("rep", L.NewFunction(boundedRep))
+	// The pattern functions on a matcher that stops within the budget (patterns.go).
+	for name, fn := range map[string]lua.LGFunction{"find": strFind, "match": strMatch, "gmatch": strGmatch, "gsub": strGsub} {
+		str.RawSetString(name, L.NewFunction(fn))
+	}
+	str.RawSetString("gfind", str.RawGetString("gmatch"))
 	format := str.RawGetString("format").(*lua.LFunction)
 	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
 		if !formatWidthsOK(L.CheckString(1)) {
@@ -60,9 +68,42 @@ func newSandbox() *lua.LState {
 	}))
 	// math.random would give different decisions for the same inputs (memoization).
 	m := L.GetGlobal(lua.MathLibName).(*lua.LTable)
-	m.RawSetString("random", lua.LNil)
-	m.RawSetString("randomseed", lua.LNil)
+	const why = " (a random decision could not be memoized)"
+	m.RawSetString("random", removed(L, "math.random", why))
+	m.RawSetString("randomseed", removed(L, "math.randomseed", why))
 	return L
+}
+
+// removedLibraries are the standard libraries a policy does not get: files, processes, the
+// debugger, modules, coroutines, gopher-lua's channels.
+var removedLibraries = []string{"os", "io", "debug", "package", "coroutine", "channel"}
+
+// removed stands in for a function the sandbox took out: calling it fails naming it (a
+// nil in its place would fail with "attempt to call a non-function object").
+func removed(L *lua.LState, name, why string) *lua.LFunction {
+	return L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("%s is not available in the sandbox%s", name, why)
+		return 0
+	})
+}
+
+// removedLibrary stands in for a library the sandbox does not open: reading any field of it
+// fails naming the field (os.time() → "os.time is not available in the sandbox"); it
+// cannot be changed.
+func removedLibrary(L *lua.LState, lib string) *lua.LTable {
+	t := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("%s.%s is not available in the sandbox", lib, L.CheckString(2))
+		return 0
+	}))
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("%s is not available in the sandbox", lib)
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LString("not available in the sandbox"))
+	L.SetMetatable(t, mt)
+	return t
 }
 
 // boundedRep is string.rep refusing results over maxStringRep (a single call could

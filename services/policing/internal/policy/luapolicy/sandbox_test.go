@@ -61,16 +61,22 @@ func TestSandboxEscapesRefused(t *testing.T) {
 }
 
 func TestSandboxGlobalsRemoved(t *testing.T) {
-	names := append([]string{"os", "io", "debug", "package", "coroutine", "channel"}, removedGlobals...)
+	names := append(append([]string{}, removedLibraries...), removedGlobals...)
 	var list strings.Builder
 	for _, n := range names {
 		fmt.Fprintf(&list, "%q, ", n)
 	}
 	e := newEngine(t, `
 local absent = { `+list.String()+` }
+local function stub(v) -- a stand-in that fails naming itself, not the real thing
+  local ok, err
+  if type(v) == "table" then ok, err = pcall(function() return v.anything end)
+  else ok, err = pcall(v) end
+  return not ok and tostring(err):find("not available in the sandbox", 1, true)
+end
 function authorize(req, sub)
-  for _, n in ipairs(absent) do if rawget(_G, n) ~= nil then reject(n) end end
-  if string.dump ~= nil then reject("string.dump") end
+  for _, n in ipairs(absent) do if not stub(rawget(_G, n)) then reject(n) end end
+  if not stub(string.dump) then reject("string.dump") end
 end`)
 	if d := e.Authorize(context.Background(), request(t, "alice"), sub("gold", "")); !d.Accept {
 		t.Fatalf("present in the sandbox: %s", d.Reason)

@@ -24,9 +24,9 @@ func (p *program) selftest(st *state, now time.Time) error {
 		L.SetGlobal("check_accounting", lua.LNil)
 	}()
 	L.Push(fn)
-	st.ctx.started.Store(time.Now().Add(loadAllowance).UnixNano())
+	st.ctx.begin(loadAllowance, loadQuota)
 	err := L.PCall(0, 0, nil)
-	st.ctx.started.Store(0)
+	st.ctx.end()
 	L.SetTop(0)
 	if err != nil {
 		return fmt.Errorf("selftest: %w", err)
@@ -95,7 +95,7 @@ func (st *state) check(L *lua.LState, h hook, now time.Time) int {
 		uds[i] = st.ud[u]
 	}
 	oHook, oInputs, oA, oD, oKind := st.hook, st.inputs, st.a, st.d, st.errKind
-	st.hook, st.inputs, st.a, st.d, st.errKind = h, st.prog.inputs[h], args{now: now}, decision{}, ""
+	st.hook, st.inputs, st.a, st.d, st.errKind = h, st.prog.inputs[h], args{clock: func() time.Time { return now }}, decision{}, ""
 	rec := map[string]*lua.LTable{"reply": L.NewTable(), "coa": L.NewTable()}
 	st.record = func(fn, name, text string) { rec[fn].RawSetString(name, lua.LString(text)) }
 	err := L.CallByParam(lua.P{Fn: fn, NRet: 0, Protect: true}, uds...)

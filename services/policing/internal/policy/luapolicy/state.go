@@ -32,6 +32,7 @@ type state struct {
 	a       args
 	d       decision
 	errKind string
+	took    time.Duration // the last call's duration (the run duration metric)
 }
 
 // source answers an accessor's reads.
@@ -76,7 +77,7 @@ type accessor struct {
 }
 
 func (p *program) newState() (*state, error) {
-	st := &state{prog: p, ctx: newBudgetCtx()}
+	st := &state{prog: p, ctx: newBudgetCtx(p.dog)}
 	L := newSandbox()
 	st.L = L
 	L.SetContext(st.ctx)
@@ -106,9 +107,9 @@ func (p *program) newState() (*state, error) {
 
 	// The chunk builds the script's globals; it may take longer than a call (a big table).
 	L.Push(L.NewFunctionFromProto(p.proto))
-	st.ctx.started.Store(time.Now().Add(loadAllowance).UnixNano())
+	st.ctx.begin(loadAllowance, loadQuota)
 	err := L.PCall(0, 0, nil)
-	st.ctx.started.Store(0)
+	st.ctx.end()
 	if err != nil {
 		st.close()
 		return nil, fmt.Errorf("running the script: %w", err)
@@ -172,7 +173,7 @@ func (st *state) clock(name string) lua.LGFunction {
 		if st.inputs != nil && !declared(st.inputs, scopeClock, name) {
 			st.fail(ErrKindInput, "%s() is called but not declared in inputs.%s", name, hookNames[st.hook])
 		}
-		L.Push(clockValue(st.a.now, name).lua())
+		L.Push(clockValue(st.a.now(), name).lua())
 		return 1
 	}
 }
@@ -276,15 +277,18 @@ func (st *state) call(h hook, a args, inputs []input) (decision, error) {
 	for _, i := range hookArgs[h] {
 		L.Push(st.ud[i])
 	}
-	st.ctx.started.Store(time.Now().UnixNano())
+	start := st.ctx.begin(0, decisionQuota)
 	err := L.PCall(len(hookArgs[h]), 0, nil)
-	st.ctx.started.Store(0)
+	st.ctx.end()
+	st.took = time.Duration(time.Now().UnixNano() - start)
 	L.SetTop(0)
 	d := st.d
 	st.a, st.d = args{}, decision{} // keep no request alive in the pool
 	if err != nil {
 		kind := st.errKind
 		switch {
+		case errors.Is(st.ctx.Err(), errMemory):
+			kind = ErrKindMemory
 		case st.ctx.expired():
 			kind = ErrKindBudget
 		case kind == "":
