@@ -51,6 +51,9 @@ type CCR struct {
 	RuleReports []RuleReport
 	// Missing is the code of the first mandatory AVP absent (0: none), for 5005.
 	Missing uint32
+	// hasType and hasNumber: the CCR had CC-Request-Type and CC-Request-Number (the CCA
+	// echoes them, RFC 4006 §3.2).
+	hasType, hasNumber bool
 }
 
 // Usage is one Usage-Monitoring-Information report: octets used since the last report.
@@ -128,6 +131,7 @@ func DecodeCCR(m *diam.Message) *CCR {
 			r.RuleReports = append(r.RuleReports, ruleReport(a))
 		}
 	}
+	r.hasType, r.hasNumber = seen[3], seen[4]
 	for i, code := range []uint32{avp.SessionID, avp.OriginHost, avp.AuthApplicationID, avp.CCRequestType, avp.CCRequestNumber} {
 		if !seen[i] {
 			r.Missing = code

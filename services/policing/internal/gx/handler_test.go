@@ -554,3 +554,6 @@ func TestDataPolicyFromLDAP(t *testing.T) {
 		t.Fatalf("installed %v, want the LDAP profile's [internet-gold]", got)
 	}
 }
+
+// Flags of the 3GPP AVPs the tests' PCEF sends.
+const mv = avp.Mbit | avp.Vbit
