@@ -18,6 +18,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
@@ -51,7 +52,7 @@ func dialPeer(t *testing.T, s *Server) net.Conn {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	return c
+	return diametertest.Record(t, c)
 }
 
 func request(cmd, app uint32, host string, avps ...*diam.AVP) *diam.Message {

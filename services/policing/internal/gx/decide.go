@@ -102,7 +102,7 @@ func Decide(p *subscriber.DataPolicy, reqType uint32, u Used, prev, now time.Tim
 		d.Install, d.Remove = WindowChanges(p, prev, now)
 	}
 	if p.QuotaOctets > 0 {
-		d.Grants = append(d.Grants, Grant{Key: p.MonitoringKey, Octets: granted(p.QuotaOctets, u.Octets, p.GrantOctets), SessionKey: true})
+		d.Grants = append(d.Grants, Grant{Key: sessionKey(p), Octets: granted(p.QuotaOctets, u.Octets, p.GrantOctets), SessionKey: true})
 	}
 	for _, r := range u.Failed {
 		if f, ok := p.FallbackRules[r]; ok && !slices.Contains(d.Install, f) {
@@ -186,4 +186,16 @@ func dynamicNames(rules []subscriber.DynamicRule) []string {
 		out = append(out, r.Name)
 	}
 	return out
+}
+
+// defaultSessionKey is the session-level Monitoring-Key of a data policy with a quota and
+// no monitoringKey: an empty key names no monitoring instance a PCEF could report on (tshark
+// flags its empty data).
+const defaultSessionKey = "session"
+
+func sessionKey(p *subscriber.DataPolicy) string {
+	if p.MonitoringKey == "" {
+		return defaultSessionKey
+	}
+	return p.MonitoringKey
 }
