@@ -64,6 +64,7 @@ func ccr(typ uint32, sid string) *diam.Message {
 	m := diam.NewRequest(272, 16777238, dict.Default)
 	m.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String(sid))
 	m.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(16777238))
+	m.NewAVP(avp.DestinationRealm, avp.Mbit, 0, datatype.DiameterIdentity("test")) // RFC 4006 §3.1
 	m.NewAVP(avp.CCRequestType, avp.Mbit, 0, datatype.Enumerated(typ))
 	m.NewAVP(avp.CCRequestNumber, avp.Mbit, 0, datatype.Unsigned32(0))
 	m.NewAVP(avp.SubscriptionID, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{

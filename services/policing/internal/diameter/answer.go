@@ -12,11 +12,12 @@ type Identity struct {
 	Realm string
 }
 
-// Answer starts the answer to req: same header identifiers, the T flag cleared, the E flag
-// set for protocol errors (3xxx), Session-Id first when the request has one, then
-// Result-Code and our Origin-Host/Origin-Realm.
+// Answer starts the answer to req: same header identifiers, the request's P flag, the E
+// flag set for protocol errors (3xxx) and only then (RFC 6733 §3, §7.2), Session-Id first
+// when the request has one, then Result-Code, our Origin-Host/Origin-Realm and the
+// request's Proxy-Info AVPs in their order (§6.2).
 func (id Identity) Answer(req *diam.Message, code uint32) *diam.Message {
-	flags := req.Header.CommandFlags &^ (diam.RequestFlag | diam.RetransmittedFlag)
+	flags := req.Header.CommandFlags & diam.ProxiableFlag
 	if code >= 3000 && code < 4000 {
 		flags |= diam.ErrorFlag
 	}
@@ -28,6 +29,11 @@ func (id Identity) Answer(req *diam.Message, code uint32) *diam.Message {
 	a.NewAVP(avp.ResultCode, avp.Mbit, 0, datatype.Unsigned32(code))
 	a.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(id.Host))
 	a.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.Realm))
+	for _, p := range req.AVP {
+		if p.Code == avp.ProxyInfo && p.VendorID == 0 {
+			a.AddAVP(p)
+		}
+	}
 	return a
 }
 

@@ -21,7 +21,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		m, code := decode(frame)
+		m, code, _ := decode(frame)
 		if code != 0 {
 			return
 		}

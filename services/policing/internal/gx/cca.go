@@ -63,10 +63,11 @@ const (
 
 // ccaHead adds what every CCA carries after Result-Code and our identity, whatever its
 // Result-Code (RFC 4006 §3.2, TS 29.212 §5.6.3): Auth-Application-Id, CC-Request-Type and
-// CC-Request-Number, the last two echoing the CCR's when it had them.
+// CC-Request-Number, the last two echoing the CCR's when it had them (a CC-Request-Type
+// outside RFC 4006 §8.3's enumeration is not echoed: the 5004's Failed-AVP carries it).
 func ccaHead(ans *diam.Message, req *CCR) {
 	ans.AddAVP(avpOf(avp.AuthApplicationID, datatype.Unsigned32(16777238)))
-	if req.hasType {
+	if req.hasType && Specs[avpKey{avp.CCRequestType, 0}].Enum[req.RequestType] != "" {
 		ans.AddAVP(avpOf(avp.CCRequestType, datatype.Enumerated(req.RequestType)))
 	}
 	if req.hasNumber {

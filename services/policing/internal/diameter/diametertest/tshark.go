@@ -156,7 +156,11 @@ func Decode(tshark, pcapFile string) (out string, fromServer, toServer []string,
 		}
 		p := ""
 		if m := expertLine.FindStringSubmatch(line); m != nil {
-			p = fmt.Sprintf("%s: %s/%s: %s", frame, m[1], m[2], m[3])
+			// An AVP the peer sent that we do not know either is named back in Failed-AVP
+			// (5001): tshark not knowing it there is no fault of ours.
+			if failed < 0 || m[2] != "Undecoded" {
+				p = fmt.Sprintf("%s: %s/%s: %s", frame, m[1], m[2], m[3])
+			}
 		} else if failed < 0 && unknownLine.MatchString(line) {
 			p = fmt.Sprintf("%s: unknown to tshark's dictionary: %s", frame, strings.TrimSpace(line))
 		}
