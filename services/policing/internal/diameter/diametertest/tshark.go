@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -21,11 +22,15 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/openaaa/openaaa/internal/testenv"
 )
+
+// captures numbers the pcaps, several connections of one test apart.
+var captures atomic.Int64
 
 // Port is the server port the pcap shows (the IANA Diameter port, whatever the test's).
 const Port = 3868
@@ -98,7 +103,7 @@ func Check(t testing.TB, c *Conn) {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	name := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+".pcap")
+	name := filepath.Join(dir, fmt.Sprintf("%s-%d.pcap", strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()), captures.Add(1)))
 	if err := os.WriteFile(name, pcap(segs), 0o644); err != nil {
 		t.Error(err)
 		return
@@ -266,4 +271,53 @@ func checksum(b []byte) uint16 {
 		sum = sum&0xffff + sum>>16
 	}
 	return ^uint16(sum)
+}
+
+// Proxy listens on loopback and relays every connection to target, recording each one as
+// Record does (and checked the same way when the test ends): a peer in another process
+// (python-diameter, freeDiameter) connects to the returned port instead of target's.
+func Proxy(t testing.TB, target string) (port int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []*Conn
+		wg    sync.WaitGroup
+	)
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+		for _, c := range conns {
+			Check(t, c)
+		}
+	})
+	go func() {
+		for {
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			nc, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = down.Close()
+				continue
+			}
+			up := &Conn{Conn: nc} // its writes go to the server, its reads come from it
+			mu.Lock()
+			conns = append(conns, up)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(up, down); _ = up.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(down, up); _ = down.Close() }()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
 }
