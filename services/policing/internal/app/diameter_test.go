@@ -14,6 +14,8 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 	"github.com/fiorix/go-diameter/v4/diam/dict"
+
+	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
 )
 
 // The diameter section starts a Gx listener on the node's store and subscribers: a CER is
@@ -38,7 +40,7 @@ func dialPCEF(t *testing.T, n *Node) *pcef {
 	must(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	p := &pcef{t: t, c: c}
+	p := &pcef{t: t, c: diametertest.Record(t, c)} // tshark decodes what was said
 	cer := diam.NewRequest(257, 0, dict.Default)
 	cer.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(16777238))
 	if code := p.send(cer); code != 2001 {
