@@ -37,7 +37,8 @@ func checkAVPs(body []byte, app uint32, d *dict.Parser) *fault {
 		if len(body) < 8 {
 			h := make([]byte, 8)
 			copy(h, body)
-			return &fault{resultInvalidAVPLength, example(binary.BigEndian.Uint32(h[0:4]), h[4]&^avp.Vbit, 0, datatype.OctetStringType)}
+			code := binary.BigEndian.Uint32(h[0:4])
+			return &fault{resultInvalidAVPLength, example(code, h[4]&^avp.Vbit, 0, typeOf(app, code, 0, d))}
 		}
 		code, flags := binary.BigEndian.Uint32(body[0:4]), body[4]
 		length := int(binary.BigEndian.Uint32(body[4:8]) & 0xffffff)
@@ -45,7 +46,7 @@ func checkAVPs(body []byte, app uint32, d *dict.Parser) *fault {
 		if flags&avp.Vbit != 0 {
 			hdr = 12
 			if len(body) < 12 {
-				return &fault{resultInvalidAVPLength, example(code, flags&^avp.Vbit, 0, datatype.OctetStringType)}
+				return &fault{resultInvalidAVPLength, example(code, flags&^avp.Vbit, 0, typeOf(app, code, 0, d))}
 			}
 			vendor = binary.BigEndian.Uint32(body[8:12])
 		}
@@ -75,6 +76,14 @@ func checkAVPs(body []byte, app uint32, d *dict.Parser) *fault {
 		body = body[next:]
 	}
 	return nil
+}
+
+// typeOf is the dictionary's type of an AVP (OctetString when unknown).
+func typeOf(app, code, vendor uint32, d *dict.Parser) datatype.TypeID {
+	if def, err := d.FindAVPWithVendor(app, code, vendor); err == nil && def != nil {
+		return def.Data.Type
+	}
+	return datatype.OctetStringType
 }
 
 // lengthFits reports whether a payload has a length its type allows.

@@ -295,23 +295,33 @@ func decode(frame []byte) (m *diam.Message, code uint32, failed *diam.AVP) {
 // answerUndecodable answers a request whose body could not be used, from its header, its
 // Session-Id and Proxy-Info when they are sound (RFC 6733 §6.2), and the AVP at fault.
 func (s *Server) answerUndecodable(c *peerConn, frame []byte, code uint32, failed *diam.AVP) {
-	h, err := diam.DecodeHeader(frame[:diam.HeaderLength])
-	if err != nil || h.CommandFlags&diam.RequestFlag == 0 {
+	ans := s.id.undecodableAnswer(frame, code, failed)
+	if ans == nil {
 		return
-	}
-	req := diam.NewMessage(h.CommandCode, h.CommandFlags, h.ApplicationID, h.HopByHopID, h.EndToEndID, dict.Default)
-	for _, a := range topLevel(frame[diam.HeaderLength:], h.ApplicationID, dict.Default) {
-		req.AddAVP(a)
-	}
-	ans := s.id.Answer(req, code)
-	if failed != nil {
-		ans.NewAVP(avp.FailedAVP, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{failed}})
 	}
 	if _, err := ans.WriteTo(c); err != nil {
 		s.opt.Log.Debug("diameter: error answer not written", "err", err)
 	}
 	requests.WithLabelValues("undecodable", fmt.Sprint(code)).Inc()
 	s.opt.Log.Warn("diameter: request not decodable, answered", "peer", c.RemoteAddr().String(), "resultCode", code)
+}
+
+// undecodableAnswer is the answer to a request whose body could not be used (nil for an
+// answer that cannot be used either: it is dropped), pure.
+func (id Identity) undecodableAnswer(frame []byte, code uint32, failed *diam.AVP) *diam.Message {
+	h, err := diam.DecodeHeader(frame[:diam.HeaderLength])
+	if err != nil || h.CommandFlags&diam.RequestFlag == 0 {
+		return nil
+	}
+	req := diam.NewMessage(h.CommandCode, h.CommandFlags, h.ApplicationID, h.HopByHopID, h.EndToEndID, dict.Default)
+	for _, a := range topLevel(frame[diam.HeaderLength:], h.ApplicationID, dict.Default) {
+		req.AddAVP(a)
+	}
+	ans := id.Answer(req, code)
+	if failed != nil {
+		ans.NewAVP(avp.FailedAVP, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{failed}})
+	}
+	return ans
 }
 
 // workers runs the requests of every connection on goroutines that live on between requests:
