@@ -278,6 +278,12 @@ func sessionID(m *diam.Message) string {
 }
 
 func commandName(m *diam.Message) string {
+	switch m.Header.CommandCode { // the frequent ones without a dictionary lookup
+	case 272:
+		return "CCR"
+	case 258:
+		return "RAR"
+	}
 	cmd, err := m.Dictionary().FindCommand(m.Header.ApplicationID, m.Header.CommandCode)
 	if err != nil {
 		return strconv.FormatUint(uint64(m.Header.CommandCode), 10)

@@ -144,14 +144,29 @@ func specTable(rows ...AVPSpec) map[avpKey]AVPSpec {
 // only way the Gx server builds one, so that no flag is written twice. An AVP missing from
 // the table is a programming error.
 func avpOf(code uint32, data datatype.Type) *diam.AVP {
-	s, ok := Specs[avpKey{code, 0}]
-	if !ok {
-		if s, ok = Specs[avpKey{code, Vendor3GPP}]; !ok {
-			panic(fmt.Sprintf("gx: AVP %d is not in the table (avps.go)", code))
+	if code < uint32(len(byCode)) && byCode[code].known {
+		b := byCode[code]
+		return diam.NewAVP(code, b.flags, b.vendor, data)
+	}
+	panic(fmt.Sprintf("gx: AVP %d is not in the table (avps.go)", code))
+}
+
+// byCode is Specs by code (vendor 0 first, then 3GPP), for avpOf on every answer: an index,
+// not a map lookup (those were 5% of a CCR-U's CPU).
+var byCode = func() (t [2048]struct {
+	known  bool
+	flags  uint8
+	vendor uint32
+}) {
+	for _, vendor := range []uint32{Vendor3GPP, 0} {
+		for k, s := range Specs {
+			if k.vendor == vendor && k.code < uint32(len(t)) {
+				t[k.code].known, t[k.code].flags, t[k.code].vendor = true, s.Must, s.Vendor
+			}
 		}
 	}
-	return diam.NewAVP(code, s.Must, s.Vendor, data)
-}
+	return t
+}()
 
 // group is a Grouped AVP of the table.
 func group(code uint32, children ...*diam.AVP) *diam.AVP {
