@@ -148,10 +148,13 @@ type pcPolicyLua struct {
 }
 
 type pcDiameter struct {
-	Enabled     bool             `json:"enabled"`
-	Address     string           `json:"address"`
-	OriginHost  string           `json:"originHost"`
-	OriginRealm string           `json:"originRealm"`
+	Enabled     bool   `json:"enabled"`
+	Address     string `json:"address"`
+	OriginHost  string `json:"originHost"`
+	OriginRealm string `json:"originRealm"`
+	// ServedHosts are the other data centers' identities: any node serves any session, so a
+	// CCR still naming the data center the PCEF left (Destination-Host) is served here.
+	ServedHosts []string         `json:"servedHosts,omitempty"`
 	Peers       []pcDiameterPeer `json:"peers"`
 	TLS         *pcDiameterTLS   `json:"tls,omitempty"`
 }
@@ -315,6 +318,11 @@ func renderDiameter(spec aaav1.AAAClusterSpec, dc string) *pcDiameter {
 		Address:     fmt.Sprintf(":%d", d.Port),
 		OriginHost:  diameterOriginHost(spec, dc),
 		OriginRealm: d.Realm,
+	}
+	for _, other := range spec.Datacenters {
+		if other.Name != dc {
+			out.ServedHosts = append(out.ServedHosts, diameterOriginHost(spec, other.Name))
+		}
 	}
 	for _, p := range d.Peers {
 		entry := pcDiameterPeer{OriginHost: p.OriginHost, OriginRealm: p.Realm}

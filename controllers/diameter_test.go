@@ -41,13 +41,16 @@ func TestRenderDiameter(t *testing.T) {
 		dc   string
 		want pcDiameter
 	}{
-		{"the template, filled in", "dc1", pcDiameter{Enabled: true, Address: ":3868", OriginHost: "pcrf.dc1.epc.example.net", OriginRealm: "epc.example.net"}},
-		{"the data center's override", "dc2", pcDiameter{Enabled: true, Address: ":3868", OriginHost: "pcrf-backup.epc.example.net", OriginRealm: "epc.example.net"}},
+		{"the template, filled in", "dc1", pcDiameter{Enabled: true, Address: ":3868", OriginHost: "pcrf.dc1.epc.example.net", OriginRealm: "epc.example.net",
+			ServedHosts: []string{"pcrf-backup.epc.example.net"}}},
+		{"the data center's override", "dc2", pcDiameter{Enabled: true, Address: ":3868", OriginHost: "pcrf-backup.epc.example.net", OriginRealm: "epc.example.net",
+			ServedHosts: []string{"pcrf.dc1.epc.example.net"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := renderDiameter(spec, tc.dc)
-			if got.Enabled != tc.want.Enabled || got.Address != tc.want.Address || got.OriginHost != tc.want.OriginHost || got.OriginRealm != tc.want.OriginRealm {
+			if got.Enabled != tc.want.Enabled || got.Address != tc.want.Address || got.OriginHost != tc.want.OriginHost || got.OriginRealm != tc.want.OriginRealm ||
+				!slices.Equal(got.ServedHosts, tc.want.ServedHosts) {
 				t.Errorf("got %+v, want %+v", *got, tc.want)
 			}
 			// One entry per source network, each keeping the peer's Origin-Host: any entry

@@ -8,10 +8,11 @@ apt_install() {
 	local stamp="$CACHE/apt-updated"
 	mkdir -p "$CACHE"
 	if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]] || ! apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-		apt-get update -qq
+		apt-get update -qq -o DPkg::Lock::Timeout=600
 		touch "$stamp"
 	fi
-	apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+	# Another installer may hold the dpkg lock (several provisioning scripts at once): wait for it.
+	apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "$@" >/dev/null
 }
 
 # apt_ensure CMD PKG...: unless the command CMD is already there, apt_install PKG...; then say

@@ -1,11 +1,11 @@
 # Diameter/Gx: peers no one here wrote (python-diameter as the PCEF, freeDiameter as a base
-# peer) for the tests of services/policing/internal/gx (docs/diameter-gx.md).
+# peer, tshark as an independent decoder) for the tests of services/policing/internal/gx (docs/diameter-gx.md).
 PROVISION += diameter-peers
 
 ##@ Diameter
 
 .PHONY: diameter-peers
-diameter-peers: ## Install python-diameter (venv, pinned) and freeDiameter (Debian) for the Gx tests (idempotent).
+diameter-peers: ## Install python-diameter (venv, pinned), freeDiameter and tshark (Debian) for the Gx tests (idempotent).
 	hack/diameter-peers.sh install
 
 .PHONY: bench-gx

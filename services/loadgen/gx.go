@@ -33,7 +33,7 @@ func cmdGx(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&targets, "target", "policy server host:port (Diameter, TCP), one per data center; repeatable or comma-separated")
 	fs.StringVar(&cfg.Identity.OriginHost, "origin-host", "pcef.loadgen", "our Origin-Host (the server must allow it as a peer)")
 	fs.StringVar(&cfg.Identity.OriginRealm, "origin-realm", "loadgen", "our Origin-Realm")
-	fs.StringVar(&cfg.Identity.DestinationRealm, "destination-realm", "", "Destination-Realm of the CCRs (default: our realm)")
+	fs.StringVar(&cfg.Identity.DestinationRealm, "destination-realm", "", "Destination-Realm of the CCRs (default: the server's realm, from its CEA)")
 	fs.IntVar(&cfg.Subscribers, "subscribers", 10000, "subscribers, IMSIs from --imsi-base on, taken in turn")
 	fs.Uint64Var(&cfg.IMSIBase, "imsi-base", defaultIMSIBase, "first IMSI (printed with 15 digits), as `aaa-loadgen subscribers --gx-subscribers` writes them")
 	fs.StringVar(&framedIP, "framed-ip-base", "10.0.0.1", "Framed-IP-Address of the first subscriber, the next ones follow")

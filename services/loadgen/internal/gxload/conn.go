@@ -46,6 +46,9 @@ type peer struct {
 	hbh      atomic.Uint32
 	done     chan struct{} // closed when the connection is gone
 	onRAR    func()
+	// realm is the server's Origin-Realm (its CEA): the CCRs' Destination-Realm unless
+	// --destination-realm says otherwise (RFC 4006 §3.1; a realm not the server's is 3003).
+	realm string
 }
 
 // Identity is what the generator says about itself in CER and every request.
@@ -80,6 +83,11 @@ func dial(addr string, id Identity, timeout time.Duration, onRAR func()) (*peer,
 	if code := resultCode(cea); code != resultSuccess {
 		p.close()
 		return nil, fmt.Errorf("CER to %s: CEA Result-Code %d", addr, code)
+	}
+	if a, err := cea.FindAVP(avp.OriginRealm, 0); err == nil && a != nil {
+		if v, ok := a.Data.(datatype.DiameterIdentity); ok {
+			p.realm = string(v)
+		}
 	}
 	return p, nil
 }

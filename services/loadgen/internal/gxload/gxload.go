@@ -155,9 +155,6 @@ func (c *Config) validate() error {
 	if c.ConnsPerTarget < 1 {
 		c.ConnsPerTarget = 1
 	}
-	if c.Identity.DestinationRealm == "" {
-		c.Identity.DestinationRealm = c.Identity.OriginRealm
-	}
 	if c.Identity.HostIP == nil {
 		c.Identity.HostIP = net.IPv4(127, 0, 0, 1)
 	}
@@ -176,6 +173,9 @@ type run struct {
 	answered atomic.Uint64
 	timeouts atomic.Uint64
 	errs     atomic.Uint64
+	// destRealm is the first CEA's Origin-Realm: the CCRs' Destination-Realm when
+	// Identity.DestinationRealm is empty.
+	destRealm atomic.Pointer[string]
 }
 
 // slot holds one connection to a target; a connection that is lost is dialled again in the
@@ -438,7 +438,7 @@ func (r *run) ccr(sid string, cmd Command, num uint32, usage bool) *diam.Message
 	m.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(GxApplicationID))
 	m.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(id.OriginHost))
 	m.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.OriginRealm))
-	m.NewAVP(avp.DestinationRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.DestinationRealm))
+	m.NewAVP(avp.DestinationRealm, avp.Mbit, 0, datatype.DiameterIdentity(r.destinationRealm()))
 	m.NewAVP(avp.CCRequestType, avp.Mbit, 0, datatype.Enumerated(cmd+1))
 	m.NewAVP(avp.CCRequestNumber, avp.Mbit, 0, datatype.Unsigned32(num))
 	// When the event happened: the same on every copy the failover sends (RFC 4006 §8.38).
@@ -514,7 +514,23 @@ func (r *run) send(w *worker, target, conn int, m *diam.Message) (*diam.Message,
 
 // dial connects with a handshake timeout of its own: a CER is not a request under load.
 func (r *run) dial(addr string) (*peer, error) {
-	return dial(addr, r.cfg.Identity, max(r.cfg.Timeout, 5*time.Second), func() { r.rars.Add(1) })
+	p, err := dial(addr, r.cfg.Identity, max(r.cfg.Timeout, 5*time.Second), func() { r.rars.Add(1) })
+	if err == nil && p.realm != "" {
+		r.destRealm.CompareAndSwap(nil, &p.realm)
+	}
+	return p, err
+}
+
+// destinationRealm is the CCRs' Destination-Realm: --destination-realm, else the server's
+// realm from the first CEA, else our own.
+func (r *run) destinationRealm() string {
+	if r.cfg.Identity.DestinationRealm != "" {
+		return r.cfg.Identity.DestinationRealm
+	}
+	if p := r.destRealm.Load(); p != nil {
+		return *p
+	}
+	return r.cfg.Identity.OriginRealm
 }
 
 // redial replaces lost connections, once a second.

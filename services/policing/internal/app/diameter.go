@@ -31,7 +31,7 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 		netw, _ := p.Network() // validated with the configuration
 		peers = append(peers, diameter.Peer{OriginHost: p.OriginHost, OriginRealm: p.OriginRealm, Network: netw})
 	}
-	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm,
+	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm, ServedHosts: c.ServedHosts, VendorID: c.VendorID,
 		Peers: peers, Apps: apps, MaxInFlight: c.MaxInFlight, Log: n.Log}
 	if t := c.TLS; t.Address != "" {
 		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: n.Log}

@@ -14,6 +14,8 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 	"github.com/fiorix/go-diameter/v4/diam/dict"
+
+	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
 )
 
 // The diameter section starts a Gx listener on the node's store and subscribers: a CER is
@@ -38,7 +40,7 @@ func dialPCEF(t *testing.T, n *Node) *pcef {
 	must(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	p := &pcef{t: t, c: c}
+	p := &pcef{t: t, c: diametertest.Record(t, c)} // tshark decodes what was said
 	cer := diam.NewRequest(257, 0, dict.Default)
 	cer.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(16777238))
 	if code := p.send(cer); code != 2001 {
@@ -64,6 +66,7 @@ func ccr(typ uint32, sid string) *diam.Message {
 	m := diam.NewRequest(272, 16777238, dict.Default)
 	m.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String(sid))
 	m.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(16777238))
+	m.NewAVP(avp.DestinationRealm, avp.Mbit, 0, datatype.DiameterIdentity("test")) // RFC 4006 §3.1
 	m.NewAVP(avp.CCRequestType, avp.Mbit, 0, datatype.Enumerated(typ))
 	m.NewAVP(avp.CCRequestNumber, avp.Mbit, 0, datatype.Unsigned32(0))
 	m.NewAVP(avp.SubscriptionID, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{

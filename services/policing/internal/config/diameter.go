@@ -15,6 +15,14 @@ type Diameter struct {
 	Address     string `json:"address"`
 	OriginHost  string `json:"originHost"`
 	OriginRealm string `json:"originRealm"`
+	// ServedHosts are the other Diameter identities this node answers for: the other data
+	// centers' originHost (any node serves any session). A request whose Destination-Host
+	// names neither this originHost nor one of these is answered 3002; one for another realm
+	// 3003 (docs/diameter-gx.md).
+	ServedHosts []string `json:"servedHosts,omitempty"`
+	// VendorID is the CEA's Vendor-Id: the operator's IANA enterprise number (0, the default,
+	// is IANA's reserved value; RFC 6733 requires the AVP).
+	VendorID uint32 `json:"vendorId,omitempty"`
 	// MaxInFlight bounds the Gx requests processed at once; past it they are answered
 	// 3004 DIAMETER_TOO_BUSY.
 	MaxInFlight int `json:"maxInFlight"`

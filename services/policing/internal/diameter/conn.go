@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 )
 
@@ -221,10 +222,10 @@ func (s *Server) read(c *peerConn) {
 			}
 			return
 		}
-		m, code := decode(frame)
+		m, code, failed := decode(frame)
 		if code != 0 {
 			malformed.Inc()
-			s.answerUndecodable(c, frame, code)
+			s.answerUndecodable(c, frame, code, failed)
 			continue
 		}
 		if m.Header.CommandFlags&diam.RequestFlag == 0 {
@@ -263,39 +264,64 @@ func readFrame(r io.Reader) ([]byte, error) {
 }
 
 // decode parses one framed message; a non-zero code is the Result-Code to answer with when it
-// cannot be used.
-func decode(frame []byte) (m *diam.Message, code uint32) {
+// cannot be used, with the AVP at fault when one can be named (Failed-AVP). The AVPs'
+// lengths and mandatory bits are checked on the bytes first (checkAVPs), then go-diameter
+// decodes the values.
+func decode(frame []byte) (m *diam.Message, code uint32, failed *diam.AVP) {
 	defer func() {
 		if recover() != nil {
-			m, code = nil, resultInvalidAVPValue
+			m, code, failed = nil, resultInvalidAVPValue, nil
 		}
 	}()
 	h, err := diam.DecodeHeader(frame[:diam.HeaderLength])
 	if err != nil {
-		return nil, resultInvalidAVPValue
+		return nil, resultInvalidAVPValue, nil
 	}
 	if _, err := dict.Default.FindCommand(h.ApplicationID, h.CommandCode); err != nil {
-		return nil, resultCommandUnsupported
+		return nil, resultCommandUnsupported, nil
+	}
+	if h.CommandFlags&diam.RequestFlag != 0 {
+		if f := checkAVPs(frame[diam.HeaderLength:], h.ApplicationID, dict.Default); f != nil {
+			return nil, f.code, f.failed
+		}
 	}
 	m, err = diam.ReadMessage(bytes.NewReader(frame), dict.Default)
 	if err != nil || m.DecodeErr != nil {
-		return nil, resultInvalidAVPValue
+		return nil, resultInvalidAVPValue, undecodableAVP(frame[diam.HeaderLength:], h.ApplicationID, dict.Default)
 	}
-	return m, 0
+	return m, 0, nil
 }
 
-// answerUndecodable answers a request whose body could not be decoded, from its header alone.
-func (s *Server) answerUndecodable(c *peerConn, frame []byte, code uint32) {
-	h, err := diam.DecodeHeader(frame[:diam.HeaderLength])
-	if err != nil || h.CommandFlags&diam.RequestFlag == 0 {
+// answerUndecodable answers a request whose body could not be used, from its header, its
+// Session-Id and Proxy-Info when they are sound (RFC 6733 §6.2), and the AVP at fault.
+func (s *Server) answerUndecodable(c *peerConn, frame []byte, code uint32, failed *diam.AVP) {
+	ans := s.id.undecodableAnswer(frame, code, failed)
+	if ans == nil {
 		return
 	}
-	req := diam.NewMessage(h.CommandCode, h.CommandFlags, h.ApplicationID, h.HopByHopID, h.EndToEndID, dict.Default)
-	if _, err := s.id.Answer(req, code).WriteTo(c); err != nil {
+	if _, err := ans.WriteTo(c); err != nil {
 		s.opt.Log.Debug("diameter: error answer not written", "err", err)
 	}
 	requests.WithLabelValues("undecodable", fmt.Sprint(code)).Inc()
 	s.opt.Log.Warn("diameter: request not decodable, answered", "peer", c.RemoteAddr().String(), "resultCode", code)
+}
+
+// undecodableAnswer is the answer to a request whose body could not be used (nil for an
+// answer that cannot be used either: it is dropped), pure.
+func (id Identity) undecodableAnswer(frame []byte, code uint32, failed *diam.AVP) *diam.Message {
+	h, err := diam.DecodeHeader(frame[:diam.HeaderLength])
+	if err != nil || h.CommandFlags&diam.RequestFlag == 0 {
+		return nil
+	}
+	req := diam.NewMessage(h.CommandCode, h.CommandFlags, h.ApplicationID, h.HopByHopID, h.EndToEndID, dict.Default)
+	for _, a := range topLevel(frame[diam.HeaderLength:], h.ApplicationID, dict.Default) {
+		req.AddAVP(a)
+	}
+	ans := id.Answer(req, code)
+	if failed != nil {
+		ans.NewAVP(avp.FailedAVP, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{failed}})
+	}
+	return ans
 }
 
 // workers runs the requests of every connection on goroutines that live on between requests:

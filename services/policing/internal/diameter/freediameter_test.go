@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
@@ -35,7 +36,7 @@ func TestFreeDiameterPeer(t *testing.T) {
 	writeSelfSigned(t, dir, "fd.test")
 	runFreeDiameter(t, fd, dir, fmt.Sprintf(`TLS_CA = "%s";
 ConnectPeer = "pcrf.test" { ConnectTo = "127.0.0.1"; Port = %d; No_TLS; };
-`, filepath.Join(dir, "cert.pem"), s.Addr().(*net.TCPAddr).Port))
+`, filepath.Join(dir, "cert.pem"), diametertest.Proxy(t, s.Addr().String()))) // recorded for tshark
 }
 
 // The same over TLS (RFC 6733 §2.1, the handshake first, on the TLS port): freeDiameter and

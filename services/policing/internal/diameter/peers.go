@@ -6,8 +6,8 @@ import (
 )
 
 // Peer is one entry of the allowed peer table: a CER is accepted when every field that is set
-// matches (Origin-Host exactly, Origin-Realm case-insensitively, the TCP source address within
-// Network). An entry with no field set matches nothing.
+// matches (Origin-Host and Origin-Realm case-insensitively: DiameterIdentity is an FQDN; the
+// TCP source address within Network). An entry with no field set matches nothing.
 type Peer struct {
 	OriginHost  string
 	OriginRealm string
@@ -18,7 +18,7 @@ func (p Peer) matches(host, realm string, src net.IP) bool {
 	if p.OriginHost == "" && p.OriginRealm == "" && p.Network == nil {
 		return false
 	}
-	if p.OriginHost != "" && p.OriginHost != host {
+	if p.OriginHost != "" && !strings.EqualFold(p.OriginHost, host) {
 		return false
 	}
 	if p.OriginRealm != "" && !strings.EqualFold(p.OriginRealm, realm) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,7 +85,7 @@ func (s *Server) connOf(originHost string) *peerConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c, st := range s.conns {
-		if st.open && st.info.OriginHost == originHost {
+		if st.open && strings.EqualFold(st.info.OriginHost, originHost) {
 			return c
 		}
 	}

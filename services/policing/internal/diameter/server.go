@@ -59,6 +59,15 @@ type PeerInfo struct {
 type Options struct {
 	OriginHost  string
 	OriginRealm string
+	// ServedHosts are the other Diameter identities this node answers for (the other data
+	// centers of the cluster: any node serves any session): a request whose Destination-Host
+	// names one is processed here; any other host is 3002 (check.go, destination).
+	ServedHosts []string
+	// VendorID is the CEA's Vendor-Id (RFC 6733 §5.3.3): the IANA enterprise number of the
+	// operator (diameter.vendorId). The CEA's ABNF requires the AVP (§5.3.2; freeDiameter
+	// refuses a CEA without it), so without one configured it is 0, IANA's reserved value,
+	// as most open implementations send, and Listen logs a warning.
+	VendorID    uint32
 	ProductName string
 	Peers       []Peer
 	// Apps maps Auth-Application-Id to its handler; requests of any other application are
@@ -133,6 +142,9 @@ func Listen(addr string, opt Options) (*Server, error) {
 	if s.hostIP == nil || s.hostIP.IsUnspecified() {
 		s.hostIP = net.IPv4(127, 0, 0, 1)
 	}
+	if opt.VendorID == 0 {
+		opt.Log.Warn("diameter: no vendorId configured: the CEA carries Vendor-Id 0, which IANA reserves; set diameter.vendorId to your enterprise number")
+	}
 	go s.accept()
 	return s, nil
 }
@@ -185,14 +197,18 @@ func (s *Server) serve(c *peerConn, m *diam.Message) {
 		closeIt bool
 		name    string
 	)
-	switch m.Header.CommandCode {
-	case cmdCER:
+	switch {
+	case m.Header.CommandFlags&diam.ErrorFlag != 0:
+		// RFC 6733 §3: a request never has the E bit.
+		name = commandName(m)
+		ans, code = s.id.Answer(m, resultInvalidHdrBits), resultInvalidHdrBits
+	case m.Header.CommandCode == cmdCER:
 		name = "CER"
 		ans, code, closeIt = s.cer(c, m)
-	case cmdDWR:
+	case m.Header.CommandCode == cmdDWR:
 		name = "DWR"
 		ans, code, closeIt = s.base(c, m)
-	case cmdDPR:
+	case m.Header.CommandCode == cmdDPR:
 		name = "DPR"
 		ans, code, _ = s.base(c, m)
 		closeIt = true // RFC 6733 §5.4: the connection closes after DPA
@@ -262,6 +278,12 @@ func sessionID(m *diam.Message) string {
 }
 
 func commandName(m *diam.Message) string {
+	switch m.Header.CommandCode { // the frequent ones without a dictionary lookup
+	case 272:
+		return "CCR"
+	case 258:
+		return "RAR"
+	}
 	cmd, err := m.Dictionary().FindCommand(m.Header.ApplicationID, m.Header.CommandCode)
 	if err != nil {
 		return strconv.FormatUint(uint64(m.Header.CommandCode), 10)
@@ -324,6 +346,9 @@ func (s *Server) app(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool)
 	if h == nil {
 		return s.id.Answer(m, diam.ApplicationUnsupported), diam.ApplicationUnsupported, false
 	}
+	if code := s.destination(m); code != 0 {
+		return s.id.Answer(m, code), code, false
+	}
 	if s.inFlight.Add(1) > int64(s.opt.MaxInFlight) {
 		s.inFlight.Add(-1)
 		return s.id.Answer(m, ResultTooBusy), ResultTooBusy, false
@@ -385,7 +410,7 @@ func missingOrigin(host string) uint32 {
 func (s *Server) cea(m *diam.Message, code uint32) *diam.Message {
 	a := s.id.Answer(m, code)
 	a.NewAVP(avp.HostIPAddress, avp.Mbit, 0, datatype.Address(s.hostIP))
-	a.NewAVP(avp.VendorID, avp.Mbit, 0, datatype.Unsigned32(0))
+	a.NewAVP(avp.VendorID, avp.Mbit, 0, datatype.Unsigned32(s.opt.VendorID))
 	a.NewAVP(avp.ProductName, 0, 0, datatype.UTF8String(s.opt.ProductName))
 	a.NewAVP(avp.SupportedVendorID, avp.Mbit, 0, datatype.Unsigned32(Vendor3GPP))
 	for id := range s.opt.Apps {

@@ -18,6 +18,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
@@ -51,7 +52,7 @@ func dialPeer(t *testing.T, s *Server) net.Conn {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	return c
+	return diametertest.Record(t, c)
 }
 
 func request(cmd, app uint32, host string, avps ...*diam.AVP) *diam.Message {
@@ -315,8 +316,12 @@ func TestMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resultCode(t, a); got != 5004 || a.Header.HopByHopID != 77 {
-		t.Fatalf("answer %d (hop-by-hop %d), want 5004 to 77", got, a.Header.HopByHopID)
+	// RFC 6733 §7.1.5: an IPv4 Address of another length than 2 + 4 octets.
+	if got := resultCode(t, a); got != 5014 || a.Header.HopByHopID != 77 {
+		t.Fatalf("answer %d (hop-by-hop %d), want 5014 to 77", got, a.Header.HopByHopID)
+	}
+	if f := failedAVPs(a); len(f) != 1 || f[0].Code != 257 {
+		t.Fatalf("Failed-AVP %v, want Host-IP-Address", f)
 	}
 	if testutil.ToFloat64(malformed) != before+1 {
 		t.Fatal("malformed message not counted")

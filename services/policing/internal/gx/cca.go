@@ -10,111 +10,125 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
-// Flags of the 3GPP AVPs we send: vendor-specific and mandatory.
-const mv = avp.Mbit | avp.Vbit
-
 // AddDecision appends the CCA's policy AVPs to ans (which starts with Session-Id,
-// Result-Code and our identity), pure: from the decision and the time only.
-func AddDecision(ans *diam.Message, req *CCR, d Decision, now time.Time) {
-	ans.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(16777238))
-	ans.NewAVP(avp.CCRequestType, avp.Mbit, 0, datatype.Enumerated(req.RequestType))
-	ans.NewAVP(avp.CCRequestNumber, avp.Mbit, 0, datatype.Unsigned32(req.RequestNumber))
-	if len(d.Remove) > 0 {
-		ans.NewAVP(avp.ChargingRuleRemove, mv, Vendor3GPP, &diam.GroupedAVP{AVP: names(d.Remove, nil)})
+// Result-Code, our identity and the CCR's identifiers: ccaHead), pure: from the decision and
+// the time only. Every AVP comes from the specifications' table (avps.go): its flags too.
+func AddDecision(ans *diam.Message, d Decision, now time.Time) {
+	if len(d.Remove)+len(d.RemoveBases) > 0 {
+		ans.AddAVP(group(avp.ChargingRuleRemove, names(d.Remove, d.RemoveBases)...))
 	}
 	if len(d.Install)+len(d.Bases)+len(d.Dynamic) > 0 {
 		in := names(d.Install, d.Bases)
 		for _, r := range d.Dynamic {
-			in = append(in, diam.NewAVP(avp.ChargingRuleDefinition, mv, Vendor3GPP, ruleDefinition(r)))
+			in = append(in, avpOf(avp.ChargingRuleDefinition, ruleDefinition(r)))
 		}
-		ans.NewAVP(avp.ChargingRuleInstall, mv, Vendor3GPP, &diam.GroupedAVP{AVP: in})
+		ans.AddAVP(group(avp.ChargingRuleInstall, in...))
 	}
 	for _, t := range d.Triggers {
-		ans.NewAVP(avp.EventTrigger, mv, Vendor3GPP, datatype.Enumerated(t))
+		ans.AddAVP(avpOf(avp.EventTrigger, datatype.Enumerated(t)))
 	}
 	if d.QCI != 0 {
-		ans.NewAVP(avp.DefaultEPSBearerQoS, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{
-			diam.NewAVP(avp.QoSClassIdentifier, mv, Vendor3GPP, datatype.Enumerated(d.QCI)),
-			arp(d.ARP),
-		}})
+		ans.AddAVP(group(avp.DefaultEPSBearerQoS,
+			avpOf(avp.QoSClassIdentifier, datatype.Enumerated(d.QCI)),
+			arp(d.ARP)))
 	}
 	if d.AMBRUp != 0 || d.AMBRDown != 0 {
-		ans.NewAVP(avp.QoSInformation, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{
-			diam.NewAVP(avp.APNAggregateMaxBitrateUL, mv, Vendor3GPP, datatype.Unsigned32(d.AMBRUp)),
-			diam.NewAVP(avp.APNAggregateMaxBitrateDL, mv, Vendor3GPP, datatype.Unsigned32(d.AMBRDown)),
-		}})
+		ans.AddAVP(group(avp.QoSInformation,
+			avpOf(avp.APNAggregateMaxBitrateUL, datatype.Unsigned32(d.AMBRUp)),
+			avpOf(avp.APNAggregateMaxBitrateDL, datatype.Unsigned32(d.AMBRDown))))
 	}
 	if d.Revalidate != 0 {
-		ans.NewAVP(avp.RevalidationTime, mv, Vendor3GPP, datatype.Time(now.Add(time.Duration(d.Revalidate)*time.Second)))
+		ans.AddAVP(avpOf(avp.RevalidationTime, datatype.Time(now.Add(time.Duration(d.Revalidate)*time.Second))))
 	}
 	for _, g := range d.Grants {
 		if g.Octets == 0 {
 			continue
 		}
-		level := datatype.Enumerated(1) // PCC_RULE_LEVEL
+		level := datatype.Enumerated(usageLevelRule)
 		if g.SessionKey {
-			level = 0 // SESSION_LEVEL
+			level = usageLevelSession
 		}
-		ans.NewAVP(avp.UsageMonitoringInformation, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{
-			diam.NewAVP(avp.MonitoringKey, mv, Vendor3GPP, datatype.OctetString(g.Key)),
-			diam.NewAVP(avp.GrantedServiceUnit, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
-				diam.NewAVP(avp.CCTotalOctets, avp.Mbit, 0, datatype.Unsigned64(g.Octets)),
-			}}),
-			diam.NewAVP(avp.UsageMonitoringLevel, mv, Vendor3GPP, level),
-		}})
+		ans.AddAVP(group(avp.UsageMonitoringInformation,
+			avpOf(avp.MonitoringKey, datatype.OctetString(g.Key)),
+			group(avp.GrantedServiceUnit, avpOf(avp.CCTotalOctets, datatype.Unsigned64(g.Octets))),
+			avpOf(avp.UsageMonitoringLevel, level)))
 	}
 }
 
+// Usage-Monitoring-Level values (TS 29.212 §5.3.61).
+const (
+	usageLevelSession = 0 // SESSION_LEVEL
+	usageLevelRule    = 1 // PCC_RULE_LEVEL
+)
+
+// ccaHead adds what every CCA carries after Result-Code and our identity, whatever its
+// Result-Code (RFC 4006 §3.2, TS 29.212 §5.6.3): Auth-Application-Id, CC-Request-Type and
+// CC-Request-Number, the last two echoing the CCR's when it had them (a CC-Request-Type
+// outside RFC 4006 §8.3's enumeration is not echoed: the 5004's Failed-AVP carries it).
+func ccaHead(ans *diam.Message, req *CCR) {
+	ans.AddAVP(avpOf(avp.AuthApplicationID, datatype.Unsigned32(16777238)))
+	if req.hasType && Specs[avpKey{avp.CCRequestType, 0}].Enum[req.RequestType] != "" {
+		ans.AddAVP(avpOf(avp.CCRequestType, datatype.Enumerated(req.RequestType)))
+	}
+	if req.hasNumber {
+		ans.AddAVP(avpOf(avp.CCRequestNumber, datatype.Unsigned32(req.RequestNumber)))
+	}
+}
+
+// names are Charging-Rule-Name AVPs of rules, then Charging-Rule-Base-Name AVPs of bases.
 func names(rules, bases []string) []*diam.AVP {
 	out := make([]*diam.AVP, 0, len(rules)+len(bases))
 	for _, n := range rules {
-		out = append(out, diam.NewAVP(avp.ChargingRuleName, mv, Vendor3GPP, datatype.OctetString(n)))
+		out = append(out, avpOf(avp.ChargingRuleName, datatype.OctetString(n)))
 	}
 	for _, n := range bases {
-		out = append(out, diam.NewAVP(avp.ChargingRuleBaseName, mv, Vendor3GPP, datatype.UTF8String(n)))
+		out = append(out, avpOf(avp.ChargingRuleBaseName, datatype.UTF8String(n)))
 	}
 	return out
 }
+
+// Pre-emption-Capability and -Vulnerability values (TS 29.212 §5.3.46, §5.3.47).
+const (
+	preemptionCapabilityDisabled   = 1
+	preemptionVulnerabilityEnabled = 0
+)
 
 func arp(priority uint32) *diam.AVP {
 	if priority == 0 {
 		priority = 15
 	}
-	return diam.NewAVP(avp.AllocationRetentionPriority, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{
-		diam.NewAVP(avp.PriorityLevel, mv, Vendor3GPP, datatype.Unsigned32(priority)),
-		diam.NewAVP(avp.PreemptionCapability, mv, Vendor3GPP, datatype.Enumerated(1)),    // disabled
-		diam.NewAVP(avp.PreemptionVulnerability, mv, Vendor3GPP, datatype.Enumerated(0)), // enabled
-	}})
+	return group(avp.AllocationRetentionPriority,
+		avpOf(avp.PriorityLevel, datatype.Unsigned32(priority)),
+		avpOf(avp.PreemptionCapability, datatype.Enumerated(preemptionCapabilityDisabled)),
+		avpOf(avp.PreemptionVulnerability, datatype.Enumerated(preemptionVulnerabilityEnabled)))
 }
 
 func ruleDefinition(r subscriber.DynamicRule) *diam.GroupedAVP {
 	g := &diam.GroupedAVP{AVP: []*diam.AVP{
-		diam.NewAVP(avp.ChargingRuleName, mv, Vendor3GPP, datatype.OctetString(r.Name)),
+		avpOf(avp.ChargingRuleName, datatype.OctetString(r.Name)),
 	}}
 	for _, f := range r.Flows {
-		g.AddAVP(diam.NewAVP(avp.FlowInformation, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{
-			diam.NewAVP(avp.FlowDescription, mv, Vendor3GPP, datatype.IPFilterRule(f)),
-		}}))
+		g.AddAVP(group(avp.FlowInformation, avpOf(avp.FlowDescription, datatype.IPFilterRule(f))))
 	}
 	if r.QCI != 0 {
-		q := &diam.GroupedAVP{AVP: []*diam.AVP{diam.NewAVP(avp.QoSClassIdentifier, mv, Vendor3GPP, datatype.Enumerated(r.QCI))}}
+		q := &diam.GroupedAVP{AVP: []*diam.AVP{avpOf(avp.QoSClassIdentifier, datatype.Enumerated(r.QCI))}}
 		for _, b := range []struct {
 			code uint32
 			v    uint32
 		}{{avp.MaxRequestedBandwidthUL, r.MBRUplink}, {avp.MaxRequestedBandwidthDL, r.MBRDownlink},
 			{avp.GuaranteedBitrateUL, r.GBRUplink}, {avp.GuaranteedBitrateDL, r.GBRDownlink}} {
 			if b.v != 0 {
-				q.AddAVP(diam.NewAVP(b.code, mv, Vendor3GPP, datatype.Unsigned32(b.v)))
+				q.AddAVP(avpOf(b.code, datatype.Unsigned32(b.v)))
 			}
 		}
 		q.AddAVP(arp(0))
-		g.AddAVP(diam.NewAVP(avp.QoSInformation, mv, Vendor3GPP, q))
+		g.AddAVP(avpOf(avp.QoSInformation, q))
 	}
 	if r.Precedence != 0 {
-		g.AddAVP(diam.NewAVP(avp.Precedence, mv, Vendor3GPP, datatype.Unsigned32(r.Precedence)))
+		g.AddAVP(avpOf(avp.Precedence, datatype.Unsigned32(r.Precedence)))
 	}
 	if r.MonitoringKey != "" {
-		g.AddAVP(diam.NewAVP(avp.MonitoringKey, mv, Vendor3GPP, datatype.OctetString(r.MonitoringKey)))
+		g.AddAVP(avpOf(avp.MonitoringKey, datatype.OctetString(r.MonitoringKey)))
 	}
 	return g
 }

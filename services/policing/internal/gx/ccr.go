@@ -51,6 +51,9 @@ type CCR struct {
 	RuleReports []RuleReport
 	// Missing is the code of the first mandatory AVP absent (0: none), for 5005.
 	Missing uint32
+	// hasType and hasNumber: the CCR had CC-Request-Type and CC-Request-Number (the CCA
+	// echoes them, RFC 4006 §3.2).
+	hasType, hasNumber bool
 }
 
 // Usage is one Usage-Monitoring-Information report: octets used since the last report.
@@ -83,23 +86,28 @@ func (r *CCR) Subscriber() string {
 	return r.MSISDN
 }
 
-// DecodeCCR reads a CCR. Mandatory AVPs (TS 29.212 §5.6.2): Session-Id, Origin-Host,
-// Auth-Application-Id, CC-Request-Type, CC-Request-Number.
+// DecodeCCR reads a CCR. Mandatory AVPs (RFC 4006 §3.1, TS 29.212 §5.6.2), in their ABNF's
+// order: Session-Id, Auth-Application-Id, Origin-Host, Origin-Realm, Destination-Realm,
+// CC-Request-Type, CC-Request-Number.
 func DecodeCCR(m *diam.Message) *CCR {
 	r := &CCR{}
-	var seen [5]bool
+	var seen [7]bool
 	for _, a := range m.AVP {
 		switch a.Code {
 		case avp.SessionID:
 			r.SessionID, seen[0] = str(a), true
-		case avp.OriginHost:
-			r.OriginHost, seen[1] = str(a), true
 		case avp.AuthApplicationID:
-			seen[2] = true
+			seen[1] = true
+		case avp.OriginHost:
+			r.OriginHost, seen[2] = str(a), true
+		case avp.OriginRealm:
+			seen[3] = true
+		case avp.DestinationRealm:
+			seen[4] = true
 		case avp.CCRequestType:
-			r.RequestType, seen[3] = u32(a), true
+			r.RequestType, seen[5] = u32(a), true
 		case avp.CCRequestNumber:
-			r.RequestNumber, seen[4] = u32(a), true
+			r.RequestNumber, seen[6] = u32(a), true
 		case avp.SubscriptionID:
 			typ, data := subscription(a)
 			switch typ {
@@ -128,7 +136,8 @@ func DecodeCCR(m *diam.Message) *CCR {
 			r.RuleReports = append(r.RuleReports, ruleReport(a))
 		}
 	}
-	for i, code := range []uint32{avp.SessionID, avp.OriginHost, avp.AuthApplicationID, avp.CCRequestType, avp.CCRequestNumber} {
+	r.hasType, r.hasNumber = seen[5], seen[6]
+	for i, code := range []uint32{avp.SessionID, avp.AuthApplicationID, avp.OriginHost, avp.OriginRealm, avp.DestinationRealm, avp.CCRequestType, avp.CCRequestNumber} {
 		if !seen[i] {
 			r.Missing = code
 			break

@@ -9,23 +9,26 @@ import (
 
 // Event-Trigger values (TS 29.212 §5.3.7) the policy server subscribes to.
 const (
-	triggerUsageReport         = 26
-	triggerRevalidationTimeout = 17
+	triggerUsageReport         = 33 // USAGE_REPORT (26 is TAI_CHANGE)
+	triggerRevalidationTimeout = 17 // REVALIDATION_TIMEOUT
 )
 
 // Decision is what a CCA tells the PCEF, decided from the data policy and the usage so far.
 type Decision struct {
-	Install    []string
-	Bases      []string
-	Dynamic    []subscriber.DynamicRule
-	Remove     []string
-	QCI        uint32
-	ARP        uint32
-	AMBRUp     uint32
-	AMBRDown   uint32
-	Triggers   []uint32
-	Grants     []Grant
-	Revalidate uint32
+	Install []string
+	Bases   []string
+	Dynamic []subscriber.DynamicRule
+	Remove  []string
+	// RemoveBases are rule bases to remove (Charging-Rule-Base-Name in Charging-Rule-Remove,
+	// TS 29.212 §5.3.3: a PCEF does not remove a base named as a Charging-Rule-Name).
+	RemoveBases []string
+	QCI         uint32
+	ARP         uint32
+	AMBRUp      uint32
+	AMBRDown    uint32
+	Triggers    []uint32
+	Grants      []Grant
+	Revalidate  uint32
 	// Throttled is true once the quota is used: the throttle rule replaced the policy's rules.
 	Throttled bool
 	// Exhausted are the rule-level keys whose quota this decision found used: their rules
@@ -84,7 +87,8 @@ func Decide(p *subscriber.DataPolicy, reqType uint32, u Used, prev, now time.Tim
 	}
 	if exhausted {
 		if !u.Throttled { // the change happens once: the rules go, the throttle rule comes
-			d.Remove = append(append(append(slices.Clone(p.Rules), p.RuleBases...), dynamicNames(p.Dynamic)...), windowRules(p, prev)...)
+			d.Remove = append(append(slices.Clone(p.Rules), dynamicNames(p.Dynamic)...), windowRules(p, prev)...)
+			d.RemoveBases = slices.Clone(p.RuleBases)
 			for _, m := range p.Monitoring { // a key used up earlier swapped its rules
 				if slices.Contains(u.Exhausted, m.Key) {
 					d.Remove = append(without(d.Remove, m.RemoveRules), m.InstallRules...)
@@ -98,7 +102,7 @@ func Decide(p *subscriber.DataPolicy, reqType uint32, u Used, prev, now time.Tim
 		d.Install, d.Remove = WindowChanges(p, prev, now)
 	}
 	if p.QuotaOctets > 0 {
-		d.Grants = append(d.Grants, Grant{Key: p.MonitoringKey, Octets: granted(p.QuotaOctets, u.Octets, p.GrantOctets), SessionKey: true})
+		d.Grants = append(d.Grants, Grant{Key: sessionKey(p), Octets: granted(p.QuotaOctets, u.Octets, p.GrantOctets), SessionKey: true})
 	}
 	for _, r := range u.Failed {
 		if f, ok := p.FallbackRules[r]; ok && !slices.Contains(d.Install, f) {
@@ -182,4 +186,16 @@ func dynamicNames(rules []subscriber.DynamicRule) []string {
 		out = append(out, r.Name)
 	}
 	return out
+}
+
+// defaultSessionKey is the session-level Monitoring-Key of a data policy with a quota and
+// no monitoringKey: an empty key names no monitoring instance a PCEF could report on (tshark
+// flags its empty data).
+const defaultSessionKey = "session"
+
+func sessionKey(p *subscriber.DataPolicy) string {
+	if p.MonitoringKey == "" {
+		return defaultSessionKey
+	}
+	return p.MonitoringKey
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/fiorix/go-diameter/v4/diam/dict"
+
+	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 )
 
 //go:embed dictionary.xml
@@ -21,6 +23,9 @@ var loadErr error
 // LoadDictionary adds our Gx AVPs to go-diameter's default dictionary, once, so that CCRs
 // carrying them (Charging-Rule-Report…) decode as the grouped and enumerated AVPs they are.
 func LoadDictionary() error {
-	loadOnce.Do(func() { loadErr = dict.Default.Load(bytes.NewReader(dictionaryXML)) })
+	loadOnce.Do(func() {
+		loadErr = dict.Default.Load(bytes.NewReader(dictionaryXML))
+		diameter.DictionaryChanged() // AVPs looked up before are known now
+	})
 	return loadErr
 }

@@ -75,14 +75,15 @@ func withHook(d Decision, l luapolicy.GxDecision) Decision {
 	return d
 }
 
-// ServeApp implements diameter.Handler.
+// ServeApp implements diameter.Handler. Every CCA, whatever its Result-Code, carries the
+// CCR's identifiers (ccaHead).
 func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Message, uint32) {
 	if m.Header.CommandCode != 272 {
 		return h.Identity.Answer(m, resultCommandUnsupported), resultCommandUnsupported
 	}
 	r := DecodeCCR(m)
 	if r.Missing != 0 {
-		return h.Identity.FailedAVP(m, diam.MissingAVP, r.Missing), diam.MissingAVP
+		return h.answer(r, h.Identity.FailedAVP(m, diam.MissingAVP, r.Missing)), diam.MissingAVP
 	}
 	ctx := context.Background()
 	if h.StoreTimeout > 0 {
@@ -101,16 +102,23 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 	case Update, Termination:
 		d, code = h.later(ctx, peer, r, now)
 	default:
-		return h.Identity.Answer(m, diam.InvalidAVPValue), diam.InvalidAVPValue
+		return h.answer(r, h.Identity.FailedAVPOf(m, diam.InvalidAVPValue, avp.CCRequestType, 0)), diam.InvalidAVPValue
 	}
 	if code == diam.MissingAVP {
-		return h.Identity.FailedAVP(m, code, avp.SubscriptionID), code
+		return h.answer(r, h.Identity.FailedAVP(m, code, avp.SubscriptionID)), code
 	}
-	ans := h.Identity.Answer(m, code)
+	ans := h.answer(r, h.Identity.Answer(m, code))
 	if code == diam.Success {
-		AddDecision(ans, r, d, now)
+		AddDecision(ans, d, now)
 	}
 	return ans, code
+}
+
+// answer completes a CCA started by Identity (Session-Id, Result-Code, our identity, the
+// request's Proxy-Info): the CCR's identifiers follow.
+func (h *Handler) answer(r *CCR, ans *diam.Message) *diam.Message {
+	ccaHead(ans, r)
+	return ans
 }
 
 // initial opens the session: the subscriber must exist; the session row records the PCEF

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
@@ -130,7 +131,7 @@ func dialRig(t *testing.T, st *embedded.Store, addr net.Addr) *rig {
 		t.Fatal(err)
 	}
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	r := &rig{t: t, store: st, conn: c}
+	r := &rig{t: t, store: st, conn: diametertest.Record(t, c)}
 	cer := diam.NewRequest(257, 0, dict.Default)
 	cer.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity("pgw.test"))
 	cer.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity("test"))
@@ -554,3 +555,6 @@ func TestDataPolicyFromLDAP(t *testing.T) {
 		t.Fatalf("installed %v, want the LDAP profile's [internet-gold]", got)
 	}
 }
+
+// Flags of the 3GPP AVPs the tests' PCEF sends.
+const mv = avp.Mbit | avp.Vbit

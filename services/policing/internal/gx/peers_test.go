@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
 )
 
 // pythonDiameter is the python of the venv hack/diameter-peers.sh installs python-diameter in.
@@ -47,6 +48,8 @@ func runPCEF(t *testing.T, python, port, originHost string, during ...func()) pc
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// Through a recording relay: tshark decodes what python-diameter and the server said.
+	port = strconv.Itoa(diametertest.Proxy(t, "127.0.0.1:"+port))
 	args := []string{"testdata/pcef.py", port, originHost, "001010000000001"}
 	if len(during) > 0 {
 		args = append(args, "rar")

@@ -40,6 +40,11 @@ func (e *HeldElsewhere) Is(target error) bool { return target == ErrElsewhere }
 // RAR pushes a policy change to the PCEF of an active Gx session (a Re-Auth-Request with
 // Charging-Rule-Install/Remove) and returns the RAA's Result-Code.
 func (h *Handler) RAR(ctx context.Context, sessionID string, install, remove []string) (uint32, error) {
+	return h.rarRules(ctx, sessionID, install, remove, nil)
+}
+
+// rarRules is RAR that also removes rule bases (Charging-Rule-Base-Name).
+func (h *Handler) rarRules(ctx context.Context, sessionID string, install, remove, removeBases []string) (uint32, error) {
 	s, err := h.Store.Get(ctx, session.Key{NAS: NAS, ID: sessionID})
 	if err != nil {
 		return 0, err
@@ -50,7 +55,7 @@ func (h *Handler) RAR(ctx context.Context, sessionID string, install, remove []s
 	if h.Peers == nil {
 		return 0, fmt.Errorf("%s: %w", s.NASIdentifier, diameter.ErrNoPeer)
 	}
-	a, err := h.Peers.Request(ctx, s.NASIdentifier, rar(h.Identity, s, install, remove))
+	a, err := h.Peers.Request(ctx, s.NASIdentifier, rar(h.Identity, s, install, remove, removeBases))
 	if err != nil {
 		return 0, err
 	}
@@ -63,21 +68,21 @@ func (h *Handler) RAR(ctx context.Context, sessionID string, install, remove []s
 
 // rar builds the Re-Auth-Request (TS 29.212 §5.6.4), pure. The PCEF's realm is not
 // stored: Destination-Realm is ours, Destination-Host names the PCEF.
-func rar(id diameter.Identity, s *session.Session, install, remove []string) *diam.Message {
+func rar(id diameter.Identity, s *session.Session, install, remove, removeBases []string) *diam.Message {
 	m := diam.NewRequest(diam.ReAuth, diameter.GxApplicationID, dict.Default)
 	m.Header.CommandFlags |= diam.ProxiableFlag
-	m.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String(s.ID))
-	m.NewAVP(avp.AuthApplicationID, avp.Mbit, 0, datatype.Unsigned32(diameter.GxApplicationID))
-	m.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(id.Host))
-	m.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.Realm))
-	m.NewAVP(avp.DestinationRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.Realm))
-	m.NewAVP(avp.DestinationHost, avp.Mbit, 0, datatype.DiameterIdentity(s.NASIdentifier))
-	m.NewAVP(avp.ReAuthRequestType, avp.Mbit, 0, datatype.Enumerated(0)) // AUTHORIZE_ONLY
-	if len(remove) > 0 {
-		m.NewAVP(avp.ChargingRuleRemove, mv, Vendor3GPP, &diam.GroupedAVP{AVP: names(remove, nil)})
+	m.AddAVP(avpOf(avp.SessionID, datatype.UTF8String(s.ID)))
+	m.AddAVP(avpOf(avp.AuthApplicationID, datatype.Unsigned32(diameter.GxApplicationID)))
+	m.AddAVP(avpOf(avp.OriginHost, datatype.DiameterIdentity(id.Host)))
+	m.AddAVP(avpOf(avp.OriginRealm, datatype.DiameterIdentity(id.Realm)))
+	m.AddAVP(avpOf(avp.DestinationRealm, datatype.DiameterIdentity(id.Realm)))
+	m.AddAVP(avpOf(avp.DestinationHost, datatype.DiameterIdentity(s.NASIdentifier)))
+	m.AddAVP(avpOf(avp.ReAuthRequestType, datatype.Enumerated(0))) // AUTHORIZE_ONLY
+	if len(remove)+len(removeBases) > 0 {
+		m.AddAVP(group(avp.ChargingRuleRemove, names(remove, removeBases)...))
 	}
 	if len(install) > 0 {
-		m.NewAVP(avp.ChargingRuleInstall, mv, Vendor3GPP, &diam.GroupedAVP{AVP: names(install, nil)})
+		m.AddAVP(group(avp.ChargingRuleInstall, names(install, nil)...))
 	}
 	return m
 }

@@ -107,7 +107,7 @@ func (h *Handler) PushPolicy(ctx context.Context, concurrency int) int {
 		u := t.used
 		u.Octets += sub.Profile.UsedOctets
 		d := Decide(sub.Profile.DataPolicy, Update, u, t.decided, now)
-		if len(d.Install) == 0 && len(d.Remove) == 0 && !d.Throttled {
+		if len(d.Install) == 0 && len(d.Remove) == 0 && len(d.RemoveBases) == 0 && !d.Throttled {
 			continue
 		}
 		wg.Add(1)
@@ -134,7 +134,7 @@ func (h *Handler) push(ctx context.Context, id string, t tracked, sub *subscribe
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	code, err := h.RAR(rctx, id, d.Install, d.Remove)
+	code, err := h.rarRules(rctx, id, d.Install, d.Remove, d.RemoveBases)
 	var elsewhere *HeldElsewhere
 	switch {
 	case errors.Is(err, session.ErrNotFound) || errors.As(err, &elsewhere):

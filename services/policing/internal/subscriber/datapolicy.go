@@ -24,7 +24,8 @@ type DataPolicy struct {
 	AMBRUplink   uint32 `json:"ambrUplink,omitempty"`
 	AMBRDownlink uint32 `json:"ambrDownlink,omitempty"`
 	// MonitoringKey names the usage the PCEF reports; QuotaOctets is the period's quota on it
-	// (0: no usage monitoring) and GrantOctets the most granted at once.
+	// (0: no usage monitoring) and GrantOctets the most granted at once. Without a
+	// MonitoringKey, the Gx grants name the key "session".
 	MonitoringKey string `json:"monitoringKey,omitempty"`
 	QuotaOctets   uint64 `json:"quotaOctets,omitempty"`
 	GrantOctets   uint64 `json:"grantOctets,omitempty"`

@@ -1,0 +1,248 @@
+package diameter
+
+import (
+	"encoding/binary"
+	"maps"
+	"strings"
+	"sync/atomic"
+
+	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
+	"github.com/fiorix/go-diameter/v4/diam/datatype"
+	"github.com/fiorix/go-diameter/v4/diam/dict"
+)
+
+// Result-Codes of RFC 6733 §7.1 for requests that are framed but wrong, answered from what
+// the request's bytes say before (or instead of) go-diameter's decoding.
+const (
+	resultUnableToDeliver  = 3002 // §7.1.3: Destination-Host of no node we answer for
+	resultRealmNotServed   = 3003 // §7.1.3: Destination-Realm not ours
+	resultInvalidHdrBits   = 3008 // §7.1.3: e.g. a request with the E bit
+	resultAVPUnsupported   = 5001 // §7.1.5: an AVP with the M bit we do not know
+	resultInvalidAVPLength = 5014 // §7.1.5: an AVP length that overruns or mismatches its type
+)
+
+// fault is what is wrong with a request's AVPs: the Result-Code and the AVP for Failed-AVP.
+type fault struct {
+	code   uint32
+	failed *diam.AVP
+}
+
+// checkAVPs walks a message's AVPs (body: after the header), through grouped AVPs, as RFC 6733
+// §4.1 and §7.1.5 read them: an AVP length under its header or past the end of its container,
+// or a fixed-size type (Unsigned32, Time…: §4.2) or an IPv4/IPv6 Address of another length,
+// is 5014 with the AVP (its header and a zero payload of its type's size) in Failed-AVP; an
+// AVP the dictionary does not know with the M bit is 5001 with the AVP as received. nil: the
+// AVPs are sound.
+func checkAVPs(body []byte, app uint32, d *dict.Parser) *fault {
+	for len(body) > 0 {
+		if len(body) < 8 {
+			h := make([]byte, 8)
+			copy(h, body)
+			code := binary.BigEndian.Uint32(h[0:4])
+			return &fault{resultInvalidAVPLength, example(code, h[4]&^avp.Vbit, 0, typeOf(app, code, 0, d))}
+		}
+		code, flags := binary.BigEndian.Uint32(body[0:4]), body[4]
+		length := int(binary.BigEndian.Uint32(body[4:8]) & 0xffffff)
+		hdr, vendor := 8, uint32(0)
+		if flags&avp.Vbit != 0 {
+			hdr = 12
+			if len(body) < 12 {
+				return &fault{resultInvalidAVPLength, example(code, flags&^avp.Vbit, 0, typeOf(app, code, 0, d))}
+			}
+			vendor = binary.BigEndian.Uint32(body[8:12])
+		}
+		typ, known := lookupType(app, code, vendor, d)
+		if length < hdr || length > len(body) {
+			return &fault{resultInvalidAVPLength, example(code, flags, vendor, typ)}
+		}
+		payload := body[hdr:length]
+		switch {
+		case !known:
+			if flags&avp.Mbit != 0 {
+				return &fault{resultAVPUnsupported, diam.NewAVP(code, flags, vendor, datatype.OctetString(payload))}
+			}
+		case !lengthFits(typ, payload):
+			return &fault{resultInvalidAVPLength, example(code, flags, vendor, typ)}
+		case typ == datatype.GroupedType:
+			if f := checkAVPs(payload, app, d); f != nil {
+				return f
+			}
+		}
+		next := min((length+3)&^3, len(body))
+		body = body[next:]
+	}
+	return nil
+}
+
+// typeOf is the dictionary's type of an AVP (OctetString when unknown).
+func typeOf(app, code, vendor uint32, d *dict.Parser) datatype.TypeID {
+	typ, _ := lookupType(app, code, vendor, d)
+	return typ
+}
+
+type typeKey struct{ app, code, vendor uint32 }
+
+type typeEntry struct {
+	typ   datatype.TypeID
+	known bool
+}
+
+// types caches the dictionary's answers for the default dictionary (go-diameter's lookup
+// locks and probes several maps: 4% of a CCR-U's CPU), copied on write: a peer's AVPs are a
+// few dozen kinds, and an unknown one is cached only up to typesMax.
+var types atomic.Pointer[map[typeKey]typeEntry]
+
+const typesMax = 4096
+
+// DictionaryChanged forgets the cached AVP types: call it after loading AVPs into
+// go-diameter's default dictionary (gx.LoadDictionary does).
+func DictionaryChanged() { types.Store(nil) }
+
+// lookupType is the dictionary's type of an AVP and whether the dictionary knows it
+// (OctetString when not).
+func lookupType(app, code, vendor uint32, d *dict.Parser) (datatype.TypeID, bool) {
+	k := typeKey{app, code, vendor}
+	cached := d == dict.Default
+	if cached {
+		if m := types.Load(); m != nil {
+			if e, ok := (*m)[k]; ok {
+				return e.typ, e.known
+			}
+		}
+	}
+	e := typeEntry{typ: datatype.OctetStringType}
+	if def, err := d.FindAVPWithVendor(app, code, vendor); err == nil && def != nil {
+		e = typeEntry{def.Data.Type, true}
+	}
+	if cached {
+		old := types.Load()
+		if old == nil || len(*old) < typesMax {
+			next := make(map[typeKey]typeEntry, 16)
+			if old != nil {
+				maps.Copy(next, *old)
+			}
+			next[k] = e
+			types.CompareAndSwap(old, &next)
+		}
+	}
+	return e.typ, e.known
+}
+
+// lengthFits reports whether a payload has a length its type allows.
+func lengthFits(typ datatype.TypeID, payload []byte) bool {
+	if n := fixedSize(typ); n > 0 {
+		return len(payload) == n
+	}
+	if typ == datatype.AddressType {
+		if len(payload) < 2 {
+			return false
+		}
+		switch binary.BigEndian.Uint16(payload) { // RFC 6733 §4.3.1, IANA address families
+		case 1:
+			return len(payload) == 2+4
+		case 2:
+			return len(payload) == 2+16
+		}
+	}
+	return true
+}
+
+// example is an AVP for Failed-AVP when the one received cannot be sent back: its header and
+// a zero-filled payload of its type's minimum length (RFC 6733 §7.1.5, 5014); an Address is
+// the IPv4 family and 0.0.0.0.
+func example(code uint32, flags byte, vendor uint32, typ datatype.TypeID) *diam.AVP {
+	if vendor == 0 {
+		flags &^= avp.Vbit
+	}
+	payload := make([]byte, fixedSize(typ))
+	if typ == datatype.AddressType {
+		payload = []byte{0, 1, 0, 0, 0, 0}
+	}
+	return diam.NewAVP(code, flags&(avp.Vbit|avp.Mbit), vendor, datatype.OctetString(payload))
+}
+
+// undecodableAVP finds the top-level AVP go-diameter cannot decode (for Failed-AVP of a 5004),
+// as received; nil when none can be named.
+func undecodableAVP(body []byte, app uint32, d *dict.Parser) *diam.AVP {
+	for len(body) >= 8 {
+		length := int(binary.BigEndian.Uint32(body[4:8]) & 0xffffff)
+		if length < 8 || length > len(body) {
+			return nil
+		}
+		if !decodes(body[:length], app, d) {
+			code, flags := binary.BigEndian.Uint32(body[0:4]), body[4]
+			hdr, vendor := 8, uint32(0)
+			if flags&avp.Vbit != 0 && length >= 12 {
+				hdr, vendor = 12, binary.BigEndian.Uint32(body[8:12])
+			}
+			return diam.NewAVP(code, flags&(avp.Vbit|avp.Mbit), vendor, datatype.OctetString(body[hdr:length]))
+		}
+		body = body[min((length+3)&^3, len(body)):]
+	}
+	return nil
+}
+
+func decodes(b []byte, app uint32, d *dict.Parser) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_, err := diam.DecodeAVP(b, app, d)
+	return err == nil
+}
+
+// topLevel decodes the request's Session-Id and Proxy-Info AVPs that are well formed (for
+// an answer to a request that cannot be decoded whole: RFC 6733 §6.2 wants both back).
+func topLevel(body []byte, app uint32, d *dict.Parser) []*diam.AVP {
+	var out []*diam.AVP
+	for len(body) >= 8 {
+		length := int(binary.BigEndian.Uint32(body[4:8]) & 0xffffff)
+		if length < 8 || length > len(body) {
+			break
+		}
+		if code := binary.BigEndian.Uint32(body[0:4]); (code == avp.SessionID || code == avp.ProxyInfo) && body[4]&avp.Vbit == 0 &&
+			checkAVPs(body[:length], app, d) == nil && decodes(body[:length], app, d) {
+			if a, err := diam.DecodeAVP(body[:length], app, d); err == nil {
+				out = append(out, a)
+			}
+		}
+		body = body[min((length+3)&^3, len(body)):]
+	}
+	return out
+}
+
+// destination checks where an application request is addressed (RFC 6733 §6.1.4): any node
+// of ours serves any session of our realm, so a request is processed here when its
+// Destination-Realm is ours (or absent: the application's ABNF decides whether that is
+// allowed) and its Destination-Host, if any, is our identity or one of the identities we
+// answer for (Options.ServedHosts: the other data centers of the cluster). Another realm is
+// 3003 DIAMETER_REALM_NOT_SERVED; another host of our realm is 3002
+// DIAMETER_UNABLE_TO_DELIVER (we relay nothing). Diameter identities compare
+// case-insensitively (FQDNs, realms).
+func (s *Server) destination(m *diam.Message) uint32 {
+	for _, a := range m.AVP {
+		if a.Code == avp.DestinationRealm && a.VendorID == 0 && !strings.EqualFold(String(a), s.opt.OriginRealm) {
+			return resultRealmNotServed
+		}
+	}
+	for _, a := range m.AVP {
+		if a.Code == avp.DestinationHost && a.VendorID == 0 && !s.serves(String(a)) {
+			return resultUnableToDeliver
+		}
+	}
+	return 0
+}
+
+func (s *Server) serves(host string) bool {
+	if strings.EqualFold(host, s.opt.OriginHost) {
+		return true
+	}
+	for _, h := range s.opt.ServedHosts {
+		if strings.EqualFold(host, h) {
+			return true
+		}
+	}
+	return false
+}
