@@ -392,15 +392,26 @@ cert_manager_crds() {
 # The CRDs of cass-operator (CassandraDatacenter, CassandraTask, ScheduledTask) and of
 # k8ssandra-operator (all 15: it watches every kind it owns) from the pinned module zips'
 # config/crd/bases, in a directory of their own: install-k8ssandra applies them, install does not.
+# cass-operator's CassandraDatacenter gets the two JSON patches its config/crd kustomization
+# applies (read from the module zip): without config_removal the API server rejects every
+# CassandraDatacenter whose spec.config is an object ("spec.config in body must be of type
+# byte"), i.e. every one k8ssandra-operator writes.
+CASS_OPERATOR_CRD_PATCHES="config_removal remove_xkeys"
 k8ssandra_crds() {
-  local dir="${ADDONS_CACHE}/crds-k8ssandra" d f
-  local stamp="cass-operator=${CASS_OPERATOR_VERSION} k8ssandra-operator=${K8SSANDRA_OPERATOR_VERSION}"
+  local dir="${ADDONS_CACHE}/crds-k8ssandra" d f p
+  local stamp="cass-operator=${CASS_OPERATOR_VERSION} k8ssandra-operator=${K8SSANDRA_OPERATOR_VERSION} patches=${CASS_OPERATOR_CRD_PATCHES}"
   if [[ ! -f "${dir}/.stamp" || "$(cat "${dir}/.stamp")" != "$stamp" ]]; then
     rm -rf "${dir}.tmp" && mkdir -p "${dir}.tmp"
-    for d in "github.com/k8ssandra/cass-operator@${CASS_OPERATOR_VERSION}" "github.com/k8ssandra/k8ssandra-operator@${K8SSANDRA_OPERATOR_VERSION}"; do
-      d="$(module_dir "$d")"
-      for f in "$d"/config/crd/bases/*.yaml; do cp "$f" "${dir}.tmp/"; done
+    d="$(module_dir "github.com/k8ssandra/cass-operator@${CASS_OPERATOR_VERSION}")"
+    for f in "$d"/config/crd/bases/*.yaml; do cp "$f" "${dir}.tmp/"; done
+    f="${dir}.tmp/cassandra.datastax.com_cassandradatacenters.yaml"
+    for p in ${CASS_OPERATOR_CRD_PATCHES}; do
+      "$(kubectl_bin)" patch --local --type=json -f "$f" --patch-file "$d/config/crd/patches/${p}.yaml" -o yaml >"${f}.new" ||
+        die "cass-operator CRD patch ${p} failed"
+      mv -f "${f}.new" "$f"
     done
+    d="$(module_dir "github.com/k8ssandra/k8ssandra-operator@${K8SSANDRA_OPERATOR_VERSION}")"
+    for f in "$d"/config/crd/bases/*.yaml; do cp "$f" "${dir}.tmp/"; done
     [[ "$(ls "${dir}.tmp"/*.yaml | wc -l)" == 18 ]] || die "expected 3 + 15 CRDs of cass-operator and k8ssandra-operator, got: $(ls "${dir}.tmp")"
     chmod 0644 "${dir}.tmp"/*.yaml
     echo "$stamp" >"${dir}.tmp/.stamp"

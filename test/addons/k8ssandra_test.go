@@ -22,9 +22,10 @@ import (
 )
 
 // testK8ssandraCluster is the smallest K8ssandraCluster the single-node cluster runs: one DC of
-// one node, soft anti-affinity (which requires resources), num_tokens 16 (no per-node-config
-// init container), the static volumes' StorageClass; no server image: cass-operator's
-// ImageConfig names ours.
+// one node, soft anti-affinity (cass-operator's webhook then requires cpu and memory requests
+// AND limits: "attempted to use multiple nodes per worker without cpu and memory requests and
+// limits", seen on the cluster), num_tokens 16 (no per-node-config init container), the static
+// volumes' StorageClass; no server image: cass-operator's ImageConfig names ours.
 const testK8ssandraCluster = `apiVersion: k8ssandra.io/v1alpha1
 kind: K8ssandraCluster
 metadata:
@@ -36,7 +37,7 @@ spec:
     softPodAntiAffinity: true
     resources:
       requests: {cpu: 100m, memory: 1Gi}
-      limits: {memory: 1Gi}
+      limits: {cpu: "1", memory: 1Gi}
     config:
       cassandraYaml:
         num_tokens: 16
