@@ -3,7 +3,8 @@
 # prometheus-operator and its prometheus-config-reloader, Prometheus, metrics-server, and
 # cert-manager's controller, webhook and cainjector (our own mains against its library:
 # hack/addons/cert-manager, since upstream's cmd/* modules are not on the module proxy;
-# docs/addons.md).
+# docs/addons.md); and for managed Cassandra (issue 31) cass-operator and k8ssandra-operator,
+# built with the others but installed apart (install-k8ssandra).
 # Versions and image names are in hack/addons/images.env; manifests in hack/addons/manifests.
 #
 # Static binaries (CGO_ENABLED=0, -trimpath) and OCI archives (internal/tools/ocibuild) are
@@ -774,7 +775,8 @@ leftovers() { # anything of the add-ons still in the cluster, one a line
   k get clusterissuer -o name 2>/dev/null || true
   k get apiservice v1beta1.metrics.k8s.io --ignore-not-found -o name
   k get validatingwebhookconfiguration,mutatingwebhookconfiguration,clusterrole,clusterrolebinding -o name |
-    grep -E 'prometheus|metrics-server|aggregated-metrics-reader|openaaa-addons|cert-manager-webhook' || true
+    grep -E 'prometheus|metrics-server|aggregated-metrics-reader|openaaa-addons|cert-manager-webhook' |
+    grep -vE 'cass-operator|k8ssandra-operator' || true # install-k8ssandra's: uninstall-k8ssandra removes them
   k -n kube-system get deployment,service,serviceaccount,role,rolebinding,lease,secret,configmap -o name |
     grep -E 'metrics-server' || true
 }
