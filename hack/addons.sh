@@ -3,7 +3,8 @@
 # prometheus-operator and its prometheus-config-reloader, Prometheus, metrics-server, and
 # cert-manager's controller, webhook and cainjector (our own mains against its library:
 # hack/addons/cert-manager, since upstream's cmd/* modules are not on the module proxy;
-# docs/addons.md).
+# docs/addons.md); and for managed Cassandra (issue 31) cass-operator and k8ssandra-operator,
+# built with the others but installed apart (install-k8ssandra).
 # Versions and image names are in hack/addons/images.env; manifests in hack/addons/manifests.
 #
 # Static binaries (CGO_ENABLED=0, -trimpath) and OCI archives (internal/tools/ocibuild) are
@@ -28,6 +29,15 @@
 #                          `hack/addons.sh import hack/cluster.sh import` (REPO: the image without tag)
 #   install KUBECONFIG     apply CRDs and manifests, wait (bounded) until every add-on works
 #   install-cert-manager KUBECONFIG   only cert-manager and its CA ClusterIssuer (also part of install)
+#   install-k8ssandra KUBECONFIG      managed Cassandra, not part of install: imports the images
+#                          (K8SSANDRA_IMPORT, default `hack/cluster.sh import`; Cassandra's from
+#                          $CACHE/cassandra-image/*.oci.tar when present), cert-manager, the CRDs,
+#                          cass-operator and k8ssandra-operator, StorageClass openaaa-local and
+#                          K8SSANDRA_PVS (4) static volumes; waits until both operators are
+#                          Available and both webhooks answer
+#   uninstall-k8ssandra KUBECONFIG    delete what install-k8ssandra applied (not cert-manager)
+#   k8ssandra-storage KUBECONFIG      only the StorageClass and volumes (remakes Released ones)
+#   crds-k8ssandra         print the CRD files of cass-operator and k8ssandra-operator
 #   verify KUBECONFIG      a ServiceMonitor target up in Prometheus, a PrometheusRule
 #                          evaluated, pod metrics from metrics.k8s.io
 #   uninstall KUBECONFIG   delete what install applied; fails naming anything left behind
@@ -81,6 +91,10 @@ COMPONENTS=(
   "cert-manager-controller|cert-manager|${CM_MODULE}/controller|${IMAGE_CERT_MANAGER_CONTROLLER}|/usr/local/bin"
   "cert-manager-webhook|cert-manager|${CM_MODULE}/webhook|${IMAGE_CERT_MANAGER_WEBHOOK}|/usr/local/bin"
   "cert-manager-cainjector|cert-manager|${CM_MODULE}/cainjector|${IMAGE_CERT_MANAGER_CAINJECTOR}|/usr/local/bin"
+  # Managed Cassandra (issue 31): cass-operator's manager (its cmd package) and
+  # k8ssandra-operator's (its module's root package), one module graph, one build.
+  "cass-operator|k8ssandra|github.com/k8ssandra/cass-operator/cmd|${IMAGE_CASS_OPERATOR}|/usr/local/bin"
+  "k8ssandra-operator|k8ssandra|github.com/k8ssandra/k8ssandra-operator|${IMAGE_K8SSANDRA_OPERATOR}|/usr/local/bin"
 )
 
 field() { # component-line index
@@ -106,6 +120,8 @@ ldflags() { # name
       echo "-s -w -X k8s.io/client-go/pkg/version.gitVersion=${METRICS_SERVER_VERSION} -X k8s.io/component-base/version.gitVersion=${METRICS_SERVER_VERSION}" ;;
     cert-manager-*)
       echo "-s -w -X main.version=${CERT_MANAGER_VERSION}" ;;
+    cass-operator | k8ssandra-operator) # neither has a version variable to set
+      echo "-s -w" ;;
   esac
 }
 
@@ -128,6 +144,17 @@ sigs.k8s.io/metrics-server => $(patched_src "sigs.k8s.io/metrics-server@${METRIC
         "github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}" \
         "github.com/prometheus/prometheus ${PROMETHEUS_MODULE_VERSION}" \
         "sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}" | write_if_changed "$dir/go.mod"
+      ;;
+    k8ssandra)
+      # cass-operator and k8ssandra-operator, pinned together: k8ssandra-operator v1.26.0 (the
+      # only version the module proxy serves) asks for cass-operator v1.26.0, whose checksum
+      # lookup fails (404), and does not compile against v1.30.0 (`unknown field CDC`); it
+      # builds against v1.28.0. Both ask for k8s.io v0.33 and controller-runtime v0.21; they
+      # build with the root module's (v0.34.4, v0.22.5), so the graphs share those packages.
+      K8S_PINS="api apiextensions-apiserver apimachinery apiserver client-go component-base" \
+        k8s_wrapper_mod k8ssandra "cass-operator ${CASS_OPERATOR_VERSION}, k8ssandra-operator ${K8SSANDRA_OPERATOR_VERSION}" \
+        "github.com/k8ssandra/cass-operator ${CASS_OPERATOR_VERSION}" \
+        "github.com/k8ssandra/k8ssandra-operator ${K8SSANDRA_OPERATOR_VERSION}" | write_if_changed "$dir/go.mod"
       ;;
     cert-manager)
       # Our own module, kept in the repository (go.mod pins cert-manager and k8s.io v0.34.4);
@@ -287,7 +314,7 @@ build_bins() {
     (cd "$dir" && ${GO} build -trimpath "${flags[@]}" -o "${tmp}/" "${pkgs[@]}")
     for n in "${todo[@]}"; do
       pkg="$(field "$(component "$n")" 2)"
-      mv -f "${tmp}/${pkg##*/}" "${ADDONS_CACHE}/bin/${n}"
+      mv -f "${tmp}/${pkg##*/}" "${ADDONS_CACHE}/bin/${n}" # go build names it after the package path's last element
       bin_stamp "$n" >"${ADDONS_CACHE}/bin/${n}.stamp"
     done
     rm -rf "$tmp"
@@ -363,6 +390,37 @@ cert_manager_crds() {
   ls "${dir}"/cert-manager.io_*.yaml
 }
 
+# The CRDs of cass-operator (CassandraDatacenter, CassandraTask, ScheduledTask) and of
+# k8ssandra-operator (all 15: it watches every kind it owns) from the pinned module zips'
+# config/crd/bases, in a directory of their own: install-k8ssandra applies them, install does not.
+# cass-operator's CassandraDatacenter gets the two JSON patches its config/crd kustomization
+# applies (read from the module zip): without config_removal the API server rejects every
+# CassandraDatacenter whose spec.config is an object ("spec.config in body must be of type
+# byte"), i.e. every one k8ssandra-operator writes.
+CASS_OPERATOR_CRD_PATCHES="config_removal remove_xkeys"
+k8ssandra_crds() {
+  local dir="${ADDONS_CACHE}/crds-k8ssandra" d f p
+  local stamp="cass-operator=${CASS_OPERATOR_VERSION} k8ssandra-operator=${K8SSANDRA_OPERATOR_VERSION} patches=${CASS_OPERATOR_CRD_PATCHES}"
+  if [[ ! -f "${dir}/.stamp" || "$(cat "${dir}/.stamp")" != "$stamp" ]]; then
+    rm -rf "${dir}.tmp" && mkdir -p "${dir}.tmp"
+    d="$(module_dir "github.com/k8ssandra/cass-operator@${CASS_OPERATOR_VERSION}")"
+    for f in "$d"/config/crd/bases/*.yaml; do cp "$f" "${dir}.tmp/"; done
+    f="${dir}.tmp/cassandra.datastax.com_cassandradatacenters.yaml"
+    for p in ${CASS_OPERATOR_CRD_PATCHES}; do
+      "$(kubectl_bin)" patch --local --type=json -f "$f" --patch-file "$d/config/crd/patches/${p}.yaml" -o yaml >"${f}.new" ||
+        die "cass-operator CRD patch ${p} failed"
+      mv -f "${f}.new" "$f"
+    done
+    d="$(module_dir "github.com/k8ssandra/k8ssandra-operator@${K8SSANDRA_OPERATOR_VERSION}")"
+    for f in "$d"/config/crd/bases/*.yaml; do cp "$f" "${dir}.tmp/"; done
+    [[ "$(ls "${dir}.tmp"/*.yaml | wc -l)" == 18 ]] || die "expected 3 + 15 CRDs of cass-operator and k8ssandra-operator, got: $(ls "${dir}.tmp")"
+    chmod 0644 "${dir}.tmp"/*.yaml
+    echo "$stamp" >"${dir}.tmp/.stamp"
+    rm -rf "$dir" && mv "${dir}.tmp" "$dir"
+  fi
+  ls "${dir}"/*.yaml
+}
+
 render_file() { # manifest file name: its objects with images and versions filled in
   local sedargs=() k
   for k in $(grep -oE '^[A-Z_][A-Z0-9_]*' "${ADDONS}/images.env"); do sedargs+=(-e "s|@${k}@|${!k}|g"); done
@@ -376,10 +434,24 @@ render() {
   for f in "${ADDONS}"/manifests/*.yaml; do render_file "$(basename "$f")"; done
 }
 
+render_base() { # render without the k8ssandra manifests (install-k8ssandra's own)
+  local f
+  for f in "${ADDONS}"/manifests/*.yaml; do
+    [[ " ${K8SSANDRA_MANIFESTS} " == *" $(basename "$f") "* ]] || render_file "$(basename "$f")"
+  done
+}
+
+smoke_arg() { # name: the argument that makes it print its version, or its usage (exit 0)
+  case "$1" in
+    cass-operator | k8ssandra-operator) echo --help ;; # no --version flag
+    *) echo --version ;;
+  esac
+}
+
 smoke() {
   local n out
   for n in $(names); do
-    out="$("${ADDONS_CACHE}/bin/$n" --version 2>&1)" || die "$n failed: $out"
+    out="$("${ADDONS_CACHE}/bin/$n" "$(smoke_arg "$n")" 2>&1)" || die "$n failed: $out"
     echo "$n: $(grep -m1 . <<<"$out")"
   done
 }
@@ -519,11 +591,177 @@ verify() {
   log "metrics-server: metrics.k8s.io returns pod metrics"
 }
 
+# --- managed Cassandra: cass-operator and k8ssandra-operator (issue 31) ------------------
+
+K8SSANDRA_NS=k8ssandra-operator
+K8SSANDRA_MANIFESTS="60-k8ssandra-cass-operator.yaml 61-k8ssandra-operator.yaml 62-k8ssandra-storage.yaml"
+K8SSANDRA_PVS="${K8SSANDRA_PVS:-4}"              # static volumes: one per Cassandra node
+K8SSANDRA_PV_SIZE="${K8SSANDRA_PV_SIZE:-20Gi}"   # what a claim may ask for (hostPath: not enforced)
+CASSANDRA_IMAGES="${CASSANDRA_IMAGES:-${CACHE}/cassandra-image}"
+
+# The volumes' host directory: the local cluster's (hack/cluster.sh env CLUSTER_VOLUMES; its
+# `down` removes it), or K8SSANDRA_VOLUMES.
+volumes_dir() {
+  if [[ -n "${K8SSANDRA_VOLUMES:-}" ]]; then echo "$K8SSANDRA_VOLUMES"; return; fi
+  "${HERE}/cluster.sh" env | sed -n 's/^CLUSTER_VOLUMES=//p'
+}
+
+# The images install-k8ssandra imports (K8SSANDRA_IMPORT, default `hack/cluster.sh import`;
+# empty: none): both operators, cert-manager's (its webhook certificates), and every Cassandra
+# image archive present in $CASSANDRA_IMAGES (ghcr.io/openaaa/<file name>:<its tag>).
+import_k8ssandra() {
+  local cmd="${K8SSANDRA_IMPORT-${HERE}/cluster.sh import}" c n f
+  [[ -n "$cmd" ]] || return 0
+  local -a args=()
+  for c in "${COMPONENTS[@]}"; do
+    n="$(field "$c" 0)"
+    case "$n" in cass-operator | k8ssandra-operator | cert-manager-*) ;; *) continue ;; esac
+    f="${ADDONS_CACHE}/images/${n}.oci.tar"
+    [[ -f "$f" ]] || die "no image ${f}: run \`hack/addons.sh build ${n}\` (make addons)"
+    args+=("${f}=$(field "$c" 3 | sed 's/:[^:]*$//')")
+  done
+  for f in "${CASSANDRA_IMAGES}"/*.oci.tar; do
+    [[ -f "$f" ]] && args+=("$f")
+  done
+  log "importing ${#args[@]} images..."
+  # shellcheck disable=SC2086 # the command's words
+  $cmd "${args[@]}" >&2
+}
+
+# Static PersistentVolumes openaaa-local-0..K8SSANDRA_PVS-1 of StorageClass openaaa-local, on
+# host directories owned by 999 (Cassandra's uid and gid). A Released volume (its claim
+# deleted) is deleted, its directory emptied, and made again: Available for the next claim.
+k8ssandra_storage() {
+  local dir i name phase
+  dir="$(volumes_dir)"
+  [[ -n "$dir" ]] || die "no volumes directory (hack/cluster.sh env has no CLUSTER_VOLUMES; set K8SSANDRA_VOLUMES)"
+  apply_rendered 62-k8ssandra-storage.yaml >/dev/null
+  for ((i = 0; i < K8SSANDRA_PVS; i++)); do
+    name="openaaa-local-${i}"
+    phase="$(k get pv "$name" --ignore-not-found -o jsonpath='{.status.phase}')"
+    if [[ "$phase" == Released || "$phase" == Failed ]]; then
+      log "volume ${name} ${phase}: wiping and making it again"
+      k delete pv "$name" --wait=true --timeout=60s >/dev/null
+      rm -rf "${dir:?}/${name}"
+      phase=""
+    fi
+    mkdir -p "${dir}/${name}"
+    chown 999:999 "${dir}/${name}"
+    chmod 0750 "${dir}/${name}"
+    [[ -z "$phase" ]] || continue
+    cat <<PV | k apply --server-side --field-manager=openaaa-addons --force-conflicts -f - >/dev/null
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: ${name}
+  labels:
+    app.kubernetes.io/part-of: openaaa-addons
+spec:
+  storageClassName: openaaa-local
+  capacity:
+    storage: ${K8SSANDRA_PV_SIZE}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  hostPath:
+    path: ${dir}/${name}
+    type: Directory
+PV
+  done
+  log "storage: StorageClass openaaa-local, ${K8SSANDRA_PVS} volumes under ${dir}"
+}
+
+# The cainjector put the serving certificate's CA into a webhook configuration (both kinds).
+ca_injected() { # name
+  local v m
+  v="$(k get validatingwebhookconfiguration "${1}-validating-webhook-configuration" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
+  m="$(k get mutatingwebhookconfiguration "${1}-mutating-webhook-configuration" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
+  [[ -n "$v" && -n "$m" ]]
+}
+
+# A K8ssandraCluster without storageConfig, dry-run on the server: k8ssandra-operator's webhook
+# (not the CRD schema) denies it.
+k8ssandra_webhook_answers() {
+  local out
+  if out="$(printf '%s\n' 'apiVersion: k8ssandra.io/v1alpha1' 'kind: K8ssandraCluster' \
+    'metadata: {name: openaaa-webhook-probe, namespace: k8ssandra-operator}' \
+    'spec: {cassandra: {serverVersion: "5.0.9", datacenters: [{metadata: {name: dc1}, size: 1}]}}' |
+    k apply --dry-run=server -f - 2>&1)"; then
+    return 1
+  fi
+  grep -q 'admission webhook "vk8ssandracluster.kb.io" denied' <<<"$out"
+}
+
+# A CassandraDatacenter of server type cassandra with DSE workloads, dry-run on the server:
+# cass-operator's webhook denies it.
+cass_webhook_answers() {
+  local out
+  if out="$(printf '%s\n' 'apiVersion: cassandra.datastax.com/v1beta1' 'kind: CassandraDatacenter' \
+    'metadata: {name: openaaa-webhook-probe, namespace: k8ssandra-operator}' \
+    'spec: {clusterName: probe, serverType: cassandra, serverVersion: "5.0.9", size: 1, dseWorkloads: {searchEnabled: true},' \
+    '  storageConfig: {cassandraDataVolumeClaimSpec: {storageClassName: openaaa-local, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}}' |
+    k apply --dry-run=server -f - 2>&1)"; then
+    return 1
+  fi
+  grep -q 'admission webhook "vcassandradatacenter.kb.io" denied' <<<"$out"
+}
+
+# cert-manager (the webhooks' certificates), the CRDs, storage, both operators; waits until both
+# Deployments are Available and both webhooks deny an invalid object.
+install_k8ssandra() {
+  local deadline=$((SECONDS + TIMEOUT)) start=$SECONDS f
+  import_k8ssandra
+  install_cert_manager
+  log "k8ssandra: CRDs..."
+  for f in $(k8ssandra_crds); do k apply --server-side --field-manager=openaaa-addons --force-conflicts -f "$f" >/dev/null; done
+  for f in $(k8ssandra_crds); do until_ok "$deadline" "CRD $(basename "$f") established" k wait --for condition=established --timeout=5s -f "$f"; done
+  apply_rendered 60-k8ssandra-cass-operator.yaml >&2
+  apply_rendered 61-k8ssandra-operator.yaml >&2
+  k8ssandra_storage
+  for f in cass-operator-serving-cert k8ssandra-operator-serving-cert; do
+    until_ok "$deadline" "Certificate ${f} Ready" k -n "$K8SSANDRA_NS" wait --for=condition=Ready --timeout=5s "certificate/${f}"
+  done
+  rollout "$K8SSANDRA_NS" deployment/cass-operator "$deadline"
+  rollout "$K8SSANDRA_NS" deployment/k8ssandra-operator "$deadline"
+  until_ok "$deadline" "the cainjector to put the CA into cass-operator's webhook configurations" ca_injected cass-operator
+  until_ok "$deadline" "the cainjector to put the CA into k8ssandra-operator's webhook configurations" ca_injected k8ssandra-operator
+  until_ok "$deadline" "cass-operator's webhook to deny an invalid CassandraDatacenter" cass_webhook_answers
+  until_ok "$deadline" "k8ssandra-operator's webhook to deny an invalid K8ssandraCluster" k8ssandra_webhook_answers
+  log "k8ssandra: cass-operator ${CASS_OPERATOR_VERSION} and k8ssandra-operator ${K8SSANDRA_OPERATOR_VERSION} Available, webhooks answering, in $((SECONDS - start))s"
+}
+
+# Everything install-k8ssandra applied but cert-manager (the other add-ons use it) and the
+# volumes' data (hack/cluster.sh down removes it). K8ssandraClusters and CassandraDatacenters
+# still in the cluster are deleted first, while their operators still run their finalizers.
+uninstall_k8ssandra() {
+  local f left
+  if k get crd k8ssandraclusters.k8ssandra.io >/dev/null 2>&1; then
+    k delete k8ssandraclusters.k8ssandra.io --all -A --timeout="${TIMEOUT}s" >/dev/null || true
+  fi
+  if k get crd cassandradatacenters.cassandra.datastax.com >/dev/null 2>&1; then
+    k delete cassandradatacenters.cassandra.datastax.com --all -A --timeout="${TIMEOUT}s" >/dev/null || true
+  fi
+  for f in ${K8SSANDRA_MANIFESTS}; do render_file "$f"; done | k delete --ignore-not-found --wait=false -f - >/dev/null 2>&1 || true
+  k delete namespace "$K8SSANDRA_NS" --ignore-not-found --timeout="${TIMEOUT}s" >/dev/null
+  k delete pv -l app.kubernetes.io/part-of=openaaa-addons --ignore-not-found --timeout="${TIMEOUT}s" >/dev/null
+  for f in $(k8ssandra_crds); do k delete --ignore-not-found -f "$f" >/dev/null; done
+  left="$(k8ssandra_leftovers)"
+  [[ -z "$left" ]] || die "left behind after uninstall-k8ssandra: ${left}"
+  log "k8ssandra: uninstalled, nothing left"
+}
+
+k8ssandra_leftovers() {
+  k get namespace "$K8SSANDRA_NS" --ignore-not-found -o name
+  k get crd -o name | grep -E 'k8ssandra\.io|cassandra\.datastax\.com' || true
+  k get pv,storageclass -o name | grep -E 'openaaa-local' || true
+  k get validatingwebhookconfiguration,mutatingwebhookconfiguration,clusterrole,clusterrolebinding -o name |
+    grep -E 'cass-operator|k8ssandra-operator' || true
+}
+
 uninstall() {
   local f left
   # Namespaces first: their deletion takes the Prometheus StatefulSet, Secrets and the
   # runtime Services with it; then the cluster-scoped objects and the CRDs.
-  render | k delete --ignore-not-found --wait=false -f - >/dev/null 2>&1 || true
+  render_base | k delete --ignore-not-found --wait=false -f - >/dev/null 2>&1 || true
   k delete namespace monitoring cert-manager --ignore-not-found --timeout="${TIMEOUT}s" >/dev/null
   for f in $(list_crds); do k delete --ignore-not-found -f "$f" >/dev/null; done
   left="$(leftovers)"
@@ -537,7 +775,8 @@ leftovers() { # anything of the add-ons still in the cluster, one a line
   k get clusterissuer -o name 2>/dev/null || true
   k get apiservice v1beta1.metrics.k8s.io --ignore-not-found -o name
   k get validatingwebhookconfiguration,mutatingwebhookconfiguration,clusterrole,clusterrolebinding -o name |
-    grep -E 'prometheus|metrics-server|aggregated-metrics-reader|openaaa-addons|cert-manager-webhook' || true
+    grep -E 'prometheus|metrics-server|aggregated-metrics-reader|openaaa-addons|cert-manager-webhook' |
+    grep -vE 'cass-operator|k8ssandra-operator' || true # install-k8ssandra's: uninstall-k8ssandra removes them
   k -n kube-system get deployment,service,serviceaccount,role,rolebinding,lease,secret,configmap -o name |
     grep -E 'metrics-server' || true
 }
@@ -567,5 +806,12 @@ case "$cmd" in
     KCFG="${1:?usage: $cmd KUBECONFIG}"; "$cmd" ;;
   install-cert-manager)
     KCFG="${1:?usage: $cmd KUBECONFIG}"; install_cert_manager ;;
+  install-k8ssandra)
+    KCFG="${1:?usage: $cmd KUBECONFIG}"; install_k8ssandra ;;
+  uninstall-k8ssandra)
+    KCFG="${1:?usage: $cmd KUBECONFIG}"; uninstall_k8ssandra ;;
+  k8ssandra-storage)
+    KCFG="${1:?usage: $cmd KUBECONFIG}"; k8ssandra_storage ;;
+  crds-k8ssandra) k8ssandra_crds ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -38,7 +38,9 @@
 #
 # Environment:
 #   CACHE                 cache root (default ~/.cache/openaaa)
-#   CLUSTER_DIR           state directory (default /tmp/openaaa-cluster)
+#   CLUSTER_DIR           state directory (default /tmp/openaaa-cluster); `up` and `down` remove
+#                         it, with CLUSTER_VOLUMES (its volumes/: the host directories of the
+#                         static PersistentVolumes that `hack/addons.sh install-k8ssandra` makes)
 #   CLUSTER_LOCK          lock file (default /tmp/openaaa-cluster.lock): one cluster per host.
 #                         `up` holds it (in a small background holder process) until `down`.
 #   CLUSTER_LOCK_HELD=1   the caller already holds the lock (the Go test helper does)
@@ -927,6 +929,7 @@ cmd_status() {
 cmd_env() {
 	cat <<EOF
 CLUSTER_DIR=${DIR}
+CLUSTER_VOLUMES=${DIR}/volumes
 CLUSTER_LOCK=${LOCK}
 KUBECONFIG=${KUBECONFIG_ADMIN}
 KUBECTL=${KUBECTL}

@@ -21,3 +21,17 @@ addons-test: addons ## Every add-on binary starts; every manifest passes a serve
 .PHONY: addons-install
 addons-install: addons ## Install the add-ons on the cluster of KUBECONFIG and wait until they work.
 	hack/addons.sh install "$${KUBECONFIG:?set KUBECONFIG}" && hack/addons.sh verify "$$KUBECONFIG"
+
+# Managed Cassandra on the local cluster (issue 31): cass-operator and k8ssandra-operator, with
+# cert-manager for their webhooks. Built with the other add-ons (make addons); installed
+# apart, on demand: they are not needed by the other cluster tests.
+K8SSANDRA_ADDONS := cert-manager-controller cert-manager-webhook cert-manager-cainjector cass-operator k8ssandra-operator
+
+.PHONY: cluster-k8ssandra
+cluster-k8ssandra: envtest-assets ## Install cass-operator and k8ssandra-operator on the running local cluster (make cluster-up first).
+	GO=$(GO) hack/addons.sh build $(K8SSANDRA_ADDONS)
+	hack/addons.sh install-k8ssandra "$$(hack/cluster.sh kubeconfig)"
+
+.PHONY: cluster-k8ssandra-uninstall
+cluster-k8ssandra-uninstall: ## Remove them again (cert-manager stays).
+	hack/addons.sh uninstall-k8ssandra "$$(hack/cluster.sh kubeconfig)"

@@ -211,3 +211,19 @@ const (
 
 // CertManagerCAIssuer is the ClusterIssuer of the local CA (51-cert-manager-issuers.yaml).
 const CertManagerCAIssuer = "openaaa-local-ca"
+
+// InstallK8ssandra installs managed Cassandra on the local cluster of kubeconfig
+// (`hack/addons.sh install-k8ssandra`: imports the operators' and cert-manager's images and
+// any Cassandra image archives, installs cert-manager, the CRDs, cass-operator,
+// k8ssandra-operator, StorageClass K8ssandraStorageClass and its volumes) and waits until both
+// operators are Available and their webhooks answer. Needs root (the import).
+func InstallK8ssandra(t testing.TB, ctx context.Context, kubeconfig string) {
+	t.Helper()
+	if out, err := Script(ctx, "install-k8ssandra", kubeconfig); err != nil {
+		t.Fatalf("%v%s", err, out)
+	}
+}
+
+// K8ssandraStorageClass is the no-provisioner StorageClass of the static volumes that
+// install-k8ssandra makes (62-k8ssandra-storage.yaml).
+const K8ssandraStorageClass = "openaaa-local"

@@ -47,6 +47,9 @@ var smoke = map[string]struct {
 	"cert-manager-cainjector": {"--version", func(e map[string]string) string {
 		return "cert-manager-cainjector " + e["CERT_MANAGER_VERSION"]
 	}},
+	// Neither operator has a version flag: its usage, which names a flag of its own.
+	"cass-operator":      {"--help", func(map[string]string) string { return "-webhook-cert-path" }},
+	"k8ssandra-operator": {"--help", func(map[string]string) string { return "-health-probe-bind-address" }},
 }
 
 // TestBinariesStart: every add-on binary is static (no ELF interpreter: it runs in a
@@ -238,7 +241,12 @@ func TestManifestsLocalOnly(t *testing.T) {
 		}
 	}
 	out, _ := Script(context.Background(), "render")
-	for _, host := range []string{"quay.io/", "gcr.io/", "docker.io/", "registry.k8s.io/", "ghcr.io/"} {
+	// ghcr.io/openaaa/ is hack/cluster.sh import's prefix: the k8ssandra operators' images
+	// and the Cassandra images of cass-operator's ImageConfig are imported under it, never
+	// pulled (no registry is reachable); any other name on ghcr.io would be a pull.
+	out = strings.ReplaceAll(out, "ghcr.io/openaaa/", "")
+	out = regexp.MustCompile(`(?m)^(\s+)registry: ghcr\.io\n(\s+)repository: openaaa$`).ReplaceAllString(out, "")
+	for _, host := range []string{"quay.io/", "gcr.io/", "docker.io/", "registry.k8s.io/", "ghcr.io"} {
 		if strings.Contains(out, host) {
 			t.Errorf("rendered manifests name %s", host)
 		}

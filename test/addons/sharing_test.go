@@ -31,6 +31,8 @@ var builds = []struct {
 		"github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader",
 		"github.com/prometheus/prometheus/cmd/prometheus", "sigs.k8s.io/metrics-server/cmd/metrics-server"}},
 	{"cert-manager", "repo:hack/addons/cert-manager", []string{"./..."}},
+	{"k8ssandra add-ons", "addons/src/k8ssandra", []string{
+		"github.com/k8ssandra/cass-operator/cmd", "github.com/k8ssandra/k8ssandra-operator"}},
 }
 
 // TestBuildsShareRootVersions: every package that the Kubernetes binaries or the add-ons
