@@ -74,10 +74,20 @@ func TestValidation(t *testing.T) {
 			c.Spec.Cassandra.Managed = &aaav1.ManagedCassandra{}
 			c.Spec.Cassandra.External = &aaav1.ExternalCassandra{ContactPoints: []string{"c"}, CredentialsSecret: corev1.LocalObjectReference{Name: "s"}}
 		}, []string{"spec.cassandra", "mutually exclusive"}},
+		// cass-operator's webhook refuses several nodes per worker unless every datacenter
+		// has cpu and memory requests and limits; k8ssandra-operator shows that only in the
+		// K8ssandraCluster's status.error (seen on the local cluster).
 		{"soft anti-affinity without resources", func(c *aaav1.AAACluster) {
 			c.Spec.Cassandra.Managed = &aaav1.ManagedCassandra{SoftPodAntiAffinity: true}
-			c.Spec.Datacenters[0].Cassandra.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
-		}, []string{"spec.cassandra.managed.softPodAntiAffinity", "resources.requests on every data center"}},
+		}, []string{"spec.cassandra.managed.softPodAntiAffinity", "cpu and memory requests and limits"}},
+		{"soft anti-affinity with a memory limit only", func(c *aaav1.AAACluster) {
+			c.Spec.Cassandra.Managed = &aaav1.ManagedCassandra{SoftPodAntiAffinity: true}
+			for i := range c.Spec.Datacenters {
+				c.Spec.Datacenters[i].Cassandra.Resources = corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1536Mi")}}
+			}
+		}, []string{"spec.cassandra.managed.softPodAntiAffinity", "cpu and memory requests and limits"}},
 		{"RadSec without a certificate", func(c *aaav1.AAACluster) {
 			c.Spec.Radius.RadSec = &aaav1.RadSecSpec{Enabled: true}
 		}, []string{"spec.radius.radsec", "issuerRef or secretName"}},

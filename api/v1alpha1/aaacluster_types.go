@@ -31,7 +31,7 @@ const (
 // every data center, sharing sessions through a multi-DC Cassandra cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.diameter) || !self.diameter.enabled || !has(self.diameter.originHost) || self.diameter.originHost.contains('{datacenter}') || self.datacenters.filter(d, !has(d.diameter) || !has(d.diameter.originHost)).size() <= 1",message="spec.diameter.originHost must contain {datacenter} when several data centers use it: each data center needs its own Diameter identity (or set spec.datacenters[].diameter.originHost)",fieldPath=".diameter.originHost"
 // +kubebuilder:validation:XValidation:rule="self.datacenters.all(a, !has(a.diameter) || !has(a.diameter.originHost) || self.datacenters.filter(b, has(b.diameter) && has(b.diameter.originHost) && b.diameter.originHost == a.diameter.originHost).size() == 1)",message="spec.datacenters[].diameter.originHost: two data centers have the same Diameter identity",fieldPath=".datacenters"
-// +kubebuilder:validation:XValidation:rule="!has(self.cassandra) || !has(self.cassandra.managed) || !has(self.cassandra.managed.softPodAntiAffinity) || !self.cassandra.managed.softPodAntiAffinity || self.datacenters.all(d, has(d.cassandra) && has(d.cassandra.resources) && has(d.cassandra.resources.requests))",message="spec.cassandra.managed.softPodAntiAffinity requires spec.datacenters[].cassandra.resources.requests on every data center (k8ssandra-operator refuses it otherwise)",fieldPath=".cassandra.managed.softPodAntiAffinity"
+// +kubebuilder:validation:XValidation:rule="!has(self.cassandra) || !has(self.cassandra.managed) || !has(self.cassandra.managed.softPodAntiAffinity) || !self.cassandra.managed.softPodAntiAffinity || self.datacenters.all(d, has(d.cassandra) && has(d.cassandra.resources) && has(d.cassandra.resources.requests) && has(d.cassandra.resources.limits) && ['cpu', 'memory'].all(r, r in d.cassandra.resources.requests && r in d.cassandra.resources.limits))",message="spec.cassandra.managed.softPodAntiAffinity requires cpu and memory requests and limits in spec.datacenters[].cassandra.resources of every data center (cass-operator refuses it otherwise)",fieldPath=".cassandra.managed.softPodAntiAffinity"
 type AAAClusterSpec struct {
 	// Datacenters lists the data centers, each running policing and (when Cassandra is managed)
 	// one Cassandra datacenter of the same name. Names are unique and can never be renamed
@@ -321,8 +321,8 @@ type ManagedCassandra struct {
 	ServerVersion string `json:"serverVersion,omitempty"`
 	// SoftPodAntiAffinity lets several Cassandra nodes share a Kubernetes node (preferred
 	// instead of required anti-affinity): for test and small clusters only, since one node's
-	// loss then takes several replicas. k8ssandra-operator requires resources on every data
-	// center with it (spec.datacenters[].cassandra.resources).
+	// loss then takes several replicas. cass-operator requires cpu and memory requests and
+	// limits on every data center with it (spec.datacenters[].cassandra.resources).
 	// +optional
 	SoftPodAntiAffinity bool `json:"softPodAntiAffinity,omitempty"`
 }

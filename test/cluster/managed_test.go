@@ -58,7 +58,7 @@ func managedValues(dcs ...string) string {
       storage: {storageClassName: %s, size: 1Gi}
       resources:
         requests: {cpu: 100m, memory: 1Gi}
-        limits: {memory: 1536Mi}
+        limits: {cpu: "1", memory: 1536Mi}
 `, dc, localStorageClass)
 	}
 	fmt.Fprintf(&b, `cassandra:
