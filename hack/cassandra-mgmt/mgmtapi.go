@@ -14,6 +14,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // api serves the part of the Management API for Apache Cassandra that cass-operator v1.28.0
@@ -644,15 +645,35 @@ func (a *api) createRole(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	opts := fmt.Sprintf("PASSWORD = ? AND SUPERUSER = %t AND LOGIN = %t", super, login)
 	ident := `"` + strings.ReplaceAll(user, `"`, `""`) + `"`
-	if err := s.Query("CREATE ROLE IF NOT EXISTS "+ident+" WITH "+opts, pass).WithContext(r.Context()).Exec(); err != nil {
-		a.fail(w, r, http.StatusInternalServerError, fmt.Errorf("create role %s: %w", user, err))
-		return
+	// A password cannot be a bind marker in CREATE/ALTER ROLE: a string literal, quotes doubled.
+	password := "PASSWORD = '" + strings.ReplaceAll(pass, "'", "''") + "'"
+	flags := fmt.Sprintf("SUPERUSER = %t AND LOGIN = %t", super, login)
+	redact := func(op string, err error) error {
+		return fmt.Errorf("%s role %s: %s", op, user, strings.ReplaceAll(err.Error(), pass, "******"))
 	}
-	if err := s.Query("ALTER ROLE "+ident+" WITH "+opts, pass).WithContext(r.Context()).Exec(); err != nil {
-		a.fail(w, r, http.StatusInternalServerError, fmt.Errorf("alter role %s: %w", user, err))
+	var hash string
+	err := s.Query("SELECT salted_hash FROM system_auth.roles WHERE role = ?", user).WithContext(r.Context()).Scan(&hash)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		if err := s.Query("CREATE ROLE IF NOT EXISTS " + ident + " WITH " + password + " AND " + flags).WithContext(r.Context()).Exec(); err != nil {
+			a.fail(w, r, http.StatusInternalServerError, redact("create", err))
+			return
+		}
+	case err != nil:
+		a.fail(w, r, http.StatusInternalServerError, err)
 		return
+	default:
+		// It exists: set the flags, and the password only when it differs (Cassandra 5.0 refuses
+		// a password change more often than every 5 s, and cass-operator upserts its users).
+		stmt := "ALTER ROLE " + ident + " WITH " + flags
+		if bcrypt.CompareHashAndPassword([]byte(hash), []byte(pass)) != nil {
+			stmt += " AND " + password
+		}
+		if err := s.Query(stmt).WithContext(r.Context()).Exec(); err != nil {
+			a.fail(w, r, http.StatusInternalServerError, redact("alter", err))
+			return
+		}
 	}
 	if super && login {
 		a.n.saveSuperuser(credentials{user, pass})
