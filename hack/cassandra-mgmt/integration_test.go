@@ -61,9 +61,11 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "cassandra-mgmt")
+	began := time.Now()
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	t.Logf("go build: %v", time.Since(began).Round(100*time.Millisecond))
 	conf, data, logs := filepath.Join(dir, "config"), filepath.Join(dir, "data"), filepath.Join(dir, "logs")
 
 	// config build, with CONFIG_FILE_DATA as the operators render it (auth on, as
@@ -94,8 +96,9 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Wait() }()
+	exited := make(chan struct{}) // closed when the server has exited; waitErr is its Wait
+	var waitErr error
+	go func() { waitErr = srv.Wait(); close(exited) }()
 	defer func() {
 		select {
 		case <-exited:
@@ -130,7 +133,11 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
+		began := time.Now()
 		res, err := client.Do(req)
+		if d := time.Since(began); d > 2*time.Second {
+			t.Logf("%s %s took %v", method, path, d.Round(100*time.Millisecond))
+		}
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -297,9 +304,9 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 	stopAt := time.Now()
 	_ = srv.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("cassandra-mgmt exit: %v", err)
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("cassandra-mgmt exit: %v", waitErr)
 		}
 	case <-time.After(90 * time.Second):
 		t.Fatal("cassandra-mgmt did not exit 90 s after SIGTERM")
@@ -309,6 +316,7 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 		t.Errorf("a Cassandra JVM outlived cassandra-mgmt: %s", out)
 	}
 
+	t.Logf("elapsed: %v", time.Since(began).Round(100*time.Millisecond))
 	// logger: follows system.log, exits on SIGTERM.
 	var logOut bytes.Buffer
 	lg := exec.Command(bin, "logger")
