@@ -73,7 +73,90 @@ rootfs() {
 	rm -rf "$work"
 }
 
+# The three images' inputs: a change to any of them rebuilds (the rootfs is kept).
+stamp_of() { # binary lib
+	{
+		sha256sum "$0" "$1" "${ROOT}"/hack/cassandra-mgmt/etc/* "${OUT}/bin/ocibuild"
+		ls -l "$2" | sha256sum
+		echo "${ROOTFS}" "$(stat -c %s "${ROOTFS}")" "${CASSANDRA_VERSION}"
+	} | sha256sum | cut -d' ' -f1
+}
+
+# deterministic_tar DIR OUT: a layer tar of DIR's contents, root-owned unless said otherwise.
+deterministic_tar() {
+	tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$1" -cf "$2" .
+}
+
+# server_image BINARY LIB: ghcr.io/openaaa/cassandra-mgmt:$VERSION with umoci, three layers
+# (Debian root; Cassandra's jars; our binary and base config).
+server_image() {
+	local bin=$1 lib=$2 work="${OUT}/server.tmp" tag="${CASSANDRA_VERSION}"
+	rm -rf "$work" && mkdir -p "$work/jars/opt/cassandra/lib" "$work/app/usr/local/bin" "$work/app/etc/cassandra"
+	cp "$lib"/*.jar "$work/jars/opt/cassandra/lib/"
+	chmod 0644 "$work"/jars/opt/cassandra/lib/*.jar
+	install -m 0755 "$bin" "$work/app/usr/local/bin/cassandra-mgmt"
+	install -m 0644 "${ROOT}"/hack/cassandra-mgmt/etc/* "$work/app/etc/cassandra/"
+	deterministic_tar "$work/jars" "$work/jars.tar"
+	deterministic_tar "$work/app" "$work/app.tar"
+	local img="$work/layout:${tag}"
+	umoci init --layout "$work/layout"
+	umoci new --image "$img"
+	umoci raw add-layer --image "$img" --history.created_by "debootstrap --variant=minbase --include=${PACKAGES} ${SUITE}" "${ROOTFS}"
+	umoci raw add-layer --image "$img" --history.created_by "cassandra-all ${CASSANDRA_VERSION} and its runtime dependencies (Maven Central)" "$work/jars.tar"
+	umoci raw add-layer --image "$img" --history.created_by "cassandra-mgmt and the base config in /etc/cassandra" "$work/app.tar"
+	umoci config --image "$img" --no-history \
+		--config.user 999:999 \
+		--config.entrypoint /usr/local/bin/cassandra-mgmt \
+		--config.workingdir /var/lib/cassandra \
+		--config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		--config.env CASSANDRA_LIB=/opt/cassandra/lib \
+		--config.env CASSANDRA_VERSION="${CASSANDRA_VERSION}" \
+		--config.exposedports 7000/tcp --config.exposedports 9042/tcp --config.exposedports 8080/tcp \
+		--config.label org.opencontainers.image.title=cassandra-mgmt \
+		--config.label org.opencontainers.image.version="${CASSANDRA_VERSION}" \
+		--config.label org.opencontainers.image.description="OpenAAA's Cassandra test image: not for production" \
+		--config.label org.opencontainers.image.source=https://github.com/openaaa/openaaa
+	umoci gc --layout "$work/layout"
+	(cd "$work/layout" && tar --sort=name --owner=0 --group=0 --numeric-owner -cf "${OUT}/cassandra-mgmt.oci.tar.tmp" .)
+	mv "${OUT}/cassandra-mgmt.oci.tar.tmp" "${OUT}/cassandra-mgmt.oci.tar"
+	rm -rf "$work"
+}
+
+cmd_build() {
+	mkdir -p "$OUT/bin"
+	command -v umoci >/dev/null || apt_install umoci
+	"${ROOT}/hack/cassandra.sh" fetch
+	local lib
+	lib=$("${ROOT}/hack/cassandra.sh" print-lib)
+	rootfs
+	# One static binary for all three images.
+	(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags '-s -w' -o "${OUT}/bin/cassandra-mgmt" ./hack/cassandra-mgmt)
+	(cd "$ROOT" && "$GO" build -o "${OUT}/bin/ocibuild" ./internal/tools/ocibuild)
+	local stamp
+	stamp=$(stamp_of "${OUT}/bin/cassandra-mgmt" "$lib")
+	if [[ -f "${OUT}/stamp" && $(cat "${OUT}/stamp") == "$stamp" ]] &&
+		[[ -f "${OUT}/cassandra-mgmt.oci.tar" && -f "${OUT}/cassandra-config.oci.tar" && -f "${OUT}/cassandra-logger.oci.tar" ]]; then
+		say "up to date (${OUT})"
+		return 0
+	fi
+	rm -f "${OUT}/stamp"
+	say "server image"
+	server_image "${OUT}/bin/cassandra-mgmt" "$lib"
+	# The helper images: the same binary on ocibuild's distroless base. cass-operator gives the
+	# config image the args `config build` and the logger image nothing: ENTRYPOINT is the
+	# binary, the logger's CMD is `logger`.
+	say "config and logger images"
+	"${OUT}/bin/ocibuild" -name cassandra-config -binary "${OUT}/bin/cassandra-mgmt" -tag "${CASSANDRA_VERSION}" -out "${OUT}/oci"
+	"${OUT}/bin/ocibuild" -name cassandra-logger -binary "${OUT}/bin/cassandra-mgmt" -tag "${CASSANDRA_VERSION}" -args logger -out "${OUT}/oci"
+	mv "${OUT}/oci/cassandra-config.oci.tar" "${OUT}/oci/cassandra-logger.oci.tar" "${OUT}/"
+	rm -rf "${OUT}/oci"
+	echo "$stamp" >"${OUT}/stamp"
+}
+
 case "${1:-build}" in
+build) cmd_build; ls -l "${OUT}"/*.oci.tar | awk '{printf "%s %d MB\n", $NF, $5/1048576}' ;;
 rootfs) mkdir -p "$OUT" && rootfs ;;
-*) die "unknown command $1" ;;
+print-dir) echo "$OUT" ;;
+clean) rm -rf "${OUT:?}"/*.oci.tar "${OUT}/stamp" "${OUT}/bin" ;;
+*) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
