@@ -17,7 +17,8 @@
 #   $CACHE/cassandra-image/rootfs-bookworm.tar       the debootstrapped root, kept across runs
 # Import: hack/cluster.sh import $CACHE/cassandra-image/cassandra-mgmt.oci.tar=ghcr.io/openaaa/cassandra-mgmt
 #
-# Usage: hack/cassandra-image.sh [build|print-dir|clean]
+# Usage: hack/cassandra-image.sh [build|smoke|print-dir|clean]
+#   smoke: run the built server image with runc on loopback (root; see cmd_smoke)
 # Environment: CACHE (~/.cache/openaaa), CASSANDRA_VERSION (5.0.9), GO (go),
 #   DEBIAN_MIRROR (default: the Debian mirror of this machine's apt sources), VERBOSE=1.
 set -euo pipefail
@@ -153,7 +154,73 @@ cmd_build() {
 	echo "$stamp" >"${OUT}/stamp"
 }
 
+# smoke: run the server image in a real OCI runtime (runc, host network, uid 999) as the pod
+# would: the init containers' flow (cp /etc/cassandra; config build), then the server; POST
+# lifecycle/start, wait for readiness, read the endpoints, drain, SIGTERM. Loopback only
+# (SMOKE_ADDR, ports 23242/23200/23399/23280); about 1-2 min. Needs root and runc.
+SMOKE_ADDR="${SMOKE_ADDR:-127.0.31.3}"
+cmd_smoke() {
+	[[ $(id -u) -eq 0 ]] || die "smoke needs root (umoci unpack with owners, runc)"
+	command -v runc >/dev/null || die "smoke needs runc"
+	[[ -f "${OUT}/cassandra-mgmt.oci.tar" ]] || die "no image: hack/cassandra-image.sh build"
+	local work id="openaaa-cassandra-smoke-$$" api="http://${SMOKE_ADDR}:23280"
+	work=$(mktemp -d /tmp/openaaa-cassandra-smoke.XXXXXX)
+	# shellcheck disable=SC2064
+	trap "runc --root '$work/state' kill '$id' KILL >/dev/null 2>&1; runc --root '$work/state' delete -f '$id' >/dev/null 2>&1; rm -rf '$work'" EXIT
+	mkdir -p "$work/layout"
+	tar -xf "${OUT}/cassandra-mgmt.oci.tar" -C "$work/layout"
+	umoci unpack --image "$work/layout:${CASSANDRA_VERSION}" "$work/bundle" >/dev/null
+	local rootfs="$work/bundle/rootfs"
+	# server-config-init-base and server-config-init, with the operator's data.
+	mkdir -p "$rootfs/cassandra-base-config" && chown 999:999 "$rootfs/cassandra-base-config"
+	chroot --userspec=999:999 "$rootfs" /bin/sh -c "cp -rf /etc/cassandra/* /cassandra-base-config/"
+	chroot --userspec=999:999 "$rootfs" env -i \
+		CONFIG_FILE_DATA='{"cluster-info":{"name":"smoke","seeds":"'"${SMOKE_ADDR}"'"},"datacenter-info":{"name":"dc1"},"cassandra-yaml":{"authenticator":"PasswordAuthenticator","authorizer":"CassandraAuthorizer","num_tokens":16,"native_transport_port":23242,"storage_port":23200},"jvm-server-options":{"initial_heap_size":"512M","max_heap_size":"512M"}}' \
+		POD_IP="${SMOKE_ADDR}" HOST_IP="${SMOKE_ADDR}" RACK_NAME=r1 PRODUCT_VERSION="${CASSANDRA_VERSION}" POD_NAME=smoke-0 \
+		USE_HOST_IP_FOR_BROADCAST=false /usr/local/bin/cassandra-mgmt config build >/dev/null 2>&1
+	python3 - "$work/bundle/config.json" "${SMOKE_ADDR}" <<'PY'
+import json, sys
+path, addr = sys.argv[1], sys.argv[2]
+c = json.load(open(path))
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]
+c["process"]["terminal"] = False
+c["process"]["env"] += ["USE_MGMT_API=true", "MGMT_API_EXPLICIT_START=true", "MGMT_API_NO_KEEP_ALIVE=true",
+    "MGMT_API_LISTEN_TCP_PORT=23280", "MGMT_API_LISTEN_HOST=" + addr, "JMX_PORT=23399", "POD_NAME=smoke-0",
+    "CASSANDRA_JVM_OPTS=-XX:TieredStopAtLevel=1 -XX:ActiveProcessorCount=1"]
+c["mounts"].append({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "mode=1777"]})
+c["root"]["readonly"] = False
+json.dump(c, open(path, "w"))
+PY
+	runc --root "$work/state" run -d --pid-file "$work/pid" -b "$work/bundle" "$id" >"$work/container.log" 2>&1
+	local i code=000
+	for ((i = 0; i < 50; i++)); do
+		code=$(curl -s -o /dev/null -w '%{http_code}' "$api/api/v0/probes/liveness" || true)
+		[[ $code == 200 ]] && break
+		sleep 0.2
+	done
+	[[ $code == 200 ]] || { cat "$work/container.log" >&2; die "smoke: liveness $code"; }
+	local t0=$SECONDS
+	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$api/api/v0/lifecycle/start")
+	[[ $code == 201 ]] || die "smoke: lifecycle/start $code"
+	for ((i = 0; i < 600; i++)); do
+		code=$(curl -s -o /dev/null -w '%{http_code}' "$api/api/v0/probes/readiness" || true)
+		[[ $code == 200 ]] && break
+		sleep 0.5
+	done
+	[[ $code == 200 ]] || { tail -n 30 "$work/container.log" >&2; die "smoke: not ready after 300 s"; }
+	echo "smoke: lifecycle/start → readiness 200 in $((SECONDS - t0)) s"
+	curl -sf "$api/api/v0/metadata/endpoints" | grep -q '"STATUS":"NORMAL' || die "smoke: endpoints do not show the node NORMAL"
+	curl -sf -X POST "$api/api/v0/ops/auth/role?username=smoke-superuser&password=smoke&can_login=true&is_superuser=true" >/dev/null || die "smoke: create role"
+	curl -sf -X POST "$api/api/v0/ops/node/drain" >/dev/null || die "smoke: drain"
+	t0=$SECONDS
+	kill -TERM "$(cat "$work/pid")"
+	for ((i = 0; i < 600; i++)); do kill -0 "$(cat "$work/pid")" 2>/dev/null || break; sleep 0.2; done
+	kill -0 "$(cat "$work/pid")" 2>/dev/null && die "smoke: the container did not exit 120 s after SIGTERM"
+	echo "smoke: SIGTERM → exit in $((SECONDS - t0)) s; ok"
+}
+
 case "${1:-build}" in
+smoke) cmd_smoke ;;
 build) cmd_build; ls -l "${OUT}"/*.oci.tar | awk '{printf "%s %d MB\n", $NF, $5/1048576}' ;;
 rootfs) mkdir -p "$OUT" && rootfs ;;
 print-dir) echo "$OUT" ;;
