@@ -19,7 +19,8 @@
 #
 # Usage: hack/cassandra-image.sh [build|smoke|print-dir|clean]
 #   smoke: run the built server image with runc on loopback (root; see cmd_smoke)
-# Environment: CACHE (~/.cache/openaaa), CASSANDRA_VERSION (5.0.9), GO (go),
+# Environment: CACHE (~/.cache/openaaa), CASSANDRA_IMAGE_DIR ($CACHE/cassandra-image),
+#   CASSANDRA_VERSION (5.0.9), GO (go),
 #   DEBIAN_MIRROR (default: the Debian mirror of this machine's apt sources), VERBOSE=1.
 set -euo pipefail
 
@@ -28,7 +29,7 @@ CACHE="${CACHE:-${HOME}/.cache/openaaa}"
 CASSANDRA_VERSION="${CASSANDRA_VERSION:-5.0.9}"
 SUITE=bookworm
 PACKAGES=openjdk-17-jre-headless,curl,procps
-OUT="${CACHE}/cassandra-image"
+OUT="${CASSANDRA_IMAGE_DIR:-${CACHE}/cassandra-image}"
 GO="${GO:-go}"
 ROOTFS="${OUT}/rootfs-${SUITE}.tar"
 
@@ -166,7 +167,7 @@ cmd_smoke() {
 	local work id="openaaa-cassandra-smoke-$$" api="http://${SMOKE_ADDR}:23280"
 	work=$(mktemp -d /tmp/openaaa-cassandra-smoke.XXXXXX)
 	# shellcheck disable=SC2064
-	trap "runc --root '$work/state' kill '$id' KILL >/dev/null 2>&1; runc --root '$work/state' delete -f '$id' >/dev/null 2>&1; rm -rf '$work'" EXIT
+	trap "runc --root '$work/state' kill '$id' KILL >/dev/null 2>&1 || true; runc --root '$work/state' delete -f '$id' >/dev/null 2>&1 || true; rm -rf '$work'" EXIT
 	mkdir -p "$work/layout"
 	tar -xf "${OUT}/cassandra-mgmt.oci.tar" -C "$work/layout"
 	umoci unpack --image "$work/layout:${CASSANDRA_VERSION}" "$work/bundle" >/dev/null
