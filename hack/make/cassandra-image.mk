@@ -13,7 +13,7 @@ cassandra-image: cassandra-jars umoci ## Build ghcr.io/openaaa/cassandra-{mgmt,c
 
 .PHONY: test-cassandra-image
 test-cassandra-image: cassandra-image ## The image tests (umoci unpack) and cassandra-mgmt's tests on a real node (~1 min).
-	CASSANDRA_IMAGE_DIR=$(CASSANDRA_IMAGE_DIR) OPENAAA_INTEGRATION=require $(GO) test -count=1 -timeout 10m ./test/cassandraimage/... ./hack/cassandra-mgmt/...
+	CASSANDRA_IMAGE_DIR=$(CASSANDRA_IMAGE_DIR) CASSANDRA_IMAGE_REQUIRE=1 OPENAAA_INTEGRATION=require $(GO) test -count=1 -timeout 10m ./test/cassandraimage/... ./hack/cassandra-mgmt/...
 
 .PHONY: cassandra-image-smoke
 cassandra-image-smoke: cassandra-image ## Run the server image with runc on loopback: start, readiness, endpoints, drain, SIGTERM (root, ~2 min).
