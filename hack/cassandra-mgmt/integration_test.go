@@ -278,7 +278,7 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 	if err := json.Unmarshal([]byte(b), &seeds); err != nil {
 		t.Errorf("seeds: %s", b)
 	}
-	c, id := call("POST", "/api/v1/ops/keyspace/cleanup", `{"keyspace_name":"it_ks","tables":[],"jobs":1}`)
+	c, id := call("POST", "/api/v1/ops/keyspace/cleanup", `{"jobs":"1","keyspace_name":"it_ks"}`)
 	want("v1 cleanup", 202, c, id)
 	deadline = time.Now().Add(60 * time.Second)
 	for {
@@ -295,6 +295,8 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("v1 cleanup job done: %v", time.Since(step).Round(100*time.Millisecond))
+	c, b = call("POST", "/api/v0/ops/tables/flush", `{"keyspace_name":"it_ks"}`)
+	want("v0 flush", 200, c, b)
 	step = time.Now()
 	c, b = call("POST", "/api/v0/ops/node/drain", "")
 	t.Logf("drain: %v", time.Since(step).Round(100*time.Millisecond))

@@ -47,8 +47,11 @@ func (a *api) routes() *http.ServeMux {
 	m.HandleFunc("POST /api/v0/ops/node/decommission", a.decommissionV0)
 	m.HandleFunc("POST /api/v1/ops/node/decommission", a.decommissionV1)
 	m.HandleFunc("POST /api/v1/ops/node/rebuild", a.rebuild)
-	m.HandleFunc("POST /api/v1/ops/keyspace/cleanup", a.cleanupV1)
-	m.HandleFunc("POST /api/v0/ops/keyspace/cleanup", a.cleanupV0)
+	m.HandleFunc("POST /api/v1/ops/keyspace/cleanup", a.keyspaceJob("cleanup", true))
+	m.HandleFunc("POST /api/v0/ops/keyspace/cleanup", a.keyspaceBlocking("cleanup", true))
+	m.HandleFunc("POST /api/v0/ops/tables/flush", a.keyspaceBlocking("flush", false))
+	m.HandleFunc("POST /api/v0/ops/tables/garbagecollect", a.keyspaceBlocking("garbagecollect", true))
+	m.HandleFunc("POST /api/v0/ops/tables/sstables/upgrade", a.keyspaceBlocking("upgradesstables", true))
 	m.HandleFunc("GET /api/v0/ops/executor/job", a.jobDetails)
 	m.HandleFunc("GET /api/v1/ops/node/schema/versions", a.schemaVersions)
 	m.HandleFunc("GET /api/v0/ops/keyspace", a.listKeyspaces)
@@ -405,14 +408,33 @@ func (a *api) rebuild(w http.ResponseWriter, r *http.Request) {
 	text(w, http.StatusAccepted, id)
 }
 
-// keyspaceRequest is the body of the cleanup requests (keyspace_name, tables, jobs).
+// keyspaceRequest is the body of the keyspace/table operations (cleanup, flush,
+// garbagecollect, upgradesstables). cass-operator sends jobs as a string ("2"); a number is
+// accepted too.
 type keyspaceRequest struct {
 	Keyspace string   `json:"keyspace_name"`
 	Tables   []string `json:"tables"`
-	Jobs     int      `json:"jobs"`
+	Jobs     flexInt  `json:"jobs"`
 }
 
-func (a *api) cleanupArgs(w http.ResponseWriter, r *http.Request) ([]string, bool) {
+type flexInt int
+
+func (f *flexInt) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "" || s == "null" {
+		*f = 0
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("jobs %s: %w", b, err)
+	}
+	*f = flexInt(n)
+	return nil
+}
+
+// nodetoolKeyspaceArgs: `nodetool CMD [-j jobs] [-- keyspace [tables...]]` from the request.
+func (a *api) nodetoolKeyspaceArgs(w http.ResponseWriter, r *http.Request, cmd string, withJobs bool) ([]string, bool) {
 	var req keyspaceRequest
 	if r.ContentLength != 0 {
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -420,14 +442,20 @@ func (a *api) cleanupArgs(w http.ResponseWriter, r *http.Request) ([]string, boo
 			return nil, false
 		}
 	}
-	args := []string{"cleanup"}
-	if req.Jobs > 0 {
-		args = append(args, "-j", strconv.Itoa(req.Jobs))
+	args := []string{cmd}
+	if withJobs && req.Jobs > 0 {
+		args = append(args, "-j", strconv.Itoa(int(req.Jobs)))
 	}
 	if req.Keyspace != "" && !strings.EqualFold(req.Keyspace, "ALL") {
 		if !cqlName.MatchString(req.Keyspace) {
 			a.fail(w, r, http.StatusBadRequest, fmt.Errorf("keyspace name %q", req.Keyspace))
 			return nil, false
+		}
+		for _, t := range req.Tables {
+			if !cqlName.MatchString(t) {
+				a.fail(w, r, http.StatusBadRequest, fmt.Errorf("table name %q", t))
+				return nil, false
+			}
 		}
 		args = append(args, "--", req.Keyspace)
 		args = append(args, req.Tables...)
@@ -435,25 +463,31 @@ func (a *api) cleanupArgs(w http.ResponseWriter, r *http.Request) ([]string, boo
 	return args, true
 }
 
-func (a *api) cleanupV1(w http.ResponseWriter, r *http.Request) {
-	args, ok := a.cleanupArgs(w, r)
-	if !ok {
-		return
+// keyspaceJob: the v1 form, a job (only cleanup is advertised, through async_sstable_tasks).
+func (a *api) keyspaceJob(cmd string, withJobs bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		args, ok := a.nodetoolKeyspaceArgs(w, r, cmd, withJobs)
+		if !ok {
+			return
+		}
+		id := a.n.jobs.run(cmd, func() error { _, err := a.n.nodetool(context.Background(), args...); return err })
+		text(w, http.StatusAccepted, id)
 	}
-	id := a.n.jobs.run("cleanup", func() error { _, err := a.n.nodetool(context.Background(), args...); return err })
-	text(w, http.StatusAccepted, id)
 }
 
-func (a *api) cleanupV0(w http.ResponseWriter, r *http.Request) {
-	args, ok := a.cleanupArgs(w, r)
-	if !ok {
-		return
+// keyspaceBlocking: the v0 form, which answers when nodetool is done.
+func (a *api) keyspaceBlocking(cmd string, withJobs bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		args, ok := a.nodetoolKeyspaceArgs(w, r, cmd, withJobs)
+		if !ok {
+			return
+		}
+		if _, err := a.n.nodetool(r.Context(), args...); err != nil {
+			a.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		text(w, http.StatusOK, "OK")
 	}
-	if _, err := a.n.nodetool(r.Context(), args...); err != nil {
-		a.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	text(w, http.StatusOK, "OK")
 }
 
 func (a *api) jobDetails(w http.ResponseWriter, r *http.Request) {

@@ -195,3 +195,32 @@ func TestRoutesWithoutCassandra(t *testing.T) {
 		t.Errorf("keyspace create without a body %d", c)
 	}
 }
+
+// The keyspace operations' bodies as cass-operator's createKeySpaceRequest writes them (jobs as
+// a string, keys left out when unset) become nodetool arguments.
+func TestNodetoolKeyspaceArgs(t *testing.T) {
+	a := &api{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for body, want := range map[string]string{
+		`{"jobs":"2","keyspace_name":"ks","tables":["t1","t2"]}`: "cleanup -j 2 -- ks t1 t2",
+		`{"jobs":"0"}`:                     "cleanup",
+		`{"keyspace_name":"ks"}`:           "cleanup -- ks",
+		`{"jobs":3,"keyspace_name":"ALL"}`: "cleanup -j 3",
+		``:                                 "cleanup",
+	} {
+		r := httptest.NewRequest("POST", "/api/v1/ops/keyspace/cleanup", strings.NewReader(body))
+		if body == "" {
+			r.ContentLength = 0
+		}
+		w := httptest.NewRecorder()
+		args, ok := a.nodetoolKeyspaceArgs(w, r, "cleanup", true)
+		if !ok || strings.Join(args, " ") != want {
+			t.Errorf("%s: %v %v (%d %s), want %s", body, args, ok, w.Code, w.Body, want)
+		}
+	}
+	for _, bad := range []string{`{"jobs":"x"}`, `{"keyspace_name":"k;s"}`, `{"keyspace_name":"ks","tables":["a b"]}`} {
+		w := httptest.NewRecorder()
+		if _, ok := a.nodetoolKeyspaceArgs(w, httptest.NewRequest("POST", "/x", strings.NewReader(bad)), "cleanup", true); ok || w.Code != 400 {
+			t.Errorf("%s: ok %v code %d", bad, ok, w.Code)
+		}
+	}
+}
