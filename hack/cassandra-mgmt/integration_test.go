@@ -225,13 +225,13 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 	if b != "[]" {
 		t.Errorf("keyspace before create: %s", b)
 	}
-	c, b = call("POST", "/api/v0/ops/keyspace/create", `{"keyspace_name":"it_ks","replication_settings":[{"dc_name":"dc31","replication_factor":1}]}`)
+	c, b = call("POST", "/api/v0/ops/keyspace/create", `{"keyspace_name":"it_ks","replication_settings":[{"dc_name":"dc31","replication_factor":"1"}]}`)
 	want("create keyspace", 200, c, b)
 	c, b = call("GET", "/api/v0/ops/keyspace?keyspaceName=it_ks", "")
 	if c != 200 || b != `["it_ks"]` {
 		t.Errorf("keyspace after create: %d %s", c, b)
 	}
-	c, b = call("POST", "/api/v0/ops/keyspace/alter", `{"keyspace_name":"it_ks","replication_settings":[{"dc_name":"dc31","replication_factor":2}]}`)
+	c, b = call("POST", "/api/v0/ops/keyspace/alter", `{"keyspace_name":"it_ks","replication_settings":[{"dc_name":"dc31","replication_factor":"2"}]}`)
 	want("alter keyspace", 200, c, b)
 	c, b = call("GET", "/api/v0/ops/keyspace/replication?keyspaceName=it_ks", "")
 	want("replication", 200, c, b)

@@ -589,12 +589,13 @@ func (a *api) keyspaceReplication(w http.ResponseWriter, r *http.Request) {
 	jsonBody(w, http.StatusOK, repl)
 }
 
-// keyspaceRequestBody is what CreateKeyspace/AlterKeyspace post.
+// keyspaceRequestBody is what CreateKeyspace/AlterKeyspace post. k8ssandra-operator sends
+// replication_factor as a string ("3"); a number is accepted too.
 type keyspaceRequestBody struct {
 	Keyspace    string `json:"keyspace_name"`
 	Replication []struct {
-		DC string `json:"dc_name"`
-		RF int    `json:"replication_factor"`
+		DC string  `json:"dc_name"`
+		RF flexInt `json:"replication_factor"`
 	} `json:"replication_settings"`
 }
 
@@ -611,7 +612,7 @@ func replicationCQL(b keyspaceRequestBody) (string, error) {
 		if rs.DC == "" || strings.ContainsAny(rs.DC, "'\\") || rs.RF < 0 {
 			return "", fmt.Errorf("replication setting %q: %d", rs.DC, rs.RF)
 		}
-		parts = append(parts, fmt.Sprintf("'%s': %d", rs.DC, rs.RF))
+		parts = append(parts, fmt.Sprintf("'%s': %d", rs.DC, int(rs.RF)))
 	}
 	return "{" + strings.Join(parts, ", ") + "}", nil
 }

@@ -112,11 +112,12 @@ func TestParseSeeds(t *testing.T) {
 
 func TestReplicationCQL(t *testing.T) {
 	var b keyspaceRequestBody
-	if err := json.Unmarshal([]byte(`{"keyspace_name":"system_auth","replication_settings":[{"dc_name":"dc1","replication_factor":3}]}`), &b); err != nil {
+	// As k8ssandra-operator's createReplicationConfig renders it: the factor as a string.
+	if err := json.Unmarshal([]byte(`{"keyspace_name":"system_auth","replication_settings":[{"dc_name":"dc1","replication_factor":"3"},{"dc_name":"dc2","replication_factor":1}]}`), &b); err != nil {
 		t.Fatal(err)
 	}
 	got, err := replicationCQL(b)
-	if err != nil || got != "{'class': 'NetworkTopologyStrategy', 'dc1': 3}" {
+	if err != nil || got != "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 1}" {
 		t.Errorf("%q %v", got, err)
 	}
 	for _, bad := range []string{`{"keyspace_name":"a;b","replication_settings":[{"dc_name":"dc1","replication_factor":1}]}`,
