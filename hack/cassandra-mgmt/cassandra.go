@@ -238,6 +238,11 @@ type node struct {
 	session  *gocql.Session
 	cfg      nodeConfig
 
+	// bootstrapped: readiness has seen system.local.bootstrapped = COMPLETED since this JVM
+	// started. From then on readiness only needs the CQL port (no login: a login as the default
+	// superuser reads at QUORUM and fails while a data center is down).
+	bootstrapped bool
+
 	live *liveness
 	jobs *jobs
 }
@@ -279,7 +284,7 @@ func (n *node) start(replaceIP string) error {
 		return err
 	}
 	n.log.Info("cassandra started", "pid", cmd.Process.Pid, "conf", n.s.Conf, "replace_ip", replaceIP)
-	n.cmd, n.cfg, n.exited, n.exitErr, n.stopping = cmd, cfg, make(chan struct{}), nil, false
+	n.cmd, n.cfg, n.exited, n.exitErr, n.stopping, n.bootstrapped = cmd, cfg, make(chan struct{}), nil, false, false
 	exited := n.exited
 	go func() {
 		err := cmd.Wait()
@@ -329,6 +334,30 @@ func (n *node) stop(timeout time.Duration) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
+}
+
+// cqlPortOpen: the native transport accepts connections (it closes on drain).
+func (n *node) cqlPortOpen(ctx context.Context) error {
+	n.mu.Lock()
+	addr := net.JoinHostPort(n.cfg.RPC, strconv.Itoa(n.cfg.NativePort))
+	n.mu.Unlock()
+	c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("CQL port %s: %w", addr, err)
+	}
+	return c.Close()
+}
+
+func (n *node) setBootstrapped() {
+	n.mu.Lock()
+	n.bootstrapped = true
+	n.mu.Unlock()
+}
+
+func (n *node) isBootstrapped() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.bootstrapped
 }
 
 // credentials: the saved superuser (a role created through ops/auth/role), then Cassandra's

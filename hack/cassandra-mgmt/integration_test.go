@@ -300,6 +300,9 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 	step = time.Now()
 	c, b = call("POST", "/api/v0/ops/node/drain", "")
 	t.Logf("drain: %v", time.Since(step).Round(100*time.Millisecond))
+	if c, _ := call("GET", "/api/v0/probes/readiness", ""); c != 500 {
+		t.Errorf("readiness after drain: %d, want 500 (CQL closed)", c)
+	}
 	want("drain", 200, c, b)
 
 	// SIGTERM: the server stops Cassandra and exits.

@@ -108,10 +108,20 @@ func (a *api) liveness(w http.ResponseWriter, r *http.Request) {
 	text(w, http.StatusOK, "OK")
 }
 
-// readiness: the local node has finished bootstrapping and answers CQL.
+// readiness: the local node has finished bootstrapping and answers CQL. The first check logs
+// in and reads system.local; once it has seen COMPLETED, the CQL port alone decides (closed
+// after a drain), so that readiness does not hang on auth while a data center is down.
 func (a *api) readiness(w http.ResponseWriter, r *http.Request) {
 	if _, running, _ := a.n.state(); !running {
 		text(w, http.StatusInternalServerError, "cassandra is not running\n")
+		return
+	}
+	if a.n.isBootstrapped() {
+		if err := a.n.cqlPortOpen(r.Context()); err != nil {
+			text(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		text(w, http.StatusOK, "OK")
 		return
 	}
 	s, err := a.n.cql(r.Context())
@@ -128,6 +138,7 @@ func (a *api) readiness(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusInternalServerError, "bootstrapped: "+boot+"\n")
 		return
 	}
+	a.n.setBootstrapped()
 	text(w, http.StatusOK, "OK")
 }
 
