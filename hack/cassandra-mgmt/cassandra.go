@@ -284,6 +284,10 @@ func (n *node) start(replaceIP string) error {
 		return err
 	}
 	n.log.Info("cassandra started", "pid", cmd.Process.Pid, "conf", n.s.Conf, "replace_ip", replaceIP)
+	if n.session != nil { // a session to the previous JVM
+		n.session.Close()
+		n.session = nil
+	}
 	n.cmd, n.cfg, n.exited, n.exitErr, n.stopping, n.bootstrapped = cmd, cfg, make(chan struct{}), nil, false, false
 	exited := n.exited
 	go func() {
@@ -387,22 +391,27 @@ func (n *node) saveSuperuser(c credentials) {
 	}
 }
 
-// cql returns a session to the local node (one host: no topology, no token awareness).
+// cql returns a session to the local node (one host: no topology, no token awareness). The
+// lock is not held while connecting: liveness must answer at once whatever CQL does.
 func (n *node) cql(ctx context.Context) (*gocql.Session, error) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.session != nil && !n.session.Closed() {
-		return n.session, nil
+		s := n.session
+		n.mu.Unlock()
+		return s, nil
 	}
 	if n.cmd == nil {
+		n.mu.Unlock()
 		return nil, errors.New("cassandra is not started")
 	}
+	exited, cfg := n.exited, n.cfg
+	n.mu.Unlock()
 	select {
-	case <-n.exited:
+	case <-exited:
 		return nil, errors.New("cassandra is not running")
 	default:
 	}
-	addr := net.JoinHostPort(n.cfg.RPC, strconv.Itoa(n.cfg.NativePort))
+	addr := net.JoinHostPort(cfg.RPC, strconv.Itoa(cfg.NativePort))
 	if c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr); err != nil {
 		return nil, fmt.Errorf("CQL port %s: %w", addr, err)
 	} else {
@@ -423,11 +432,24 @@ func (n *node) cql(ctx context.Context) (*gocql.Session, error) {
 		c.Authenticator = gocql.PasswordAuthenticator{Username: cr.User, Password: cr.Password}
 		c.Logger = gocqlLogger{n.log}
 		s, err := c.CreateSession()
-		if err == nil {
-			n.session = s
-			return s, nil
+		if err != nil {
+			last = err
+			continue
 		}
-		last = err
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		select {
+		case <-exited: // the JVM went away meanwhile
+			s.Close()
+			return nil, errors.New("cassandra is not running")
+		default:
+		}
+		if n.session != nil && !n.session.Closed() { // another request connected first
+			s.Close()
+			return n.session, nil
+		}
+		n.session = s
+		return s, nil
 	}
 	return nil, fmt.Errorf("CQL session to %s: %w", addr, last)
 }
