@@ -94,6 +94,18 @@ func readNodeConfig(conf string) (nodeConfig, error) {
 	if n.RPC == "" || n.RPC == "0.0.0.0" {
 		n.RPC = "127.0.0.1"
 	}
+	if net.ParseIP(n.RPC) == nil { // a host name (the base config's localhost): its IPv4 address
+		ips, err := net.LookupIP(n.RPC)
+		if err != nil {
+			return nodeConfig{}, fmt.Errorf("rpc_address %s: %w", n.RPC, err)
+		}
+		for _, ip := range ips {
+			if ip.To4() != nil {
+				n.RPC = ip.String()
+				break
+			}
+		}
+	}
 	if n.Broadcast == "" {
 		n.Broadcast = n.RPC
 	}
@@ -420,7 +432,11 @@ func (n *node) cql(ctx context.Context) (*gocql.Session, error) {
 	var last error
 	for _, cr := range n.credentials() {
 		c := gocql.NewCluster(addr)
-		c.DisableInitialHostLookup = true
+		// Only ever the local node: system.local and gossip_info answer for the node asked, and
+		// the driver learns the peers (even with DisableInitialHostLookup, which instead lost the
+		// local host from the pool once a peer joined) and would route queries to them.
+		local := net.ParseIP(cfg.RPC)
+		c.HostFilter = gocql.HostFilterFunc(func(h *gocql.HostInfo) bool { return h.ConnectAddress().Equal(local) })
 		c.Events.DisableTopologyEvents = true
 		c.Events.DisableSchemaEvents = true
 		c.NumConns = 1

@@ -115,6 +115,10 @@ func TestConfigBuild(t *testing.T) {
 	if n.RPC != "10.244.0.7" || n.NativePort != 9142 || n.DC != "dc1" || n.ClusterName != "openaaa" {
 		t.Errorf("node config %+v", n)
 	}
+	// The image's base config alone (no config build): localhost becomes an address.
+	if n, err := readNodeConfig("etc"); err != nil || n.RPC != "127.0.0.1" || n.NativePort != 9042 {
+		t.Errorf("base node config %+v %v", n, err)
+	}
 }
 
 func TestConfigBuildHostIPBroadcast(t *testing.T) {

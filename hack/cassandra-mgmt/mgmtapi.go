@@ -265,9 +265,11 @@ func (a *api) endpoints(w http.ResponseWriter, r *http.Request) {
 	jsonBody(w, http.StatusOK, map[string]any{"entity": eps})
 }
 
-// probeCluster: could each DC serve consistency_level with rf_per_dc replicas per DC, given
-// the endpoints gossip hears from? Counted per DC (a node down may hold any range), so it is
-// as strict as the upstream per-range check or stricter.
+// probeCluster: could a read at consistency_level succeed for every token range, were every
+// keyspace NetworkTopologyStrategy with rf_per_dc replicas in each DC, given the endpoints
+// gossip hears from? As upstream, the LOCAL_* levels look at the local DC only (cass-operator
+// asks LOCAL_QUORUM before starting more nodes). Counted per DC rather than per range: a down
+// node is taken to be a replica of the worst range, as it is of some range.
 func (a *api) probeCluster(w http.ResponseWriter, r *http.Request) {
 	s, ok := a.session(w, r)
 	if !ok {
@@ -299,11 +301,15 @@ func (a *api) probeCluster(w http.ResponseWriter, r *http.Request) {
 	jsonBody(w, http.StatusInternalServerError, problems)
 }
 
-// clusterProblems: per DC, the replicas a request at cl needs and the live nodes there.
+// clusterProblems: the DCs whose live replicas cannot serve cl at rf per DC, with the reason.
 func clusterProblems(eps []map[string]string, cl string, rf int) map[string][]string {
 	type dcCount struct{ nodes, alive int }
 	dcs := map[string]*dcCount{}
+	localDC := ""
 	for _, e := range eps {
+		if e["IS_LOCAL"] == "true" {
+			localDC = e["DC"]
+		}
 		if !strings.HasPrefix(e["STATUS"], "NORMAL") && !strings.HasPrefix(e["STATUS_WITH_PORT"], "NORMAL") {
 			continue
 		}
@@ -317,34 +323,48 @@ func clusterProblems(eps []map[string]string, cl string, rf int) map[string][]st
 			c.alive++
 		}
 	}
-	need := func(rf int) int {
-		switch strings.ToUpper(cl) {
-		case "ONE", "LOCAL_ONE", "ANY":
-			return 1
-		case "TWO":
-			return 2
-		case "THREE":
-			return 3
-		case "ALL", "EACH_QUORUM", "QUORUM", "LOCAL_QUORUM", "SERIAL", "LOCAL_SERIAL":
-			if strings.ToUpper(cl) == "ALL" {
-				return rf
-			}
-			return rf/2 + 1
-		}
-		return rf/2 + 1
-	}(rf)
+	// Per DC: the replicas of the worst range and how many of them are alive.
+	replicas := func(c *dcCount) (int, int) {
+		r := min(rf, c.nodes)
+		return r, max(0, r-(c.nodes-c.alive))
+	}
+	quorum := func(n int) int { return n/2 + 1 }
 	out := map[string][]string{}
-	for _, dc := range sortedKeys(dcs) {
+	check := func(dc string, need int) {
 		c := dcs[dc]
-		var p []string
-		if c.nodes < rf {
-			p = append(p, fmt.Sprintf("%d replicas required, but only %d nodes in the ring", rf, c.nodes))
+		if c == nil {
+			out[dc] = append(out[dc], fmt.Sprintf("%d replicas required at %s, but no node in the ring", need, cl))
+			return
 		}
-		if c.alive < need {
-			p = append(p, fmt.Sprintf("%d replicas of %d required at %s, but only %d nodes alive", need, rf, cl, c.alive))
+		if _, live := replicas(c); live < need {
+			out[dc] = append(out[dc], fmt.Sprintf("%d replicas required at %s (rf %d), but only %d live of %d nodes in the ring", need, cl, rf, c.alive, c.nodes))
 		}
-		if len(p) > 0 {
-			out[dc] = p
+	}
+	switch strings.ToUpper(cl) {
+	case "LOCAL_ONE":
+		check(localDC, 1)
+	case "LOCAL_QUORUM", "LOCAL_SERIAL":
+		check(localDC, quorum(rf))
+	case "EACH_QUORUM":
+		for _, dc := range sortedKeys(dcs) {
+			check(dc, quorum(rf))
+		}
+	case "ALL":
+		for _, dc := range sortedKeys(dcs) {
+			check(dc, rf)
+		}
+	default: // ONE, TWO, THREE, QUORUM, SERIAL, ANY: replicas counted over all DCs
+		total, live := 0, 0
+		for _, dc := range sortedKeys(dcs) {
+			_, l := replicas(dcs[dc])
+			total, live = total+rf, live+l
+		}
+		need := map[string]int{"ONE": 1, "ANY": 1, "TWO": 2, "THREE": 3}[strings.ToUpper(cl)]
+		if need == 0 {
+			need = quorum(total)
+		}
+		if live < need {
+			out["*"] = append(out["*"], fmt.Sprintf("%d replicas required at %s (rf %d per DC), but only %d live", need, cl, rf, live))
 		}
 	}
 	return out

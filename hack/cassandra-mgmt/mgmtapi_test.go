@@ -82,21 +82,37 @@ func TestGossipEntity(t *testing.T) {
 
 func TestClusterProblems(t *testing.T) {
 	eps := []map[string]string{
-		{"DC": "dc1", "STATUS": "NORMAL,1", "IS_ALIVE": "true"},
+		{"DC": "dc1", "STATUS": "NORMAL,1", "IS_ALIVE": "true", "IS_LOCAL": "true"},
 		{"DC": "dc1", "STATUS": "NORMAL,2", "IS_ALIVE": "true"},
 		{"DC": "dc1", "STATUS": "NORMAL,3", "IS_ALIVE": "false"},
-		{"DC": "dc2", "STATUS": "NORMAL,4", "IS_ALIVE": "true"},
+		{"DC": "dc2", "STATUS_WITH_PORT": "NORMAL,4", "IS_ALIVE": "false"}, // a lost DC
 		{"DC": "dc3", "STATUS": "LEFT,5", "IS_ALIVE": "false"},
 	}
-	if p := clusterProblems(eps, "LOCAL_QUORUM", 1); len(p) != 0 {
-		t.Errorf("rf 1: %v", p)
+	for _, c := range []struct {
+		cl      string
+		rf      int
+		problem string // the DCs with a problem ("*": over all DCs)
+	}{
+		{"LOCAL_QUORUM", 3, ""},       // 2 of 3 replicas alive in the local DC; dc2 not asked
+		{"LOCAL_ONE", 3, ""},          //
+		{"LOCAL_QUORUM", 1, "dc1"},    // rf 1: the ranges of the down node have no replica
+		{"EACH_QUORUM", 3, "dc2"},     // the lost DC
+		{"EACH_QUORUM", 1, "dc1,dc2"}, //
+		{"ALL", 3, "dc1,dc2"},         //
+		{"QUORUM", 3, "*"},            // 2 live of 4 replicas (3 + 1): 2 < 3
+		{"ONE", 3, ""},                //
+		{"ONE", 1, "*"},               // a range whose only dc1 replica is down, and dc2 lost
+	} {
+		got := clusterProblems(eps, c.cl, c.rf)
+		if dcs := strings.Join(sortedKeys(got), ","); dcs != c.problem {
+			t.Errorf("%s rf %d: %v, want problems in %q", c.cl, c.rf, got, c.problem)
+		}
 	}
-	p := clusterProblems(eps, "LOCAL_QUORUM", 3)
-	if len(p) != 1 || len(p["dc2"]) != 2 {
-		t.Errorf("rf 3: %v", p)
-	}
-	if p := clusterProblems(eps, "ALL", 3); len(p["dc1"]) != 1 {
-		t.Errorf("ALL: %v", p)
+	// The local DC with one node down of two, rf 2: LOCAL_QUORUM needs both.
+	eps[2]["DC"], eps[2]["IS_ALIVE"] = "dc9", "true"
+	eps[1]["IS_ALIVE"] = "false"
+	if got := clusterProblems(eps, "LOCAL_QUORUM", 2); len(got["dc1"]) != 1 {
+		t.Errorf("rf 2, one of two down: %v", got)
 	}
 }
 
