@@ -716,7 +716,11 @@ func (a *api) createRole(w http.ResponseWriter, r *http.Request) {
 	password := "PASSWORD = '" + strings.ReplaceAll(pass, "'", "''") + "'"
 	flags := fmt.Sprintf("SUPERUSER = %t AND LOGIN = %t", super, login)
 	redact := func(op string, err error) error {
-		return fmt.Errorf("%s role %s: %s", op, user, strings.ReplaceAll(err.Error(), pass, "******"))
+		msg := err.Error()
+		if len(pass) >= 4 { // a shorter one would garble the message more than it hides
+			msg = strings.ReplaceAll(msg, pass, "******")
+		}
+		return fmt.Errorf("%s role %s: %s", op, user, msg)
 	}
 	var hash string
 	err := s.Query("SELECT salted_hash FROM system_auth.roles WHERE role = ?", user).WithContext(r.Context()).Scan(&hash)
