@@ -339,3 +339,195 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 		t.Errorf("logger printed %d bytes, not the system.log", logOut.Len())
 	}
 }
+
+// itNode is one cassandra-mgmt server (and its Cassandra) of TestMgmtAPITwoDCs.
+type itNode struct {
+	base   string
+	cmd    *exec.Cmd
+	out    *bytes.Buffer
+	exited chan struct{}
+	logs   string
+}
+
+func startItNode(t *testing.T, bin, lib, dir, addr, dc, seeds string, jmx int) *itNode {
+	t.Helper()
+	conf := filepath.Join(dir, "config")
+	build := exec.Command(bin, "config", "build")
+	build.Env = append(os.Environ(), fmt.Sprintf(`CONFIG_FILE_DATA={"cluster-info":{"name":"it2","seeds":"%s"},"datacenter-info":{"name":"%s"},
+	  "cassandra-yaml":{"authenticator":"PasswordAuthenticator","authorizer":"CassandraAuthorizer","num_tokens":16,"native_transport_port":%d,"storage_port":%d},
+	  "jvm-server-options":{"max_heap_size":"512M","initial_heap_size":"512M"}}`, seeds, dc, itCQLPort, itStoragePort),
+		"POD_IP="+addr, "HOST_IP="+addr, "RACK_NAME=r1", "CONFIG_BASE_DIR=etc", "CONFIG_OUT_DIR="+conf)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("config build: %v\n%s", err, out)
+	}
+	n := &itNode{base: fmt.Sprintf("http://%s:%d", addr, itMgmtPort), out: &bytes.Buffer{}, exited: make(chan struct{}), logs: filepath.Join(dir, "logs")}
+	n.cmd = exec.Command(bin)
+	n.cmd.Env = append(os.Environ(), "CASSANDRA_CONF="+conf, "CASSANDRA_LIB="+lib, "CASSANDRA_DATA="+filepath.Join(dir, "data"),
+		"CASSANDRA_LOG_DIR="+n.logs, fmt.Sprintf("JMX_PORT=%d", jmx), "MGMT_API_LISTEN_HOST="+addr,
+		fmt.Sprintf("MGMT_API_LISTEN_TCP_PORT=%d", itMgmtPort), "MGMT_API_EXPLICIT_START=true",
+		"CASSANDRA_JVM_OPTS="+cassandratest.TestJVMOpts+" -Dcassandra.superuser_setup_delay_ms=0 -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.ring_delay_ms=1000")
+	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = n.cmd.Wait(); close(n.exited) }()
+	t.Cleanup(func() {
+		_ = n.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-n.exited:
+		case <-time.After(60 * time.Second):
+			_ = n.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("%s output (tail):\n%s", addr, lastLines(n.out.String(), 20))
+		}
+	})
+	return n
+}
+
+func (n *itNode) call(t *testing.T, method, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, n.base+path, nil)
+	res, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func (n *itNode) startAndWait(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c, _ := n.call(t, "GET", "/api/v0/probes/liveness"); c != 200; c, _ = n.call(t, "GET", "/api/v0/probes/liveness") {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: liveness never 200", n.base)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if c, b := n.call(t, "POST", "/api/v0/lifecycle/start"); c != 201 {
+		t.Fatalf("%s: lifecycle start %d %s", n.base, c, b)
+	}
+	deadline = time.Now().Add(180 * time.Second)
+	for c, _ := n.call(t, "GET", "/api/v0/probes/readiness"); c != 200; c, _ = n.call(t, "GET", "/api/v0/probes/readiness") {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not ready after 180 s", n.base)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func (n *itNode) endpoints(t *testing.T) map[string]endpointState {
+	t.Helper()
+	c, b := n.call(t, "GET", "/api/v0/metadata/endpoints")
+	var eps struct {
+		Entity []endpointState `json:"entity"`
+	}
+	if c != 200 || json.Unmarshal([]byte(b), &eps) != nil {
+		t.Fatalf("endpoints: %d %s", c, b)
+	}
+	out := map[string]endpointState{}
+	for _, e := range eps.Entity {
+		out[e.EndpointIP] = e
+	}
+	return out
+}
+
+// TestMgmtAPITwoDCs: two nodes, one DC each, as two pods would be. Each server talks to its own
+// node only (IS_LOCAL); when one node dies, the other reports it not alive, its schema version
+// UNREACHABLE, and LOCAL_QUORUM in its own DC still healthy (cass-operator's check), while
+// EACH_QUORUM is not. About a minute and a half.
+func TestMgmtAPITwoDCs(t *testing.T) {
+	if os.Getenv("OPENAAA_INTEGRATION") == "" {
+		t.Skip("OPENAAA_INTEGRATION is not set")
+	}
+	err := cassandratest.Available()
+	testenv.Need(t, err == nil, fmt.Sprint("Java 17 and the Cassandra jars: ", err))
+	script, err := cassandratest.Script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	libOut, err := exec.Command(script, "print-lib").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := strings.TrimSpace(string(libOut))
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "openaaa-cassandra-test-"+itAddr+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cassandra-mgmt")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const addr2 = "127.0.31.2"
+	seeds := itAddr + "," + addr2
+	n1 := startItNode(t, bin, lib, filepath.Join(dir, "n1"), itAddr, "dc31a", seeds, itJMXPort)
+	n2 := startItNode(t, bin, lib, filepath.Join(dir, "n2"), addr2, "dc31b", seeds, itJMXPort-1)
+	began := time.Now()
+	n1.startAndWait(t)
+	n2.startAndWait(t)
+	t.Logf("two nodes ready in %v", time.Since(began).Round(100*time.Millisecond))
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e1, e2 := n1.endpoints(t), n2.endpoints(t)
+		if len(e1) == 2 && len(e2) == 2 {
+			if e1[itAddr].IsLocal != "true" || e1[addr2].IsLocal != "false" || e2[addr2].IsLocal != "true" || e2[itAddr].IsLocal != "false" {
+				t.Fatalf("IS_LOCAL: n1 %+v\nn2 %+v", e1, e2)
+			}
+			if e1[addr2].Datacenter != "dc31b" || e1[addr2].HostID == "" || e1[addr2].IsAlive != "true" ||
+				!strings.HasPrefix(e1[addr2].StatusWithPort, "NORMAL") {
+				t.Fatalf("n1's view of n2: %+v", e1[addr2])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes do not see each other: %v / %v", e1, e2)
+		}
+		time.Sleep(time.Second)
+	}
+	if c, b := n1.call(t, "GET", "/api/v1/ops/node/schema/versions"); c != 200 || strings.Count(b, "127.0.31.") != 2 || strings.Contains(b, "UNREACHABLE") {
+		t.Errorf("schema versions: %d %s", c, b)
+	}
+
+	// n2's Cassandra dies (SIGKILL, as a lost DC).
+	c, pid := n2.call(t, "GET", "/api/v0/lifecycle/pid")
+	var jvm int
+	if _, err := fmt.Sscan(pid, &jvm); c != 200 || err != nil {
+		t.Fatalf("pid: %d %s", c, pid)
+	}
+	if err := syscall.Kill(jvm, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	deadline = time.Now().Add(60 * time.Second)
+	for n1.endpoints(t)[addr2].IsAlive != "false" {
+		if time.Now().After(deadline) {
+			t.Fatal("n2 still alive in n1's view 60 s after its JVM was killed")
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("n2 not alive in n1's view after %v", time.Since(killed).Round(100*time.Millisecond))
+	if c, _ := n2.call(t, "GET", "/api/v0/probes/liveness"); c != 500 {
+		t.Errorf("n2 liveness after its JVM died: %d", c)
+	}
+	if c, b := n1.call(t, "GET", "/api/v1/ops/node/schema/versions"); c != 200 || !strings.Contains(b, `"UNREACHABLE":["127.0.31.2"]`) {
+		t.Errorf("schema versions with n2 down: %d %s", c, b)
+	}
+	if c, b := n1.call(t, "GET", "/api/v0/probes/cluster?consistency_level=LOCAL_QUORUM&rf_per_dc=1"); c != 200 {
+		t.Errorf("LOCAL_QUORUM in n1's DC with n2's DC down: %d %s", c, b)
+	}
+	if c, b := n1.call(t, "GET", "/api/v0/probes/cluster?consistency_level=EACH_QUORUM&rf_per_dc=1"); c != 500 || !strings.Contains(b, "dc31b") {
+		t.Errorf("EACH_QUORUM with dc31b down: %d %s", c, b)
+	}
+	if c, _ := n1.call(t, "GET", "/api/v0/probes/readiness"); c != 200 {
+		t.Errorf("n1 readiness with n2 down: %d", c)
+	}
+}
