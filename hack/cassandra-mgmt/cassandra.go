@@ -364,6 +364,16 @@ func (n *node) cqlPortOpen(ctx context.Context) error {
 	return c.Close()
 }
 
+// dropSession closes the CQL session: the next request logs in again (credentials() order).
+func (n *node) dropSession() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.session != nil {
+		n.session.Close()
+		n.session = nil
+	}
+}
+
 func (n *node) setBootstrapped() {
 	n.mu.Lock()
 	n.bootstrapped = true

@@ -385,9 +385,16 @@ func startItNode(t *testing.T, bin, lib, dir, addr, dc, seeds string, jmx int) *
 	return n
 }
 
-func (n *itNode) call(t *testing.T, method, path string) (int, string) {
+func (n *itNode) call(t *testing.T, method, path string, body ...string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, n.base+path, nil)
+	var rd io.Reader
+	if len(body) > 0 {
+		rd = strings.NewReader(body[0])
+	}
+	req, _ := http.NewRequest(method, n.base+path, rd)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 	if err != nil {
 		return 0, err.Error()
@@ -495,6 +502,19 @@ func TestMgmtAPITwoDCs(t *testing.T) {
 	}
 	if c, b := n1.call(t, "GET", "/api/v1/ops/node/schema/versions"); c != 200 || strings.Count(b, "127.0.31.") != 2 || strings.Contains(b, "UNREACHABLE") {
 		t.Errorf("schema versions: %d %s", c, b)
+	}
+
+	// As the operators do before a DC can be lost: system_auth replicated in each DC
+	// (k8ssandra-operator), the superuser role created through each DC's first pod
+	// (cass-operator). The servers then log in as it, not as the default cassandra role
+	// (read at QUORUM).
+	if c, b := n1.call(t, "POST", "/api/v0/ops/keyspace/alter", `{"keyspace_name":"system_auth","replication_settings":[{"dc_name":"dc31a","replication_factor":"1"},{"dc_name":"dc31b","replication_factor":"1"}]}`); c != 200 {
+		t.Fatalf("alter system_auth: %d %s", c, b)
+	}
+	for _, n := range []*itNode{n1, n2} {
+		if c, b := n.call(t, "POST", "/api/v0/ops/auth/role?can_login=true&is_superuser=true&password=it2-secret&username=it2-superuser"); c != 200 {
+			t.Fatalf("%s: create role: %d %s", n.base, c, b)
+		}
 	}
 
 	// n2's Cassandra dies (SIGKILL, as a lost DC).

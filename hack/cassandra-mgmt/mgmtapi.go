@@ -746,7 +746,11 @@ func (a *api) createRole(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if super && login {
+		// From now on log in as this role: Cassandra reads the default cassandra role at
+		// QUORUM, which a lost data center denies; the operator's superuser at the
+		// auth_read_consistency_level (LOCAL_QUORUM in 5.0).
 		a.n.saveSuperuser(credentials{user, pass})
+		a.n.dropSession()
 	}
 	text(w, http.StatusOK, "OK")
 }
