@@ -1,0 +1,20 @@
+# The Cassandra test image and its helper images (issue 31): OCI archives for the local cluster,
+# so that the real cass-operator and k8ssandra-operator can run Cassandra pods offline.
+# hack/cassandra-image.sh builds them into $(CACHE)/cassandra-image (cold ~4-5 min with the
+# debootstrap, ~1 min without; warm ~2 s); hack/cassandra-mgmt/README.md says what they are.
+# Not in PROVISION: only the managed-Cassandra cluster tests need them.
+
+##@ Cassandra test image
+CASSANDRA_IMAGE_DIR := $(CACHE)/cassandra-image
+
+.PHONY: cassandra-image
+cassandra-image: cassandra-jars umoci ## Build ghcr.io/openaaa/cassandra-{mgmt,config,logger}:5.0.9 as OCI archives (cached).
+	GO=$(GO) hack/cassandra-image.sh build
+
+.PHONY: test-cassandra-image
+test-cassandra-image: cassandra-image ## The image tests (umoci unpack) and cassandra-mgmt's tests on a real node (~1 min).
+	CASSANDRA_IMAGE_DIR=$(CASSANDRA_IMAGE_DIR) CASSANDRA_IMAGE_REQUIRE=1 OPENAAA_INTEGRATION=require $(GO) test -count=1 -timeout 10m ./test/cassandraimage/... ./hack/cassandra-mgmt/...
+
+.PHONY: cassandra-image-smoke
+cassandra-image-smoke: cassandra-image ## Run the server image with runc on loopback: start, readiness, endpoints, drain, SIGTERM (root, ~2 min).
+	hack/cassandra-image.sh smoke
