@@ -241,9 +241,12 @@ loadtest() {
 	until_ok 240 "AAALoadTest $LOADTEST_NAME to end (Succeeded or Failed)" loadtest_done
 	k -n "$NS" get aaaloadtest "$LOADTEST_NAME" -o wide
 	echo "  report (status.report):"
-	k -n "$NS" get aaaloadtest "$LOADTEST_NAME" -o jsonpath='{range .status.report}    sessions {.sessions}, completed {.sessionsCompleted}, sent {.sent}, answered {.answered}, timeouts {.timeouts}, errors {.errors}
-    accepts {.accepts}, rejects {.rejects}; incoming TPS {.incomingTPS}, outgoing TPS {.outgoingTPS}
-    avg auth {.avgAuthMs} ms, avg acct {.avgAcctMs} ms, p99 {.p99Ms} ms; policing workers busy {.workersBusy} of {.workers}; {.seconds} s{"\n"}{end}'
+	local r=.status.report
+	k -n "$NS" get aaaloadtest "$LOADTEST_NAME" -o jsonpath="    sessions {$r.sessions}, completed {$r.sessionsCompleted}, sent {$r.sent}, answered {$r.answered}, timeouts {$r.timeouts}, errors {$r.errors}
+    accepts {$r.accepts}, rejects {$r.rejects}; incoming TPS {$r.incomingTPS}, outgoing TPS {$r.outgoingTPS}
+    avg auth {$r.avgAuthMs} ms, avg acct {$r.avgAcctMs} ms, p99 {$r.p99Ms} ms; policing workers busy {$r.workersBusy} of {$r.workers}; {$r.seconds} s
+    dropped by policing, by reason: {$r.droppedByReason}
+"
 	echo "  per data center (status.datacenters): $(k -n "$NS" get aaaloadtest "$LOADTEST_NAME" -o jsonpath='{range .status.datacenters[*]}{.name}: {.answered} answered, {.incomingTPS} TPS; {end}')"
 	[[ $(loadtest_phase) == Succeeded ]] ||
 		fail "AAALoadTest $LOADTEST_NAME Failed: $(k -n "$NS" get aaaloadtest "$LOADTEST_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"

@@ -77,6 +77,13 @@ func TestDocsOnCluster(t *testing.T) {
 	root, _, _ := needOperatorImages(t)
 	testenv.LookPath(t, "radclient", "FreeRADIUS's freeradius-utils: make provision")
 	c := aaaClient(t)
+	// README's AAACluster has a ServiceMonitor: the add-ons' CRDs first.
+	clusterAddons.Wait(t, context.Background())
+	// One Cassandra for both blocks: the second block's `hack/cassandra.sh start 1` finds it
+	// running and leaves it alone (a second first boot would cost a minute or two); each
+	// AAACluster migrates its keyspace whatever the first left (versioned migrations).
+	cassDir := t.TempDir()
+	defer docStopCassandra(t, root, cassDir)
 	for _, dc := range docCases {
 		blocks, err := testenv.DocBlocks(filepath.Join(root, dc.file), dc.file, docTag)
 		if err != nil {
@@ -89,12 +96,11 @@ func TestDocsOnCluster(t *testing.T) {
 		t.Run(strings.ReplaceAll(b.Name(), "/", "_"), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 			defer cancel()
-			docClean(t, ctx, c, root, "") // what an earlier test of the package left in the way
-			cassDir := t.TempDir()
+			docClean(t, ctx, c, root) // what an earlier test of the package left in the way
 			_, statErr := os.Stat(filepath.Join(root, "values.yaml"))
 			hadValues := statErr == nil
 			defer func() {
-				docClean(t, context.Background(), c, root, cassDir)
+				docClean(t, context.Background(), c, root)
 				if !hadValues {
 					_ = os.Remove(filepath.Join(root, "values.yaml"))
 				}
@@ -150,10 +156,10 @@ func runDocBlock(ctx context.Context, t *testing.T, root string, b testenv.DocBl
 	return out.String(), err
 }
 
-// docClean removes what the docs' blocks make: the releases edge and openaaa-operator (the
-// AAACluster first, while the operator still runs to finish it), the namespace aaa (waiting
-// until it is gone: the next test creates it again) and, with cassDir, the block's Cassandra.
-func docClean(t *testing.T, ctx context.Context, c client.Client, root, cassDir string) {
+// docClean removes what the docs' blocks make in the cluster: the releases edge and
+// openaaa-operator (the AAACluster first, while the operator still runs to finish it) and the
+// namespace aaa (waiting until it is gone: the next block or test creates it again).
+func docClean(t *testing.T, ctx context.Context, c client.Client, root string) {
 	t.Helper()
 	helm := filepath.Join(root, "bin", "helm")
 	for _, r := range [][2]string{{release, aaaNS}, {"openaaa-operator", operatorNS}} {
@@ -166,12 +172,14 @@ func docClean(t *testing.T, ctx context.Context, c client.Client, root, cassDir 
 			t.Errorf("helm uninstall %s: %v\n%s", r[0], err, out)
 		}
 	}
-	if cassDir != "" {
-		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cassandra.sh"), "stop")
-		cmd.Env = append(os.Environ(), "CASSANDRA_DIR="+cassDir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("stopping the docs' Cassandra: %v\n%s", err, out)
-		}
+}
+
+// docStopCassandra stops the blocks' Cassandra node by PID (hack/cassandra.sh stop).
+func docStopCassandra(t *testing.T, root, cassDir string) {
+	cmd := exec.Command(filepath.Join(root, "hack", "cassandra.sh"), "stop")
+	cmd.Env = append(os.Environ(), "CASSANDRA_DIR="+cassDir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("stopping the docs' Cassandra: %v\n%s", err, out)
 	}
 }
 
