@@ -141,16 +141,19 @@ addons_install() {
 	ADDONS_TIMEOUT=${ADDONS_TIMEOUT:-300} hack/addons.sh install "$KUBECONFIG" || fail "hack/addons.sh install"
 }
 
-# The hook for managed Cassandra: when the AAACluster can run its own Cassandra on this
-# cluster (k8ssandra-operator; docs/local-cluster.md says why it cannot yet), this step
-# installs nothing and the values file says `cassandra: {managed: ...}` instead of external.
+# The hook for managed Cassandra (issue 31): once an AAACluster's managed Cassandra runs on the
+# local cluster, the `managed` branch installs cass-operator and k8ssandra-operator here
+# (`make cluster-k8ssandra`, hack/addons.sh install-k8ssandra, with the Cassandra images of
+# $CACHE/cassandra-image imported), the step "AAACluster ... Ready" installs the chart with a
+# second values file that replaces `cassandra.external` by `cassandra.managed`, and no host
+# process is started or stopped. Until then: external, a host process.
 cassandra_up() {
 	case $CASSANDRA_MODE in
 	external)
 		hack/cassandra.sh start 1 || fail "Cassandra on $NODE_IP:9042 did not start (log: $CASSANDRA_DIR/node1/logs)"
 		say "Cassandra 5 on $NODE_IP:9042 (PID $(hack/cassandra.sh pids | head -1); data in $CASSANDRA_DIR)"
 		;;
-	managed) fail "CLUSTER_DEMO_CASSANDRA=managed: not available yet on the local cluster (external only)" ;;
+	managed) fail "CLUSTER_DEMO_CASSANDRA=managed: not wired yet (issue 31: make cluster-k8ssandra, then the AAACluster with cassandra.managed); use external" ;;
 	*) fail "CLUSTER_DEMO_CASSANDRA=$CASSANDRA_MODE: want external or managed" ;;
 	esac
 }
