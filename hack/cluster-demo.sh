@@ -260,7 +260,12 @@ prom() { # PATH?QUERY: Prometheus's HTTP API through the API server's service pr
 }
 urlq() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 # prom_has QUERY: the instant query returns at least one sample.
-prom_has() { prom "/api/v1/query?query=$(urlq "$1")" | grep -q '"result":\[{'; }
+# (Captured first: grep -q ending early would SIGPIPE the writer, a failure under pipefail.)
+prom_has() {
+	local out
+	out=$(prom "/api/v1/query?query=$(urlq "$1")") || return 1
+	grep -q '"result":\[{' <<<"$out"
+}
 
 prometheus() {
 	local up="up{namespace=\"$NS\",service=\"$RELEASE-dc1-admin\"} == 1"
