@@ -202,19 +202,21 @@ func TestLoadTestValidation(t *testing.T) {
 		})
 	}
 
-	// The sample of config/samples is valid.
-	raw, err := os.ReadFile(filepath.Join("..", "config", "samples", "aaa_v1alpha1_aaaloadtest.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs := strings.Split(string(raw), "\n---\n")
-	sample := &aaav1.AAALoadTest{}
-	if err := yaml.UnmarshalStrict([]byte(docs[len(docs)-1]), sample); err != nil || sample.Kind != "AAALoadTest" {
-		t.Fatalf("sample: %v", err)
-	}
-	sample.Namespace = ns
-	if err := te.c.Create(bg, sample); err != nil {
-		t.Errorf("the sample AAALoadTest is rejected: %v", err)
+	// The samples of config/samples are valid: the full-size one and make cluster-demo's.
+	for _, name := range []string{"aaa_v1alpha1_aaaloadtest.yaml", "cluster-demo-loadtest.yaml"} {
+		raw, err := os.ReadFile(filepath.Join("..", "config", "samples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := strings.Split(string(raw), "\n---\n")
+		sample := &aaav1.AAALoadTest{}
+		if err := yaml.UnmarshalStrict([]byte(docs[len(docs)-1]), sample); err != nil || sample.Kind != "AAALoadTest" {
+			t.Fatalf("sample %s: %v", name, err)
+		}
+		sample.Namespace = ns
+		if err := te.c.Create(bg, sample); err != nil {
+			t.Errorf("the sample AAALoadTest of %s is rejected: %v", name, err)
+		}
 	}
 
 	// A valid one is accepted with its defaults, and its spec cannot change.

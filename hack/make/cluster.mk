@@ -32,4 +32,13 @@ cluster-import: images ## Import bin/images/*.oci.tar into the running cluster (
 
 .PHONY: test-cluster
 test-cluster: cluster-provision addons images helm cassandra-jars freeradius ## The tests on the local cluster only (test/cluster; about 10-15 min warm).
-	$(TEST_ENV) $(GO) test -count=1 -v -timeout 45m ./test/cluster/... # may first wait up to 30 min for the lock
+	$(TEST_ENV) $(GO) test -p 1 -count=1 -v -timeout 45m ./test/cluster/... # one package at a time (test/cluster, then lifecycle: each holds the cluster lock); may first wait up to 30 min for the lock
+
+# make cluster-demo (issue 32): the Kubernetes path in one command (hack/cluster-demo.sh). It
+# provisions what is missing itself (the targets of test-cluster, so that each step is timed).
+.PHONY: cluster-demo cluster-demo-down
+cluster-demo: ## From a fresh clone: the local cluster, add-ons, Cassandra, the operator and an AAACluster; RADIUS from the NAS, the admin API, an AAALoadTest, Prometheus (CLUSTER_DEMO_KEEP=0: tear down at the end).
+	hack/cluster-demo.sh
+
+cluster-demo-down: ## Remove what a kept `make cluster-demo` left: the releases, Cassandra, and the cluster if the demo started it.
+	hack/cluster-demo.sh down

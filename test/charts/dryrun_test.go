@@ -166,3 +166,39 @@ func TestServerRejectsInvalidAAACluster(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterDemoSamplesDryRun: what `make cluster-demo` and README.md's On Kubernetes apply —
+// the aaacluster chart with config/samples/cluster-demo-values.yaml, the objects beside it
+// (config/samples/cluster-demo-objects.yaml) and the AAALoadTest
+// (config/samples/cluster-demo-loadtest.yaml) — passes the API server's and the CRDs'
+// validation (server-side apply, dry-run).
+func TestClusterDemoSamplesDryRun(t *testing.T) {
+	c := apiClient(t)
+	ensureNamespace(t, c, "aaa")
+	r := render{"cluster-demo", "aaacluster", "edge", "aaa", []string{"-f", "config/samples/cluster-demo-values.yaml"}}
+	manifest := r.template(t)
+	for _, f := range []string{"cluster-demo-objects.yaml", "cluster-demo-loadtest.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest += "\n---\n" + string(b)
+	}
+	kinds := map[string]int{}
+	for _, o := range objects(t, manifest) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o),
+			client.FieldOwner("openaaa-chart-test"), client.ForceOwnership, client.DryRunAll)
+		cancel()
+		if err != nil {
+			t.Errorf("%s %s/%s rejected: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		kinds[o.GetKind()]++
+	}
+	for _, k := range []string{"AAACluster", "AAALoadTest", "Secret", "ConfigMap", "Namespace"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s among the cluster demo's objects: %v", k, kinds)
+		}
+	}
+	t.Logf("accepted: %v", kinds)
+}

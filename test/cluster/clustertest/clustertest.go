@@ -101,13 +101,28 @@ func lockPath() string {
 
 // takeLock waits (bounded) for the machine-wide lock.
 func takeLock() (*os.File, error) {
-	f, err := os.OpenFile(lockPath(), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
 	wait := defaultLockFor
 	if d, err := time.ParseDuration(os.Getenv(lockWaitEnv)); err == nil {
 		wait = d
+	}
+	return takeLockFor(wait)
+}
+
+// Lock takes the machine-wide cluster lock as Up does, waiting up to wait (unless
+// OPENAAA_CLUSTER_LOCK_WAIT says otherwise); closing the file releases it. For a test that
+// starts and stops the cluster itself with hack/cluster.sh and CLUSTER_LOCK_HELD=1
+// (test/cluster/lifecycle runs docs/local-cluster.md's first block so).
+func Lock(wait time.Duration) (*os.File, error) {
+	if d, err := time.ParseDuration(os.Getenv(lockWaitEnv)); err == nil {
+		wait = d
+	}
+	return takeLockFor(wait)
+}
+
+func takeLockFor(wait time.Duration) (*os.File, error) {
+	f, err := os.OpenFile(lockPath(), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
 	}
 	deadline := time.Now().Add(wait)
 	for {
@@ -279,6 +294,16 @@ func hostState() host {
 	}
 	return h
 }
+
+// HostState is what the cluster changes on the host (sysctls, links, the NAS namespace,
+// cgroups, iptables chains, mounts), taken before `hack/cluster.sh up`.
+type HostState struct{ h host }
+
+// SnapshotHost returns the host's state now.
+func SnapshotHost() HostState { return HostState{hostState()} }
+
+// Changed names what differs on the host now from s ("" when it is as it was).
+func (s HostState) Changed() string { return hostState().diff(s.h) }
 
 func (h host) diff(before host) string {
 	var d []string

@@ -1,0 +1,91 @@
+// Package docs checks the documentation's runnable blocks without a cluster: every block marked
+// for a test is found, and every make target they run exists (README.md's Quick start is run by
+// no test as a whole: `make test` inside `make test` would recurse). The blocks themselves run
+// on the local cluster in test/cluster (docs_test.go) and test/cluster/lifecycle.
+package docs
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/openaaa/openaaa/internal/testenv"
+)
+
+// The marked blocks: file, tag, how many.
+var marked = []struct {
+	file, tag string
+	n         int
+}{
+	{"README.md", "quickstart", 1},
+	{"README.md", "cluster-doc", 1},
+	{"docs/local-cluster.md", "cluster-lifecycle", 1},
+	{"docs/local-cluster.md", "cluster-doc", 1},
+}
+
+// TestDocBlocksMakeTargets: the Quick start's commands, and those of the blocks the cluster
+// tests run, are make targets — `make -n TARGET` knows them — and the Quick start's are in
+// `make help` (documented with ##).
+func TestDocBlocksMakeTargets(t *testing.T) {
+	root := testenv.Root(t)
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	help, err := exec.Command("make", "-C", root, "--no-print-directory", "help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make help: %v\n%s", err, help)
+	}
+	// make help colours the names: \033[36mNAME\033[0m.
+	plain := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(string(help), "")
+	checked := map[string]bool{}
+	for _, m := range marked {
+		blocks, err := testenv.DocBlocks(filepath.Join(root, m.file), m.file, m.tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(blocks) != m.n {
+			t.Fatalf("%s: %d blocks marked <!-- test: %s -->, want %d", m.file, len(blocks), m.tag, m.n)
+		}
+		for _, b := range blocks {
+			targets := testenv.MakeTargets(b.Body)
+			if len(targets) == 0 {
+				t.Errorf("%s (%s): no make command found", b.Name(), m.tag)
+			}
+			for _, target := range targets {
+				if m.tag == "quickstart" && !regexp.MustCompile(`(?m)^\s+`+regexp.QuoteMeta(target)+`\s`).MatchString(plain) {
+					t.Errorf("%s: make %s is not in `make help` (a target with a ## comment)", b.Name(), target)
+				}
+				if checked[target] {
+					continue
+				}
+				checked[target] = true
+				// -n: print the recipes, run none.
+				out, err := exec.Command("make", "-C", root, "--no-print-directory", "-n", target).CombinedOutput()
+				if err != nil || strings.Contains(string(out), "No rule to make target") {
+					t.Errorf("%s: make %s: %v\n%s", b.Name(), target, err, out)
+				}
+			}
+		}
+	}
+	t.Logf("make targets of the marked blocks: %d", len(checked))
+}
+
+// TestDocBlocksParse: every marked block is valid bash (bash -n), as the tests run them.
+func TestDocBlocksParse(t *testing.T) {
+	root := testenv.Root(t)
+	for _, m := range marked {
+		blocks, err := testenv.DocBlocks(filepath.Join(root, m.file), m.file, m.tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blocks {
+			cmd := exec.Command("bash", "-n")
+			cmd.Stdin = strings.NewReader(b.Body)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s: bash -n: %v\n%s", b.Name(), err, out)
+			}
+		}
+	}
+}
