@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -592,6 +593,25 @@ func TestManagedCassandraDefaults(t *testing.T) {
 	// factor the migration will set.
 	if got, want := k8c.GetAnnotations()["k8ssandra.io/dc-replication"], `{"dc1":{"openaaa":1}}`; got != want {
 		t.Errorf("k8ssandra.io/dc-replication %q, want %q", got, want)
+	}
+	// The config init container asks for the datacenter's resources: cass-operator's default
+	// (1 CPU) would make a small node's pod request a whole core (seen on the local cluster:
+	// the second datacenter's pod stayed Pending, "Insufficient cpu").
+	if _, found, _ := unstructured.NestedFieldNoCopy(k8c.Object, "spec", "cassandra", "datacenters"); !found {
+		t.Fatal("no datacenters")
+	}
+	dcs, _, _ := unstructured.NestedSlice(k8c.Object, "spec", "cassandra", "datacenters")
+	if _, found := dcs[0].(map[string]any)["initContainers"]; found {
+		t.Error("initContainers set though the datacenter sets no resources")
+	}
+	spec.Datacenters[0].Cassandra.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1536Mi")}}
+	dcs, _, _ = unstructured.NestedSlice(buildK8ssandraCluster(c, spec, nil).Object, "spec", "cassandra", "datacenters")
+	inits, _ := dcs[0].(map[string]any)["initContainers"].([]any)
+	if len(inits) != 1 || inits[0].(map[string]any)["name"] != "server-config-init" ||
+		!equality.Semantic.DeepEqual(inits[0].(map[string]any)["resources"], toUnstructured(&spec.Datacenters[0].Cassandra.Resources)) {
+		t.Errorf("initContainers %v, want server-config-init with the datacenter's resources", inits)
 	}
 	spec.Cassandra.Managed.SoftPodAntiAffinity = true
 	k8c = buildK8ssandraCluster(c, spec, nil)

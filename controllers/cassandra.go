@@ -53,6 +53,10 @@ func buildK8ssandraCluster(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, retai
 		}
 		if res := toUnstructured(&dc.Cassandra.Resources); len(res) > 0 {
 			entry["resources"] = res
+			// The config init container (k8ssandra-operator makes it cass-operator's
+			// configBuilderResources) asks for what the datacenter asks for: its default, a
+			// whole CPU, would be the pod's request on a small node.
+			entry["initContainers"] = []any{map[string]any{"name": "server-config-init", "resources": res}}
 		}
 		dcs = append(dcs, entry)
 	}
