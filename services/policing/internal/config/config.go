@@ -487,6 +487,7 @@ func (c *Config) Validate() error {
 	for i, cl := range c.Clients {
 		errs = append(errs, cl.validate(fmt.Sprintf("clients[%d]", i))...)
 	}
+	errs = append(errs, duplicateClientNames(c.Clients, func(i int) string { return fmt.Sprintf("clients[%d]", i) })...)
 	switch c.Subscribers.Source {
 	case "file":
 		if c.Subscribers.File == "" {
@@ -539,6 +540,26 @@ func (cl Client) validate(key string) []error {
 	}
 	if cl.CoAPort < 0 || cl.CoAPort > 65535 {
 		bad("coaPort", "%d is not a port", cl.CoAPort)
+	}
+	return errs
+}
+
+// duplicateClientNames refuses two clients of one name: CoA finds a session's NAS by the
+// client name recorded with the session, so the second client's sessions would get the first
+// one's secret and CoA port (issue 33). key names entry i for the message.
+func duplicateClientNames(cls []Client, key func(i int) string) []error {
+	var errs []error
+	first := map[string]int{}
+	for i, cl := range cls {
+		if cl.Name == "" {
+			continue
+		}
+		if j, dup := first[cl.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s.name: %q is also the name of %s: client names must be unique (CoA finds a session's NAS by its client name)",
+				key(i), cl.Name, key(j)))
+			continue
+		}
+		first[cl.Name] = i
 	}
 	return errs
 }

@@ -77,6 +77,7 @@ func LoadClientsFile(path string) ([]Client, error) {
 	for i, cl := range doc.Clients {
 		errs = append(errs, cl.validate(fmt.Sprintf("clients[%d]", i))...)
 	}
+	errs = append(errs, duplicateClientNames(doc.Clients, func(i int) string { return fmt.Sprintf("clients[%d]", i) })...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
 	}
@@ -104,6 +105,19 @@ func (c *Config) AllClients() ([]Client, error) {
 			return nil, err
 		}
 		out = append(out, more...)
+		// A name both in clients and in clientsFile (Validate and LoadClientsFile each
+		// refuse duplicates of their own).
+		inline := len(c.Clients)
+		if err := errors.Join(duplicateClientNames(out, func(i int) string {
+			if i < inline {
+				return fmt.Sprintf("clients[%d] (configuration)", i)
+			}
+			return fmt.Sprintf("clientsFile %s: clients[%d]", c.ClientsFile, i-inline)
+		})...); err != nil {
+			return nil, err
+		}
+	} else if err := errors.Join(duplicateClientNames(out, func(i int) string { return fmt.Sprintf("clients[%d]", i) })...); err != nil {
+		return nil, err // a Config that Validate did not see
 	}
 	// A client that does not say whether it must send Message-Authenticator, or whether
 	// its Proxy-State is limited, follows the node-wide radius.requireMessageAuthenticator
