@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"time"
 
+	yamlv3 "gopkg.in/yaml.v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -39,47 +41,59 @@ type ClientsFileDoc struct {
 }
 
 // LoadClientsFile reads and validates a clients file: a YAML list of clients, or a mapping
-// with a `clients:` list. Errors name the file and the key.
+// with a `clients:` list. The error lists every problem in file order, each with the file,
+// line, column and key (Errors of Problem).
 func LoadClientsFile(path string) ([]Client, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("clientsFile: %w", err)
 	}
+	root, err := parseNodes(path, raw)
+	if err != nil {
+		return nil, fmt.Errorf("clientsFile: %w", Errors{err})
+	}
+	f := &fileCheck{file: path, pos: map[string]position{}}
+	top := root
+	if top.Kind == yamlv3.DocumentNode && len(top.Content) > 0 {
+		top = top.Content[0]
+	}
+	switch {
+	case top.Kind == 0 || top.Kind == yamlv3.DocumentNode || (top.Kind == yamlv3.ScalarNode && top.Tag == "!!null"):
+		return nil, nil
+	case top.Kind == yamlv3.SequenceNode:
+		f.walk(top, reflect.TypeOf([]Client{}), "clients", "clients")
+	case top.Kind == yamlv3.MappingNode:
+		f.check(root, reflect.TypeOf(ClientsFileDoc{}), "")
+	default:
+		return nil, fmt.Errorf("clientsFile: %w", Errors{Problem{File: path, Line: top.Line, Column: top.Column,
+			Msg: fmt.Sprintf("want a list of clients or a mapping with a clients: list, not %s", kindWords(top))}})
+	}
 	var node any
 	if err := yaml.Unmarshal(raw, &node); err != nil {
-		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
+		return nil, fmt.Errorf("clientsFile: %w", Errors{Problem{File: path, Msg: strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")}})
 	}
-	switch n := node.(type) {
-	case nil:
-		return nil, nil
-	case []any:
+	if n, ok := node.([]any); ok {
 		node = map[string]any{"clients": n}
-	case map[string]any:
-	default:
-		return nil, fmt.Errorf("clientsFile %s: want a list of clients or a mapping with a clients: list, not a %s", path, yamlKind(n))
 	}
-	if list, ok := node.(map[string]any)["clients"].([]any); ok {
-		for i, e := range list {
-			if _, ok := e.(map[string]any); !ok {
-				return nil, fmt.Errorf("clientsFile %s: clients[%d]: want a mapping (name, address, secretFile...), not a %s", path, i, yamlKind(e))
-			}
-		}
+	for _, d := range f.dropped {
+		dropPath(node, d)
 	}
-	if err := unknownKeys(node, reflect.TypeOf(ClientsFileDoc{}), ""); err != nil {
-		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
-	}
-	js, _ := json.Marshal(node)
+	problems := f.problems
 	var doc ClientsFileDoc
+	js, _ := json.Marshal(node)
 	if err := json.Unmarshal(js, &doc); err != nil {
-		return nil, fmt.Errorf("clientsFile %s: %s", path, describeJSONError(err))
+		problems = append(problems, f.place([]error{errors.New(describeJSONError(err))}, nil)...)
+	} else {
+		var errs []error
+		for i, cl := range doc.Clients {
+			errs = append(errs, cl.validate(fmt.Sprintf("clients[%d]", i))...)
+		}
+		errs = append(errs, duplicateClientNames(doc.Clients, func(i int) string { return fmt.Sprintf("clients[%d]", i) })...)
+		problems = append(problems, f.place(errs, nil)...)
 	}
-	var errs []error
-	for i, cl := range doc.Clients {
-		errs = append(errs, cl.validate(fmt.Sprintf("clients[%d]", i))...)
-	}
-	errs = append(errs, duplicateClientNames(doc.Clients, func(i int) string { return fmt.Sprintf("clients[%d]", i) })...)
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
+	sortProblems(problems)
+	if err := problemsErr(problems); err != nil {
+		return nil, fmt.Errorf("clientsFile: %w", err)
 	}
 	return doc.Clients, nil
 }
