@@ -64,8 +64,8 @@ log: {levle: debug}
 func TestLoaderSyntaxError(t *testing.T) {
 	for text, want := range map[string]string{
 		"radius:\n  authAddress: \":1812\"\n workers: 3\n": ":2: YAML syntax error: did not find expected key",
-		"radius:\n\tworkers: 3\n":                        ":2:1: YAML syntax error: found character that cannot start any token (a tab: indent with spaces)",
-		"clients: [\n":                                   ": YAML syntax error:",
+		"radius:\n\tworkers: 3\n":                          ":2:1: YAML syntax error: found character that cannot start any token (a tab: indent with spaces)",
+		"clients: [\n":                                     ": YAML syntax error:",
 	} {
 		_, err := load(t, text, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "converting YAML to JSON") {

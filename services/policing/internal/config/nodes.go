@@ -472,4 +472,3 @@ func problemsErr(ps []Problem) error {
 	}
 	return errs
 }
-
