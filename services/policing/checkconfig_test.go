@@ -68,3 +68,68 @@ func TestCheckConfigValidatesSubscribersAndDictionaries(t *testing.T) {
 		t.Fatalf("check-config with a missing dictionary: %v\n%s", err, out)
 	}
 }
+
+// check-config on a broken file prints every error, each with file:line:column and its key,
+// in file order, and exits non-zero; warnings (an unknown POLICING_* variable, a CIDR with host
+// bits set) are printed and do not fail it (issue 33).
+func TestCheckConfigPrintsEveryError(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policing.yaml")
+	if err := os.WriteFile(path, []byte(`radius:
+  authAdress: ":1812"
+  workers: 0
+clients:
+  - {name: bng, address: 192.0.2.1, secretFile: /a}
+  - {name: bng, address: 192.0.2.2, secretFile: /b}
+subscribers: {source: file, file: /s}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(policingBin, "check-config", "--config", path).CombinedOutput()
+	if err == nil {
+		t.Fatalf("check-config passed a broken file:\n%s", out)
+	}
+	want := []string{
+		"3 errors in the configuration",
+		path + ":2:3: radius.authAdress: unknown key; did you mean authAddress?",
+		path + ":3:3: radius.workers: must be at least 1, got 0",
+		path + `:6:6: clients[1].name: "bng" is also the name of clients[0] (line 5)`,
+	}
+	last := -1
+	for _, w := range want {
+		i := strings.Index(string(out), w)
+		if i < 0 {
+			t.Errorf("check-config does not print %q:\n%s", w, out)
+		} else if i < last {
+			t.Errorf("%q is out of file order:\n%s", w, out)
+		}
+		last = i
+	}
+
+	good := checkConfigDir(t, `{Framed-MTU: 1492}`, "")
+	text, _ := os.ReadFile(good)
+	if err := os.WriteFile(good, []byte(strings.Replace(string(text), "address: 127.0.0.1,", "address: 127.0.0.1/8,", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(policingBin, "check-config", "--config", good)
+	cmd.Env = append(os.Environ(), "POLICING_RADIUS_WORKER=8")
+	out, err = cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("warnings failed check-config: %v\n%s", err, out)
+	}
+	for _, w := range []string{
+		"policing: warning: environment: POLICING_RADIUS_WORKER: unknown variable: it sets no key and is ignored; did you mean POLICING_RADIUS_WORKERS?",
+		"policing: warning: " + good + ":5:22: clients[0].address: 127.0.0.1/8 has host bits set: it means 127.0.0.0/8",
+	} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("check-config does not warn %q:\n%s", w, out)
+		}
+	}
+
+	// A missing certificate file is named by its key.
+	certs := checkConfigDir(t, `{Framed-MTU: 1492}`, `, radsec: {address: "127.0.0.1:0", certFile: /nonexistent/tls.crt, keyFile: /nonexistent/tls.key, caFile: /nonexistent/ca.crt}`)
+	out, err = exec.Command(policingBin, "check-config", "--config", certs).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "radius.radsec.certFile: open /nonexistent/tls.crt") {
+		t.Fatalf("check-config with a missing certificate: %v\n%s", err, out)
+	}
+}

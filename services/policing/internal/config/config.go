@@ -272,18 +272,6 @@ func hostBits(address string) string {
 		address, p.Masked(), p.Masked(), p.Addr())
 }
 
-// ClientWarnings warns of what the clients accept but likely do not mean (a CIDR with host
-// bits set): for the clients of clientsFile, which Load does not read.
-func ClientWarnings(file string, cls []Client) []Problem {
-	var out []Problem
-	for i, cl := range cls {
-		if w := hostBits(cl.Address); w != "" {
-			out = append(out, Problem{File: file, Key: fmt.Sprintf("clients[%d].address", i), Msg: w})
-		}
-	}
-	return out
-}
-
 // notConfigEnv are POLICING_* variables that are not configuration keys: the file's path
 // and policingctl's admin address and token.
 var notConfigEnv = map[string]bool{"POLICING_CONFIG": true, "POLICING_ADMIN": true, "POLICING_ADMIN_TOKEN": true, "POLICING_ADMIN_TOKEN_FILE": true}

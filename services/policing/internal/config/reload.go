@@ -44,13 +44,25 @@ type ClientsFileDoc struct {
 // with a `clients:` list. The error lists every problem in file order, each with the file,
 // line, column and key (Errors of Problem).
 func LoadClientsFile(path string) ([]Client, error) {
+	cls, _, err := loadClientsFile(path)
+	return cls, err
+}
+
+// ClientsFileWarnings are the warnings of a clients file that loads (a CIDR with host bits
+// set), with their lines; check-config prints them and serve logs them.
+func ClientsFileWarnings(path string) []Problem {
+	_, w, _ := loadClientsFile(path)
+	return w
+}
+
+func loadClientsFile(path string) ([]Client, []Problem, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("clientsFile: %w", err)
+		return nil, nil, fmt.Errorf("clientsFile: %w", err)
 	}
 	root, err := parseNodes(path, raw)
 	if err != nil {
-		return nil, fmt.Errorf("clientsFile: %w", Errors{err})
+		return nil, nil, fmt.Errorf("clientsFile: %w", Errors{err})
 	}
 	f := &fileCheck{file: path, pos: map[string]position{}}
 	top := root
@@ -59,18 +71,18 @@ func LoadClientsFile(path string) ([]Client, error) {
 	}
 	switch {
 	case top.Kind == 0 || top.Kind == yamlv3.DocumentNode || (top.Kind == yamlv3.ScalarNode && top.Tag == "!!null"):
-		return nil, nil
+		return nil, nil, nil
 	case top.Kind == yamlv3.SequenceNode:
 		f.walk(top, reflect.TypeOf([]Client{}), "clients", "clients")
 	case top.Kind == yamlv3.MappingNode:
 		f.check(root, reflect.TypeOf(ClientsFileDoc{}), "")
 	default:
-		return nil, fmt.Errorf("clientsFile: %w", Errors{Problem{File: path, Line: top.Line, Column: top.Column,
+		return nil, nil, fmt.Errorf("clientsFile: %w", Errors{Problem{File: path, Line: top.Line, Column: top.Column,
 			Msg: fmt.Sprintf("want a list of clients or a mapping with a clients: list, not %s", kindWords(top))}})
 	}
 	var node any
 	if err := yaml.Unmarshal(raw, &node); err != nil {
-		return nil, fmt.Errorf("clientsFile: %w", Errors{Problem{File: path, Msg: strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")}})
+		return nil, nil, fmt.Errorf("clientsFile: %w", Errors{Problem{File: path, Msg: strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")}})
 	}
 	if n, ok := node.([]any); ok {
 		node = map[string]any{"clients": n}
@@ -93,9 +105,15 @@ func LoadClientsFile(path string) ([]Client, error) {
 	}
 	sortProblems(problems)
 	if err := problemsErr(problems); err != nil {
-		return nil, fmt.Errorf("clientsFile: %w", err)
+		return nil, nil, fmt.Errorf("clientsFile: %w", err)
 	}
-	return doc.Clients, nil
+	var warnings []Problem
+	for i, cl := range doc.Clients {
+		if w := hostBits(cl.Address); w != "" {
+			warnings = append(warnings, f.place([]error{fmt.Errorf("clients[%d].address: %s", i, w)}, nil)...)
+		}
+	}
+	return doc.Clients, warnings, nil
 }
 
 // yamlKind names a decoded YAML scalar's type for an error message.
