@@ -162,12 +162,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {
 	cfg, warnings, err := loadConfigWarnings("check-config", args, stderr)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "policing: warning:", w.Error())
+	}
 	if err != nil {
 		printErrors(stderr, err)
 		return 2
-	}
-	for _, w := range warnings {
-		fmt.Fprintln(stderr, "policing: warning:", w.Error())
 	}
 	// What serve loads from files before it listens is checked too (app.Check).
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
