@@ -206,7 +206,7 @@ func LoadWithWarnings(path string, sets []string, environ []string) (*Config, []
 		}
 	}
 	problems := f.problems
-	warnings := unknownEnv(environ)
+	warnings := append(f.warnings, unknownEnv(environ)...)
 	overrides := map[string]string{}
 	for _, kv := range envOverrides(environ) {
 		src := envName(kv[0])

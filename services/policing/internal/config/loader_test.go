@@ -132,3 +132,28 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+// YAML merge keys load as before; a key written twice in one mapping is a warning (the last
+// one counts, as before).
+func TestLoaderMergeAndDuplicateKey(t *testing.T) {
+	path := writeConfig(t, `subscribers: {source: file, file: /s}
+radius:
+  workers: 3
+  workers: 4
+clients:
+  - &c {name: a, address: 192.0.2.1, secretFile: /a}
+  - <<: *c
+    name: b
+    address: 192.0.2.2
+`)
+	cfg, warnings, err := LoadWithWarnings(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Radius.Workers != 4 || len(cfg.Clients) != 2 || cfg.Clients[1].SecretFile != "/a" {
+		t.Fatalf("workers %d, clients %+v", cfg.Radius.Workers, cfg.Clients)
+	}
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0].Error(), path+":4:3: radius.workers: written twice (also on line 3)") {
+		t.Fatalf("warnings %v", warnings)
+	}
+}

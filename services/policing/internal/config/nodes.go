@@ -71,6 +71,7 @@ type fileCheck struct {
 	file     string
 	pos      map[string]position // key path -> where its key (or list item) is
 	problems []Problem
+	warnings []Problem
 	dropped  []string // paths removed from the document before decoding (their errors are reported)
 }
 
@@ -163,9 +164,14 @@ func (f *fileCheck) walk(n *yamlv3.Node, t reflect.Type, path, drop string) {
 				names = append(names, name)
 			}
 		}
+		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if f.merge(k, v, t, path, drop) {
+				continue
+			}
 			kp := joinKey(path, k.Value)
+			f.twice(seen, k, kp)
 			f.pos[kp] = position{k.Line, k.Column}
 			ft, ok := fields[k.Value]
 			if !ok {
@@ -187,9 +193,14 @@ func (f *fileCheck) walk(n *yamlv3.Node, t reflect.Type, path, drop string) {
 			f.bad(n, path, drop, "%s where a mapping belongs", kindWords(n))
 			return
 		}
+		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if f.merge(k, v, t, path, drop) {
+				continue
+			}
 			kp := joinKey(path, k.Value)
+			f.twice(seen, k, kp)
 			f.pos[kp] = position{k.Line, k.Column}
 			f.walk(v, t.Elem(), kp, kp)
 		}
@@ -240,6 +251,34 @@ func (f *fileCheck) walk(n *yamlv3.Node, t reflect.Type, path, drop string) {
 		}
 		f.bad(n, path, drop, "%q is not true or false", n.Value)
 	}
+}
+
+// merge walks a merge key's mappings (<<: *base) as part of the mapping they are merged
+// into; it reports whether k was one.
+func (f *fileCheck) merge(k, v *yamlv3.Node, t reflect.Type, path, drop string) bool {
+	if k.Tag != "!!merge" {
+		return false
+	}
+	if v.Kind == yamlv3.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	if v.Kind == yamlv3.SequenceNode {
+		for _, m := range v.Content {
+			f.walk(m, t, path, drop)
+		}
+		return true
+	}
+	f.walk(v, t, path, drop)
+	return true
+}
+
+// twice warns of a key written twice in one mapping: the last one counts, silently.
+func (f *fileCheck) twice(seen map[string]int, k *yamlv3.Node, kp string) {
+	if line, dup := seen[k.Value]; dup {
+		f.warnings = append(f.warnings, Problem{File: f.file, Line: k.Line, Column: k.Column, Key: kp,
+			Msg: fmt.Sprintf("written twice (also on line %d): this one counts", line)})
+	}
+	seen[k.Value] = k.Line
 }
 
 // yaml11Bool are the words sigs.k8s.io/yaml (YAML 1.1) also reads as booleans.

@@ -107,7 +107,7 @@ func loadClientsFile(path string) ([]Client, []Problem, error) {
 	if err := problemsErr(problems); err != nil {
 		return nil, nil, fmt.Errorf("clientsFile: %w", err)
 	}
-	var warnings []Problem
+	warnings := f.warnings
 	for i, cl := range doc.Clients {
 		if w := hostBits(cl.Address); w != "" {
 			warnings = append(warnings, f.place([]error{fmt.Errorf("clients[%d].address: %s", i, w)}, nil)...)
