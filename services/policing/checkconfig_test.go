@@ -133,3 +133,22 @@ subscribers: {source: file, file: /s}
 		t.Fatalf("check-config with a missing certificate: %v\n%s", err, out)
 	}
 }
+
+// A client of clientsFile whose secret file is missing is named by its file, line and index
+// there, not by its index in the list of all clients.
+func TestCheckConfigClientsFileSecretNamed(t *testing.T) {
+	path := checkConfigDir(t, `{Framed-MTU: 1492}`, "")
+	dir := filepath.Dir(path)
+	clients := filepath.Join(dir, "clients.yaml")
+	if err := os.WriteFile(clients, []byte("- {name: other, address: 192.0.2.9, secretFile: /nonexistent/secret}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, append(text, []byte("clientsFile: "+clients+"\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(policingBin, "check-config", "--config", path).CombinedOutput()
+	if want := "clientsFile " + clients + ":1:3: clients[0].secretFile: open /nonexistent/secret"; err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("check-config: %v\n%s\nwant %q", err, out, want)
+	}
+}

@@ -86,6 +86,10 @@ type Client struct {
 	LimitProxyState *bool `json:"limitProxyState,omitempty"`
 	// CoAPort is where the NAS listens for CoA and Disconnect requests (RFC 5176).
 	CoAPort int `json:"coaPort,omitempty"`
+	// Origin names where a client of clientsFile was read ("clientsFile
+	// /etc/clients.yaml:3:5: clients[0]"), for errors about it (its secret file); empty for
+	// clients of the configuration, named clients[i].
+	Origin string `json:"-"`
 }
 
 // Subscribers selects the subscriber source.

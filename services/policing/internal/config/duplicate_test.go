@@ -47,7 +47,7 @@ clients:
 	clients = write("clients2.yaml", "- {name: bng, address: 192.0.2.2, secretFile: /b}\n")
 	cfg := Config{Clients: []Client{{Name: "bng", Address: "192.0.2.1", SecretFile: "/a"}}, ClientsFile: clients}
 	_, err = cfg.AllClients()
-	if err == nil || !strings.Contains(err.Error(), "clients[0] (configuration)") || !strings.Contains(err.Error(), clients+": clients[0]") {
+	if err == nil || !strings.Contains(err.Error(), "clients[0] (configuration)") || !strings.Contains(err.Error(), clients+":1:3: clients[0]") {
 		t.Errorf("configuration and clients file: %v; want a refusal naming both entries", err)
 	}
 }

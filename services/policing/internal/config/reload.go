@@ -107,6 +107,12 @@ func loadClientsFile(path string) ([]Client, []Problem, error) {
 	if err := problemsErr(problems); err != nil {
 		return nil, nil, fmt.Errorf("clientsFile: %w", err)
 	}
+	for i := range doc.Clients {
+		doc.Clients[i].Origin = fmt.Sprintf("clientsFile %s: clients[%d]", path, i)
+		if at, ok := f.pos[fmt.Sprintf("clients[%d]", i)]; ok {
+			doc.Clients[i].Origin = fmt.Sprintf("clientsFile %s:%d:%d: clients[%d]", path, at.line, at.col, i)
+		}
+	}
 	warnings := f.warnings
 	for i, cl := range doc.Clients {
 		if w := hostBits(cl.Address); w != "" {
@@ -144,7 +150,7 @@ func (c *Config) AllClients() ([]Client, error) {
 			if i < inline {
 				return fmt.Sprintf("clients[%d] (configuration)", i)
 			}
-			return fmt.Sprintf("clientsFile %s: clients[%d]", c.ClientsFile, i-inline)
+			return out[i].Origin
 		})...); err != nil {
 			return nil, err
 		}
