@@ -61,7 +61,7 @@ func Build(cfgs []config.Client) (*Table, error) {
 		seen[id] = key
 		coa := c.CoAPort
 		if coa == 0 {
-			coa = 3799
+			coa = config.DefaultCoAPort
 		}
 		cs = append(cs, &Client{Name: c.Name, Prefix: p, NASIdentifier: c.NASIdentifier, Secret: secret,
 			RequireMA: c.RequiresMessageAuthenticator(), LimitProxyState: c.LimitsProxyState(), CoAPort: coa})
