@@ -63,9 +63,12 @@ log: {levle: debug}
 // A YAML syntax error says where in plain words.
 func TestLoaderSyntaxError(t *testing.T) {
 	for text, want := range map[string]string{
-		"radius:\n  authAddress: \":1812\"\n workers: 3\n": ":2: YAML syntax error: did not find expected key",
+		"radius:\n  authAddress: \":1812\"\n workers: 3\n": ":3:2: YAML syntax error: did not find expected key (check this line's indentation)",
 		"radius:\n\tworkers: 3\n":                          ":2:1: YAML syntax error: found character that cannot start any token (a tab: indent with spaces)",
-		"clients: [\n":                                     ": YAML syntax error:",
+		"radius:\n  authAddress: a: b\n":                   ":2:17: YAML syntax error: mapping values are not allowed in this context (a second \": \" on the line: quote the value)",
+		"clients:\n  - name: a\n   address: b\n":           ":3:4: YAML syntax error: did not find expected '-' indicator",
+		"log: {level: info}\nclients: [\n":                 ":2:1: YAML syntax error:",
+		"radius:\n  authAddress: \"x\n":                    ":2:3: YAML syntax error: found unexpected end of stream (a quote or bracket opened here is not closed)",
 	} {
 		_, err := load(t, text, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "converting YAML to JSON") {

@@ -80,24 +80,58 @@ type fileCheck struct {
 var syntaxLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parseNodes parses raw YAML into its node tree; a syntax error is returned as a Problem
-// with its line (and column where the message lets us find it) in plain words.
+// with its line and column in plain words.
 func parseNodes(file string, raw []byte) (*yamlv3.Node, error) {
 	var root yamlv3.Node
 	err := yamlv3.Unmarshal(raw, &root)
 	if err == nil {
 		return &root, nil
 	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	p := Problem{File: file, Msg: "YAML syntax error: " + msg}
-	if m := syntaxLine.FindStringSubmatch(err.Error()); m != nil {
-		p.Line, _ = strconv.Atoi(m[1])
-		p.Msg = "YAML syntax error: " + m[2]
-		lines := strings.Split(string(raw), "\n")
-		if strings.Contains(m[2], "cannot start any token") && p.Line <= len(lines) {
-			if i := strings.IndexByte(lines[p.Line-1], '\t'); i >= 0 {
+	p := Problem{File: file, Msg: "YAML syntax error: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	m := syntaxLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		m = []string{"", "0", strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	what := m[2]
+	p.Msg = "YAML syntax error: " + what
+	// yaml.v3 gives the line where the enclosing block began, and no column: the line is
+	// the first whose prefix of the file fails with the same error.
+	lines := strings.Split(string(raw), "\n")
+	p.Line, _ = strconv.Atoi(m[1])
+	for k := 1; k <= len(lines); k++ {
+		var n yamlv3.Node
+		e := yamlv3.Unmarshal([]byte(strings.Join(lines[:k], "\n")+"\n"), &n)
+		if e != nil && strings.HasSuffix(e.Error(), what) {
+			p.Line = k
+			break
+		}
+	}
+	if p.Line >= 1 && p.Line <= len(lines) {
+		text := lines[p.Line-1]
+		p.Column = len(text) - len(strings.TrimLeft(text, " ")) + 1
+		switch {
+		case strings.Contains(what, "cannot start any token"):
+			if i := strings.IndexAny(text, "\t@`"); i >= 0 {
 				p.Column = i + 1
-				p.Msg += " (a tab: indent with spaces)"
+				if text[i] == '\t' {
+					p.Msg += " (a tab: indent with spaces)"
+				} else {
+					p.Msg += fmt.Sprintf(" (%c: quote the value)", text[i])
+				}
 			}
+		case strings.Contains(what, "mapping values are not allowed"):
+			if i := strings.Index(text, ": "); i >= 0 {
+				if j := strings.Index(text[i+2:], ": "); j >= 0 {
+					p.Column = i + 2 + j + 1
+					p.Msg += " (a second \": \" on the line: quote the value)"
+				} else {
+					p.Msg += " (check this line's indentation)"
+				}
+			}
+		case strings.Contains(what, "unexpected end of stream"):
+			p.Msg += " (a quote or bracket opened here is not closed)"
+		case strings.Contains(what, "did not find expected key"), strings.Contains(what, "expected '-' indicator"):
+			p.Msg += " (check this line's indentation)"
 		}
 	}
 	return nil, p
