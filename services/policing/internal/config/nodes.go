@@ -214,7 +214,9 @@ func (f *fileCheck) walk(n *yamlv3.Node, t reflect.Type, path, drop string) {
 					continue
 				}
 				msg := "unknown key"
-				if s := nearest(k.Value, names); s != "" {
+				if k.Kind != yamlv3.ScalarNode {
+					msg = fmt.Sprintf("%s as a key: keys are words (%s)", kindWords(k), fieldList(t))
+				} else if s := nearest(k.Value, names); s != "" {
 					msg += "; did you mean " + s + "?"
 				}
 				f.bad(k, kp, kp, "%s", msg)
