@@ -1,12 +1,14 @@
 package main_test
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // checkConfigDir writes a configuration whose subscriber file has the given profile reply
@@ -150,5 +152,44 @@ func TestCheckConfigClientsFileSecretNamed(t *testing.T) {
 	out, err := exec.Command(policingBin, "check-config", "--config", path).CombinedOutput()
 	if want := "clientsFile " + clients + ":1:3: clients[0].secretFile: open /nonexistent/secret"; err == nil || !strings.Contains(string(out), want) {
 		t.Fatalf("check-config: %v\n%s\nwant %q", err, out, want)
+	}
+}
+
+// serve logs the warnings at start and starts all the same.
+func TestServeLogsConfigWarnings(t *testing.T) {
+	path := checkConfigDir(t, `{Framed-MTU: 1492}`, "")
+	cmd := exec.Command(policingBin, "serve", "--config", path)
+	cmd.Env = append(os.Environ(), "POLICING_RADIUS_WORKER=8")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	found := make(chan bool, 1)
+	go func() {
+		s := bufio.NewScanner(stderr)
+		warned := false
+		for s.Scan() {
+			line := s.Text()
+			if strings.Contains(line, "POLICING_RADIUS_WORKER: unknown variable") && strings.Contains(line, "WARN") {
+				warned = true
+			}
+			if strings.Contains(line, "policing started") {
+				found <- warned
+				return
+			}
+		}
+		found <- false
+	}()
+	select {
+	case ok := <-found:
+		if !ok {
+			t.Fatal("serve did not log the warning before it started")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not start")
 	}
 }
