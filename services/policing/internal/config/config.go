@@ -249,15 +249,15 @@ func LoadWithWarnings(path string, sets []string, environ []string) (*Config, []
 	if err := cfg.Validate(); err != nil {
 		problems = append(problems, f.place([]error{err}, overrides)...)
 	}
-	sortProblems(problems)
-	if err := problemsErr(problems); err != nil {
-		return nil, warnings, err
-	}
 	for i, cl := range cfg.Clients {
 		key := fmt.Sprintf("clients[%d].address", i)
 		if w := hostBits(cl.Address); w != "" {
 			warnings = append(warnings, f.place([]error{errors.New(key + ": " + w)}, overrides)...)
 		}
+	}
+	sortProblems(problems)
+	if err := problemsErr(problems); err != nil {
+		return nil, warnings, err
 	}
 	return &cfg, warnings, nil
 }
