@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -79,6 +80,13 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // loadConfig parses the common flags and loads the configuration.
 func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, error) {
+	cfg, _, err := loadConfigWarnings(name, args, stderr)
+	return cfg, err
+}
+
+// loadConfigWarnings is loadConfig with the warnings of the configuration and of its clients
+// file (accepted, likely not meant: an unknown POLICING_* variable, a CIDR with host bits).
+func loadConfigWarnings(name string, args []string, stderr io.Writer) (*config.Config, []config.Problem, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", os.Getenv("POLICING_CONFIG"), "configuration file (YAML); env POLICING_CONFIG")
@@ -90,12 +98,29 @@ func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, e
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if *logLevel != "" {
 		sets = append(sets, "log.level="+*logLevel)
 	}
-	return config.Load(*path, sets, os.Environ())
+	cfg, warnings, err := config.LoadWithWarnings(*path, sets, os.Environ())
+	if err == nil && cfg.ClientsFile != "" {
+		warnings = append(warnings, config.ClientsFileWarnings(cfg.ClientsFile)...)
+	}
+	return cfg, warnings, err
+}
+
+// printErrors prints a configuration error one problem a line.
+func printErrors(w io.Writer, err error) {
+	var errs config.Errors
+	if errors.As(err, &errs) && len(errs) > 1 {
+		fmt.Fprintf(w, "policing: %d errors in the configuration:\n", len(errs))
+		for _, e := range errs {
+			fmt.Fprintln(w, "  "+e.Error())
+		}
+		return
+	}
+	fmt.Fprintln(w, "policing:", err)
 }
 
 func newLogger(cfg *config.Config, w io.Writer) (*slog.Logger, *slog.LevelVar) {
@@ -110,13 +135,16 @@ func newLogger(cfg *config.Config, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) int {
-	cfg, err := loadConfig("serve", args, stderr)
+	cfg, warnings, err := loadConfigWarnings("serve", args, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "policing:", err)
+		printErrors(stderr, err)
 		return 2
 	}
 	log, level := newLogger(cfg, stderr)
 	slog.SetDefault(log)
+	for _, w := range warnings {
+		log.Warn("configuration: " + w.Error())
+	}
 	node, err := app.Start(ctx, cfg, log, level)
 	if err != nil {
 		log.Error("cannot start", "err", err.Error())
@@ -133,15 +161,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {
-	cfg, err := loadConfig("check-config", args, stderr)
+	cfg, warnings, err := loadConfigWarnings("check-config", args, stderr)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "policing: warning:", w.Error())
+	}
 	if err != nil {
-		fmt.Fprintln(stderr, "policing:", err)
+		printErrors(stderr, err)
 		return 2
 	}
 	// What serve loads from files before it listens is checked too (app.Check).
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := app.Check(cfg, log); err != nil {
-		fmt.Fprintln(stderr, "policing:", err)
+		printErrors(stderr, err)
 		return 1
 	}
 	out, _ := yamlOf(cfg)

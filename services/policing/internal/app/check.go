@@ -1,9 +1,12 @@
 package app
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
 // Check loads what Start loads from files before it listens — the clients and their
@@ -25,5 +28,33 @@ func Check(cfg *config.Config, log *slog.Logger) error {
 		}
 	}
 	_, err = n.loadAdminToken()
-	return err
+	if err != nil {
+		return err
+	}
+	return checkCertificates(cfg, log)
+}
+
+// checkCertificates reads the certificate sets Start reads (RadSec, Diameter over TLS, EAP),
+// each error naming its key (radius.radsec: certFile: open ...).
+func checkCertificates(cfg *config.Config, log *slog.Logger) error {
+	var errs []error
+	if c := cfg.Radius.RadSec; c.Address != "" {
+		f := &tlsfiles.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, Name: "radsec", Log: log}
+		if _, err := f.Reload(); err != nil {
+			errs = append(errs, fmt.Errorf("radius.radsec.%w", err))
+		}
+	}
+	if c := cfg.Diameter; c.Enabled && c.TLS.Address != "" {
+		f := &tlsfiles.Files{CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile, CAFile: c.TLS.CAFile, Name: "diameter", Log: log}
+		if _, err := f.Reload(); err != nil {
+			errs = append(errs, fmt.Errorf("diameter.tls.%w", err))
+		}
+	}
+	if c := cfg.EAP; len(c.Methods) > 0 && c.UsesTLS() {
+		f := &tlsfiles.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, CRLFile: c.CRLFile, Name: "eap", Log: log}
+		if _, err := f.Reload(); err != nil {
+			errs = append(errs, fmt.Errorf("eap.%w", err))
+		}
+	}
+	return errors.Join(errs...)
 }

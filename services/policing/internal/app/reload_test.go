@@ -183,11 +183,13 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 		"clients: [ {name: lo, address: 127.0.0.1",                                         // not YAML
 		"clients:\n  - {name: lo, address: not-an-ip, secretFile: /x}\n",                   // invalid address
 		"clients:\n  - {name: lo, address: 127.0.0.1, secretFile: /x}\n  - {nmae: typo}\n", // unknown key
+		// two clients named lo (issue 33: CoA would use the first one's secret for the second's sessions)
+		good + fmt.Sprintf("  - {name: lo, address: 127.0.0.2, secretFile: %q}\n", filepath.Join(dir, "secret")),
 	} {
 		rejected := reloads(t, n, "clients", "rejected")
 		writeFile(t, filepath.Join(dir, "clients.yaml"), broken)
 		waitUntil(t, 5*time.Second, "rejected reload", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
-		if !accept("127.0.0.1", "s1") {
+		if !accept("127.0.0.1", "s1") || accept("127.0.0.2", "s1") {
 			t.Fatalf("old clients not in force after a broken file:\n%s", broken)
 		}
 	}

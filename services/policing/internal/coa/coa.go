@@ -24,6 +24,7 @@ import (
 	"layeh.com/radius/rfc3576"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/radclient"
@@ -171,7 +172,7 @@ func (s *Sender) client(sess *session.Session) *nas.Client {
 func target(c *nas.Client, sess *session.Session) (netip.AddrPort, error) {
 	port := uint16(c.CoAPort)
 	if port == 0 {
-		port = 3799
+		port = config.DefaultCoAPort
 	}
 	for _, a := range []netip.Addr{sess.NASIPAddress.Unmap(), sess.NASIPv6Address} {
 		if a.IsValid() && c.Prefix.Contains(a) {

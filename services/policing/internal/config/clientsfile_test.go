@@ -39,10 +39,10 @@ func TestClientsFileErrors(t *testing.T) {
 		"42\n":    "a list of clients or a mapping with a clients: list",
 		"hello\n": "a list of clients or a mapping with a clients: list",
 		"- {name: a, address: nope, secretFile: /s}\n": "clients[0].address",
-		"- {name: a, adress: 192.0.2.1}\n":             "unknown key \"clients[0].adress\"",
-		"- 7\n":                                        "clients[0]: want a mapping",
-		"clients: 7\n":                                 "clients: cannot use number",
-		"clients:\n  - {name: a, address: 192.0.2.1, secretFile: /s, port: x}\n": "unknown key \"clients[0].port\"",
+		"- {name: a, adress: 192.0.2.1}\n":             "clients[0].adress: unknown key; did you mean address?",
+		"- 7\n":                                        "1:3: clients[0]: the number 7 where a mapping (name, address",
+		"clients: 7\n":                                 "1:10: clients: the number 7 where a list of mappings",
+		"clients:\n  - {name: a, address: 192.0.2.1, secretFile: /s, port: x}\n": "2:51: clients[0].port: unknown key",
 	} {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)

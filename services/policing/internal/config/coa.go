@@ -23,6 +23,10 @@ type CoA struct {
 	Concurrency int `json:"concurrency"`
 }
 
+// DefaultCoAPort is a client's coaPort when it sets none (RFC 5176): the one place of that
+// default (the NAS table and CoA used to carry it each).
+const DefaultCoAPort = 3799
+
 func defaultCoA() CoA {
 	return CoA{Timeout: Duration(time.Second), Retries: 2, PolicyDisconnect: true,
 		ResendAfter: Duration(time.Minute), Concurrency: 64}

@@ -86,6 +86,10 @@ type Client struct {
 	LimitProxyState *bool `json:"limitProxyState,omitempty"`
 	// CoAPort is where the NAS listens for CoA and Disconnect requests (RFC 5176).
 	CoAPort int `json:"coaPort,omitempty"`
+	// Origin names where a client of clientsFile was read ("clientsFile
+	// /etc/clients.yaml:3:5: clients[0]"), for errors about it (its secret file); empty for
+	// clients of the configuration, named clients[i].
+	Origin string `json:"-"`
 }
 
 // Subscribers selects the subscriber source.
@@ -169,49 +173,139 @@ func Default() Config {
 }
 
 // Load reads the YAML file (empty path: defaults only), applies POLICING_* environment
-// variables, then the --set overrides, and validates the result.
+// variables, then the --set overrides, and validates the result. The error lists every
+// problem, in file order, each with file:line:column and its key (Errors of Problem).
 func Load(path string, sets []string, environ []string) (*Config, error) {
+	cfg, _, err := LoadWithWarnings(path, sets, environ)
+	return cfg, err
+}
+
+// LoadWithWarnings is Load that also returns the warnings: what is accepted but likely
+// not meant (an unknown POLICING_* variable, a client CIDR with host bits set).
+// check-config prints them and serve logs them.
+func LoadWithWarnings(path string, sets []string, environ []string) (*Config, []Problem, error) {
 	doc := map[string]any{}
+	f := &fileCheck{file: path, pos: map[string]position{}}
 	if path != "" {
 		raw, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: %w", err)
+			return nil, nil, fmt.Errorf("config: %w", err)
 		}
+		root, err := parseNodes(path, raw)
+		if err != nil {
+			return nil, nil, Errors{err}
+		}
+		f.check(root, reflect.TypeOf(Config{}), "")
 		if err := yaml.Unmarshal(raw, &doc); err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, err)
+			if len(f.problems) > 0 { // the walk said why in words (a list where the mapping belongs)
+				return nil, nil, problemsErr(f.problems)
+			}
+			return nil, nil, Errors{Problem{File: path, Msg: strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")}}
 		}
 		if doc == nil {
 			doc = map[string]any{}
 		}
-	}
-	for _, kv := range envOverrides(environ) {
-		if err := setPath(doc, kv[0], kv[1]); err != nil {
-			return nil, err
+		for _, d := range f.dropped {
+			dropPath(doc, d)
 		}
+	}
+	problems := f.problems
+	warnings := append(f.warnings, unknownEnv(environ)...)
+	overrides := map[string]string{}
+	for _, kv := range envOverrides(environ) {
+		src := envName(kv[0])
+		if err := setPath(doc, kv[0], kv[1]); err != nil {
+			problems = append(problems, Problem{Source: src, Msg: err.Error()})
+			continue
+		}
+		overrides[kv[0]] = src
 	}
 	for _, s := range sets {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok {
-			return nil, fmt.Errorf("--set %q: want path=value", s)
+			problems = append(problems, Problem{Source: "--set", Msg: fmt.Sprintf("%q: want path=value", s)})
+			continue
 		}
 		if err := setPath(doc, k, v); err != nil {
-			return nil, err
+			problems = append(problems, Problem{Source: "--set", Msg: err.Error()})
+			continue
 		}
+		overrides[k] = "--set " + k
 	}
-	if err := unknownKeys(doc, reflect.TypeOf(Config{}), ""); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+	if err := unknownKeys(doc, reflect.TypeOf(Config{}), ""); err != nil { // keys set by overrides
+		key, rest := keyOf(err.Error())
+		problems = append(problems, Problem{Source: "--set", Key: key, Msg: rest})
 	}
 	cfg := Default()
 	js, _ := json.Marshal(doc)
 	dec := json.NewDecoder(strings.NewReader(string(js)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("config: %s", describeJSONError(err))
+		key, rest := keyOf(describeJSONError(err))
+		problems = append(problems, f.place([]error{errors.New(key + ": " + rest)}, overrides)...)
+		sortProblems(problems)
+		return nil, warnings, problemsErr(problems)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		problems = append(problems, f.place([]error{err}, overrides)...)
 	}
-	return &cfg, nil
+	for i, cl := range cfg.Clients {
+		key := fmt.Sprintf("clients[%d].address", i)
+		if w := hostBits(cl.Address); w != "" {
+			warnings = append(warnings, f.place([]error{errors.New(key + ": " + w)}, overrides)...)
+		}
+	}
+	sortProblems(problems)
+	if err := problemsErr(problems); err != nil {
+		return nil, warnings, err
+	}
+	return &cfg, warnings, nil
+}
+
+// hostBits warns of a CIDR with host bits set: 10.1.2.3/8 means 10.0.0.0/8, the whole
+// range, which is rarely what was meant.
+func hostBits(address string) string {
+	if !strings.Contains(address, "/") {
+		return ""
+	}
+	p, err := netip.ParsePrefix(address)
+	if err != nil || p.Masked() == p {
+		return ""
+	}
+	return fmt.Sprintf("%s has host bits set: it means %s, the whole range (write %s, or %s for the one address)",
+		address, p.Masked(), p.Masked(), p.Addr())
+}
+
+// notConfigEnv are POLICING_* variables that are not configuration keys: the file's path
+// and policingctl's admin address and token.
+var notConfigEnv = map[string]bool{"POLICING_CONFIG": true, "POLICING_ADMIN": true, "POLICING_ADMIN_TOKEN": true, "POLICING_ADMIN_TOKEN_FILE": true}
+
+// unknownEnv warns of POLICING_* variables that set nothing (a misspelled key, or a list
+// key, which only the file and --set can change), with the nearest variable that does.
+func unknownEnv(environ []string) []Problem {
+	known := map[string]bool{}
+	var names []string
+	for _, kv := range EnvNames() {
+		known[kv[0]] = true
+		names = append(names, kv[0])
+	}
+	var out []Problem
+	for _, e := range environ {
+		k, _, _ := strings.Cut(e, "=")
+		if !strings.HasPrefix(k, "POLICING_") || known[k] || notConfigEnv[k] {
+			continue
+		}
+		msg := "unknown variable: it sets no key and is ignored"
+		if s := nearest(k, names); s != "" {
+			msg += "; did you mean " + s + "?"
+		}
+		out = append(out, Problem{Source: "environment", Key: k, Msg: msg})
+	}
+	return out
+}
+
+func envName(path string) string {
+	return "POLICING_" + strings.ToUpper(strings.ReplaceAll(path, ".", "_"))
 }
 
 // describeJSONError turns decoder errors into messages that name the key.
@@ -225,7 +319,7 @@ func describeJSONError(err error) string {
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return "unknown key " + f
+		return strings.Trim(f, `"`) + ": unknown key"
 	}
 	return msg
 }
@@ -265,10 +359,19 @@ func unknownKeys(node any, t reflect.Type, path string) error {
 		for _, k := range keys {
 			ft, ok := fields[k]
 			if why, gone := removedKeys[joinKey(path, k)]; !ok && gone {
-				return fmt.Errorf("key %q was removed: %s", joinKey(path, k), why)
+				return fmt.Errorf("%s: this key was removed: %s", joinKey(path, k), why)
 			}
 			if !ok {
-				return fmt.Errorf("unknown key %q", joinKey(path, k))
+				msg := "unknown key"
+				names := make([]string, 0, len(fields))
+				for name := range fields {
+					names = append(names, name)
+				}
+				sort.Strings(names)
+				if s := nearest(k, names); s != "" {
+					msg += "; did you mean " + s + "?"
+				}
+				return fmt.Errorf("%s: %s", joinKey(path, k), msg)
 			}
 			if err := unknownKeys(n[k], ft, joinKey(path, k)); err != nil {
 				return err
@@ -394,7 +497,7 @@ func scalarPaths(t reflect.Type, prefix string) []string {
 func EnvNames() [][2]string {
 	var out [][2]string
 	for _, p := range scalarPaths(reflect.TypeOf(Config{}), "") {
-		out = append(out, [2]string{"POLICING_" + strings.ToUpper(strings.ReplaceAll(p, ".", "_")), p})
+		out = append(out, [2]string{envName(p), p})
 	}
 	return out
 }
@@ -487,6 +590,7 @@ func (c *Config) Validate() error {
 	for i, cl := range c.Clients {
 		errs = append(errs, cl.validate(fmt.Sprintf("clients[%d]", i))...)
 	}
+	errs = append(errs, duplicateClientNames(c.Clients, func(i int) string { return fmt.Sprintf("clients[%d]", i) })...)
 	switch c.Subscribers.Source {
 	case "file":
 		if c.Subscribers.File == "" {
@@ -539,6 +643,26 @@ func (cl Client) validate(key string) []error {
 	}
 	if cl.CoAPort < 0 || cl.CoAPort > 65535 {
 		bad("coaPort", "%d is not a port", cl.CoAPort)
+	}
+	return errs
+}
+
+// duplicateClientNames refuses two clients of one name: CoA finds a session's NAS by the
+// client name recorded with the session, so the second client's sessions would get the first
+// one's secret and CoA port (issue 33). key names entry i for the message.
+func duplicateClientNames(cls []Client, key func(i int) string) []error {
+	var errs []error
+	first := map[string]int{}
+	for i, cl := range cls {
+		if cl.Name == "" {
+			continue
+		}
+		if j, dup := first[cl.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s.name: %q is also the name of %s: client names must be unique (CoA finds a session's NAS by its client name)",
+				key(i), cl.Name, key(j)))
+			continue
+		}
+		first[cl.Name] = i
 	}
 	return errs
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"time"
 
+	yamlv3 "gopkg.in/yaml.v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -39,48 +41,85 @@ type ClientsFileDoc struct {
 }
 
 // LoadClientsFile reads and validates a clients file: a YAML list of clients, or a mapping
-// with a `clients:` list. Errors name the file and the key.
+// with a `clients:` list. The error lists every problem in file order, each with the file,
+// line, column and key (Errors of Problem).
 func LoadClientsFile(path string) ([]Client, error) {
+	cls, _, err := loadClientsFile(path)
+	return cls, err
+}
+
+// ClientsFileWarnings are the warnings of a clients file that loads (a CIDR with host bits
+// set), with their lines; check-config prints them and serve logs them.
+func ClientsFileWarnings(path string) []Problem {
+	_, w, _ := loadClientsFile(path)
+	return w
+}
+
+func loadClientsFile(path string) ([]Client, []Problem, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("clientsFile: %w", err)
+		return nil, nil, fmt.Errorf("clientsFile: %w", err)
+	}
+	root, err := parseNodes(path, raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("clientsFile: %w", Errors{err})
+	}
+	f := &fileCheck{file: path, pos: map[string]position{}}
+	top := root
+	if top.Kind == yamlv3.DocumentNode && len(top.Content) > 0 {
+		top = top.Content[0]
+	}
+	switch {
+	case top.Kind == 0 || top.Kind == yamlv3.DocumentNode || (top.Kind == yamlv3.ScalarNode && top.Tag == "!!null"):
+		return nil, nil, nil
+	case top.Kind == yamlv3.SequenceNode:
+		f.walk(top, reflect.TypeOf([]Client{}), "clients", "clients")
+	case top.Kind == yamlv3.MappingNode:
+		f.check(root, reflect.TypeOf(ClientsFileDoc{}), "")
+	default:
+		return nil, nil, fmt.Errorf("clientsFile: %w", Errors{Problem{File: path, Line: top.Line, Column: top.Column,
+			Msg: fmt.Sprintf("want a list of clients or a mapping with a clients: list, not %s", kindWords(top))}})
 	}
 	var node any
 	if err := yaml.Unmarshal(raw, &node); err != nil {
-		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
+		return nil, nil, fmt.Errorf("clientsFile: %w", Errors{Problem{File: path, Msg: strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")}})
 	}
-	switch n := node.(type) {
-	case nil:
-		return nil, nil
-	case []any:
+	if n, ok := node.([]any); ok {
 		node = map[string]any{"clients": n}
-	case map[string]any:
-	default:
-		return nil, fmt.Errorf("clientsFile %s: want a list of clients or a mapping with a clients: list, not a %s", path, yamlKind(n))
 	}
-	if list, ok := node.(map[string]any)["clients"].([]any); ok {
-		for i, e := range list {
-			if _, ok := e.(map[string]any); !ok {
-				return nil, fmt.Errorf("clientsFile %s: clients[%d]: want a mapping (name, address, secretFile...), not a %s", path, i, yamlKind(e))
-			}
+	for _, d := range f.dropped {
+		dropPath(node, d)
+	}
+	problems := f.problems
+	var doc ClientsFileDoc
+	js, _ := json.Marshal(node)
+	if err := json.Unmarshal(js, &doc); err != nil {
+		problems = append(problems, f.place([]error{errors.New(describeJSONError(err))}, nil)...)
+	} else {
+		var errs []error
+		for i, cl := range doc.Clients {
+			errs = append(errs, cl.validate(fmt.Sprintf("clients[%d]", i))...)
+		}
+		errs = append(errs, duplicateClientNames(doc.Clients, func(i int) string { return fmt.Sprintf("clients[%d]", i) })...)
+		problems = append(problems, f.place(errs, nil)...)
+	}
+	sortProblems(problems)
+	if err := problemsErr(problems); err != nil {
+		return nil, nil, fmt.Errorf("clientsFile: %w", err)
+	}
+	for i := range doc.Clients {
+		doc.Clients[i].Origin = fmt.Sprintf("clientsFile %s: clients[%d]", path, i)
+		if at, ok := f.pos[fmt.Sprintf("clients[%d]", i)]; ok {
+			doc.Clients[i].Origin = fmt.Sprintf("clientsFile %s:%d:%d: clients[%d]", path, at.line, at.col, i)
 		}
 	}
-	if err := unknownKeys(node, reflect.TypeOf(ClientsFileDoc{}), ""); err != nil {
-		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
-	}
-	js, _ := json.Marshal(node)
-	var doc ClientsFileDoc
-	if err := json.Unmarshal(js, &doc); err != nil {
-		return nil, fmt.Errorf("clientsFile %s: %s", path, describeJSONError(err))
-	}
-	var errs []error
+	warnings := f.warnings
 	for i, cl := range doc.Clients {
-		errs = append(errs, cl.validate(fmt.Sprintf("clients[%d]", i))...)
+		if w := hostBits(cl.Address); w != "" {
+			warnings = append(warnings, f.place([]error{fmt.Errorf("clients[%d].address: %s", i, w)}, nil)...)
+		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("clientsFile %s: %w", path, err)
-	}
-	return doc.Clients, nil
+	return doc.Clients, warnings, nil
 }
 
 // yamlKind names a decoded YAML scalar's type for an error message.
@@ -104,6 +143,19 @@ func (c *Config) AllClients() ([]Client, error) {
 			return nil, err
 		}
 		out = append(out, more...)
+		// A name both in clients and in clientsFile (Validate and LoadClientsFile each
+		// refuse duplicates of their own).
+		inline := len(c.Clients)
+		if err := errors.Join(duplicateClientNames(out, func(i int) string {
+			if i < inline {
+				return fmt.Sprintf("clients[%d] (configuration)", i)
+			}
+			return out[i].Origin
+		})...); err != nil {
+			return nil, err
+		}
+	} else if err := errors.Join(duplicateClientNames(out, func(i int) string { return fmt.Sprintf("clients[%d]", i) })...); err != nil {
+		return nil, err // a Config that Validate did not see
 	}
 	// A client that does not say whether it must send Message-Authenticator, or whether
 	// its Proxy-State is limited, follows the node-wide radius.requireMessageAuthenticator

@@ -43,6 +43,9 @@ func Build(cfgs []config.Client) (*Table, error) {
 	seen := map[string]string{}
 	for i, c := range cfgs {
 		key := fmt.Sprintf("clients[%d]", i)
+		if c.Origin != "" {
+			key = c.Origin // a client of clientsFile: its file and index there
+		}
 		p, err := config.ParseClientAddress(c.Address)
 		if err != nil {
 			return nil, fmt.Errorf("%s.address: %q is not an IP address or CIDR", key, c.Address)
@@ -58,7 +61,7 @@ func Build(cfgs []config.Client) (*Table, error) {
 		seen[id] = key
 		coa := c.CoAPort
 		if coa == 0 {
-			coa = 3799
+			coa = config.DefaultCoAPort
 		}
 		cs = append(cs, &Client{Name: c.Name, Prefix: p, NASIdentifier: c.NASIdentifier, Secret: secret,
 			RequireMA: c.RequiresMessageAuthenticator(), LimitProxyState: c.LimitsProxyState(), CoAPort: coa})

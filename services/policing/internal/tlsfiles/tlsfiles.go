@@ -46,7 +46,8 @@ func (f *Files) Reload() (bool, error) {
 		}
 		b, err := os.ReadFile(name)
 		if err != nil {
-			return false, err
+			// The key names which file (the caller adds the section: eap, diameter.tls).
+			return false, fmt.Errorf("%s: %w", [...]string{"certFile", "keyFile", "caFile", "crlFile"}[i], err)
 		}
 		raw[i] = b
 	}
