@@ -16,7 +16,8 @@
 #      and the add-ons' builds run niced (BUILD_NICE, ADDONS_NICE) so that they yield to the
 #      tests;
 #   C. after provision-cluster: the add-ons' build (`make addons`, minutes of compiling when
-#      cold), then their package (ADDONS_TESTS). The cluster tests that need the add-ons wait
+#      cold) and the Cassandra test images (`make cassandra-image`: a debootstrap when cold),
+#      then their packages (ADDONS_TESTS). The cluster tests that need the add-ons wait
 #      for this build (test/addons NeedBuilt, through the status file BuildStatusEnv names);
 #      the first cluster test does not need them, so it runs while they compile.
 # The cluster tests spend most of their time waiting on pods, the others on Cassandra and
@@ -116,7 +117,7 @@ done
 	nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory provision-cluster || rc=$?
 	at "cluster provisioned (rc=${rc})"
 	(
-		if ((rc == 0)) && nice -n "$ADDONS_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
+		if ((rc == 0)) && nice -n "$ADDONS_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons cassandra-image; then
 			echo ok >"$status"
 			at "add-ons built"
 			env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${addons_pkgs[@]}"

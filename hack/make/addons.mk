@@ -7,7 +7,7 @@
 # cluster's Kubernetes binaries first.
 
 PROVISION += addons
-ADDONS_TESTS := ./test/addons/...
+ADDONS_TESTS := ./test/addons/... ./test/cassandraimage/...
 
 ##@ Add-ons of the local cluster
 .PHONY: addons
@@ -28,7 +28,7 @@ addons-install: addons ## Install the add-ons on the cluster of KUBECONFIG and w
 K8SSANDRA_ADDONS := cert-manager-controller cert-manager-webhook cert-manager-cainjector cass-operator k8ssandra-operator
 
 .PHONY: cluster-k8ssandra
-cluster-k8ssandra: envtest-assets ## Install cass-operator and k8ssandra-operator on the running local cluster (make cluster-up first).
+cluster-k8ssandra: envtest-assets cassandra-image ## Install cass-operator, k8ssandra-operator and the Cassandra test images on the running local cluster (make cluster-up first).
 	GO=$(GO) hack/addons.sh build $(K8SSANDRA_ADDONS)
 	hack/addons.sh install-k8ssandra "$$(hack/cluster.sh kubeconfig)"
 

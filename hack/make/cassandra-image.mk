@@ -2,7 +2,10 @@
 # so that the real cass-operator and k8ssandra-operator can run Cassandra pods offline.
 # hack/cassandra-image.sh builds them into $(CACHE)/cassandra-image (cold ~4-5 min with the
 # debootstrap, ~1 min without; warm ~2 s); hack/cassandra-mgmt/README.md says what they are.
-# Not in PROVISION: only the managed-Cassandra cluster tests need them.
+# Part of PROVISION, built in make test's add-ons lane (the managed-Cassandra cluster test and
+# test/cassandraimage need them): PROVISION_CLUSTER in the Makefile.
+
+PROVISION += cassandra-image
 
 ##@ Cassandra test image
 CASSANDRA_IMAGE_DIR := $(CACHE)/cassandra-image
