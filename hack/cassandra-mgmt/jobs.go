@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -16,15 +17,18 @@ const (
 )
 
 // job is the executor job of /api/v0/ops/executor/job: the shape cass-operator's JobDetails
-// parses (times in milliseconds since the epoch, as the upstream server writes them).
+// parses — every field a string, the times milliseconds since the epoch written as strings
+// (a JSON number fails its decode).
 type job struct {
 	ID         string `json:"id"`
 	Type       string `json:"type"`
 	Status     string `json:"status"`
-	SubmitTime int64  `json:"submit_time"`
-	EndTime    int64  `json:"end_time"`
+	SubmitTime string `json:"submit_time"`
+	EndTime    string `json:"end_time,omitempty"`
 	Error      string `json:"error,omitempty"`
 }
+
+func nowMillis() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
 
 type jobs struct {
 	mu   sync.Mutex
@@ -39,7 +43,7 @@ func (j *jobs) run(typ string, fn func() error) string {
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:4]) + "-" + hex.EncodeToString(b[4:6]) + "-" + hex.EncodeToString(b[6:8]) + "-" +
 		hex.EncodeToString(b[8:10]) + "-" + hex.EncodeToString(b[10:])
-	jb := &job{ID: id, Type: typ, Status: jobWaiting, SubmitTime: time.Now().UnixMilli()}
+	jb := &job{ID: id, Type: typ, Status: jobWaiting, SubmitTime: nowMillis()}
 	j.mu.Lock()
 	j.byID[id] = jb
 	j.mu.Unlock()
@@ -47,7 +51,7 @@ func (j *jobs) run(typ string, fn func() error) string {
 		err := fn()
 		j.mu.Lock()
 		defer j.mu.Unlock()
-		jb.EndTime = time.Now().UnixMilli()
+		jb.EndTime = nowMillis()
 		if err != nil {
 			jb.Status, jb.Error = jobError, err.Error()
 		} else {
