@@ -40,39 +40,11 @@ const (
 	// datacenters one after another, and each Cassandra node boots in its pod (a JVM start,
 	// a first boot, joining the cluster) on two busy cores.
 	managedReadyWithin = 20 * time.Minute
-	localStorageClass  = "openaaa-local"
+	// managedNASSecret is the NAS client's secret in the sample values.
+	managedNASSecret = "change-me"
 )
 
 var cassDCGVK = schema.GroupVersionKind{Group: "cassandra.datastax.com", Version: "v1beta1", Kind: "CassandraDatacenter"}
-
-func managedValues(dcs ...string) string {
-	var b strings.Builder
-	b.WriteString("datacenters:\n")
-	for _, dc := range dcs {
-		fmt.Fprintf(&b, `  - name: %s
-    replicas: 1
-    service: {type: NodePort}
-    cassandra:
-      size: 1
-      replicationFactor: 1
-      storage: {storageClassName: %s, size: 1Gi}
-      resources:
-        requests: {cpu: 100m, memory: 1Gi}
-        limits: {cpu: "1", memory: 1536Mi}
-`, dc, localStorageClass)
-	}
-	fmt.Fprintf(&b, `cassandra:
-  managed: {softPodAntiAffinity: true}
-sessionStore: cassandra
-subscribers:
-  file: {configMap: {name: subscribers, key: subscribers.yaml}}
-nasClients:
-  create: true
-  clients:
-    - {name: nas, address: %s, secret: %s}
-`, clustertest.NASIP, nasSecret)
-	return b.String()
-}
 
 // installK8ssandra installs cass-operator and k8ssandra-operator (and imports the Cassandra
 // test images) as a user of the local cluster does: hack/addons.sh install-k8ssandra.
@@ -163,10 +135,8 @@ func TestManagedCassandra(t *testing.T) {
 	t.Cleanup(func() {
 		runHelm(t, context.Background(), helm, "uninstall", "openaaa-operator", "-n", operatorNS, "--wait", "--timeout", "2m")
 	})
-	values := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(values, []byte(managedValues("dc1", "dc2")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// The values a user of the local cluster writes (docs/local-cluster.md).
+	values := filepath.Join(root, "config", "samples", "cluster-managed-values.yaml")
 	runHelm(t, ctx, helm, "install", managedRelease, filepath.Join(root, "charts", "aaacluster"), "-n", managedNS, "-f", values)
 	t.Cleanup(func() { uninstallManaged(t, c, helm) })
 
@@ -260,7 +230,7 @@ func managedFlow(t *testing.T, ctx context.Context, c client.Client, root string
 	defer lcancel()
 	run := clustertest.NASExec(lctx, loadgen, "run", "--quiet", "--target", strings.Join(targets, ","),
 		"--distribution", "round-robin", "--failover", "--nas-ip", clustertest.NASIP,
-		"--secret", nasSecret, "--users", fmt.Sprint(loadUsers), "--framed-ip-base", "198.19.0.1",
+		"--secret", managedNASSecret, "--users", fmt.Sprint(loadUsers), "--framed-ip-base", "198.19.0.1",
 		"--concurrency", "8", "--duration", d.String(), "--timeout", "2s", "--retries", "6",
 		"--acked-out", acked, "--json-out", report)
 	var out bytes.Buffer
