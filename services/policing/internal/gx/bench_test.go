@@ -203,4 +203,3 @@ func resultCode(m []byte) uint32 {
 	}
 	return 0
 }
-
