@@ -81,7 +81,12 @@ func typeOf(app, code, vendor uint32, d *dict.Parser) datatype.TypeID {
 	return typ
 }
 
-type typeKey struct{ app, code, vendor uint32 }
+// typeKey names a cached dictionary answer: byCode for go-diameter's decoding's lookup
+// (FindAVPByCode, decodeType), else checkAVPs' (FindAVPWithVendor, lookupType).
+type typeKey struct {
+	app, code, vendor uint32
+	byCode            bool
+}
 
 type typeEntry struct {
 	typ   datatype.TypeID
@@ -102,7 +107,16 @@ func DictionaryChanged() { types.Store(nil) }
 // lookupType is the dictionary's type of an AVP and whether the dictionary knows it
 // (OctetString when not).
 func lookupType(app, code, vendor uint32, d *dict.Parser) (datatype.TypeID, bool) {
-	k := typeKey{app, code, vendor}
+	return cachedType(typeKey{app, code, vendor, false}, d, func() typeEntry {
+		if def, err := d.FindAVPWithVendor(app, code, vendor); err == nil && def != nil {
+			return typeEntry{def.Data.Type, true}
+		}
+		return typeEntry{typ: datatype.OctetStringType}
+	})
+}
+
+// cachedType is the cached answer for k (the default dictionary's only), else find's.
+func cachedType(k typeKey, d *dict.Parser, find func() typeEntry) (datatype.TypeID, bool) {
 	cached := d == dict.Default
 	if cached {
 		if m := types.Load(); m != nil {
@@ -111,10 +125,7 @@ func lookupType(app, code, vendor uint32, d *dict.Parser) (datatype.TypeID, bool
 			}
 		}
 	}
-	e := typeEntry{typ: datatype.OctetStringType}
-	if def, err := d.FindAVPWithVendor(app, code, vendor); err == nil && def != nil {
-		e = typeEntry{def.Data.Type, true}
-	}
+	e := find()
 	if cached {
 		old := types.Load()
 		if old == nil || len(*old) < typesMax {

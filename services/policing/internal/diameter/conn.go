@@ -265,8 +265,8 @@ func readFrame(r io.Reader) ([]byte, error) {
 
 // decode parses one framed message; a non-zero code is the Result-Code to answer with when it
 // cannot be used, with the AVP at fault when one can be named (Failed-AVP). The AVPs'
-// lengths and mandatory bits are checked on the bytes first (checkAVPs), then go-diameter
-// decodes the values.
+// lengths and mandatory bits are checked on the bytes first (checkAVPs), then a request is
+// decoded by decodeChecked (codec.go), which leaves to go-diameter what it is not sure of.
 func decode(frame []byte) (m *diam.Message, code uint32, failed *diam.AVP) {
 	defer func() {
 		if recover() != nil {
@@ -283,6 +283,9 @@ func decode(frame []byte) (m *diam.Message, code uint32, failed *diam.AVP) {
 	if h.CommandFlags&diam.RequestFlag != 0 {
 		if f := checkAVPs(frame[diam.HeaderLength:], h.ApplicationID, dict.Default); f != nil {
 			return nil, f.code, f.failed
+		}
+		if m = decodeChecked(h, frame, dict.Default); m != nil {
+			return m, 0, nil
 		}
 	}
 	m, err = diam.ReadMessage(bytes.NewReader(frame), dict.Default)

@@ -250,11 +250,11 @@ func (s *Server) replay(c *peerConn, m *diam.Message) bool {
 // write sends the answer; an application answer is kept for retransmissions of its request,
 // before it leaves: a peer that retransmits the moment it has the answer finds it cached.
 func (s *Server) write(c *peerConn, req, ans *diam.Message, name string) {
-	b, err := ans.Serialize()
-	if err != nil {
-		s.opt.Log.Error("diameter: answer not serialized", "command", name, "err", err)
+	if !serializable(ans.AVP) {
+		s.opt.Log.Error("diameter: answer not serialized: an AVP without data", "command", name)
 		return
 	}
+	b := serialize(ans)
 	if req.Header.ApplicationID != 0 {
 		if info, open := s.state(c); open {
 			s.dups.put(info.OriginHost, sessionID(req), req.Header.EndToEndID, b, time.Now())
