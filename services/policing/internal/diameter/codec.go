@@ -34,7 +34,7 @@ func decodeChecked(h *diam.Header, frame []byte, d *dict.Parser) *diam.Message {
 	if !ok {
 		return nil
 	}
-	m := diam.NewMessage(h.CommandCode, h.CommandFlags, h.ApplicationID, h.HopByHopID, h.EndToEndID, d)
+	m := newMessage(h.CommandCode, h.CommandFlags, h.ApplicationID, h.HopByHopID, h.EndToEndID, d)
 	m.Header.MessageLength = uint32(len(frame))
 	m.AVP = top
 	return m
@@ -109,6 +109,9 @@ func (dec *decoder) list(body []byte) ([]*diam.AVP, bool) {
 			}
 			g.AVP = children
 			a.Data = g
+			if g.Len() != len(payload) {
+				return nil, false // go-diameter would step over the group's padding differently
+			}
 		case datatype.UTF8StringType:
 			a.Data = datatype.UTF8String(payload)
 		case datatype.DiameterIdentityType:
@@ -117,7 +120,10 @@ func (dec *decoder) list(body []byte) ([]*diam.AVP, bool) {
 			a.Data = datatype.OctetString(payload)
 		default:
 			v, err := datatype.Decode(typ, payload)
-			if err != nil {
+			if err != nil || v.Len() != len(payload) {
+				// go-diameter steps to the next AVP by the value's length, not the AVP's: an
+				// Address of 4 bytes (no family) decodes as 6, and go-diameter loses the framing
+				// of the rest (its panic is answered 5004): so is this request.
 				return nil, false
 			}
 			a.Data = v

@@ -267,8 +267,8 @@ func (s *Server) write(c *peerConn, req, ans *diam.Message, name string) {
 
 // sessionID is the request's Session-Id ("" without one).
 func sessionID(m *diam.Message) string {
-	a, err := m.FindAVP(avp.SessionID, 0)
-	if err != nil {
+	a := SessionIDAVP(m)
+	if a == nil {
 		return ""
 	}
 	if v, ok := a.Data.(datatype.UTF8String); ok {

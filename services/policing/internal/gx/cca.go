@@ -66,14 +66,28 @@ const (
 // CC-Request-Number, the last two echoing the CCR's when it had them (a CC-Request-Type
 // outside RFC 4006 §8.3's enumeration is not echoed: the 5004's Failed-AVP carries it).
 func ccaHead(ans *diam.Message, req *CCR) {
-	ans.AddAVP(avpOf(avp.AuthApplicationID, datatype.Unsigned32(16777238)))
-	if req.hasType && Specs[avpKey{avp.CCRequestType, 0}].Enum[req.RequestType] != "" {
-		ans.AddAVP(avpOf(avp.CCRequestType, datatype.Enumerated(req.RequestType)))
+	ans.AddAVP(authApplicationID)
+	if req.hasType && int(req.RequestType) < len(requestTypes) && requestTypes[req.RequestType] != nil {
+		ans.AddAVP(requestTypes[req.RequestType])
 	}
 	if req.hasNumber {
 		ans.AddAVP(avpOf(avp.CCRequestNumber, datatype.Unsigned32(req.RequestNumber)))
 	}
 }
+
+// AVPs every CCA carries, built once (an answer's AVPs are only read: serialized).
+var (
+	authApplicationID = avpOf(avp.AuthApplicationID, datatype.Unsigned32(16777238))
+	// requestTypes are the CC-Request-Type AVPs of RFC 4006 §8.3's enumeration, by value.
+	requestTypes = func() (t [5]*diam.AVP) {
+		for v := range t {
+			if Specs[avpKey{avp.CCRequestType, 0}].Enum[uint32(v)] != "" {
+				t[v] = avpOf(avp.CCRequestType, datatype.Enumerated(v))
+			}
+		}
+		return t
+	}()
+)
 
 // names are Charging-Rule-Name AVPs of rules, then Charging-Rule-Base-Name AVPs of bases.
 func names(rules, bases []string) []*diam.AVP {
