@@ -212,8 +212,9 @@ func (s *Server) read(c *peerConn) {
 	}()
 	// Buffered: a burst of requests costs one read syscall, not two per message.
 	r := bufio.NewReaderSize(c.Conn, 64<<10)
+	hdr := make([]byte, diam.HeaderLength) // the connection's: a header read per message escaped
 	for {
-		frame, err := readFrame(r)
+		frame, err := readFrameInto(r, hdr)
 		if err != nil {
 			// A peer that closes or resets its end is gone, not malformed.
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
@@ -244,8 +245,12 @@ func (s *Server) read(c *peerConn) {
 // readFrame reads one message: the header's version and length must be sane, else framing
 // is lost and the connection must close (RFC 6733 §3).
 func readFrame(r io.Reader) ([]byte, error) {
-	var h [diam.HeaderLength]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
+	return readFrameInto(r, make([]byte, diam.HeaderLength))
+}
+
+// readFrameInto is readFrame reading the header into h (diam.HeaderLength bytes).
+func readFrameInto(r io.Reader, h []byte) ([]byte, error) {
+	if _, err := io.ReadFull(r, h); err != nil {
 		return nil, err
 	}
 	n := int(binary.BigEndian.Uint32(h[0:4]) & 0xffffff)
@@ -253,7 +258,7 @@ func readFrame(r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("bad header: version %d, length %d", h[0], n)
 	}
 	b := make([]byte, n)
-	copy(b, h[:])
+	copy(b, h)
 	if _, err := io.ReadFull(r, b[diam.HeaderLength:]); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF

@@ -222,11 +222,19 @@ func (s *Server) serve(c *peerConn, m *diam.Message) {
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	metrics.Transactions.WithLabelValues("diameter").Inc()
 	s.write(c, m, ans, name)
-	requests.WithLabelValues(name, strconv.FormatUint(uint64(code), 10)).Inc()
+	requests.WithLabelValues(name, codeLabel(code)).Inc()
 	duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
 	if closeIt {
 		_ = c.Close()
 	}
+}
+
+// codeLabel is a Result-Code as a metric label (2001 without formatting it).
+func codeLabel(code uint32) string {
+	if code == diam.Success {
+		return "2001"
+	}
+	return strconv.FormatUint(uint64(code), 10)
 }
 
 // replay answers a retransmitted application request from the cache (counted, not
