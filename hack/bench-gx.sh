@@ -145,8 +145,15 @@ fi
 # The Lua hooks alone, in-process (BenchmarkGxSession: gx_initial + 5 × gx_update of a session
 # of 7 Gx requests, testdata/throttle.lua), 3 runs: what Lua adds per Gx request without the
 # wire's noise, which on two shared cores is larger than the difference measured above.
-(cd "$ROOT" && CGO_ENABLED=0 "${GO:-go}" test -run '^$' -bench BenchmarkGxSession -benchtime 2s -count 3 \
-	./services/policing/internal/policy/luapolicy/) >"$OUT/lua-inprocess.txt"
+# A failed hook fails the benchmark with the engine's reason in the file; the wire figures
+# above are reported all the same, and bench-gx exits 1 at the end.
+LUA_FAILED=0
+if ! (cd "$ROOT" && CGO_ENABLED=0 "${GO:-go}" test -run '^$' -bench BenchmarkGxSession -benchtime 2s -count 3 \
+	./services/policing/internal/policy/luapolicy/) >"$OUT/lua-inprocess.txt" 2>&1; then
+	LUA_FAILED=1
+	echo "bench-gx: the in-process Lua benchmark failed (load average $(cut -d' ' -f1-3 /proc/loadavg)):" >&2
+	grep -E 'level=WARN|FAIL|failed' "$OUT/lua-inprocess.txt" | head -5 >&2
+fi
 inprocess() { # VARIANT: median ns per session
 	awk -v v="BenchmarkGxSession/$1-" 'index($1, v) == 1 {print $3}' "$OUT/lua-inprocess.txt" | median
 }
@@ -203,3 +210,4 @@ lua_stat() { # VARIANT COLUMN(1 runs, 2 reuses)
 		}'
 	done
 } | tee "$OUT/report.md"
+((LUA_FAILED == 0)) || { echo "bench-gx: the in-process Lua benchmark failed: $OUT/lua-inprocess.txt" >&2; exit 1; }

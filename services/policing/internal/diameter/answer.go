@@ -1,9 +1,12 @@
 package diameter
 
 import (
+	"sync/atomic"
+
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
+	"github.com/fiorix/go-diameter/v4/diam/dict"
 )
 
 // Identity is this node's Diameter identity; it starts every answer.
@@ -21,14 +24,16 @@ func (id Identity) Answer(req *diam.Message, code uint32) *diam.Message {
 	if code >= 3000 && code < 4000 {
 		flags |= diam.ErrorFlag
 	}
-	a := diam.NewMessage(req.Header.CommandCode, flags, req.Header.ApplicationID,
+	a := newMessage(req.Header.CommandCode, flags, req.Header.ApplicationID,
 		req.Header.HopByHopID, req.Header.EndToEndID, req.Dictionary())
-	if sid, err := req.FindAVP(avp.SessionID, 0); err == nil && sid != nil {
+	a.AVP = make([]*diam.AVP, 0, 16) // a CCA's AVPs without growing
+	if sid := SessionIDAVP(req); sid != nil {
 		a.AddAVP(diam.NewAVP(avp.SessionID, avp.Mbit, 0, sid.Data))
 	}
-	a.NewAVP(avp.ResultCode, avp.Mbit, 0, datatype.Unsigned32(code))
-	a.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(id.Host))
-	a.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.Realm))
+	a.AddAVP(resultCodeAVP(code))
+	host, realm := id.avps()
+	a.AddAVP(host)
+	a.AddAVP(realm)
 	for _, p := range req.AVP {
 		if p.Code == avp.ProxyInfo && p.VendorID == 0 {
 			a.AddAVP(p)
@@ -36,6 +41,68 @@ func (id Identity) Answer(req *diam.Message, code uint32) *diam.Message {
 	}
 	return a
 }
+
+// SessionIDAVP is the request's Session-Id AVP (nil without one): go-diameter's FindAVP
+// allocates, this does not.
+func SessionIDAVP(m *diam.Message) *diam.AVP {
+	for _, a := range m.AVP {
+		if a.Code == avp.SessionID && a.VendorID == 0 {
+			return a
+		}
+	}
+	return nil
+}
+
+// Answers share AVPs that never change (serializing only reads them): a node's Origin-Host
+// and Origin-Realm, the frequent Result-Codes. Nothing may modify an answer's AVPs.
+var (
+	lastIdentity atomic.Pointer[identityAVPs]
+	successAVP   = diam.NewAVP(avp.ResultCode, avp.Mbit, 0, datatype.Unsigned32(diam.Success))
+)
+
+type identityAVPs struct {
+	id          Identity
+	host, realm *diam.AVP
+}
+
+func (id Identity) avps() (host, realm *diam.AVP) {
+	if c := lastIdentity.Load(); c != nil && c.id == id {
+		return c.host, c.realm
+	}
+	c := &identityAVPs{id: id, host: diam.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity(id.Host)),
+		realm: diam.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity(id.Realm))}
+	lastIdentity.Store(c)
+	return c.host, c.realm
+}
+
+func resultCodeAVP(code uint32) *diam.AVP {
+	if code == diam.Success {
+		return successAVP
+	}
+	return diam.NewAVP(avp.ResultCode, avp.Mbit, 0, datatype.Unsigned32(code))
+}
+
+// newMessage is diam.NewMessage in one allocation rather than two (the message and its
+// header together).
+func newMessage(cmd uint32, flags uint8, app, hopByHop, endToEnd uint32, d *dict.Parser) *diam.Message {
+	t := templates.Load()
+	if t == nil || t.Dictionary() != d {
+		t = diam.NewMessage(0, 0, 0, 1, 1, d)
+		templates.Store(t)
+	}
+	x := &struct {
+		m diam.Message
+		h diam.Header
+	}{m: *t}
+	x.h = diam.Header{Version: 1, MessageLength: diam.HeaderLength, CommandFlags: flags, CommandCode: cmd,
+		ApplicationID: app, HopByHopID: hopByHop, EndToEndID: endToEnd}
+	x.m.Header = &x.h
+	return &x.m
+}
+
+// templates is an empty message of the last dictionary used: newMessage copies it for its
+// unexported fields (the dictionary, the stream).
+var templates atomic.Pointer[diam.Message]
 
 // FailedAVP is an answer naming the AVP at fault (RFC 6733 §7.5: for a missing AVP, an
 // example of it with a zero-filled payload of the minimum length of its type).

@@ -212,8 +212,9 @@ func (s *Server) read(c *peerConn) {
 	}()
 	// Buffered: a burst of requests costs one read syscall, not two per message.
 	r := bufio.NewReaderSize(c.Conn, 64<<10)
+	hdr := make([]byte, diam.HeaderLength) // the connection's: a header read per message escaped
 	for {
-		frame, err := readFrame(r)
+		frame, err := readFrameInto(r, hdr)
 		if err != nil {
 			// A peer that closes or resets its end is gone, not malformed.
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
@@ -244,8 +245,12 @@ func (s *Server) read(c *peerConn) {
 // readFrame reads one message: the header's version and length must be sane, else framing
 // is lost and the connection must close (RFC 6733 §3).
 func readFrame(r io.Reader) ([]byte, error) {
-	var h [diam.HeaderLength]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
+	return readFrameInto(r, make([]byte, diam.HeaderLength))
+}
+
+// readFrameInto is readFrame reading the header into h (diam.HeaderLength bytes).
+func readFrameInto(r io.Reader, h []byte) ([]byte, error) {
+	if _, err := io.ReadFull(r, h); err != nil {
 		return nil, err
 	}
 	n := int(binary.BigEndian.Uint32(h[0:4]) & 0xffffff)
@@ -253,7 +258,7 @@ func readFrame(r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("bad header: version %d, length %d", h[0], n)
 	}
 	b := make([]byte, n)
-	copy(b, h[:])
+	copy(b, h)
 	if _, err := io.ReadFull(r, b[diam.HeaderLength:]); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -265,8 +270,8 @@ func readFrame(r io.Reader) ([]byte, error) {
 
 // decode parses one framed message; a non-zero code is the Result-Code to answer with when it
 // cannot be used, with the AVP at fault when one can be named (Failed-AVP). The AVPs'
-// lengths and mandatory bits are checked on the bytes first (checkAVPs), then go-diameter
-// decodes the values.
+// lengths and mandatory bits are checked on the bytes first (checkAVPs), then a request is
+// decoded by decodeChecked (codec.go), which leaves to go-diameter what it is not sure of.
 func decode(frame []byte) (m *diam.Message, code uint32, failed *diam.AVP) {
 	defer func() {
 		if recover() != nil {
@@ -283,6 +288,9 @@ func decode(frame []byte) (m *diam.Message, code uint32, failed *diam.AVP) {
 	if h.CommandFlags&diam.RequestFlag != 0 {
 		if f := checkAVPs(frame[diam.HeaderLength:], h.ApplicationID, dict.Default); f != nil {
 			return nil, f.code, f.failed
+		}
+		if m = decodeChecked(h, frame, dict.Default); m != nil {
+			return m, 0, nil
 		}
 	}
 	m, err = diam.ReadMessage(bytes.NewReader(frame), dict.Default)

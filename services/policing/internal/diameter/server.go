@@ -222,11 +222,19 @@ func (s *Server) serve(c *peerConn, m *diam.Message) {
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	metrics.Transactions.WithLabelValues("diameter").Inc()
 	s.write(c, m, ans, name)
-	requests.WithLabelValues(name, strconv.FormatUint(uint64(code), 10)).Inc()
+	requests.WithLabelValues(name, codeLabel(code)).Inc()
 	duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
 	if closeIt {
 		_ = c.Close()
 	}
+}
+
+// codeLabel is a Result-Code as a metric label (2001 without formatting it).
+func codeLabel(code uint32) string {
+	if code == diam.Success {
+		return "2001"
+	}
+	return strconv.FormatUint(uint64(code), 10)
 }
 
 // replay answers a retransmitted application request from the cache (counted, not
@@ -250,11 +258,11 @@ func (s *Server) replay(c *peerConn, m *diam.Message) bool {
 // write sends the answer; an application answer is kept for retransmissions of its request,
 // before it leaves: a peer that retransmits the moment it has the answer finds it cached.
 func (s *Server) write(c *peerConn, req, ans *diam.Message, name string) {
-	b, err := ans.Serialize()
-	if err != nil {
-		s.opt.Log.Error("diameter: answer not serialized", "command", name, "err", err)
+	if !serializable(ans.AVP) {
+		s.opt.Log.Error("diameter: answer not serialized: an AVP without data", "command", name)
 		return
 	}
+	b := serialize(ans)
 	if req.Header.ApplicationID != 0 {
 		if info, open := s.state(c); open {
 			s.dups.put(info.OriginHost, sessionID(req), req.Header.EndToEndID, b, time.Now())
@@ -267,8 +275,8 @@ func (s *Server) write(c *peerConn, req, ans *diam.Message, name string) {
 
 // sessionID is the request's Session-Id ("" without one).
 func sessionID(m *diam.Message) string {
-	a, err := m.FindAVP(avp.SessionID, 0)
-	if err != nil {
+	a := SessionIDAVP(m)
+	if a == nil {
 		return ""
 	}
 	if v, ok := a.Data.(datatype.UTF8String); ok {

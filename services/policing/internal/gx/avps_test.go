@@ -1,6 +1,7 @@
 package gx
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -121,6 +122,25 @@ func TestSpecTableComplete(t *testing.T) {
 		}
 		if s.Must&s.MustNot != 0 {
 			t.Errorf("%s: a flag both must and must not", s.Name)
+		}
+	}
+}
+
+// grantAVP builds what avpOf and group build, field for field.
+func TestGrantAVPAsBuiltByTheTable(t *testing.T) {
+	for _, level := range []datatype.Enumerated{usageLevelSession, usageLevelRule} {
+		want := group(avp.UsageMonitoringInformation,
+			avpOf(avp.MonitoringKey, datatype.OctetString("mk1")),
+			group(avp.GrantedServiceUnit, avpOf(avp.CCTotalOctets, datatype.Unsigned64(1<<30))),
+			avpOf(avp.UsageMonitoringLevel, level))
+		got := grantAVP("mk1", 1<<30, level)
+		if got.String() != want.String() || got.Length != want.Length {
+			t.Fatalf("grantAVP:\n%s\nthe table's:\n%s", got, want)
+		}
+		gb, _ := got.Serialize()
+		wb, _ := want.Serialize()
+		if !bytes.Equal(gb, wb) {
+			t.Fatalf("grantAVP %x, the table's %x", gb, wb)
 		}
 	}
 }

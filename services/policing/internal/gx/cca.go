@@ -1,6 +1,8 @@
 package gx
 
 import (
+	"maps"
+	"sync/atomic"
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
@@ -48,12 +50,60 @@ func AddDecision(ans *diam.Message, d Decision, now time.Time) {
 		if g.SessionKey {
 			level = usageLevelSession
 		}
-		ans.AddAVP(group(avp.UsageMonitoringInformation,
-			avpOf(avp.MonitoringKey, datatype.OctetString(g.Key)),
-			group(avp.GrantedServiceUnit, avpOf(avp.CCTotalOctets, datatype.Unsigned64(g.Octets))),
-			avpOf(avp.UsageMonitoringLevel, level)))
+		ans.AddAVP(grantAVP(g.Key, g.Octets, level))
 	}
 }
+
+// grantAVP is a Usage-Monitoring-Information granting octets on key: its five AVPs, two
+// groups and their lists in one allocation (a CCA-U carries one or more; built AVP by AVP
+// they were a dozen allocations), flags from the table as avpOf's.
+func grantAVP(key string, octets uint64, level datatype.Enumerated) *diam.AVP {
+	x := &struct {
+		umi, key, gsu, total, level diam.AVP
+		umiG, gsuG                  diam.GroupedAVP
+		umiL                        [3]*diam.AVP
+		gsuL                        [1]*diam.AVP
+	}{}
+	set := func(a *diam.AVP, code uint32, data datatype.Type) *diam.AVP {
+		b := byCode[code]
+		a.Code, a.Flags, a.VendorID, a.Data = code, b.flags, b.vendor, data
+		a.Length = 8 + data.Len() // as diam.NewAVP sets it: the header and the data, no padding
+		if a.VendorID != 0 {
+			a.Length += 4
+			a.Flags |= avp.Vbit
+		}
+		return a
+	}
+	x.gsuL[0] = set(&x.total, avp.CCTotalOctets, datatype.Unsigned64(octets))
+	x.gsuG.AVP = x.gsuL[:]
+	x.umiL = [3]*diam.AVP{set(&x.key, avp.MonitoringKey, monitoringKey(key)), set(&x.gsu, avp.GrantedServiceUnit, &x.gsuG),
+		set(&x.level, avp.UsageMonitoringLevel, level)}
+	x.umiG.AVP = x.umiL[:]
+	return set(&x.umi, avp.UsageMonitoringInformation, &x.umiG)
+}
+
+// monitoringKey is the Monitoring-Key value of key, made once per key (a policy has a few):
+// an answer's AVPs are only read.
+func monitoringKey(key string) datatype.Type {
+	if m := monitoringKeys.Load(); m != nil {
+		if v, ok := (*m)[key]; ok {
+			return v
+		}
+	}
+	v := datatype.Type(datatype.OctetString(key))
+	old := monitoringKeys.Load()
+	if old == nil || len(*old) < 1024 {
+		next := make(map[string]datatype.Type, 8)
+		if old != nil {
+			maps.Copy(next, *old)
+		}
+		next[key] = v
+		monitoringKeys.CompareAndSwap(old, &next)
+	}
+	return v
+}
+
+var monitoringKeys atomic.Pointer[map[string]datatype.Type]
 
 // Usage-Monitoring-Level values (TS 29.212 §5.3.61).
 const (
@@ -66,14 +116,28 @@ const (
 // CC-Request-Number, the last two echoing the CCR's when it had them (a CC-Request-Type
 // outside RFC 4006 §8.3's enumeration is not echoed: the 5004's Failed-AVP carries it).
 func ccaHead(ans *diam.Message, req *CCR) {
-	ans.AddAVP(avpOf(avp.AuthApplicationID, datatype.Unsigned32(16777238)))
-	if req.hasType && Specs[avpKey{avp.CCRequestType, 0}].Enum[req.RequestType] != "" {
-		ans.AddAVP(avpOf(avp.CCRequestType, datatype.Enumerated(req.RequestType)))
+	ans.AddAVP(authApplicationID)
+	if req.hasType && int(req.RequestType) < len(requestTypes) && requestTypes[req.RequestType] != nil {
+		ans.AddAVP(requestTypes[req.RequestType])
 	}
 	if req.hasNumber {
 		ans.AddAVP(avpOf(avp.CCRequestNumber, datatype.Unsigned32(req.RequestNumber)))
 	}
 }
+
+// AVPs every CCA carries, built once (an answer's AVPs are only read: serialized).
+var (
+	authApplicationID = avpOf(avp.AuthApplicationID, datatype.Unsigned32(16777238))
+	// requestTypes are the CC-Request-Type AVPs of RFC 4006 §8.3's enumeration, by value.
+	requestTypes = func() (t [5]*diam.AVP) {
+		for v := range t {
+			if Specs[avpKey{avp.CCRequestType, 0}].Enum[uint32(v)] != "" {
+				t[v] = avpOf(avp.CCRequestType, datatype.Enumerated(v))
+			}
+		}
+		return t
+	}()
+)
 
 // names are Charging-Rule-Name AVPs of rules, then Charging-Rule-Base-Name AVPs of bases.
 func names(rules, bases []string) []*diam.AVP {

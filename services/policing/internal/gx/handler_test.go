@@ -64,7 +64,7 @@ func newServer(t *testing.T, peers ...string) (*embedded.Store, net.Addr) {
 	return st, addr
 }
 
-func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...string) (*embedded.Store, net.Addr, *Handler) {
+func newServerWith(t testing.TB, hooks Hooks, subscribers string, peers ...string) (*embedded.Store, net.Addr, *Handler) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "subscribers.yaml")
 	if err := os.WriteFile(path, []byte(subscribers), 0o600); err != nil {
@@ -76,7 +76,7 @@ func newServerWith(t *testing.T, hooks Hooks, subscribers string, peers ...strin
 
 // newServerOnFile starts a Gx server on the embedded store and the subscriber file at path,
 // which the test may rewrite and reload (the returned source).
-func newServerOnFile(t *testing.T, hooks Hooks, path string, peers ...string) (*embedded.Store, net.Addr, *Handler, *subscriber.File) {
+func newServerOnFile(t testing.TB, hooks Hooks, path string, peers ...string) (*embedded.Store, net.Addr, *Handler, *subscriber.File) {
 	t.Helper()
 	if err := LoadDictionary(); err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func newServerOnFile(t *testing.T, hooks Hooks, path string, peers ...string) (*
 
 // serveOn starts a Gx server named host on the store st: two of them on one store are two
 // data centers, each with its own connections and duplicate cache.
-func serveOn(t *testing.T, st session.Store, src subscriber.Source, hooks Hooks, host string, peers ...string) (net.Addr, *Handler) {
+func serveOn(t testing.TB, st session.Store, src subscriber.Source, hooks Hooks, host string, peers ...string) (net.Addr, *Handler) {
 	t.Helper()
 	id := diameter.Identity{Host: host, Realm: "test"}
 	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default(), Hooks: hooks}

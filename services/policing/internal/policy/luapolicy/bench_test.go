@@ -3,6 +3,8 @@ package luapolicy
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"testing"
 
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
@@ -70,6 +72,9 @@ func BenchmarkGxSession(b *testing.B) {
 	for _, memoize := range []bool{false, true} {
 		o := options("../../gx/testdata/throttle.lua")
 		o.PoolSize, o.Memoize, o.MemoSize = 1, memoize, 100000
+		// A failed hook says why (kind and error, at most once a second) in the benchmark's
+		// output: `make bench-gx` keeps it in lua-inprocess.txt.
+		o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		e, err := New(o)
 		if err != nil {
 			b.Fatal(err)
@@ -84,13 +89,13 @@ func BenchmarkGxSession(b *testing.B) {
 				u.Session.Key = session.Key{NAS: "gx", ID: fmt.Sprintf("pgw;1;%d", n)}
 				u.Session.UserName = sub.Username
 				if _, ok := e.Gx(ctx, true, u, sub); !ok {
-					b.Fatal("gx_initial failed")
+					b.Fatalf("gx_initial failed at session %d (the engine's warning above says why)", n)
 				}
 				u.Kind = session.KindInterim
 				for range 5 {
 					u.Session.OutputOctets += 1 << 20 // a usage report: a MiB, within the percent
 					if _, ok := e.Gx(ctx, false, u, sub); !ok {
-						b.Fatal("gx_update failed")
+						b.Fatalf("gx_update failed at session %d (the engine's warning above says why)", n)
 					}
 				}
 				e.ForgetGx(u.Session.ID)
