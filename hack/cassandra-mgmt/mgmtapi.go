@@ -723,7 +723,8 @@ func (a *api) createRole(w http.ResponseWriter, r *http.Request) {
 		return fmt.Errorf("%s role %s: %s", op, user, msg)
 	}
 	var hash string
-	err := s.Query("SELECT salted_hash FROM system_auth.roles WHERE role = ?", user).WithContext(r.Context()).Scan(&hash)
+	var isSuper, canLogin bool
+	err := s.Query("SELECT salted_hash, is_superuser, can_login FROM system_auth.roles WHERE role = ?", user).WithContext(r.Context()).Scan(&hash, &isSuper, &canLogin)
 	switch {
 	case errors.Is(err, gocql.ErrNotFound):
 		if err := s.Query("CREATE ROLE IF NOT EXISTS " + ident + " WITH " + password + " AND " + flags).WithContext(r.Context()).Exec(); err != nil {
@@ -734,13 +735,24 @@ func (a *api) createRole(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusInternalServerError, err)
 		return
 	default:
-		// It exists: set the flags, and the password only when it differs (Cassandra 5.0 refuses
-		// a password change more often than every 5 s, and cass-operator upserts its users).
-		stmt := "ALTER ROLE " + ident + " WITH " + flags
-		if bcrypt.CompareHashAndPassword([]byte(hash), []byte(pass)) != nil {
-			stmt += " AND " + password
+		// It exists: change only what differs. Cassandra 5.0 refuses a password change more
+		// often than every 5 s, and a role's own SUPERUSER clause once this server logs in as
+		// that role ("You aren't allowed to alter your own superuser status"), while
+		// cass-operator upserts its users again and again.
+		var set []string
+		if isSuper != super {
+			set = append(set, fmt.Sprintf("SUPERUSER = %t", super))
 		}
-		if err := s.Query(stmt).WithContext(r.Context()).Exec(); err != nil {
+		if canLogin != login {
+			set = append(set, fmt.Sprintf("LOGIN = %t", login))
+		}
+		if bcrypt.CompareHashAndPassword([]byte(hash), []byte(pass)) != nil {
+			set = append(set, password)
+		}
+		if len(set) == 0 {
+			break
+		}
+		if err := s.Query("ALTER ROLE " + ident + " WITH " + strings.Join(set, " AND ")).WithContext(r.Context()).Exec(); err != nil {
 			a.fail(w, r, http.StatusInternalServerError, redact("alter", err))
 			return
 		}
