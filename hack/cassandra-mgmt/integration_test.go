@@ -32,8 +32,12 @@ const (
 // TestMgmtAPIWithCassandra runs `config build` and `mgmtapi` as the pod would, on the host's
 // JRE and the cached Cassandra jars, and calls the endpoints the way cass-operator and
 // k8ssandra-operator do: start → readiness → endpoints → roles → keyspaces → schema versions
-// → cluster probe → seeds → a v1 job → drain → SIGTERM. Bounded: about a minute.
-func TestMgmtAPIWithCassandra(t *testing.T) {
+
+// needNodeLock skips without OPENAAA_INTEGRATION, needs Java and the Cassandra jars, takes the
+// machine-wide lock of the test node (one such node at a time on 2 cores) until the test ends,
+// and returns the jars' directory.
+func needNodeLock(t *testing.T) string {
+	t.Helper()
 	if os.Getenv("OPENAAA_INTEGRATION") == "" {
 		t.Skip("OPENAAA_INTEGRATION is not set")
 	}
@@ -47,17 +51,20 @@ func TestMgmtAPIWithCassandra(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := strings.TrimSpace(string(libOut))
-
-	// One such node at a time on this machine (2 cores).
 	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "openaaa-cassandra-test-"+itAddr+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Close()
+	t.Cleanup(func() { lock.Close() })
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
+	return strings.TrimSpace(string(libOut))
+}
+
+// → cluster probe → seeds → a v1 job → drain → SIGTERM. Bounded: about a minute.
+func TestMgmtAPIWithCassandra(t *testing.T) {
+	lib := needNodeLock(t)
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "cassandra-mgmt")
@@ -446,28 +453,7 @@ func (n *itNode) endpoints(t *testing.T) map[string]endpointState {
 // UNREACHABLE, and LOCAL_QUORUM in its own DC still healthy (cass-operator's check), while
 // EACH_QUORUM is not. About a minute and a half.
 func TestMgmtAPITwoDCs(t *testing.T) {
-	if os.Getenv("OPENAAA_INTEGRATION") == "" {
-		t.Skip("OPENAAA_INTEGRATION is not set")
-	}
-	err := cassandratest.Available()
-	testenv.Need(t, err == nil, fmt.Sprint("Java 17 and the Cassandra jars: ", err))
-	script, err := cassandratest.Script()
-	if err != nil {
-		t.Fatal(err)
-	}
-	libOut, err := exec.Command(script, "print-lib").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib := strings.TrimSpace(string(libOut))
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "openaaa-cassandra-test-"+itAddr+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	lib := needNodeLock(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "cassandra-mgmt")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
