@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -109,20 +110,25 @@ func TestCertManagerIssuesAndRenews(t *testing.T) {
 		t.Errorf("issued certificate names %v", first.DNSNames)
 	}
 
-	// Renew as cmctl does: Issuing=True, reason ManuallyTriggered, on the status.
-	crt := &unstructured.Unstructured{}
-	crt.SetAPIVersion("cert-manager.io/v1")
-	crt.SetKind("Certificate")
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "radsec"}, crt); err != nil {
-		t.Fatal(err)
-	}
-	conds, _, _ := unstructured.NestedSlice(crt.Object, "status", "conditions")
-	conds = append(conds, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
-		"message": "renewal requested by the test", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
-	if err := unstructured.SetNestedSlice(crt.Object, conds, "status", "conditions"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Status().Update(ctx, crt); err != nil {
+	// Renew as cmctl does: Issuing=True, reason ManuallyTriggered, on the status. The
+	// controller may write the status between our read and our write (a conflict, as in a
+	// loaded CI run): read again and retry, as cmctl does.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crt := &unstructured.Unstructured{}
+		crt.SetAPIVersion("cert-manager.io/v1")
+		crt.SetKind("Certificate")
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "radsec"}, crt); err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(crt.Object, "status", "conditions")
+		conds = append(conds, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+			"message": "renewal requested by the test", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
+		if err := unstructured.SetNestedSlice(crt.Object, conds, "status", "conditions"); err != nil {
+			return err
+		}
+		return c.Status().Update(ctx, crt)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)

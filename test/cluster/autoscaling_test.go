@@ -42,9 +42,11 @@ func checkAutoscaling(t *testing.T, ctx context.Context, c client.Client) {
 		return string(b)
 	}
 
-	// Idle: the HPA reads the pods' CPU from metrics.k8s.io and keeps the minimum.
+	// Idle: the HPA reads the pods' CPU from metrics.k8s.io and keeps the minimum. The first
+	// samples may still hold the pod's start (a loaded machine stretches it): idle is a state
+	// to reach, below the target, before the load; one that never comes fails the test.
 	start := time.Now()
-	eventually(t, 3*time.Minute, "the HPA reading the CPU of idle policing", func() error {
+	eventually(t, 3*time.Minute, "the HPA reading the CPU of idle policing below its target", func() error {
 		if err := c.Get(ctx, key, hpa); err != nil {
 			return err
 		}
@@ -52,14 +54,14 @@ func checkAutoscaling(t *testing.T, ctx context.Context, c client.Client) {
 			hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization == nil {
 			return fmt.Errorf("no CPU metric yet: %s", hpaState())
 		}
+		if u := *hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization; u >= 50 || hpa.Status.DesiredReplicas != 1 {
+			return fmt.Errorf("idle policing at %d %% of its CPU request, %d replicas desired: the load below would prove nothing: %s", u, hpa.Status.DesiredReplicas, hpaState())
+		}
 		return nil
 	})
-	t.Logf("HPA has metrics %s after Ready: %s", time.Since(start).Round(time.Second), hpaState())
+	t.Logf("HPA has metrics of idle policing %s after Ready: %s", time.Since(start).Round(time.Second), hpaState())
 	if b := hpa.Spec.Behavior; b == nil || b.ScaleDown == nil || b.ScaleDown.StabilizationWindowSeconds == nil || *b.ScaleDown.StabilizationWindowSeconds != 15 {
 		t.Fatalf("HPA behavior %+v; want scaleDown.stabilizationWindowSeconds 15 from the spec", b)
-	}
-	if u := *hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization; u >= 50 || hpa.Status.DesiredReplicas != 1 {
-		t.Fatalf("idle policing at %d %% of its CPU request, %d replicas desired: the load below would prove nothing", u, hpa.Status.DesiredReplicas)
 	}
 
 	// Under load: more pods, and they become ready.
