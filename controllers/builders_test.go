@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -617,6 +618,18 @@ func TestManagedCassandraDefaults(t *testing.T) {
 	k8c = buildK8ssandraCluster(c, spec, nil)
 	if v, _, _ := unstructured.NestedBool(k8c.Object, "spec", "cassandra", "softPodAntiAffinity"); !v {
 		t.Error("softPodAntiAffinity not set though the spec asks for it")
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(k8c.Object, "spec", "cassandra", "config", "jvmOptions"); found {
+		t.Error("jvmOptions set though the spec has none")
+	}
+	spec.Cassandra.Managed.JvmOptions = []string{"-Dcassandra.ring_delay_ms=1000", "-XX:+UseG1GC"}
+	k8c = buildK8ssandraCluster(c, spec, nil)
+	opts, _, _ := unstructured.NestedStringSlice(k8c.Object, "spec", "cassandra", "config", "jvmOptions", "additionalOptions")
+	if !slices.Equal(opts, spec.Cassandra.Managed.JvmOptions) {
+		t.Errorf("config.jvmOptions.additionalOptions %v, want %v", opts, spec.Cassandra.Managed.JvmOptions)
+	}
+	if n, _, _ := unstructured.NestedInt64(k8c.Object, "spec", "cassandra", "config", "cassandraYaml", "num_tokens"); n != 16 {
+		t.Errorf("num_tokens %d beside jvmOptions, want 16", n)
 	}
 }
 

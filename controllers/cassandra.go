@@ -68,6 +68,13 @@ func buildK8ssandraCluster(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, retai
 		// node's initial token in an init container of its own image (k8ssandra-client).
 		"config": map[string]any{"cassandraYaml": map[string]any{"num_tokens": int64(16)}},
 	}
+	if opts := spec.Cassandra.Managed.JvmOptions; len(opts) > 0 {
+		l := make([]any, len(opts))
+		for i, o := range opts {
+			l[i] = o
+		}
+		cassandra["config"].(map[string]any)["jvmOptions"] = map[string]any{"additionalOptions": l}
+	}
 	if spec.Cassandra.Managed.SoftPodAntiAffinity {
 		cassandra["softPodAntiAffinity"] = true
 	}

@@ -88,6 +88,9 @@ func TestValidation(t *testing.T) {
 					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1536Mi")}}
 			}
 		}, []string{"spec.cassandra.managed.softPodAntiAffinity", "cpu and memory requests and limits"}},
+		{"a JVM option that is no flag", func(c *aaav1.AAACluster) {
+			c.Spec.Cassandra.Managed = &aaav1.ManagedCassandra{JvmOptions: []string{"-Xss512k", "ring_delay_ms=1000"}}
+		}, []string{"spec.cassandra.managed.jvmOptions[1]"}},
 		{"RadSec without a certificate", func(c *aaav1.AAACluster) {
 			c.Spec.Radius.RadSec = &aaav1.RadSecSpec{Enabled: true}
 		}, []string{"spec.radius.radsec", "issuerRef or secretName"}},

@@ -325,6 +325,16 @@ type ManagedCassandra struct {
 	// limits on every data center with it (spec.datacenters[].cassandra.resources).
 	// +optional
 	SoftPodAntiAffinity bool `json:"softPodAntiAffinity,omitempty"`
+	// JvmOptions are extra JVM flags for every Cassandra node, after the operators' own
+	// (k8ssandra-operator's config.jvmOptions.additionalOptions): garbage collector settings,
+	// system properties. The local cluster's tests pass Cassandra's start-up shortcuts here
+	// (-Dcassandra.ring_delay_ms=1000 and the like), which production must not.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^-[^\s]+$`
+	// +kubebuilder:validation:items:MaxLength=256
+	// +listType=atomic
+	// +optional
+	JvmOptions []string `json:"jvmOptions,omitempty"`
 }
 
 // ExternalCassandra is an existing Cassandra cluster.
