@@ -97,6 +97,7 @@ server_image() {
 	cp "$lib"/*.jar "$work/jars/opt/cassandra/lib/"
 	chmod 0644 "$work"/jars/opt/cassandra/lib/*.jar
 	install -m 0755 "$bin" "$work/app/usr/local/bin/cassandra-mgmt"
+	ln -s cassandra-mgmt "$work/app/usr/local/bin/nodetool" # kubectl exec … nodetool, as upstream
 	install -m 0644 "${ROOT}"/hack/cassandra-mgmt/etc/* "$work/app/etc/cassandra/"
 	deterministic_tar "$work/jars" "$work/jars.tar"
 	deterministic_tar "$work/app" "$work/app.tar"

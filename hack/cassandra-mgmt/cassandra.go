@@ -480,11 +480,18 @@ func (n *node) cql(ctx context.Context) (*gocql.Session, error) {
 	return nil, fmt.Errorf("CQL session to %s: %w", addr, last)
 }
 
-// nodetool runs org.apache.cassandra.tools.NodeTool against the local JMX port.
+// nodetoolCommand is org.apache.cassandra.tools.NodeTool against the local JMX port: what the
+// API's calls run, and the image's `nodetool` (kubectl exec … nodetool repair, as in the
+// upstream image).
+func nodetoolCommand(ctx context.Context, s settings, args ...string) *exec.Cmd {
+	a := append(clientFlags(), "-cp", filepath.Join(s.Lib, "*"), "-Dlogback.configurationFile=/dev/null",
+		"org.apache.cassandra.tools.NodeTool", "-h", "127.0.0.1", "-p", strconv.Itoa(s.JMXPort))
+	return exec.CommandContext(ctx, s.Java, append(a, args...)...)
+}
+
+// nodetool runs nodetoolCommand and returns its output.
 func (n *node) nodetool(ctx context.Context, args ...string) (string, error) {
-	a := append(clientFlags(), "-cp", filepath.Join(n.s.Lib, "*"), "-Dlogback.configurationFile=/dev/null",
-		"org.apache.cassandra.tools.NodeTool", "-h", "127.0.0.1", "-p", strconv.Itoa(n.s.JMXPort))
-	cmd := exec.CommandContext(ctx, n.s.Java, append(a, args...)...)
+	cmd := nodetoolCommand(ctx, n.s, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

@@ -9,6 +9,8 @@
 //	                           POST /api/v0/lifecycle/start (MGMT_API_EXPLICIT_START=true)
 //	cassandra-mgmt config build  render /config from CONFIG_FILE_DATA and /cassandra-base-config
 //	cassandra-mgmt logger      follow /var/log/cassandra/system.log on stdout
+//	cassandra-mgmt nodetool …  Cassandra's nodetool on the local JMX port (also as the
+//	                           image's /usr/local/bin/nodetool)
 package main
 
 import (
@@ -20,7 +22,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -28,8 +32,23 @@ import (
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == "nodetool" { // the image's /usr/local/bin/nodetool link
+		args = append([]string{"nodetool"}, args...)
+	}
 	var err error
 	switch {
+	case len(args) > 0 && args[0] == "nodetool":
+		cmd := nodetoolCommand(context.Background(), settingsFromEnv(), args[1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				os.Exit(exit.ExitCode())
+			}
+			fmt.Fprintln(os.Stderr, "nodetool:", err)
+			os.Exit(1)
+		}
+		return
 	case len(args) == 0 || args[0] == "mgmtapi":
 		err = serve(log)
 	case len(args) >= 2 && args[0] == "config" && args[1] == "build":
@@ -41,7 +60,7 @@ func main() {
 	case args[0] == "logger":
 		err = follow(envOr("LOG_FILE", "/var/log/cassandra/system.log"), os.Stdout)
 	default:
-		fmt.Fprintln(os.Stderr, "usage: cassandra-mgmt [mgmtapi] | config build | logger")
+		fmt.Fprintln(os.Stderr, "usage: cassandra-mgmt [mgmtapi] | config build | logger | nodetool ARGS...")
 		os.Exit(2)
 	}
 	if err != nil {

@@ -181,7 +181,7 @@ func TestServerImage(t *testing.T) {
 	}
 	rootfs := filepath.Join(bundle, "rootfs")
 	for _, p := range []string{"/usr/bin/java", "/bin/sh", "/bin/cp", "/usr/bin/curl", "/usr/bin/pgrep",
-		"/usr/local/bin/cassandra-mgmt", "/etc/cassandra/cassandra.yaml", "/etc/cassandra/logback.xml",
+		"/usr/local/bin/cassandra-mgmt", "/usr/local/bin/nodetool", "/etc/cassandra/cassandra.yaml", "/etc/cassandra/logback.xml",
 		"/etc/cassandra/cassandra-rackdc.properties", "/opt/cassandra/lib/cassandra-all-" + tag + ".jar"} {
 		r, err := resolve(rootfs, p)
 		if err != nil {
@@ -220,10 +220,14 @@ func TestServerImage(t *testing.T) {
 	}
 	// As root, the image's own tools run (cass-operator's init container is `sh -c cp ...`).
 	if os.Getuid() == 0 {
-		for _, c := range [][]string{{"/bin/sh", "-c", "cp --version >/dev/null && echo ok"}, {"/usr/bin/curl", "--version"}} {
+		for _, c := range [][]string{{"/bin/sh", "-c", "cp --version >/dev/null && echo ok"}, {"/usr/bin/curl", "--version"},
+			// nodetool (kubectl exec … nodetool repair): Cassandra's own, on the image's Java.
+			{"/usr/local/bin/nodetool", "help", "repair"}} {
 			out, err := exec.Command("chroot", append([]string{rootfs}, c...)...).CombinedOutput()
 			if err != nil {
 				t.Errorf("chroot %v: %v\n%s", c, err, out)
+			} else if c[0] == "/usr/local/bin/nodetool" && !strings.Contains(string(out), "nodetool repair") {
+				t.Errorf("nodetool help repair:\n%s", out)
 			}
 		}
 	}
