@@ -1,8 +1,11 @@
 // Package docs checks the documentation against the code without a cluster: every block marked
 // for a test is found, and every make target they run exists (README.md's Quick start is run by
 // no test as a whole: `make test` inside `make test` would recurse); README.md's loopback
-// recipe runs (loopback_test.go). The cluster blocks run on the local cluster in test/cluster
-// (docs_test.go) and test/cluster/lifecycle.
+// recipe runs (loopback_test.go); docs/hot-reload.md names the reload kinds the code watches
+// (reload_test.go); docs/security.md's ports are the operator's defaults (ports_test.go).
+// policing's own defaults and samples are checked beside its config package
+// (services/policing/internal/config/docs_test.go). The cluster blocks run on the local
+// cluster in test/cluster (docs_test.go) and test/cluster/lifecycle.
 package docs
 
 import (
