@@ -23,7 +23,7 @@ var marked = []struct {
 	n         int
 }{
 	{"README.md", "quickstart", 1},
-	{"README.md", "cluster-doc", 1},
+	{"docs/kubernetes.md", "cluster-doc", 1},
 	{"README.md", "loopback", 2},
 	{"docs/local-cluster.md", "cluster-lifecycle", 1},
 	{"docs/local-cluster.md", "cluster-doc", 1},
