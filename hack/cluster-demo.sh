@@ -124,7 +124,7 @@ cluster_up() {
 
 TAG=""
 import_images() {
-	# The tag `make images` gave them (the Makefile's VERSION), as README.md's On Kubernetes says.
+	# The tag `make images` gave them (the Makefile's VERSION), as docs/kubernetes.md says.
 	TAG=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 	local out
 	out=$(hack/cluster.sh import bin/images/policing.oci.tar bin/images/openaaa-operator.oci.tar bin/images/aaa-loadgen.oci.tar) ||

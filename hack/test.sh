@@ -21,7 +21,7 @@
 #      for this build (test/addons NeedBuilt, through the status file BuildStatusEnv names);
 #      the first cluster test does not need them, so it runs while they compile.
 # The cluster tests spend most of their time waiting on pods, the others on Cassandra and
-# timers: the lanes share the two cores better than one queue (README "Tests").
+# timers: the lanes share the two cores better than one queue (docs/testing.md).
 # Exit status: non-zero when any lane fails; every lane runs to its end.
 #
 # Environment (from the Makefile): GO, TEST_ENV_VARS (KEY=VALUE...), TEST_TIMEOUT,
@@ -66,7 +66,7 @@ at() { echo "test: $* at $((SECONDS - start))s" >&2; }
 # Every CPU_SAMPLE seconds a line with the machine's CPU over that interval (busy, of which
 # niced — the builds —, and I/O wait) and the load average: which stretches of a cold run are
 # bound by the two cores and which wait (pods, timers, downloads). That decides what can
-# still overlap (issue 12's budget, README "Tests").
+# still overlap (issue 12's budget, docs/testing.md).
 CPU_SAMPLE="${CPU_SAMPLE:-60}"
 cpu_sampler() {
 	local prev cur

@@ -167,7 +167,7 @@ func TestServerRejectsInvalidAAACluster(t *testing.T) {
 	}
 }
 
-// TestClusterDemoSamplesDryRun: what `make cluster-demo` and README.md's On Kubernetes apply —
+// TestClusterDemoSamplesDryRun: what `make cluster-demo` and docs/kubernetes.md apply —
 // the aaacluster chart with config/samples/cluster-demo-values.yaml, the objects beside it
 // (config/samples/cluster-demo-objects.yaml) and the AAALoadTest
 // (config/samples/cluster-demo-loadtest.yaml) — passes the API server's and the CRDs'

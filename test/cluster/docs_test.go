@@ -39,9 +39,9 @@ var (
 )
 
 var docCases = []docCase{
-	// README.md, "On Kubernetes": the operator, the AAACluster of the cluster-demo samples
-	// Ready, the AAALoadTest Succeeded, as kubectl shows them.
-	{"README.md", func(t *testing.T, c client.Client, out string) {
+	// docs/kubernetes.md, "On the local cluster": the operator, the AAACluster of the
+	// cluster-demo samples Ready, the AAALoadTest Succeeded, as kubectl shows them.
+	{"docs/kubernetes.md", func(t *testing.T, c client.Client, out string) {
 		if !readyRow.MatchString(out) {
 			t.Errorf("kubectl get aaaclusters: no row `edge 1/1 True`:\n%s", out)
 		}
@@ -65,19 +65,19 @@ var docCases = []docCase{
 	}},
 }
 
-// TestDocsOnCluster runs the documentation's marked shell blocks (README.md's "On Kubernetes",
-// docs/local-cluster.md's "OpenAAA on it, as a new user") with bash on the package's cluster,
-// as a reader would: from the repository's root, KUBECONFIG the cluster's, the 1.34 kubectl and
-// bin/helm first on PATH, no make of ours above (MAKEFLAGS unset). It sets CASSANDRA_DIR
-// (hack/cassandra.sh's files) to a directory of its own, as docs/local-cluster.md says, and
-// removes what each block made. A block that fails, or that does not show what its comments
+// TestDocsOnCluster runs the documentation's marked shell blocks (docs/kubernetes.md's "On the
+// local cluster", docs/local-cluster.md's "OpenAAA on it, as a new user") with bash on the
+// package's cluster, as a reader would: from the repository's root, KUBECONFIG the cluster's,
+// the 1.34 kubectl and bin/helm first on PATH, no make of ours above (MAKEFLAGS unset). It sets
+// CASSANDRA_DIR (hack/cassandra.sh's files) to a directory of its own, as
+// docs/local-cluster.md says, and removes what each block made. A block that fails, or that does not show what its comments
 // say, fails the test: docs that cannot be followed verbatim are a bug.
 func TestDocsOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
 	root, _, _ := needOperatorImages(t)
 	testenv.LookPath(t, "radclient", "FreeRADIUS's freeradius-utils: make provision")
 	c := aaaClient(t)
-	// README's AAACluster has a ServiceMonitor: the add-ons' CRDs first.
+	// docs/kubernetes.md's AAACluster has a ServiceMonitor: the add-ons' CRDs first.
 	clusterAddons.Wait(t, context.Background())
 	// One Cassandra for both blocks: the second block's `hack/cassandra.sh start 1` finds it
 	// running and leaves it alone (a second first boot would cost a minute or two); each
