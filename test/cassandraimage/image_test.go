@@ -220,15 +220,16 @@ func TestServerImage(t *testing.T) {
 	}
 	// As root, the image's own tools run (cass-operator's init container is `sh -c cp ...`).
 	if os.Getuid() == 0 {
-		for _, c := range [][]string{{"/bin/sh", "-c", "cp --version >/dev/null && echo ok"}, {"/usr/bin/curl", "--version"},
-			// nodetool (kubectl exec … nodetool repair): Cassandra's own, on the image's Java.
-			{"/usr/local/bin/nodetool", "help", "repair"}} {
+		// (Not java: its launcher needs /proc, which a chroot lacks. The image's nodetool runs
+		// on the cluster: TestManagedCassandra's repair.)
+		for _, c := range [][]string{{"/bin/sh", "-c", "cp --version >/dev/null && echo ok"}, {"/usr/bin/curl", "--version"}} {
 			out, err := exec.Command("chroot", append([]string{rootfs}, c...)...).CombinedOutput()
 			if err != nil {
 				t.Errorf("chroot %v: %v\n%s", c, err, out)
-			} else if c[0] == "/usr/local/bin/nodetool" && !strings.Contains(string(out), "nodetool repair") {
-				t.Errorf("nodetool help repair:\n%s", out)
 			}
+		}
+		if l, err := os.Readlink(filepath.Join(rootfs, "usr/local/bin/nodetool")); err != nil || l != "cassandra-mgmt" {
+			t.Errorf("/usr/local/bin/nodetool → %q (%v), want the link to cassandra-mgmt", l, err)
 		}
 	}
 }
