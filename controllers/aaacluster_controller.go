@@ -220,6 +220,9 @@ func (r *AAAClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}). // the admin token: deleted, it is made again
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referencing("Secret"))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referencing("ConfigMap"))).
+		// cass-operator's StatefulSets: a Cassandra node lost or back changes CassandraReady
+		// at once (k8ssandra-operator's status lags it).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(cassandraStatefulSetCluster)).
 		WatchesRawSource(source.Channel(prober.events, &handler.EnqueueRequestForObject{}))
 	for _, gvk := range []schema.GroupVersionKind{K8ssandraClusterGVK, CertificateGVK, ServiceMonitorGVK, PrometheusRuleGVK} {
 		ok, err := r.hasKindIn(mgr, gvk)

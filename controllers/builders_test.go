@@ -297,7 +297,7 @@ func TestK8ssandraStatus(t *testing.T) {
 			"dc3": map[string]any{"cassandra": map[string]any{"cassandraOperatorProgress": "Updating"}},
 		},
 	}}}
-	init, ready, progress := k8ssandraStatus(u, []aaav1.Datacenter{{Name: "dc1"}, {Name: "dc2"}, {Name: "dc3"}, {Name: "dc4"}})
+	init, ready, progress := k8ssandraStatus(u, []aaav1.Datacenter{{Name: "dc1"}, {Name: "dc2"}, {Name: "dc3"}, {Name: "dc4"}}, nil)
 	if !init || !ready["dc1"] || ready["dc2"] || ready["dc3"] || ready["dc4"] {
 		t.Errorf("initialized %v, ready %v", init, ready)
 	}
@@ -305,8 +305,55 @@ func TestK8ssandraStatus(t *testing.T) {
 	if want := "dc1 ready, dc2 not ready, dc3 Updating, dc4 not created yet"; progress != want {
 		t.Errorf("progress %q, want %q", progress, want)
 	}
-	if init, _, progress := k8ssandraStatus(&unstructured.Unstructured{Object: map[string]any{}}, []aaav1.Datacenter{{Name: "dc1"}}); init || progress != "dc1 not created yet" {
+	if init, _, progress := k8ssandraStatus(&unstructured.Unstructured{Object: map[string]any{}}, []aaav1.Datacenter{{Name: "dc1"}}, nil); init || progress != "dc1 not created yet" {
 		t.Errorf("without status: initialized %v, progress %q", init, progress)
+	}
+
+	// Issue 31, seen on the local cluster: dc2's Cassandra pod killed and kept from coming
+	// back, k8ssandra-operator's status still said Ready (cass-operator had not noticed), and
+	// the AAACluster said cassandraReady for dc2. The StatefulSets' ready nodes tell.
+	nodes := cassandraNodes([]appsv1.StatefulSet{
+		cassSts("geo", "dc1", "default", 3, 3), cassSts("geo", "dc2", "r1", 1, 1), cassSts("geo", "dc2", "r2", 1, 0),
+		cassSts("other", "dc2", "default", 1, 1), cassSts("geo", "dc3", "default", 1, 1),
+	}, "geo")
+	if nodes["dc1"] != [2]int32{3, 3} || nodes["dc2"] != [2]int32{1, 2} || nodes["dc3"] != [2]int32{1, 1} {
+		t.Errorf("nodes (ready, desired) %v", nodes)
+	}
+	init, ready, progress = k8ssandraStatus(u, []aaav1.Datacenter{{Name: "dc1"}, {Name: "dc2"}, {Name: "dc3"}},
+		map[string][2]int32{"dc1": {2, 3}, "dc3": {0, 1}})
+	if !init || ready["dc1"] || ready["dc3"] {
+		t.Errorf("with nodes down: ready %v", ready)
+	}
+	if want := "dc1 2/3 Cassandra nodes ready, dc2 not ready, dc3 Updating"; progress != want {
+		t.Errorf("progress %q, want %q", progress, want)
+	}
+
+	// Issue 31, seen on the local cluster: dc2 removed from the spec, k8ssandra-operator
+	// v1.26.0 stuck in its decommission (Cassandra 5 refuses to drop a data center with live
+	// nodes from system_auth), and the AAACluster said nothing of it.
+	u.Object["status"].(map[string]any)["datacenters"].(map[string]any)["gone"] = map[string]any{"decommissionProgress": "UpdatingReplication"}
+	if _, _, progress := k8ssandraStatus(u, []aaav1.Datacenter{{Name: "dc1"}}, nil); progress != "dc1 ready, gone leaving (UpdatingReplication)" {
+		t.Errorf("progress with a datacenter leaving: %q", progress)
+	}
+	if e := k8ssandraError(u); e != "" {
+		t.Errorf("k8ssandraError without an error: %q", e)
+	}
+	u.Object["status"].(map[string]any)["error"] = "None"
+	if e := k8ssandraError(u); e != "" {
+		t.Errorf("k8ssandraError of None: %q", e)
+	}
+	u.Object["status"].(map[string]any)["error"] = "CALL alter keyspaces system_auth failed on all datacenter dc1 pods"
+	if e := k8ssandraError(u); e != "CALL alter keyspaces system_auth failed on all datacenter dc1 pods" {
+		t.Errorf("k8ssandraError: %q", e)
+	}
+}
+
+func cassSts(cluster, dc, rack string, replicas, ready int32) appsv1.StatefulSet {
+	return appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: cluster + "-" + dc + "-" + rack + "-sts", Labels: map[string]string{
+			cassClusterLabel: cluster, cassDCLabel: dc}},
+		Spec:   appsv1.StatefulSetSpec{Replicas: &replicas},
+		Status: appsv1.StatefulSetStatus{ReadyReplicas: ready},
 	}
 }
 
@@ -466,6 +513,24 @@ func TestComputeStatus(t *testing.T) {
 	check(s, aaav1.ConditionReady, metav1.ConditionFalse, ReasonPartiallyAvailable)
 	if s.ReadyDatacenters != "2/3" || s.ObservedGeneration != 4 {
 		t.Errorf("readyDatacenters %s observedGeneration %d", s.ReadyDatacenters, s.ObservedGeneration)
+	}
+	// k8ssandra-operator stuck (issue 31: a data center's decommission): serving, Degraded
+	// with its error, the way out in docs/operator.md.
+	stuck := *st
+	stuck.dcs = map[string]*dcObserved{"dc1": st.dcs["dc1"], "dc2": st.dcs["dc2"], "dc3": {complete: true, deployed: true, workload: observeWorkload(avail())}}
+	stuck.cassandra.problem = "k8ssandra-operator: CALL alter keyspaces system_auth failed on all datacenter dc1 pods (gone leaving (UpdatingReplication))"
+	ss := computeStatus(&stuck, nil)
+	if d := check(ss, aaav1.ConditionDegraded, metav1.ConditionTrue, ReasonK8ssandraError); !strings.Contains(d.Message, "system_auth") {
+		t.Errorf("Degraded while k8ssandra-operator is stuck: %q", d.Message)
+	}
+	check(ss, aaav1.ConditionReady, metav1.ConditionTrue, ReasonReady)
+	// dc3 lost whole (issue 31): Degraded names its Cassandra too, not only its policing.
+	lost := *st
+	lost.cassandra = cassandraState{initialized: true, reason: ReasonDatacenterNotReady, message: "Cassandra datacenters not ready: dc3 (dc1 ready, dc2 ready, dc3 0/1 Cassandra nodes ready)",
+		dcReady: map[string]bool{"dc1": true, "dc2": true}}
+	if d := check(computeStatus(&lost, nil), aaav1.ConditionDegraded, metav1.ConditionTrue, ReasonPartiallyAvailable); !strings.Contains(d.Message, "policing is not available in: dc3") ||
+		!strings.Contains(d.Message, "dc3 0/1 Cassandra nodes ready") {
+		t.Errorf("Degraded with dc3 lost: %q", d.Message)
 	}
 	// dc3 becomes available: Ready; then the same observation again keeps the times.
 	st.dcs["dc3"].workload = observeWorkload(avail())

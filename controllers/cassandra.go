@@ -9,11 +9,14 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
 )
@@ -28,6 +31,9 @@ type cassandraState struct {
 	// ready: initialized and every data center of the spec ready.
 	ready           bool
 	reason, message string
+	// problem: Cassandra serves, but its operator cannot finish what the spec asks (a
+	// data center's decommission); Degraded says it.
+	problem string
 }
 
 // buildK8ssandraCluster is the K8ssandraCluster (k8ssandra.io/v1alpha1) with one datacenter per
@@ -138,10 +144,47 @@ func retainedDatacenters(existing *unstructured.Unstructured, spec aaav1.AAAClus
 	return out
 }
 
+// Labels cass-operator puts on its StatefulSets and pods.
+const (
+	cassClusterLabel = "cassandra.datastax.com/cluster"
+	cassDCLabel      = "cassandra.datastax.com/datacenter"
+)
+
+// cassandraNodes counts the ready and desired Cassandra nodes of each datacenter of cluster from
+// cass-operator's StatefulSets (one per rack). Pure.
+func cassandraNodes(stss []appsv1.StatefulSet, cluster string) map[string][2]int32 {
+	out := map[string][2]int32{}
+	for _, s := range stss {
+		dc := s.Labels[cassDCLabel]
+		if s.Labels[cassClusterLabel] != cluster || dc == "" {
+			continue
+		}
+		n := out[dc]
+		n[0] += s.Status.ReadyReplicas
+		if s.Spec.Replicas != nil {
+			n[1] += *s.Spec.Replicas
+		}
+		out[dc] = n
+	}
+	return out
+}
+
+// cassandraStatefulSetCluster maps a cass-operator StatefulSet to the AAACluster whose
+// K8ssandraCluster it belongs to (k8ssandraName: the AAACluster's own name).
+func cassandraStatefulSetCluster(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[cassClusterLabel]
+	if name == "" || o.GetLabels()[cassDCLabel] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
 // k8ssandraStatus reads initialization, per-datacenter readiness and a line on the progress of
 // each datacenter of the spec ("dc1 ready, dc2 Updating, dc3 not created yet": k8ssandra-operator
-// creates them one after another). Pure.
-func k8ssandraStatus(u *unstructured.Unstructured, dcs []aaav1.Datacenter) (initialized bool, ready map[string]bool, progress string) {
+// creates them one after another). nodes (ready, desired; cassandraNodes) overrules a Ready
+// datacenter with nodes down: cass-operator's status lags a lost pod, and may never see one
+// that cannot be recreated. Pure.
+func k8ssandraStatus(u *unstructured.Unstructured, dcs []aaav1.Datacenter, nodes map[string][2]int32) (initialized bool, ready map[string]bool, progress string) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
@@ -168,6 +211,11 @@ func k8ssandraStatus(u *unstructured.Unstructured, dcs []aaav1.Datacenter) (init
 				ready[dc.Name] = m["status"] == string(corev1.ConditionTrue)
 			}
 		}
+		if n, ok := nodes[dc.Name]; ok && ready[dc.Name] && n[0] < n[1] {
+			ready[dc.Name] = false
+			lines = append(lines, fmt.Sprintf("%s %d/%d Cassandra nodes ready", dc.Name, n[0], n[1]))
+			continue
+		}
 		switch {
 		case ready[dc.Name]:
 			lines = append(lines, dc.Name+" ready")
@@ -179,7 +227,31 @@ func k8ssandraStatus(u *unstructured.Unstructured, dcs []aaav1.Datacenter) (init
 			lines = append(lines, dc.Name+" created")
 		}
 	}
-	return initialized, ready, strings.Join(lines, ", ")
+	// Datacenters that left the spec and that k8ssandra-operator is still taking out.
+	inSpec := map[string]bool{}
+	for _, dc := range dcs {
+		inSpec[dc.Name] = true
+	}
+	status, _, _ := unstructured.NestedMap(u.Object, "status", "datacenters")
+	var leaving []string
+	for name, v := range status {
+		m, _ := v.(map[string]any)
+		if p, _ := m["decommissionProgress"].(string); !inSpec[name] && p != "" {
+			leaving = append(leaving, fmt.Sprintf("%s leaving (%s)", name, p))
+		}
+	}
+	sort.Strings(leaving)
+	return initialized, ready, strings.Join(append(lines, leaving...), ", ")
+}
+
+// k8ssandraError is the error k8ssandra-operator's last reconcile of u ended with ("" for none:
+// it writes "None"). Pure.
+func k8ssandraError(u *unstructured.Unstructured) string {
+	e, _, _ := unstructured.NestedString(u.Object, "status", "error")
+	if e == "None" {
+		return ""
+	}
+	return e
 }
 
 func toUnstructured(obj any) map[string]any {
@@ -300,8 +372,12 @@ func (r *AAAClusterReconciler) reconcileCassandra(ctx context.Context, st *state
 	if err != nil {
 		return result{}, err
 	}
+	var stss appsv1.StatefulSetList
+	if err := r.List(ctx, &stss, client.InNamespace(c.Namespace), client.MatchingLabels{cassClusterLabel: k8ssandraName(c)}); err != nil {
+		return result{}, fmt.Errorf("list Cassandra StatefulSets: %w", err)
+	}
 	var progress string
-	cs.initialized, cs.dcReady, progress = k8ssandraStatus(live.(*unstructured.Unstructured), spec.Datacenters)
+	cs.initialized, cs.dcReady, progress = k8ssandraStatus(live.(*unstructured.Unstructured), spec.Datacenters, cassandraNodes(stss.Items, k8ssandraName(c)))
 	if !cs.initialized {
 		cs.reason = ReasonCassandraInit
 		cs.message = fmt.Sprintf("waiting for K8ssandraCluster %s to be initialized (condition CassandraInitialized): %s", k8ssandraName(c), progress)
@@ -320,5 +396,11 @@ func (r *AAAClusterReconciler) reconcileCassandra(ctx context.Context, st *state
 	}
 	cs.ready = true
 	cs.reason, cs.message = ReasonReady, fmt.Sprintf("K8ssandraCluster %s is ready in every datacenter", k8ssandraName(c))
+	if e := k8ssandraError(live.(*unstructured.Unstructured)); e != "" || strings.Contains(progress, " leaving (") {
+		cs.message += " (" + progress + ")"
+		if e != "" {
+			cs.problem = fmt.Sprintf("k8ssandra-operator: %s (%s)", e, progress)
+		}
+	}
 	return result{}, nil
 }

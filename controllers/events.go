@@ -20,6 +20,7 @@ const (
 	ReasonAsExpected           = "AsExpected"
 	ReasonReconcileError       = "ReconcileError"
 	ReasonK8ssandraMissing     = "K8ssandraNotInstalled"
+	ReasonK8ssandraError       = "K8ssandraOperatorError"
 	ReasonCRDNotInstalled      = "CRDNotInstalled"
 	ReasonCassandraInit        = "CassandraInitializing"
 	ReasonDatacenterNotReady   = "CassandraDatacenterNotReady"

@@ -16,6 +16,7 @@ import (
 var warningReasons = map[string]bool{
 	ReasonMigrationFailed:      true,
 	ReasonK8ssandraMissing:     true,
+	ReasonK8ssandraError:       true,
 	ReasonCredentialsMissing:   true,
 	ReasonNotLabelled:          true,
 	ReasonCertManagerMissing:   true,
@@ -147,9 +148,15 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 		set(aaav1.ConditionDegraded, true, ReasonMigrationFailed, sc.message)
 	case !dcsObserved:
 	case len(ready) > 0 && len(notReady) > 0:
-		set(aaav1.ConditionDegraded, true, ReasonPartiallyAvailable, "policing is not available in: "+strings.Join(notReady, ", "))
+		msg := "policing is not available in: " + strings.Join(notReady, ", ")
+		if cs.initialized && !cs.ready { // a lost data center: its Cassandra too
+			msg += "; " + cs.message
+		}
+		set(aaav1.ConditionDegraded, true, ReasonPartiallyAvailable, msg)
 	case cs.initialized && !cs.ready && len(ready) > 0:
 		set(aaav1.ConditionDegraded, true, ReasonDatacenterNotReady, cs.message)
+	case cs.problem != "":
+		set(aaav1.ConditionDegraded, true, ReasonK8ssandraError, cs.problem)
 	default:
 		set(aaav1.ConditionDegraded, false, ReasonAsExpected, "no degradation observed")
 	}
