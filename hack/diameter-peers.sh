@@ -66,8 +66,10 @@ build_erlang_pcef() {
 		mkdir -p "$CACHE/erlang-pcef"
 		tmp=$(mktemp -d "$CACHE/erlang-pcef/.build.XXXXXX")
 		diameterc=$(erl -noshell -eval 'io:format("~s", [code:lib_dir(diameter)]), halt().')/bin/diameterc
-		escript "$diameterc" -o "$tmp" "$ERLANG_PCEF/pcef_gx.dia" >&2
-		erlc -o "$tmp" "$tmp/pcef_gx.erl" "$ERLANG_PCEF/pcef.erl" >&2
+		if ! { escript "$diameterc" -o "$tmp" "$ERLANG_PCEF/pcef_gx.dia" && erlc -o "$tmp" "$tmp/pcef_gx.erl" "$ERLANG_PCEF/pcef.erl"; } >&2; then
+			rm -rf "$tmp"
+			return 2
+		fi
 		mv -T "$tmp" "$out" 2>/dev/null || rm -rf "$tmp" # another build won the race
 	fi
 	echo "$out"

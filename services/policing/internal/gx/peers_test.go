@@ -40,7 +40,7 @@ func erlangPCEF(t *testing.T) []string {
 }
 
 // diameterPeer is what `hack/diameter-peers.sh what` prints, skipping (failing under
-// OPENAAA_INTEGRATION=require) when it says the peer is not installed.
+// OPENAAA_INTEGRATION=require) when it says the peer is not installed or cannot be built.
 func diameterPeer(t *testing.T, what, name string) string {
 	t.Helper()
 	root, err := testenv.RepoRoot()
@@ -48,7 +48,11 @@ func diameterPeer(t *testing.T, what, name string) string {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(filepath.Join(root, "hack", "diameter-peers.sh"), what).Output()
-	testenv.Need(t, err == nil, name+" (hack/diameter-peers.sh install)")
+	why := " (hack/diameter-peers.sh install)"
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		why += ": " + strings.TrimSpace(string(ee.Stderr)) // a build's errors
+	}
+	testenv.Need(t, err == nil, name+why)
 	return strings.TrimSpace(string(out))
 }
 
