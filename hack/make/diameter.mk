@@ -1,11 +1,12 @@
-# Diameter/Gx: peers no one here wrote (python-diameter as the PCEF, freeDiameter as a base
-# peer, tshark as an independent decoder) for the tests of services/policing/internal/gx (docs/diameter-gx.md).
+# Diameter/Gx: peers no one here wrote (python-diameter and Erlang/OTP diameter as PCEFs,
+# freeDiameter as a base peer, tshark as an independent decoder) for the tests of
+# services/policing/internal/gx (docs/diameter-gx.md).
 PROVISION += diameter-peers
 
 ##@ Diameter
 
 .PHONY: diameter-peers
-diameter-peers: ## Install python-diameter (venv, pinned), freeDiameter and tshark (Debian) for the Gx tests (idempotent).
+diameter-peers: ## Install python-diameter (venv, pinned), freeDiameter, tshark and Erlang/OTP diameter (Debian) for the Gx tests, build the Erlang PCEF (idempotent).
 	hack/diameter-peers.sh install
 
 .PHONY: bench-gx

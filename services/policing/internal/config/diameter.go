@@ -20,8 +20,9 @@ type Diameter struct {
 	// names neither this originHost nor one of these is answered 3002; one for another realm
 	// 3003 (docs/diameter-gx.md).
 	ServedHosts []string `json:"servedHosts,omitempty"`
-	// VendorID is the CEA's Vendor-Id: the operator's IANA enterprise number (0, the default,
-	// is IANA's reserved value; RFC 6733 requires the AVP).
+	// VendorID is the CEA's Vendor-Id: the IANA enterprise number of whoever ships this
+	// Diameter software (RFC 6733 §5.3.3). 0, the default, is the value the RFC reserves in a
+	// CER or CEA for "ignore this field" (OpenAAA has no enterprise number of its own).
 	VendorID uint32 `json:"vendorId,omitempty"`
 	// MaxInFlight bounds the Gx requests processed at once; past it they are answered
 	// 3004 DIAMETER_TOO_BUSY.

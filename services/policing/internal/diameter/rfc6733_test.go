@@ -2,7 +2,9 @@ package diameter
 
 import (
 	"encoding/binary"
+	"log/slog"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -332,24 +334,36 @@ type handlerFunc func(PeerInfo, *diam.Message) (*diam.Message, uint32)
 
 func (f handlerFunc) ServeApp(p PeerInfo, m *diam.Message) (*diam.Message, uint32) { return f(p, m) }
 
-// RFC 6733 §5.3.3: the CEA's Vendor-Id is the configured enterprise number (0 is IANA's
-// reserved value: sent only when none is configured, since §5.3.2 requires the AVP).
+// RFC 6733 §5.3.3: the CEA's Vendor-Id is the enterprise number of the Diameter software's
+// vendor, and "a Vendor-Id value of zero in the CER or CEA message is reserved and indicates
+// that this field is ignored". OpenAAA has no enterprise number of its own: without
+// diameter.vendorId the CEA carries 0, the RFC's value for that (freeDiameter's own CER
+// does too), as the one AVP §5.3.2 requires, and the node does not warn about it; a
+// configured number is sent instead.
 func TestCEAVendorID(t *testing.T) {
-	const pen = 99999
-	s, err := Listen("127.0.0.1:0", Options{OriginHost: ourHost, OriginRealm: ourRealm, VendorID: pen,
-		Peers: []Peer{{OriginHost: "pcef.test"}}, Apps: map[uint32]Handler{GxApplicationID: echoApp{new(atomic.Int64)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	a := exchange(t, dialPeer(t, s), cer("pcef.test", GxApplicationID))
-	var got []uint32
-	for _, x := range a.AVP {
-		if x.Code == codeVendorID {
-			got = append(got, uint32(x.Data.(datatype.Unsigned32)))
+	for _, tc := range []struct {
+		configured, want uint32
+	}{{0, 0}, {99999, 99999}} {
+		var log strings.Builder
+		s, err := Listen("127.0.0.1:0", Options{OriginHost: ourHost, OriginRealm: ourRealm, VendorID: tc.configured,
+			Peers: []Peer{{OriginHost: "pcef.test"}}, Apps: map[uint32]Handler{GxApplicationID: echoApp{new(atomic.Int64)}},
+			Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(got) != 1 || got[0] != pen {
-		t.Errorf("vendor %d configured: the CEA carries Vendor-Id %v", pen, got)
+		a := exchange(t, dialPeer(t, s), cer("pcef.test", GxApplicationID))
+		_ = s.Close()
+		var got []*diam.AVP
+		for _, x := range a.AVP {
+			if x.Code == codeVendorID {
+				got = append(got, x)
+			}
+		}
+		if len(got) != 1 || uint32(got[0].Data.(datatype.Unsigned32)) != tc.want || got[0].Flags != avp.Mbit {
+			t.Errorf("vendorId %d configured: the CEA's Vendor-Id AVPs are %v, want one, %d, with the M bit only", tc.configured, got, tc.want)
+		}
+		if log.Len() > 0 {
+			t.Errorf("vendorId %d configured: Listen warned: %s", tc.configured, log.String())
+		}
 	}
 }

@@ -64,9 +64,9 @@ type Options struct {
 	// names one is processed here; any other host is 3002 (check.go, destination).
 	ServedHosts []string
 	// VendorID is the CEA's Vendor-Id (RFC 6733 §5.3.3): the IANA enterprise number of the
-	// operator (diameter.vendorId). The CEA's ABNF requires the AVP (§5.3.2; freeDiameter
-	// refuses a CEA without it), so without one configured it is 0, IANA's reserved value,
-	// as most open implementations send, and Listen logs a warning.
+	// Diameter software's vendor (diameter.vendorId). The CEA's ABNF requires the AVP
+	// (§5.3.2; freeDiameter refuses a CEA without it); 0, the default, is the value §5.3.3
+	// reserves in a CER or CEA for "ignore this field": OpenAAA has no enterprise number.
 	VendorID    uint32
 	ProductName string
 	Peers       []Peer
@@ -141,9 +141,6 @@ func Listen(addr string, opt Options) (*Server, error) {
 	s.hostIP = sourceIP(ln.Addr())
 	if s.hostIP == nil || s.hostIP.IsUnspecified() {
 		s.hostIP = net.IPv4(127, 0, 0, 1)
-	}
-	if opt.VendorID == 0 {
-		opt.Log.Warn("diameter: no vendorId configured: the CEA carries Vendor-Id 0, which IANA reserves; set diameter.vendorId to your enterprise number")
 	}
 	go s.accept()
 	return s, nil

@@ -59,7 +59,7 @@ func adminOf(t *testing.T, st session.Store, h *Handler, nodes map[string]string
 // the RAR posted to the node the PCEF is not connected to, forwarded through the admin API to
 // the node holding its connection.
 func TestPythonDiameterPCEFLuaThrottleAndRARFromAnotherDC(t *testing.T) {
-	python := pythonDiameter(t)
+	pcef := pythonPCEF(t)
 	eng, err := luapolicy.New(luapolicy.Options{File: filepath.Join("testdata", "throttle.lua"), Budget: 50 * time.Millisecond,
 		PoolSize: 2, Memoize: true, MemoSize: 100, Dict: dict.Builtin, Builtin: &policy.Default{Dict: dict.Builtin},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -101,7 +101,7 @@ func TestPythonDiameterPCEFLuaThrottleAndRARFromAnotherDC(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	r := runPCEF(t, python, strconv.Itoa(dc1.(*net.TCPAddr).Port), "pgw.py.test", pushRAR)
+	r := runPCEF(t, pcef, strconv.Itoa(dc1.(*net.TCPAddr).Port), "pgw.py.test", pushRAR)
 	if !r.Ready || len(r.Answers) != 4 {
 		t.Fatalf("PCEF result %+v", r)
 	}
