@@ -16,7 +16,7 @@ import (
 )
 
 // policingConfig is the part of policing's configuration file the operator writes. The keys
-// follow services/policing/internal/config; adjust renderPolicingConfig when they change.
+// follow services/policing/config; adjust renderPolicingConfig when they change.
 type policingConfig struct {
 	Log         pcLog          `json:"log"`
 	Radius      pcRadius       `json:"radius"`

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
 )
 
