@@ -2,10 +2,13 @@ package controllers
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
@@ -66,5 +69,46 @@ func TestRenderedConfigLoadsInPolicing(t *testing.T) {
 	}
 	for _, f := range goldens {
 		check(f, f)
+	}
+}
+
+// TestSchemaDefaultsArePolicings: the CRD's defaults of policing's own settings (kubebuilder
+// markers, which cannot name a Go constant) are policing's defaults.
+func TestSchemaDefaultsArePolicings(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", "aaa.openaaa.io_aaaclusters.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		t.Fatal(err)
+	}
+	pd := policing.Default()
+	for _, tc := range []struct {
+		path string
+		want any
+	}{
+		{"spec.logLevel", pd.Log.Level},
+		{"spec.cassandra.keyspace", pd.Session.Cassandra.Keyspace},
+		{"spec.radius.authPort", policing.DefaultAuthPort},
+		{"spec.radius.acctPort", policing.DefaultAcctPort},
+		{"spec.radius.requireMessageAuthenticator", pd.Radius.RequireMessageAuthenticator},
+		{"spec.diameter.port", policing.DefaultDiameterPort},
+		{"spec.eap.tlsIdentity", pd.EAP.TLSIdentity},
+		{"spec.eap.maxConversations", pd.EAP.MaxConversations},
+	} {
+		for _, v := range crd.Spec.Versions {
+			s := v.Schema.OpenAPIV3Schema
+			for _, p := range strings.Split(tc.path, ".") {
+				if s != nil {
+					next := s.Properties[p]
+					s = &next
+				}
+			}
+			want, _ := json.Marshal(tc.want)
+			if s == nil || s.Default == nil || string(s.Default.Raw) != string(want) {
+				t.Errorf("%s %s: the CRD's default is not policing's %s", v.Name, tc.path, want)
+			}
+		}
 	}
 }

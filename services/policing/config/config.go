@@ -136,13 +136,22 @@ type Admin struct {
 	Pprof bool `json:"pprof"`
 }
 
+// The default ports, which the operator's defaults are too (its Services, container ports and
+// NetworkPolicy open them).
+const (
+	DefaultAuthPort     = 1812
+	DefaultAcctPort     = 1813
+	DefaultAdminPort    = 9812
+	DefaultDiameterPort = 3868
+)
+
 // Default returns the configuration used for every key the file leaves out.
 func Default() Config {
 	return Config{
 		Log: Log{Level: "info", Format: "json"},
 		Radius: Radius{
-			AuthAddress:                 ":1812",
-			AcctAddress:                 ":1813",
+			AuthAddress:                 fmt.Sprintf(":%d", DefaultAuthPort),
+			AcctAddress:                 fmt.Sprintf(":%d", DefaultAcctPort),
 			Dispatch:                    "auto",
 			Workers:                     64,
 			QueueSize:                   256,
@@ -163,7 +172,7 @@ func Default() Config {
 			Cassandra:      defaultCassandra(),
 		},
 		Policy:   defaultPolicy(),
-		Admin:    Admin{Address: ":9812"},
+		Admin:    Admin{Address: fmt.Sprintf(":%d", DefaultAdminPort)},
 		Reload:   defaultReload(),
 		Proxy:    defaultProxy(),
 		CoA:      defaultCoA(),
