@@ -91,7 +91,7 @@ func NewCluster(o ConnOptions) (*gocql.ClusterConfig, error) {
 	}
 	port := o.Port
 	if port == 0 {
-		port = 9042
+		port = config.Default().Session.Cassandra.Port
 	}
 	hosts := make([]string, 0, len(o.ContactPoints))
 	for _, cp := range o.ContactPoints {
