@@ -1,6 +1,7 @@
 // Package config is the policing configuration: YAML on disk, every key overridable by
 // `--set path=value` flags and POLICING_<PATH> environment variables, validated with errors
-// that name the offending key. docs/configuration.md documents every key.
+// that name the offending key. docs/configuration.md documents every key. It is the one
+// schema of the file: the operator fills these types and writes them with MarshalSet.
 package config
 
 import (
