@@ -5,180 +5,20 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	policing "github.com/openaaa/openaaa/services/policing/config"
 )
 
-// policingConfig is the part of policing's configuration file the operator writes. The keys
-// follow services/policing/internal/config; adjust renderPolicingConfig when they change.
-type policingConfig struct {
-	Log         pcLog          `json:"log"`
-	Radius      pcRadius       `json:"radius"`
-	ClientsFile string         `json:"clientsFile"`
-	Subscribers *pcSubscribers `json:"subscribers,omitempty"`
-	Session     pcSession      `json:"session"`
-	Proxy       *pcProxy       `json:"proxy,omitempty"`
-	Policy      *pcPolicy      `json:"policy,omitempty"`
-	Admin       pcAdmin        `json:"admin"`
-	Diameter    *pcDiameter    `json:"diameter,omitempty"`
-	EAP         *pcEAP         `json:"eap,omitempty"`
-}
-
-type pcEAP struct {
-	Methods          []string         `json:"methods"`
-	CertFile         string           `json:"certFile,omitempty"`
-	KeyFile          string           `json:"keyFile,omitempty"`
-	CAFile           string           `json:"caFile,omitempty"`
-	CRLFile          string           `json:"crlFile,omitempty"`
-	TLSIdentity      string           `json:"tlsIdentity"`
-	MaxConversations int32            `json:"maxConversations"`
-	Timeout          string           `json:"timeout"`
-	Forward          *pcEAPForward    `json:"forward,omitempty"`
-	Resumption       *pcEAPResumption `json:"resumption,omitempty"`
-}
-
-type pcEAPForward struct {
-	Address    string `json:"address"`
-	SecretFile string `json:"secretFile"`
-}
-
-type pcEAPResumption struct {
-	Enabled       bool   `json:"enabled"`
-	TicketKeyFile string `json:"ticketKeyFile"`
-	Lifetime      string `json:"lifetime"`
-}
-
-type pcLog struct {
-	Level  string `json:"level"`
-	Format string `json:"format"`
-}
-
-type pcRadius struct {
-	AuthAddress                 string    `json:"authAddress"`
-	AcctAddress                 string    `json:"acctAddress"`
-	RequireMessageAuthenticator bool      `json:"requireMessageAuthenticator"`
-	DrainTimeout                string    `json:"drainTimeout"`
-	RadSec                      *pcRadSec `json:"radsec,omitempty"`
-}
-
-type pcRadSec struct {
-	Address  string `json:"address"`
-	CertFile string `json:"certFile"`
-	KeyFile  string `json:"keyFile"`
-	CAFile   string `json:"caFile"`
-}
-
-type pcSubscribers struct {
-	Source string  `json:"source"`
-	File   string  `json:"file,omitempty"`
-	LDAP   *pcLDAP `json:"ldap,omitempty"`
-}
-
-type pcLDAP struct {
-	URLs             []string          `json:"urls"`
-	BaseDN           string            `json:"baseDN"`
-	Filter           string            `json:"filter,omitempty"`
-	BindDN           string            `json:"bindDN,omitempty"`
-	BindPasswordFile string            `json:"bindPasswordFile,omitempty"`
-	ProfilesFile     string            `json:"profilesFile,omitempty"`
-	Attributes       *pcLDAPAttributes `json:"attributes,omitempty"`
-}
-
-type pcLDAPAttributes struct {
-	ProfileName string `json:"profileName"`
-}
-
-type pcSession struct {
-	Store     string      `json:"store"`
-	Cassandra pcCassandra `json:"cassandra"`
-}
-
-type pcCassandra struct {
-	ContactPoints []string     `json:"contactPoints"`
-	LocalDC       string       `json:"localDC"`
-	RemoteDCs     []pcRemoteDC `json:"remoteDCs,omitempty"`
-	Keyspace      string       `json:"keyspace"`
-	UsernameFile  string       `json:"usernameFile"`
-	PasswordFile  string       `json:"passwordFile"`
-	Spool         *pcSpool     `json:"spool,omitempty"`
-	RowCache      *pcRowCache  `json:"rowCache,omitempty"`
-}
-
-type pcRowCache struct {
-	Size int32 `json:"size"`
-}
-
-type pcSpool struct {
-	DeliverWithin string `json:"deliverWithin"`
-}
-
-type pcRemoteDC struct {
-	Name          string   `json:"name"`
-	ContactPoints []string `json:"contactPoints"`
-}
-
-type pcProxy struct {
-	Upstreams []pcUpstream `json:"upstreams"`
-	Queue     *pcSpool     `json:"queue,omitempty"`
-}
-
-type pcUpstream struct {
-	Name       string `json:"name"`
-	Address    string `json:"address"`
-	SecretFile string `json:"secretFile"`
-}
-
-type pcPolicy struct {
-	RateLimitAttribute string       `json:"rateLimitAttribute,omitempty"`
-	RejectMessage      string       `json:"rejectMessage,omitempty"`
-	Lua                *pcPolicyLua `json:"lua,omitempty"`
-}
-
-type pcPolicyLua struct {
-	File     string `json:"file"`
-	Budget   string `json:"budget,omitempty"`
-	FailMode string `json:"failMode,omitempty"`
-	Memoize  *bool  `json:"memoize,omitempty"`
-}
-
-type pcDiameter struct {
-	Enabled     bool   `json:"enabled"`
-	Address     string `json:"address"`
-	OriginHost  string `json:"originHost"`
-	OriginRealm string `json:"originRealm"`
-	// ServedHosts are the other data centers' identities: any node serves any session, so a
-	// CCR still naming the data center the PCEF left (Destination-Host) is served here.
-	ServedHosts []string         `json:"servedHosts,omitempty"`
-	Peers       []pcDiameterPeer `json:"peers"`
-	TLS         *pcDiameterTLS   `json:"tls,omitempty"`
-}
-
-type pcDiameterTLS struct {
-	Address  string `json:"address"`
-	CertFile string `json:"certFile"`
-	KeyFile  string `json:"keyFile"`
-	CAFile   string `json:"caFile"`
-}
-
-type pcDiameterPeer struct {
-	OriginHost  string `json:"originHost,omitempty"`
-	OriginRealm string `json:"originRealm,omitempty"`
-	Address     string `json:"address,omitempty"`
-}
-
-type pcAdmin struct {
-	Address   string `json:"address"`
-	TokenFile string `json:"tokenFile"`
-}
-
-// renderPolicingConfig renders policing.yaml for one data center. Pure; it names files, never
-// secrets: credentials stay in mounted Secrets.
+// renderPolicingConfig renders policing.yaml for one data center in policing's own types,
+// writing only the keys it sets: policing's defaults apply to the rest. Pure; it names files,
+// never secrets: credentials stay in mounted Secrets.
 func renderPolicingConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) string {
 	return renderConfig(c, spec, dc, true)
 }
@@ -192,33 +32,38 @@ func rollingConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) ma
 }
 
 func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, withRemoteDCs bool) string {
-	cfg := policingConfig{
-		Log: pcLog{Level: spec.LogLevel, Format: "json"},
-		Radius: pcRadius{
+	cfg := policing.Config{
+		Log: policing.Log{Level: spec.LogLevel, Format: "json"},
+		Radius: policing.Radius{
 			AuthAddress: fmt.Sprintf(":%d", spec.Radius.AuthPort),
 			AcctAddress: fmt.Sprintf(":%d", spec.Radius.AcctPort),
 			// Defaulted to true by the schema and by defaults.go; nil never reaches here.
 			RequireMessageAuthenticator: spec.Radius.RequireMessageAuthenticator == nil || *spec.Radius.RequireMessageAuthenticator,
-			DrainTimeout:                fmt.Sprintf("%ds", drainSeconds(spec)),
+			DrainTimeout:                seconds(drainSeconds(spec)),
 		},
 		ClientsFile: path.Join(clientsDir, clientsKey),
-		Session: pcSession{
+		Session: policing.SessionStore{
 			Store: spec.SessionStore,
-			Cassandra: pcCassandra{
+			Cassandra: policing.Cassandra{
 				ContactPoints: contactPoints(c, spec, dc),
 				LocalDC:       dc,
 				RemoteDCs:     remoteDCs(c, spec, dc, withRemoteDCs),
 				Keyspace:      spec.Cassandra.Keyspace,
 				UsernameFile:  path.Join(cassandraCredsDir, "username"),
 				PasswordFile:  path.Join(cassandraCredsDir, "password"),
-				Spool:         spoolBound(spec),
-				RowCache:      rowCache(spec),
+				Spool:         policing.Spool{DeliverWithin: spoolBound(spec)},
 			},
 		},
-		Admin: pcAdmin{Address: fmt.Sprintf(":%d", AdminPort), TokenFile: path.Join(adminTokenDir, adminTokenKey)},
+		Admin: policing.Admin{Address: fmt.Sprintf(":%d", AdminPort), TokenFile: path.Join(adminTokenDir, adminTokenKey)},
+	}
+	// Written even when false or 0: policing's defaults are true and not 0.
+	keep := []any{&cfg.Radius.RequireMessageAuthenticator}
+	if n := spec.Cassandra.RowCacheSize; n != nil { // unset, policing's default applies
+		cfg.Session.Cassandra.RowCache.Size = int(*n)
+		keep = append(keep, &cfg.Session.Cassandra.RowCache.Size)
 	}
 	if radsecEnabled(spec) {
-		cfg.Radius.RadSec = &pcRadSec{
+		cfg.Radius.RadSec = policing.RadSec{
 			Address:  fmt.Sprintf(":%d", spec.Radius.RadSec.Port),
 			CertFile: path.Join(tlsDir, "tls.crt"),
 			KeyFile:  path.Join(tlsDir, "tls.key"),
@@ -234,15 +79,15 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 	if sub := spec.Subscribers; sub != nil {
 		switch {
 		case sub.LDAP != nil:
-			l := &pcLDAP{URLs: []string{sub.LDAP.URL}, BaseDN: sub.LDAP.BaseDN, Filter: sub.LDAP.Filter, BindDN: sub.LDAP.BindDN}
+			l := policing.LDAP{URLs: []string{sub.LDAP.URL}, BaseDN: sub.LDAP.BaseDN, Filter: sub.LDAP.Filter, BindDN: sub.LDAP.BindDN}
 			if sub.LDAP.BindSecret != nil {
 				l.BindPasswordFile = path.Join(ldapDir, sub.LDAP.BindSecret.Key)
 			}
 			if pr := sub.LDAP.Profiles; pr != nil {
 				l.ProfilesFile = path.Join(ldapProfilesDir, pr.ConfigMap.Key)
-				l.Attributes = &pcLDAPAttributes{ProfileName: pr.Attribute}
+				l.Attributes = policing.LDAPAttributes{ProfileName: pr.Attribute}
 			}
-			cfg.Subscribers = &pcSubscribers{Source: "ldap", LDAP: l}
+			cfg.Subscribers = policing.Subscribers{Source: "ldap", LDAP: l}
 		case sub.File != nil:
 			key := ""
 			if sub.File.ConfigMap != nil {
@@ -250,33 +95,36 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 			} else if sub.File.Secret != nil {
 				key = sub.File.Secret.Key
 			}
-			cfg.Subscribers = &pcSubscribers{Source: "file", File: path.Join(subscribersDir, key)}
+			cfg.Subscribers = policing.Subscribers{Source: "file", File: path.Join(subscribersDir, key)}
 		}
 	}
 	if ap := spec.AccountingProxy; ap != nil {
-		p := &pcProxy{Queue: spoolBound(spec)}
+		cfg.Proxy.Queue.DeliverWithin = spoolBound(spec)
 		for _, s := range ap.Servers {
-			p.Upstreams = append(p.Upstreams, pcUpstream{
+			cfg.Proxy.Upstreams = append(cfg.Proxy.Upstreams, policing.Upstream{
 				Name: s.Name, Address: s.Address,
 				SecretFile: path.Join(accountingProxyDir, s.Name, s.Secret.Key),
 			})
 		}
-		cfg.Proxy = p
 	}
-	if pol := spec.Policy; pol != nil && (pol.RateLimitAttribute != "" || pol.RejectMessage != "" || pol.Lua != nil) {
-		cfg.Policy = &pcPolicy{RateLimitAttribute: pol.RateLimitAttribute, RejectMessage: pol.RejectMessage}
+	if pol := spec.Policy; pol != nil {
+		cfg.Policy = policing.Policy{RateLimitAttribute: pol.RateLimitAttribute, RejectMessage: pol.RejectMessage}
 		if l := pol.Lua; l != nil {
 			// The file, not the script: its content reaches policing through the mounted
 			// ConfigMap and is reloaded there, so it is not part of the hash that rolls pods.
-			cfg.Policy.Lua = &pcPolicyLua{File: path.Join(policyDir, l.ConfigMap.Key), FailMode: l.FailMode, Memoize: l.Memoize}
+			cfg.Policy.Lua = policing.PolicyLua{File: path.Join(policyDir, l.ConfigMap.Key), FailMode: l.FailMode}
 			if l.Budget != nil {
-				cfg.Policy.Lua.Budget = l.Budget.Duration.String()
+				cfg.Policy.Lua.Budget = policing.Duration(l.Budget.Duration)
+			}
+			if l.Memoize != nil {
+				cfg.Policy.Lua.Memoize = *l.Memoize
+				keep = append(keep, &cfg.Policy.Lua.Memoize)
 			}
 		}
 	}
-	out, err := yaml.Marshal(cfg)
+	out, err := policing.MarshalSet(&cfg, keep...)
 	if err != nil {
-		panic(err) // plain structs of strings
+		panic(err) // keep names fields of cfg
 	}
 	return fmt.Sprintf("# policing configuration for data center %s of AAACluster %s/%s.\n"+
 		"# Written by the OpenAAA operator from the AAACluster: edits here are overwritten.\n%s",
@@ -286,10 +134,10 @@ func renderConfig(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, wit
 // renderEAP is policing's eap section: files of the mounted certificate Secret, CA and CRL
 // ConfigMaps (buildPodTemplate), never their content. eap.nodeID is left to its default, the
 // pod's name. Pure.
-func renderEAP(spec aaav1.AAAClusterSpec) *pcEAP {
+func renderEAP(spec aaav1.AAAClusterSpec) policing.EAP {
 	e := spec.EAP
-	out := &pcEAP{Methods: e.Methods, TLSIdentity: e.TLSIdentity, MaxConversations: e.MaxConversations,
-		Timeout: e.Timeout.Duration.String()}
+	out := policing.EAP{Methods: e.Methods, TLSIdentity: e.TLSIdentity, MaxConversations: int(e.MaxConversations),
+		Timeout: policing.Duration(e.Timeout.Duration)}
 	if eapUsesTLS(spec) {
 		out.CertFile, out.KeyFile = path.Join(eapTLSDir, "tls.crt"), path.Join(eapTLSDir, "tls.key")
 	}
@@ -311,21 +159,23 @@ func renderEAP(spec aaav1.AAAClusterSpec) *pcEAP {
 // renderDiameter is policing's diameter section for one data center: the data center's
 // identity, and the peer table. A peer with several source networks becomes one entry per
 // network (policing's entries match on every field they set, and any entry admits). Pure.
-func renderDiameter(spec aaav1.AAAClusterSpec, dc string) *pcDiameter {
+func renderDiameter(spec aaav1.AAAClusterSpec, dc string) policing.Diameter {
 	d := spec.Diameter
-	out := &pcDiameter{
+	out := policing.Diameter{
 		Enabled:     true,
 		Address:     fmt.Sprintf(":%d", d.Port),
 		OriginHost:  diameterOriginHost(spec, dc),
 		OriginRealm: d.Realm,
 	}
+	// The other data centers' identities: any node serves any session, so a CCR still naming
+	// the data center the PCEF left (Destination-Host) is served here.
 	for _, other := range spec.Datacenters {
 		if other.Name != dc {
 			out.ServedHosts = append(out.ServedHosts, diameterOriginHost(spec, other.Name))
 		}
 	}
 	for _, p := range d.Peers {
-		entry := pcDiameterPeer{OriginHost: p.OriginHost, OriginRealm: p.Realm}
+		entry := policing.DiameterPeer{OriginHost: p.OriginHost, OriginRealm: p.Realm}
 		if len(p.SourceCIDRs) == 0 {
 			out.Peers = append(out.Peers, entry)
 		}
@@ -335,7 +185,7 @@ func renderDiameter(spec aaav1.AAAClusterSpec, dc string) *pcDiameter {
 		}
 	}
 	if diameterTLSEnabled(spec) {
-		out.TLS = &pcDiameterTLS{
+		out.TLS = policing.DiameterTLS{
 			Address:  fmt.Sprintf(":%d", d.TLS.Port),
 			CertFile: path.Join(diameterTLSDir, "tls.crt"),
 			KeyFile:  path.Join(diameterTLSDir, "tls.key"),
@@ -357,14 +207,14 @@ func contactPoints(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string) []
 
 // remoteDCs are the other data centers with their contact points: at shutdown a pod delivers
 // the spool its own datacenter cannot take to the first of them that can (none when !want).
-func remoteDCs(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, want bool) []pcRemoteDC {
-	var out []pcRemoteDC
+func remoteDCs(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, want bool) []policing.RemoteDC {
+	var out []policing.RemoteDC
 	if !want {
 		return nil
 	}
 	for _, other := range spec.Datacenters {
 		if other.Name != dc {
-			out = append(out, pcRemoteDC{Name: other.Name, ContactPoints: contactPoints(c, spec, other.Name)})
+			out = append(out, policing.RemoteDC{Name: other.Name, ContactPoints: contactPoints(c, spec, other.Name)})
 		}
 	}
 	return out
@@ -376,13 +226,15 @@ func remoteDCs(c *aaav1.AAACluster, spec aaav1.AAAClusterSpec, dc string, want b
 // delivered at a third of the rate its replays had measured in the cluster test. Without a
 // bound a pod whose Cassandra stalls acknowledges at disk speed a backlog no shutdown can hand
 // on: a rollout lost the rest. A persistent spool is left unbounded (its successor of the same
-// name delivers it). Pure.
-func spoolBound(spec aaav1.AAAClusterSpec) *pcSpool {
+// name delivers it: 0, no bound). Pure.
+func spoolBound(spec aaav1.AAAClusterSpec) policing.Duration {
 	if spec.Spool.Persistence != nil {
-		return nil
+		return 0
 	}
-	return &pcSpool{DeliverWithin: fmt.Sprintf("%ds", max(drainSeconds(spec)/4, 1))}
+	return seconds(max(drainSeconds(spec)/4, 1))
 }
+
+func seconds(n int64) policing.Duration { return policing.Duration(time.Duration(n) * time.Second) }
 
 // drainSeconds is policing's shutdown budget (radius.drainTimeout): the grace period less the
 // preStop delay (the kubelet counts both) and a margin to exit before SIGKILL.
@@ -563,12 +415,4 @@ func (r *AAAClusterReconciler) reconcileConfig(ctx context.Context, st *state) (
 	}
 	// ConfigMaps of removed data centers go with their Deployments (datacenters.go).
 	return result{}, nil
-}
-
-// rowCache passes spec.cassandra.rowCacheSize on; unset, policing's default applies.
-func rowCache(spec aaav1.AAAClusterSpec) *pcRowCache {
-	if spec.Cassandra.RowCacheSize == nil {
-		return nil
-	}
-	return &pcRowCache{Size: *spec.Cassandra.RowCacheSize}
 }

@@ -3,7 +3,6 @@ package controllers
 import (
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,27 +10,24 @@ import (
 	"k8s.io/utils/ptr"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	policing "github.com/openaaa/openaaa/services/policing/config"
 )
 
 // Defaults that live in code rather than in the CRD schema: fields inside spec.datacenters[]
 // (defaults inside list items show up as GitOps drift) and values that depend on the operator
-// (the image). Documented in docs/operator.md.
+// (the image). Documented in docs/operator.md. Those of policing's own settings (ports, log
+// level, keyspace, EAP bounds) are policing's defaults (policing.Default), not copies.
 const (
 	DefaultReplicas               int32 = 2
 	DefaultCassandraSize          int32 = 3
 	DefaultReplicationFactor      int32 = 3
 	DefaultCassandraStorage             = "10Gi"
 	DefaultServerVersion                = "5.0.9"
-	DefaultKeyspace                     = "openaaa"
 	DefaultTargetCPU              int32 = 70
 	DefaultRequestsMetricName           = "openaaa_radius_requests_per_second"
-	DefaultAuthPort               int32 = 1812
-	DefaultAcctPort               int32 = 1813
 	DefaultRadSecPort             int32 = 2083
-	DefaultDiameterPort           int32 = 3868
 	DefaultDiameterTLSPort        int32 = 5658
 	DefaultDiameterOriginHost           = "pcrf.{datacenter}.{realm}"
-	AdminPort                     int32 = 9812
 	DefaultScrapeInterval               = "30s"
 	DefaultPolicingImage                = "ghcr.io/openaaa/policing"
 	DefaultLoadgenImage                 = "ghcr.io/openaaa/aaa-loadgen"
@@ -40,16 +36,19 @@ const (
 	defaultPolicyKey                    = "policy.lua"
 	defaultEAPClientCAKey               = "ca.crt"
 	defaultEAPCRLKey                    = "ca.crl"
-	defaultEAPTLSIdentity               = "commonName"
-	DefaultEAPMaxConversations    int32 = 10000
-	DefaultEAPTimeout                   = 30 * time.Second
-	DefaultEAPResumptionLifetime        = time.Hour
 	defaultLDAPPasswordKey              = "password"
 	defaultAccountingSecretKey          = "secret"
 	defaultSessionStore                 = "cassandra"
-	defaultLogLevel                     = "info"
 	defaultDashboardLabel               = "grafana_dashboard"
 	defaultImageTagWhenDevVersion       = "latest"
+)
+
+// Policing's ports, as the operator's objects open them.
+const (
+	DefaultAuthPort     int32 = policing.DefaultAuthPort
+	DefaultAcctPort     int32 = policing.DefaultAcctPort
+	DefaultDiameterPort int32 = policing.DefaultDiameterPort
+	AdminPort           int32 = policing.DefaultAdminPort
 )
 
 // How policing pods stop (spec.spool, docs/operator.md).
@@ -82,8 +81,9 @@ type Options struct {
 // withDefaults returns a copy of spec with every default applied. Pure.
 func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 	s := *in.DeepCopy()
+	pd := policing.Default()
 	if s.Cassandra.Keyspace == "" {
-		s.Cassandra.Keyspace = DefaultKeyspace
+		s.Cassandra.Keyspace = pd.Session.Cassandra.Keyspace
 	}
 	if s.Cassandra.External == nil && s.Cassandra.Managed == nil {
 		s.Cassandra.Managed = &aaav1.ManagedCassandra{}
@@ -95,7 +95,7 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 		s.SessionStore = defaultSessionStore
 	}
 	if s.LogLevel == "" {
-		s.LogLevel = defaultLogLevel
+		s.LogLevel = pd.Log.Level
 	}
 	if s.Radius.AuthPort == 0 {
 		s.Radius.AuthPort = DefaultAuthPort
@@ -104,7 +104,7 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 		s.Radius.AcctPort = DefaultAcctPort
 	}
 	if s.Radius.RequireMessageAuthenticator == nil {
-		s.Radius.RequireMessageAuthenticator = ptr.To(true)
+		s.Radius.RequireMessageAuthenticator = ptr.To(pd.Radius.RequireMessageAuthenticator)
 	}
 	if rs := s.Radius.RadSec; rs != nil {
 		if rs.Port == 0 {
@@ -135,19 +135,19 @@ func withDefaults(in aaav1.AAAClusterSpec, opts Options) aaav1.AAAClusterSpec {
 			e.CRL.Key = defaultEAPCRLKey
 		}
 		if e.TLSIdentity == "" {
-			e.TLSIdentity = defaultEAPTLSIdentity
+			e.TLSIdentity = pd.EAP.TLSIdentity
 		}
 		if e.MaxConversations == 0 {
-			e.MaxConversations = DefaultEAPMaxConversations
+			e.MaxConversations = int32(pd.EAP.MaxConversations)
 		}
 		if e.Timeout == nil {
-			e.Timeout = &metav1.Duration{Duration: DefaultEAPTimeout}
+			e.Timeout = &metav1.Duration{Duration: pd.EAP.Timeout.D()}
 		}
 		if e.Resumption == nil {
 			e.Resumption = &aaav1.EAPResumption{}
 		}
 		if e.Resumption.Lifetime == nil {
-			e.Resumption.Lifetime = &metav1.Duration{Duration: DefaultEAPResumptionLifetime}
+			e.Resumption.Lifetime = &metav1.Duration{Duration: pd.EAP.Resumption.Lifetime.D()}
 		}
 	}
 	if sub := s.Subscribers; sub != nil {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	policing "github.com/openaaa/openaaa/services/policing/config"
 )
 
 // diameterCluster is minimalCluster in namespace prod with Diameter Gx on: dc2 overrides the
@@ -25,8 +26,8 @@ func diameterCluster() (*aaav1.AAACluster, aaav1.AAAClusterSpec) {
 	return c, withDefaults(c.Spec, Options{Version: "v1.2.3"})
 }
 
-// TestGoldenDiameter: spec.diameter becomes policing's diameter section (policing's own test,
-// TestOperatorRenderedConfigsLoad, loads the golden file), a TCP Service per data center and
+// TestGoldenDiameter: spec.diameter becomes policing's diameter section (policing's loader
+// takes it: TestRenderedConfigLoadsInPolicing), a TCP Service per data center and
 // a container port.
 func TestGoldenDiameter(t *testing.T) {
 	c, spec := diameterCluster()
@@ -39,11 +40,11 @@ func TestRenderDiameter(t *testing.T) {
 	tests := []struct {
 		name string
 		dc   string
-		want pcDiameter
+		want policing.Diameter
 	}{
-		{"the template, filled in", "dc1", pcDiameter{Enabled: true, Address: ":3868", OriginHost: "pcrf.dc1.epc.example.net", OriginRealm: "epc.example.net",
+		{"the template, filled in", "dc1", policing.Diameter{Enabled: true, Address: ":3868", OriginHost: "pcrf.dc1.epc.example.net", OriginRealm: "epc.example.net",
 			ServedHosts: []string{"pcrf-backup.epc.example.net"}}},
-		{"the data center's override", "dc2", pcDiameter{Enabled: true, Address: ":3868", OriginHost: "pcrf-backup.epc.example.net", OriginRealm: "epc.example.net",
+		{"the data center's override", "dc2", policing.Diameter{Enabled: true, Address: ":3868", OriginHost: "pcrf-backup.epc.example.net", OriginRealm: "epc.example.net",
 			ServedHosts: []string{"pcrf.dc1.epc.example.net"}}},
 	}
 	for _, tc := range tests {
@@ -51,11 +52,11 @@ func TestRenderDiameter(t *testing.T) {
 			got := renderDiameter(spec, tc.dc)
 			if got.Enabled != tc.want.Enabled || got.Address != tc.want.Address || got.OriginHost != tc.want.OriginHost || got.OriginRealm != tc.want.OriginRealm ||
 				!slices.Equal(got.ServedHosts, tc.want.ServedHosts) {
-				t.Errorf("got %+v, want %+v", *got, tc.want)
+				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 			// One entry per source network, each keeping the peer's Origin-Host: any entry
 			// admits, so pgw1 from 192.0.2.1 must match none.
-			peers := []pcDiameterPeer{
+			peers := []policing.DiameterPeer{
 				{OriginHost: "pgw1.epc.example.net", Address: "10.1.0.0/16"},
 				{OriginHost: "pgw1.epc.example.net", Address: "2001:db8::/32"},
 				{OriginRealm: "roaming.example.org"},
@@ -204,7 +205,7 @@ func TestDiameterTLSObjects(t *testing.T) {
 	if got := secretOf(buildDeployment(c, spec, dc, "h")); got != "pcrf-tls" {
 		t.Errorf("mounted Secret %q, want the user's pcrf-tls", got)
 	}
-	if got := renderDiameter(spec, "dc1").TLS; got == nil || got.Address != ":5659" || got.CAFile != "/etc/openaaa/diameter-tls/ca.crt" {
+	if got := renderDiameter(spec, "dc1").TLS; got.Address != ":5659" || got.CAFile != "/etc/openaaa/diameter-tls/ca.crt" {
 		t.Errorf("policing's diameter.tls %+v", got)
 	}
 	if !slices.Contains(referencedObjects(c), "Secret/pcrf-tls") {
@@ -212,7 +213,7 @@ func TestDiameterTLSObjects(t *testing.T) {
 	}
 	c.Spec.Diameter.TLS.Enabled = false
 	spec = withDefaults(c.Spec, Options{Version: "v1.2.3"})
-	if renderDiameter(spec, "dc1").TLS != nil || hasContainerPort(buildDeployment(c, spec, dc, "h"), portDiamTLS, 5659) {
+	if renderDiameter(spec, "dc1").TLS.Address != "" || hasContainerPort(buildDeployment(c, spec, dc, "h"), portDiamTLS, 5659) {
 		t.Error("TLS objects while spec.diameter.tls.enabled is false")
 	}
 }

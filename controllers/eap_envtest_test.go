@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	policing "github.com/openaaa/openaaa/services/policing/config"
 )
 
 // spec.eap with an issuer: a Certificate <name>-eap, policing's eap section, the certificate's
@@ -29,7 +30,7 @@ func TestEAPReconcile(t *testing.T) {
 	if err := te.c.Create(bg, c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Spec.EAP.MaxConversations != DefaultEAPMaxConversations || c.Spec.EAP.TLSIdentity != "commonName" {
+	if c.Spec.EAP.MaxConversations != int32(policing.Default().EAP.MaxConversations) || c.Spec.EAP.TLSIdentity != policing.Default().EAP.TLSIdentity {
 		t.Errorf("schema defaults of spec.eap: maxConversations %d, tlsIdentity %q", c.Spec.EAP.MaxConversations, c.Spec.EAP.TLSIdentity)
 	}
 	te.finishJob(t, te.waitMigrationJob(t, ns, "wifi", "dc1:3"), true)

@@ -42,8 +42,8 @@ func volumeOf(d *appsv1.Deployment, name string) (*corev1.Volume, *corev1.Volume
 	return v, nil
 }
 
-// TestGoldenEAP: spec.eap becomes policing's eap section (loaded by policing's
-// TestOperatorRenderedConfigsLoad), a Certificate <name>-eap for dnsNames only, and two
+// TestGoldenEAP: spec.eap becomes policing's eap section (policing's loader takes
+// it: TestRenderedConfigLoadsInPolicing), a Certificate <name>-eap for dnsNames only, and two
 // read-only directory mounts (no subPath: renewals reach the pod): the certificate's Secret,
 // the CA bundle's key and the CRLs' key.
 func TestGoldenEAP(t *testing.T) {

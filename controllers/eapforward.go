@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	policing "github.com/openaaa/openaaa/services/policing/config"
 )
 
 // EAP rounds forwarded between the policing pods (docs/eap.md "Multi-DC conversations"):
@@ -45,8 +46,8 @@ func (r *AAAClusterReconciler) ensureEAPForwardSecret(ctx context.Context, c *aa
 
 // renderEAPForward is policing's eap.forward section: the listener on every address (the
 // pod's IP is advertised, policing's default), the mounted secret. Pure.
-func renderEAPForward() *pcEAPForward {
-	return &pcEAPForward{Address: fmt.Sprintf(":%d", EAPForwardPort), SecretFile: path.Join(eapForwardDir, eapForwardKey)}
+func renderEAPForward() policing.EAPForward {
+	return policing.EAPForward{Address: fmt.Sprintf(":%d", EAPForwardPort), SecretFile: path.Join(eapForwardDir, eapForwardKey)}
 }
 
 // eapForwardVolume mounts the inter-node secret read-only as eapForwardDir/secret.

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	aaav1 "github.com/openaaa/openaaa/api/v1alpha1"
+	policing "github.com/openaaa/openaaa/services/policing/config"
 )
 
 // TLS session resumption of EAP-TLS and PEAP (docs/eap.md "Session resumption"): when
@@ -42,9 +43,9 @@ func (r *AAAClusterReconciler) ensureEAPTicketsSecret(ctx context.Context, c *aa
 
 // renderEAPResumption is policing's eap.resumption section: the mounted keys, the lifetime
 // (defaulted). Pure.
-func renderEAPResumption(spec aaav1.AAAClusterSpec) *pcEAPResumption {
-	return &pcEAPResumption{Enabled: true, TicketKeyFile: path.Join(eapTicketsDir, eapTicketsKey),
-		Lifetime: spec.EAP.Resumption.Lifetime.Duration.String()}
+func renderEAPResumption(spec aaav1.AAAClusterSpec) policing.EAPResumption {
+	return policing.EAPResumption{Enabled: true, TicketKeyFile: path.Join(eapTicketsDir, eapTicketsKey),
+		Lifetime: policing.Duration(spec.EAP.Resumption.Lifetime.Duration)}
 }
 
 // eapTicketsVolume mounts the ticket keys read-only as eapTicketsDir/keys.

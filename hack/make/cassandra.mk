@@ -27,7 +27,7 @@ cassandra-status: ## nodetool status of the nodes started by cassandra-start.
 
 .PHONY: test-cassandra
 test-cassandra: cassandra-jars ## The Cassandra store, spool, hybrid and migration tests only (~4-6 min).
-	$(TEST_ENV) $(GO) test -count=1 -timeout 30m ./services/policing/internal/store/cassandra/... ./services/policing/internal/spool/... ./services/policing/internal/migrate/... ./services/policing/internal/config/...
+	$(TEST_ENV) $(GO) test -count=1 -timeout 30m ./services/policing/internal/store/cassandra/... ./services/policing/internal/spool/... ./services/policing/internal/migrate/... ./services/policing/config/...
 
 .PHONY: bench-cassandra
 bench-cassandra: build cassandra-jars ## policing + Cassandra store vs the raw driver ceiling, 0.8× max open loop (~4 min).

@@ -22,8 +22,8 @@ import (
 	_ "time/tzdata" // the data policies' rule windows name time zones; the image has no zoneinfo
 
 	"github.com/openaaa/openaaa/internal/version"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/app"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/ctl"
 	"github.com/openaaa/openaaa/services/policing/internal/migrate"
 )

@@ -4,7 +4,7 @@
 // recipe runs (loopback_test.go); docs/hot-reload.md names the reload kinds the code watches
 // (reload_test.go); docs/security.md's ports are the operator's defaults (ports_test.go).
 // policing's own defaults and samples are checked beside its config package
-// (services/policing/internal/config/docs_test.go). The cluster blocks run on the local
+// (services/policing/config/docs_test.go). The cluster blocks run on the local
 // cluster in test/cluster (docs_test.go) and test/cluster/lifecycle.
 package docs
 

@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
 	"github.com/openaaa/openaaa/services/policing/internal/admin"
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/eap"

@@ -21,7 +21,7 @@ import (
 	"layeh.com/radius/rfc2869"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/openaaa/openaaa/internal/testenv"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 )
 
 // The USIM of 3GPP TS 35.208 test set 1 (Ki, OP and OPc).

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/openaaa/openaaa/internal/testenv"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 )
 
 // frScript finds hack/freeradius.sh from the package directory.

@@ -22,8 +22,8 @@ import (
 
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/app"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
 )
 
 func check(t testing.TB, err error) {

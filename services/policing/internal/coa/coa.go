@@ -24,7 +24,7 @@ import (
 	"layeh.com/radius/rfc3576"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/radclient"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )

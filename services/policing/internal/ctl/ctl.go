@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/admin"
 )
 
@@ -161,7 +162,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func apiFlags(fs *flag.FlagSet) (adminURL, tokenFile *string) {
 	def := os.Getenv("POLICING_ADMIN")
 	if def == "" {
-		def = "http://127.0.0.1:9812"
+		def = fmt.Sprintf("http://127.0.0.1:%d", config.DefaultAdminPort)
 	}
 	adminURL = fs.String("admin", def, "admin API base URL (env POLICING_ADMIN)")
 	tokenFile = fs.String("token-file", os.Getenv("POLICING_ADMIN_TOKEN_FILE"), "file holding the admin API's bearer token (env POLICING_ADMIN_TOKEN_FILE)")

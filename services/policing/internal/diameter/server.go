@@ -20,6 +20,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
@@ -119,7 +120,7 @@ func Listen(addr string, opt Options) (*Server, error) {
 		opt.ProductName = "OpenAAA"
 	}
 	if opt.MaxInFlight <= 0 {
-		opt.MaxInFlight = 1024
+		opt.MaxInFlight = config.Default().Diameter.MaxInFlight
 	}
 	if opt.TLS != nil && opt.TLS.Config() == nil {
 		if _, err := opt.TLS.Reload(); err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
 )
 
@@ -18,8 +18,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("policing migrate", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	contact := fl.String("contact-points", "127.0.0.1", "Cassandra contact points, host[:port] separated by commas")
-	port := fl.Int("port", 9042, "CQL port for contact points without one")
-	keyspace := fl.String("keyspace", "openaaa", "keyspace to create and migrate")
+	cass := config.Default().Session.Cassandra // the store's defaults: the same keyspace and port
+	port := fl.Int("port", cass.Port, "CQL port for contact points without one")
+	keyspace := fl.String("keyspace", cass.Keyspace, "keyspace to create and migrate")
 	localDC := fl.String("local-dc", "", "datacenter of this Job (required)")
 	repl := fl.String("replication", "", "replication factor per DC, e.g. dc1:3,dc2:3 (default: keep; new keyspace: 3, at most the nodes, per DC)")
 	dry := fl.Bool("dry-run", false, "print the plan, change nothing")

@@ -10,7 +10,7 @@ import (
 	"sort"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 )
 
 // Client is one configured NAS.

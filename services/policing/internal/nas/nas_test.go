@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 )
 
 const topSecret = "correct-horse-battery-staple"

@@ -19,8 +19,8 @@ import (
 	"layeh.com/radius/rfc2869"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"

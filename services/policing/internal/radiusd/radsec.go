@@ -27,6 +27,7 @@ import (
 	"layeh.com/radius"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
@@ -59,14 +60,15 @@ type RadSec struct {
 
 // ListenRadSec opens a TLS listener on addr. auth and acct handle the two request kinds.
 func (s *Server) ListenRadSec(addr string, opt RadSecOptions, auth, acct Handler) (*RadSec, error) {
+	d := config.Default().Radius.RadSec // the configuration's defaults, not copies of them
 	if len(opt.Secret) == 0 {
-		opt.Secret = []byte("radsec")
+		opt.Secret = []byte(d.Secret)
 	}
 	if opt.IdleTimeout <= 0 {
-		opt.IdleTimeout = 10 * time.Minute
+		opt.IdleTimeout = d.IdleTimeout.D()
 	}
 	if opt.MaxConnections <= 0 {
-		opt.MaxConnections = 1024
+		opt.MaxConnections = d.MaxConnections
 	}
 	if opt.PerConnection <= 0 {
 		opt.PerConnection = 64

@@ -15,7 +15,7 @@ import (
 
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/internal/testpki"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 )
 

@@ -22,6 +22,7 @@ import (
 	"layeh.com/radius"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 )
@@ -67,7 +68,8 @@ func (r *Request) Context() context.Context {
 type Options struct {
 	// Inline: readers serve their own datagrams; Workers and QueueSize are unused. Only
 	// for handlers that never wait (embedded store, file subscribers, no proxy).
-	Inline          bool
+	Inline bool
+	// Workers, QueueSize and MaxQueueWait: 0 takes the configuration's default (radius.*).
 	Workers         int
 	QueueSize       int
 	MaxQueueWait    time.Duration
@@ -139,14 +141,15 @@ type rxMeta struct {
 
 // New builds a server; Serve starts each listener.
 func New(opt Options, clients *nas.Table) *Server {
+	d := config.Default().Radius // the configuration's defaults, not copies of them
 	if opt.Workers <= 0 {
-		opt.Workers = 64
+		opt.Workers = d.Workers
 	}
 	if opt.QueueSize <= 0 {
-		opt.QueueSize = 2048
+		opt.QueueSize = d.QueueSize
 	}
 	if opt.MaxQueueWait <= 0 {
-		opt.MaxQueueWait = time.Second
+		opt.MaxQueueWait = d.MaxQueueWait.D()
 	}
 	if opt.Readers <= 0 {
 		opt.Readers = runtime.GOMAXPROCS(0)

@@ -19,7 +19,7 @@ import (
 	"layeh.com/radius/rfc2866"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 )

@@ -10,7 +10,7 @@ import (
 
 	"layeh.com/radius"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 )
 
 // On a wildcard socket the reply leaves from the address the request was sent to. All of

@@ -3,7 +3,7 @@ package store
 import (
 	"time"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"

@@ -19,7 +19,7 @@ import (
 
 	"github.com/go-ldap/ldap/v3"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 

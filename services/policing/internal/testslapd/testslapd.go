@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/openaaa/openaaa/internal/testenv"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 )
 
 // Server is one running slapd.

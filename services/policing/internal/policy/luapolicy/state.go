@@ -9,7 +9,7 @@ import (
 	"layeh.com/radius"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 

@@ -30,6 +30,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/spool"
 )
@@ -87,7 +88,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.Now = time.Now
 	}
 	if o.ReplayInterval <= 0 {
-		o.ReplayInterval = time.Second
+		o.ReplayInterval = config.Default().Session.Cassandra.Spool.ReplayInterval.D()
 	}
 	if o.HistoryConsistency == 0 {
 		o.HistoryConsistency = gocql.LocalOne

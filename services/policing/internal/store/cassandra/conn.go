@@ -13,7 +13,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/openaaa/openaaa/services/policing/internal/config"
+	"github.com/openaaa/openaaa/services/policing/config"
 )
 
 // ConnOptions say how to reach the cluster. Both the store and `policing migrate` use them.
@@ -91,7 +91,7 @@ func NewCluster(o ConnOptions) (*gocql.ClusterConfig, error) {
 	}
 	port := o.Port
 	if port == 0 {
-		port = 9042
+		port = config.Default().Session.Cassandra.Port
 	}
 	hosts := make([]string, 0, len(o.ContactPoints))
 	for _, cp := range o.ContactPoints {

@@ -19,8 +19,8 @@ import (
 	"layeh.com/radius/rfc2866"
 
 	"github.com/openaaa/openaaa/internal/cassandratest"
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/app"
-	"github.com/openaaa/openaaa/services/policing/internal/config"
 )
 
 // TestNodeWaitsForCassandra: a policing node whose Cassandra is unreachable at start, then

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
@@ -150,11 +151,12 @@ var ErrClosed = errors.New("embedded store: closed")
 
 // Open creates the store and loads the snapshot if one exists.
 func Open(opt Options) (*Store, error) {
+	d := config.Default().Session.Embedded // the configuration's defaults, not copies of them
 	if opt.Shards <= 0 || opt.Shards&(opt.Shards-1) != 0 {
-		opt.Shards = 64
+		opt.Shards = d.Shards
 	}
 	if opt.SweepInterval <= 0 {
-		opt.SweepInterval = 10 * time.Second
+		opt.SweepInterval = d.SweepInterval.D()
 	}
 	if opt.TombstoneTTL <= 0 {
 		opt.TombstoneTTL = 10 * time.Minute

@@ -62,7 +62,7 @@ func TestClientsFileErrors(t *testing.T) {
 // the clients.yaml of every Secret in config/samples and in the aaacluster chart's rendered
 // output (the golden files that test/charts keeps equal to `helm template`) must load.
 func TestShippedClientsFiles(t *testing.T) {
-	root := filepath.Join("..", "..", "..", "..")
+	root := filepath.Join("..", "..", "..")
 	files := []string{filepath.Join(root, "config", "samples", "secrets.yaml")}
 	golden, _ := filepath.Glob(filepath.Join(root, "test", "charts", "testdata", "golden", "aaacluster-*.yaml"))
 	if len(golden) == 0 {

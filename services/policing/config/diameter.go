@@ -66,7 +66,7 @@ type DiameterPeer struct {
 }
 
 func defaultDiameter() Diameter {
-	return Diameter{Address: ":3868", MaxInFlight: 1024, ScheduleInterval: Duration(30 * time.Second)}
+	return Diameter{Address: fmt.Sprintf(":%d", DefaultDiameterPort), MaxInFlight: 1024, ScheduleInterval: Duration(30 * time.Second)}
 }
 
 // Network parses Address (an IP or a CIDR); nil when unset.

@@ -29,7 +29,7 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 // allDocs returns every docs/*.md, one after the other.
 func allDocs(t *testing.T) string {
 	t.Helper()
-	files, err := filepath.Glob("../../../../docs/*.md")
+	files, err := filepath.Glob("../../../docs/*.md")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no docs found: %v", err)
 	}
@@ -47,7 +47,7 @@ func allDocs(t *testing.T) string {
 // readDoc returns docs/NAME (the repository's documentation, four levels up).
 func readDoc(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestDocumentedPorts(t *testing.T) {
 }
 
 // samplesDir is the repository's config/ directory.
-const samplesDir = "../../../../config"
+const samplesDir = "../../../config"
 
 // policingSamples returns every policing configuration under config/: the YAML files most of
 // whose top-level keys are keys of Config (Kubernetes objects, Helm values and subscriber files

@@ -1,6 +1,7 @@
 // Package config is the policing configuration: YAML on disk, every key overridable by
 // `--set path=value` flags and POLICING_<PATH> environment variables, validated with errors
-// that name the offending key. docs/configuration.md documents every key.
+// that name the offending key. docs/configuration.md documents every key. It is the one
+// schema of the file: the operator fills these types and writes them with MarshalSet.
 package config
 
 import (
@@ -136,13 +137,22 @@ type Admin struct {
 	Pprof bool `json:"pprof"`
 }
 
+// The default ports, which the operator's defaults are too (its Services, container ports and
+// NetworkPolicy open them).
+const (
+	DefaultAuthPort     = 1812
+	DefaultAcctPort     = 1813
+	DefaultAdminPort    = 9812
+	DefaultDiameterPort = 3868
+)
+
 // Default returns the configuration used for every key the file leaves out.
 func Default() Config {
 	return Config{
 		Log: Log{Level: "info", Format: "json"},
 		Radius: Radius{
-			AuthAddress:                 ":1812",
-			AcctAddress:                 ":1813",
+			AuthAddress:                 fmt.Sprintf(":%d", DefaultAuthPort),
+			AcctAddress:                 fmt.Sprintf(":%d", DefaultAcctPort),
 			Dispatch:                    "auto",
 			Workers:                     64,
 			QueueSize:                   256,
@@ -163,7 +173,7 @@ func Default() Config {
 			Cassandra:      defaultCassandra(),
 		},
 		Policy:   defaultPolicy(),
-		Admin:    Admin{Address: ":9812"},
+		Admin:    Admin{Address: fmt.Sprintf(":%d", DefaultAdminPort)},
 		Reload:   defaultReload(),
 		Proxy:    defaultProxy(),
 		CoA:      defaultCoA(),
