@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/openaaa/openaaa/controllers"
 )
 
 // TestGeoThreeDatacenters (make test-cluster-geo, OPENAAA_GEO=1): the production shape of
@@ -25,6 +27,7 @@ func TestGeoThreeDatacenters(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	acked = append(acked, loseDatacenter(t, m, dcs, "dc2", acked))
+	// Cassandra first: the order that loses records today (docs/local-cluster.md).
+	acked = append(acked, loseDatacenter(t, m, dcs, "dc2", acked, cassDCLabel, controllers.LabelDC))
 	m.missingIn(t, "dc2", acked...)
 }

@@ -133,8 +133,8 @@ func observeUp(ctx context.Context, c client.Client, key client.ObjectKey) (upSt
 //     Job → policing; the NAS's flow is in dc1, read there at LOCAL_QUORUM;
 //  2. dc2 added: it streams dc1's data (k8ssandra-operator's rebuild) and serves; the flow
 //     with each message of a session to the next data center's Service is in both;
-//  3. dc2 lost under traffic (its Cassandra and policing pods killed, kept gone): the NAS
-//     fails over, dc1 holds every record; dc2 back and repaired holds them all;
+//  3. dc2 lost under traffic (its policing, then its Cassandra pods killed, kept gone): the
+//     NAS fails over, dc1 holds every record; dc2 back and repaired holds them all;
 //  4. dc2 removed from the spec: the keyspace leaves it before its CassandraDatacenter does;
 //     k8ssandra-operator v1.26.0 then cannot finish (removeDatacenter) and the AAACluster
 //     says so; dc1 holds every record; dc2 put back and repaired holds them too.
@@ -155,7 +155,7 @@ func TestManagedCassandra(t *testing.T) {
 		return
 	}
 
-	acked = append(acked, loseDatacenter(t, m, []string{"dc1", "dc2"}, "dc2", acked))
+	acked = append(acked, loseDatacenter(t, m, []string{"dc1", "dc2"}, "dc2", acked, controllers.LabelDC, cassDCLabel))
 	m.missingIn(t, "dc2", acked...)
 
 	putBack := removeDatacenter(t, m, "dc2", "dc1")
