@@ -42,7 +42,7 @@ func (m *migrator) lease(ctx context.Context) (context.Context, func(), error) {
 			since = sent
 		}
 		applied, err := m.s.Query(ins, leaseName, m.o.Owner, sent).Consistency(gocql.Quorum).
-			SerialConsistency(gocql.Serial).ScanCASContext(ctx, &name, &at, &owner)
+			SerialConsistency(gocql.Serial).Idempotent(false).ScanCASContext(ctx, &name, &at, &owner)
 		if err == nil && applied {
 			since = sent
 			break
@@ -90,7 +90,7 @@ func (m *migrator) lease(ctx context.Context) (context.Context, func(), error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_, _ = m.s.Query(fmt.Sprintf("DELETE FROM %s.schema_migrations_lease WHERE name = ? IF owner = ?", m.ks), leaseName, m.o.Owner).
-			Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).ScanCASContext(rctx)
+			Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).Idempotent(false).ScanCASContext(rctx)
 	}, nil
 }
 
@@ -153,6 +153,6 @@ func (m *migrator) renew(ctx context.Context, upd string, now, giveUp time.Time)
 	ctx, cancel := context.WithDeadline(ctx, giveUp)
 	defer cancel()
 	applied, err = m.s.Query(upd, m.o.Owner, now, leaseName, m.o.Owner).Consistency(gocql.Quorum).
-		SerialConsistency(gocql.Serial).ScanCASContext(ctx, &owner)
+		SerialConsistency(gocql.Serial).Idempotent(false).ScanCASContext(ctx, &owner)
 	return owner, applied, err
 }

@@ -122,7 +122,13 @@ func NewCluster(o ConnOptions) (*gocql.ClusterConfig, error) {
 	c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(o.LocalDC))
 	c.ReconnectInterval = 2 * time.Second
 	c.ReconnectionPolicy = &gocql.ConstantReconnectionPolicy{MaxRetries: 1 << 20, Interval: time.Second}
+	// A failed request is tried once more on the next host of the plan — a remote data
+	// center's node when the local one is gone — instead of going to the spool of a pod that
+	// may die with its data center (TestGeoThreeDatacenters lost records so). The driver
+	// retries idempotent requests only: ours are, every write carrying its key and its own
+	// timestamp; the conditional ones (LWT: aka_sqn, the migration lease) say they are not.
 	c.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 1}
+	c.DefaultIdempotence = true
 	c.MaxWaitSchemaAgreement = 60 * time.Second
 	if o.Username != "" {
 		c.Authenticator = gocql.PasswordAuthenticator{Username: o.Username, Password: o.Password}

@@ -36,11 +36,11 @@ func (st *Store) NextSQN(ctx context.Context, subscriber string, floor uint64) (
 		if !known {
 			var sub string
 			applied, err = st.s.Query("INSERT INTO aka_sqn (subscriber, sqn) VALUES (?, ?) IF NOT EXISTS", subscriber, int64(floor)).
-				Consistency(st.cons).SerialConsistency(gocql.Serial).ScanCASContext(ctx, &sub, &cur)
+				Consistency(st.cons).SerialConsistency(gocql.Serial).Idempotent(false).ScanCASContext(ctx, &sub, &cur)
 		} else {
 			next = max(uint64(cur)+1, floor)
 			applied, err = st.s.Query("UPDATE aka_sqn SET sqn = ? WHERE subscriber = ? IF sqn = ?", int64(next), subscriber, cur).
-				Consistency(st.cons).SerialConsistency(gocql.Serial).ScanCASContext(ctx, &cur)
+				Consistency(st.cons).SerialConsistency(gocql.Serial).Idempotent(false).ScanCASContext(ctx, &cur)
 		}
 		switch {
 		case err == nil && applied:

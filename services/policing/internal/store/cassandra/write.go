@@ -303,10 +303,20 @@ func batchKind(s *session.Session) string {
 }
 
 func execBatch(ctx context.Context, b *gocql.Batch, kind string) error {
+	markIdempotent(b)
 	start := time.Now()
 	err := b.ExecContext(ctx)
 	observe(kind, start, err)
 	return err
+}
+
+// markIdempotent marks a batch's entries idempotent (the driver's DefaultIdempotence covers
+// queries only): ours are timestamped, unconditional writes, retried on the next host
+// (conn.go) like single queries.
+func markIdempotent(b *gocql.Batch) {
+	for i := range b.Entries {
+		b.Entries[i].Idempotent = true
+	}
 }
 
 // rowWrite is what a session batch writes in the row besides the session.
