@@ -3,9 +3,11 @@
 # clone, one command: provision what is missing (the targets `make test-cluster` uses), start
 # the local single-node cluster (docs/local-cluster.md; or use the one `make cluster-up`
 # started), import the images, install the add-ons (Prometheus and its operator,
-# metrics-server, cert-manager: hack/addons.sh install), start Cassandra 5 on the node's
-# address (a host process, stopped by PID), install the operator chart and an AAACluster with
-# the aaacluster chart and config/samples/cluster-demo-values.yaml, wait for Ready, then show:
+# metrics-server, cert-manager: hack/addons.sh install), install cass-operator and
+# k8ssandra-operator with the Cassandra test images (hack/addons.sh install-k8ssandra), install
+# the operator chart and an AAACluster with managed Cassandra (the aaacluster chart,
+# config/samples/cluster-demo-values.yaml and config/samples/cluster-demo-managed-values.yaml:
+# one Cassandra node run by k8ssandra-operator), wait for Ready, then show:
 #   - an Access-Accept and an accounting session (Start, Interim-Update, Stop) sent with
 #     radclient from the NAS namespace through the data center's NodePort;
 #   - the session in policing's admin API (with the token of the Secret the operator makes),
@@ -22,14 +24,21 @@
 #        hack/cluster-demo.sh down    remove what a kept demo left (make cluster-demo-down)
 # Environment:
 #   CLUSTER_DEMO_KEEP=1 (default)  leave everything running at the end, to look around
-#   CLUSTER_DEMO_KEEP=0            tear down at the end (and after a failure): helm uninstall,
-#                                  Cassandra stopped, `hack/cluster.sh down` when the demo
-#                                  started the cluster: the host is left as it was
-#   CLUSTER_DEMO_DIR               the demo's state (Cassandra's data and log), default
+#   CLUSTER_DEMO_KEEP=0            tear down at the end (and after a failure): helm uninstall
+#                                  (and the managed Cassandra waited out) or the host's Cassandra
+#                                  stopped, `hack/cluster.sh down` when the demo started the
+#                                  cluster: the host is left as it was
+#   CLUSTER_DEMO_DIR               the demo's state (external: Cassandra's data and log), default
 #                                  /tmp/openaaa-cluster-demo (outside the cluster's directory)
-#   CLUSTER_DEMO_CASSANDRA=external (default): Cassandra 5 as a host process on 198.18.0.1:9042;
-#                                  managed: k8ssandra-operator (not yet: see cassandra_up)
+#   CLUSTER_DEMO_CASSANDRA=managed (default): the AAACluster's own Cassandra, made by
+#                                  k8ssandra-operator and cass-operator in namespace aaa
+#   CLUSTER_DEMO_CASSANDRA=external  quicker: Cassandra 5 as a host process on 198.18.0.1:9042,
+#                                  config/samples/cluster-demo-values.yaml alone
+#   CLUSTER_DEMO_READY_TIMEOUT     seconds to wait for the AAACluster's Ready (managed 480, external 300)
+#   CLUSTER_DEMO_GONE_TIMEOUT      seconds the tear down waits for the managed Cassandra to go (180)
 #   CLUSTER_DEMO_PROVISION=0       skip the provisioning step (everything is already built)
+#   CASSANDRA_IMAGES               managed: the Cassandra test images (make cassandra-image),
+#                                  default $CACHE/cassandra-image
 # Needs root (the cluster: network namespaces, iptables, cgroups).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +46,7 @@ ROOT=$PWD
 MAKE=${MAKE:-make}
 KEEP=${CLUSTER_DEMO_KEEP:-1}
 DEMO_DIR=${CLUSTER_DEMO_DIR:-/tmp/openaaa-cluster-demo}
-CASSANDRA_MODE=${CLUSTER_DEMO_CASSANDRA:-external}
+CASSANDRA_MODE=${CLUSTER_DEMO_CASSANDRA:-managed}
 HELM=$ROOT/bin/helm
 NS=aaa
 OPERATOR_NS=openaaa-system
@@ -46,6 +55,7 @@ NODE_IP=198.18.0.1
 NAS_IP=198.18.0.2
 NAS_SECRET=change-me # config/samples/cluster-demo-values.yaml, client "nas"
 VALUES=config/samples/cluster-demo-values.yaml
+MANAGED_VALUES=config/samples/cluster-demo-managed-values.yaml # over VALUES: managed Cassandra
 OBJECTS=config/samples/cluster-demo-objects.yaml
 LOADTEST=config/samples/cluster-demo-loadtest.yaml
 LOADTEST_NAME=demo
@@ -56,6 +66,33 @@ export CLUSTER_DIR CLUSTER_LOCK
 # the values file), its files under DEMO_DIR; the tests' lean JVM flags (2 cores).
 export CASSANDRA_DIR=$DEMO_DIR/cassandra CASSANDRA_ADDRESSES=$NODE_IP CASSANDRA_CQL_PORT=9042
 export CASSANDRA_JVM_OPTS=${CASSANDRA_JVM_OPTS:--XX:TieredStopAtLevel=1 -XX:ActiveProcessorCount=1}
+# Managed: what `make cassandra-image` builds, which hack/addons.sh install-k8ssandra imports.
+CASSANDRA_IMAGES=${CASSANDRA_IMAGES:-${CACHE:-$HOME/.cache/openaaa}/cassandra-image}
+export CASSANDRA_IMAGES
+case $CASSANDRA_MODE in
+managed)
+	VALUES_ARGS=(-f "$VALUES" -f "$MANAGED_VALUES")
+	VALUES_SHOWN="$VALUES + $(basename "$MANAGED_VALUES")"
+	# kubectl apply -l: all of OBJECTS but the Secret cassandra-credentials, which only the
+	# external Cassandra needs (k8ssandra-operator makes the managed one's: $RELEASE-superuser).
+	OBJECTS_SELECTOR=(-l 'openaaa.io/cassandra!=external')
+	READY_TIMEOUT=${CLUSTER_DEMO_READY_TIMEOUT:-480} # one Cassandra node: ~1-3 min to Ready here
+	PROVISION_TARGETS="cluster-provision addons cassandra-image images helm freeradius"
+	CASSANDRA_STEP="k8ssandra-operator and cass-operator (managed Cassandra)"
+	;;
+external)
+	VALUES_ARGS=(-f "$VALUES")
+	VALUES_SHOWN=$VALUES
+	OBJECTS_SELECTOR=()
+	READY_TIMEOUT=${CLUSTER_DEMO_READY_TIMEOUT:-300}
+	PROVISION_TARGETS="cluster-provision addons images helm cassandra-jars freeradius"
+	CASSANDRA_STEP="Cassandra 5 on $NODE_IP:9042 (a host process)"
+	;;
+*)
+	echo "cluster-demo: CLUSTER_DEMO_CASSANDRA=$CASSANDRA_MODE: want managed or external" >&2
+	exit 2
+	;;
+esac
 
 STEP="start"
 STEP_T0=$SECONDS
@@ -70,12 +107,12 @@ step() { # NAME FUNCTION: run one step, timed
 	echo
 	echo "==> [$((${#TIMINGS[@]} + 1))] $1"
 	"$2"
-	TIMINGS+=("$(printf '  %-52s %5d s' "$1" $((SECONDS - STEP_T0)))")
+	TIMINGS+=("$(printf '  %-58s %5d s' "$1" $((SECONDS - STEP_T0)))")
 }
 timings() {
 	echo "==> timings"
 	printf '%s\n' "${TIMINGS[@]}"
-	printf '  %-52s %5d s\n' "total" $((SECONDS - T0))
+	printf '  %-58s %5d s\n' "total" $((SECONDS - T0))
 }
 # until_ok SECONDS WHAT CMD...: run CMD every 2 s until it succeeds; fail naming WHAT after SECONDS.
 until_ok() {
@@ -98,9 +135,11 @@ provision() {
 		return
 	fi
 	# What `make test-cluster` needs, idempotent and cached: cold, the Kubernetes binaries and
-	# the add-ons take minutes to compile (docs/local-cluster.md, docs/addons.md); warm, seconds.
-	"$MAKE" --no-print-directory cluster-provision addons images helm cassandra-jars freeradius ||
-		fail "provisioning (make cluster-provision addons images helm cassandra-jars freeradius)"
+	# the add-ons (cass-operator and k8ssandra-operator among them) take minutes to compile and
+	# the Cassandra test images minutes to build (docs/local-cluster.md, docs/addons.md); warm,
+	# seconds. External Cassandra needs Cassandra's jars instead of the images.
+	# shellcheck disable=SC2086 # the targets' words
+	"$MAKE" --no-print-directory $PROVISION_TARGETS || fail "provisioning (make $PROVISION_TARGETS)"
 }
 
 holder_alive() { [[ -f $CLUSTER_DIR/run/lock-holder.pid ]] && kill -0 "$(cat "$CLUSTER_DIR/run/lock-holder.pid")" 2>/dev/null; }
@@ -141,20 +180,36 @@ addons_install() {
 	ADDONS_TIMEOUT=${ADDONS_TIMEOUT:-300} hack/addons.sh install "$KUBECONFIG" || fail "hack/addons.sh install"
 }
 
-# The hook for managed Cassandra (issue 31): once an AAACluster's managed Cassandra runs on the
-# local cluster, the `managed` branch installs cass-operator and k8ssandra-operator here
-# (`make cluster-k8ssandra`, hack/addons.sh install-k8ssandra, with the Cassandra images of
-# $CACHE/cassandra-image imported), the step "AAACluster ... Ready" installs the chart with a
-# second values file that replaces `cassandra.external` by `cassandra.managed`, and no host
-# process is started or stopped. Until then: external, a host process.
+# Managed (the default): cass-operator and k8ssandra-operator, as `make cluster-k8ssandra` and
+# TestManagedCassandra install them (hack/addons.sh install-k8ssandra: their images and the
+# Cassandra test images imported, cert-manager, the CRDs, StorageClass openaaa-local and its
+# static volumes; both operators Available and their webhooks answering). Cassandra itself comes
+# with the AAACluster: the operator makes a K8ssandraCluster of it. External: Cassandra 5 as a
+# host process on the node's address (stopped by PID at the tear down).
 cassandra_up() {
+	# An AAACluster cannot switch between managed and external Cassandra (the CRD refuses it):
+	# a kept demo of the other kind has to go first.
+	local kept
+	kept=$(k -n "$NS" get aaacluster "$RELEASE" --ignore-not-found -o 'jsonpath={.kind} {.spec.cassandra.external}' 2>/dev/null) || kept=""
+	if [[ -n $kept ]]; then
+		if [[ $kept == "AAACluster " ]]; then kept=managed; else kept=external; fi
+		[[ $kept == "$CASSANDRA_MODE" ]] ||
+			fail "AAACluster $RELEASE of a kept demo has $kept Cassandra and cannot switch to $CASSANDRA_MODE: make cluster-demo-down first, or CLUSTER_DEMO_CASSANDRA=$kept"
+	fi
 	case $CASSANDRA_MODE in
+	managed)
+		local img
+		for img in cassandra-mgmt cassandra-config cassandra-logger; do
+			[[ -f $CASSANDRA_IMAGES/$img.oci.tar ]] || fail "no $CASSANDRA_IMAGES/$img.oci.tar (make cassandra-image)"
+		done
+		ADDONS_TIMEOUT=${ADDONS_TIMEOUT:-300} hack/addons.sh install-k8ssandra "$KUBECONFIG" ||
+			fail "hack/addons.sh install-k8ssandra (cass-operator, k8ssandra-operator, the Cassandra images)"
+		say "cass-operator and k8ssandra-operator running in namespace k8ssandra-operator, the images ghcr.io/openaaa/cassandra-{mgmt,config,logger} imported; the Cassandra node comes with the AAACluster"
+		;;
 	external)
 		hack/cassandra.sh start 1 || fail "Cassandra on $NODE_IP:9042 did not start (log: $CASSANDRA_DIR/node1/logs)"
 		say "Cassandra 5 on $NODE_IP:9042 (PID $(hack/cassandra.sh pids | head -1); data in $CASSANDRA_DIR)"
 		;;
-	managed) fail "CLUSTER_DEMO_CASSANDRA=managed: not wired yet (issue 31: make cluster-k8ssandra, then the AAACluster with cassandra.managed); use external" ;;
-	*) fail "CLUSTER_DEMO_CASSANDRA=$CASSANDRA_MODE: want external or managed" ;;
 	esac
 }
 
@@ -166,14 +221,40 @@ operator_install() {
 	k -n "$OPERATOR_NS" get deploy
 }
 
+# ready_state: the AAACluster's Ready condition as "STATUS REASON: MESSAGE" (Ready mirrors the
+# first condition that is not true yet: what it waits for).
+ready_state() {
+	k -n "$NS" get aaacluster "$RELEASE" -o 'jsonpath={range .status.conditions[?(@.type=="Ready")]}{.status} {.reason}: {.message}{end}' 2>/dev/null
+}
+
+# wait_ready SECONDS: until the AAACluster is Ready, printing each new state on the way (the
+# managed Cassandra's bring-up takes minutes: K8ssandraCluster, CassandraDatacenter, the pod,
+# the superuser, then the schema Job and policing).
+wait_ready() {
+	local deadline=$((SECONDS + $1)) t0=$SECONDS state last=""
+	while :; do
+		state=$(ready_state) || state=""
+		[[ $state != True\ * ]] || return 0
+		if [[ -n $state && $state != "$last" ]]; then
+			say "+$((SECONDS - t0)) s: Ready=$state"
+			last=$state
+		fi
+		((SECONDS < deadline)) || return 1
+		sleep 2
+	done
+}
+
 aaacluster_install() {
-	k apply -f "$OBJECTS" >/dev/null || fail "kubectl apply -f $OBJECTS"
-	helm_ upgrade --install "$RELEASE" charts/aaacluster -n "$NS" -f "$VALUES" || fail "helm install of charts/aaacluster -f $VALUES"
-	if ! k -n "$NS" wait "aaacluster/$RELEASE" --for=condition=Ready --timeout=300s >/dev/null; then
+	k apply -f "$OBJECTS" "${OBJECTS_SELECTOR[@]}" >/dev/null || fail "kubectl apply -f $OBJECTS ${OBJECTS_SELECTOR[*]}"
+	helm_ upgrade --install "$RELEASE" charts/aaacluster -n "$NS" "${VALUES_ARGS[@]}" || fail "helm install of charts/aaacluster ${VALUES_ARGS[*]}"
+	if ! wait_ready "$READY_TIMEOUT"; then
 		k -n "$NS" get aaacluster "$RELEASE" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2 || true
-		fail "AAACluster $RELEASE not Ready within 5 min"
+		fail "AAACluster $RELEASE not Ready within $READY_TIMEOUT s"
 	fi
 	k -n "$NS" get aaaclusters
+	if [[ $CASSANDRA_MODE == managed ]]; then
+		k -n "$NS" get k8ssandraclusters,cassandradatacenters,pods || true
+	fi
 	AUTH_PORT=$(k -n "$NS" get svc "$RELEASE-dc1-radius" -o jsonpath='{.spec.ports[?(@.name=="radius-auth")].nodePort}')
 	ACCT_PORT=$(k -n "$NS" get svc "$RELEASE-dc1-radius" -o jsonpath='{.spec.ports[?(@.name=="radius-acct")].nodePort}')
 	[[ -n $AUTH_PORT && -n $ACCT_PORT ]] || fail "no NodePorts on Service $RELEASE-dc1-radius"
@@ -302,13 +383,55 @@ look_around() {
                 hack/cluster.sh nas-exec radclient -x $NODE_IP:$AUTH_PORT auth $NAS_SECRET
   admin API:  the token is in Secret $RELEASE-admin-token (docs/security.md)
   Prometheus: hack/cluster.sh kubectl get --raw '/api/v1/namespaces/monitoring/services/prometheus-operated:web/proxy/api/v1/targets'
-  Cassandra:  $NODE_IP:9042, PID $(hack/cassandra.sh pids | head -1 || true), files in $CASSANDRA_DIR
-  tear down:  make cluster-demo-down   (hack/cluster-demo.sh down: the releases, Cassandra$([[ -f $DEMO_DIR/started-cluster ]] && echo ', the cluster'))
+$(cassandra_around)
+  tear down:  make cluster-demo-down   (hack/cluster-demo.sh down: the releases, $([[ $CASSANDRA_MODE == managed ]] && echo 'the managed Cassandra' || echo 'Cassandra')$([[ -f $DEMO_DIR/started-cluster ]] && echo ', the cluster'))
 EOF
 }
 
+cassandra_around() {
+	if [[ $CASSANDRA_MODE == managed ]]; then
+		cat <<EOF
+  Cassandra:  managed by k8ssandra-operator: K8ssandraCluster $RELEASE, CassandraDatacenter dc1, pod $RELEASE-dc1-default-sts-0;
+              CQL at Service $RELEASE-dc1-service:9042, its superuser in Secret $RELEASE-superuser (docs/operator.md)
+              hack/cluster.sh kubectl -n $NS get k8ssandraclusters,cassandradatacenters,pvc
+EOF
+	else
+		echo "  Cassandra:  $NODE_IP:9042, PID $(hack/cassandra.sh pids | head -1 || true), files in $CASSANDRA_DIR"
+	fi
+}
+
 # --------------------------------------------------------------------------------------------
-# Tear down: only what the demo made. The cluster goes only if the demo started it.
+# Tear down: only what the demo made. The cluster goes only if the demo started it; the
+# add-ons, cass-operator and k8ssandra-operator among them, stay on a cluster that was up
+# before (make cluster-k8ssandra-uninstall, hack/addons.sh uninstall).
+
+# The managed Cassandra left in the namespace: K8ssandraClusters and CassandraDatacenters, by
+# name (nothing when their CRDs are not installed).
+cassandra_left() {
+	k -n "$NS" get k8ssandraclusters.k8ssandra.io,cassandradatacenters.cassandra.datastax.com -o name 2>/dev/null || true
+}
+cassandra_gone() { [[ -z $(cassandra_left) ]]; }
+
+# managed_cassandra_down: after the AAACluster's uninstall its K8ssandraCluster is collected,
+# k8ssandra-operator removes the CassandraDatacenter and cass-operator the pod and its claim
+# (9 s when measured): waited for while both operators still run, bounded
+# (CLUSTER_DEMO_GONE_TIMEOUT s). A CassandraDatacenter left behind then is deleted as its owner
+# would (as test/cluster/managed_test.go does). Fails naming what is left.
+managed_cassandra_down() {
+	cassandra_gone && return 0
+	local deadline=$((SECONDS + ${CLUSTER_DEMO_GONE_TIMEOUT:-180})) t0=$SECONDS
+	say "waiting for the managed Cassandra to go: $(cassandra_left | tr '\n' ' ')"
+	until cassandra_gone || ((SECONDS >= deadline)); do sleep 3; done
+	if ! cassandra_gone; then
+		say "still there after $((SECONDS - t0)) s: $(cassandra_left | tr '\n' ' '); deleting the CassandraDatacenters"
+		k -n "$NS" delete cassandradatacenters.cassandra.datastax.com --all --timeout=120s >/dev/null 2>&1 || true
+	fi
+	if ! cassandra_gone; then
+		say "the managed Cassandra did not go: $(cassandra_left | tr '\n' ' ')"
+		return 1
+	fi
+	say "the managed Cassandra is gone (K8ssandraCluster, CassandraDatacenter, its pod and claim) after $((SECONDS - t0)) s"
+}
 
 teardown() {
 	local ok=0
@@ -316,6 +439,7 @@ teardown() {
 	if [[ -x $HELM ]] && k get --raw /readyz >/dev/null 2>&1; then
 		k -n "$NS" delete aaaloadtest "$LOADTEST_NAME" --ignore-not-found --timeout=60s >/dev/null 2>&1 || true
 		helm_ uninstall "$RELEASE" -n "$NS" --wait --timeout 2m >/dev/null 2>&1 || true
+		managed_cassandra_down || [[ -f $DEMO_DIR/started-cluster ]] || ok=1 # the cluster goes anyway
 		helm_ uninstall openaaa-operator -n "$OPERATOR_NS" --wait --timeout 2m >/dev/null 2>&1 || true
 		k delete -f "$OBJECTS" --ignore-not-found --timeout=120s >/dev/null 2>&1 || true
 		k delete namespace "$OPERATOR_NS" --ignore-not-found --timeout=120s >/dev/null 2>&1 || true
@@ -329,7 +453,7 @@ teardown() {
 		hack/cluster.sh down || ok=1
 		say "cluster down"
 	elif k get --raw /readyz >/dev/null 2>&1; then
-		say "the cluster was up before the demo: it stays up (make cluster-down)"
+		say "the cluster was up before the demo: it stays up, with its add-ons (make cluster-down)"
 	fi
 	if [[ $ok == 0 ]]; then rm -rf "$DEMO_DIR"; fi
 	return $ok
@@ -345,6 +469,10 @@ on_exit() {
 			{
 				echo "--- pods"
 				k get pods -A -o wide
+				if [[ $CASSANDRA_MODE == managed ]]; then
+					echo "--- managed Cassandra"
+					k -n "$NS" get k8ssandraclusters,cassandradatacenters -o wide 2>/dev/null
+				fi
 				echo "--- events in $NS"
 				k -n "$NS" get events --sort-by=.lastTimestamp 2>/dev/null | tail -20
 				echo "--- policing logs"
@@ -382,13 +510,13 @@ run) ;;
 esac
 
 trap on_exit EXIT
-step "provision (make cluster-provision addons images helm ...)" provision
+step "provision (make cluster-provision addons ...)" provision
 step "local cluster up" cluster_up
 step "images imported" import_images
 step "add-ons (Prometheus, metrics-server, cert-manager)" addons_install
-step "Cassandra 5 on $NODE_IP:9042" cassandra_up
+step "$CASSANDRA_STEP" cassandra_up
 step "operator chart" operator_install
-step "AAACluster $RELEASE (charts/aaacluster, $VALUES) Ready" aaacluster_install
+step "AAACluster $RELEASE (charts/aaacluster, $VALUES_SHOWN) Ready" aaacluster_install
 step "Access-Accept and accounting from the NAS namespace" radius_session
 step "the session in the admin API, gone after its Stop" admin_api
 step "AAALoadTest $LOADTEST_NAME and its report" loadtest
@@ -399,8 +527,8 @@ if [[ $KEEP == 0 ]]; then
 	STEP="tear down (CLUSTER_DEMO_KEEP=0)"
 	STEP_T0=$SECONDS
 	teardown || fail "the teardown did not complete"
-	printf '  %-52s %5d s\n' "tear down" $((SECONDS - STEP_T0))
-	printf '  %-52s %5d s\n' "total with the tear down" $((SECONDS - T0))
+	printf '  %-58s %5d s\n' "tear down" $((SECONDS - STEP_T0))
+	printf '  %-58s %5d s\n' "total with the tear down" $((SECONDS - T0))
 else
 	echo
 	echo "==> look around (CLUSTER_DEMO_KEEP=0 tears down by itself)"

@@ -40,10 +40,11 @@ test-cluster-geo: cluster-provision addons cassandra-image images helm ## Three 
 	$(TEST_ENV) OPENAAA_GEO=1 $(GO) test -count=1 -v -timeout 60m -run '^TestGeoThreeDatacenters$$' ./test/cluster
 
 # make cluster-demo (issue 32): the Kubernetes path in one command (hack/cluster-demo.sh). It
-# provisions what is missing itself (the targets of test-cluster, so that each step is timed).
+# provisions what is missing itself (the targets of test-cluster, so that each step is timed),
+# with managed Cassandra (k8ssandra-operator) unless CLUSTER_DEMO_CASSANDRA=external.
 .PHONY: cluster-demo cluster-demo-down
-cluster-demo: ## From a fresh clone: the local cluster, add-ons, Cassandra, the operator and an AAACluster; RADIUS from the NAS, the admin API, an AAALoadTest, Prometheus (CLUSTER_DEMO_KEEP=0: tear down at the end).
+cluster-demo: ## From a fresh clone: the local cluster, add-ons, k8ssandra-operator, the operator and an AAACluster with managed Cassandra; RADIUS from the NAS, the admin API, an AAALoadTest, Prometheus (CLUSTER_DEMO_KEEP=0: tear down at the end; CLUSTER_DEMO_CASSANDRA=external: a host Cassandra, quicker).
 	hack/cluster-demo.sh
 
-cluster-demo-down: ## Remove what a kept `make cluster-demo` left: the releases, Cassandra, and the cluster if the demo started it.
+cluster-demo-down: ## Remove what a kept `make cluster-demo` left: the releases, the managed (or host) Cassandra, and the cluster if the demo started it.
 	hack/cluster-demo.sh down

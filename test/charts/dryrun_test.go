@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -168,15 +171,49 @@ func TestServerRejectsInvalidAAACluster(t *testing.T) {
 }
 
 // TestClusterDemoSamplesDryRun: what `make cluster-demo` and docs/kubernetes.md apply —
-// the aaacluster chart with config/samples/cluster-demo-values.yaml, the objects beside it
-// (config/samples/cluster-demo-objects.yaml) and the AAALoadTest
-// (config/samples/cluster-demo-loadtest.yaml) — passes the API server's and the CRDs'
-// validation (server-side apply, dry-run).
+// the aaacluster chart with config/samples/cluster-demo-values.yaml (external Cassandra) and
+// with config/samples/cluster-demo-managed-values.yaml over it (managed Cassandra, the demo's
+// default), the objects beside it (config/samples/cluster-demo-objects.yaml) and the
+// AAALoadTest (config/samples/cluster-demo-loadtest.yaml) — passes the API server's and the
+// CRDs' validation (server-side apply, dry-run).
 func TestClusterDemoSamplesDryRun(t *testing.T) {
 	c := apiClient(t)
 	ensureNamespace(t, c, "aaa")
 	r := render{"cluster-demo", "aaacluster", "edge", "aaa", []string{"-f", "config/samples/cluster-demo-values.yaml"}}
 	manifest := r.template(t)
+	// The managed overlay trades spec.cassandra.external for spec.cassandra.managed and keeps
+	// the rest of dc1; its Cassandra settings are those TestManagedCassandra runs
+	// (config/samples/cluster-managed-values.yaml).
+	tested := aaaCluster(t, render{"cluster-managed", "aaacluster", "geo", "aaa-managed", []string{"-f", "config/samples/cluster-managed-values.yaml"}}.template(t))
+	var managedAAAClusters []*unstructured.Unstructured
+	for _, o := range objects(t, r.template(t, "-f", "config/samples/cluster-demo-managed-values.yaml")) {
+		if o.GetKind() != "AAACluster" {
+			continue
+		}
+		for _, path := range [][]string{{"spec", "cassandra", "managed"}, {"spec", "datacenters", "0", "cassandra"}} {
+			if got, want := field(o, path...), field(tested, path...); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: the managed overlay has %v, config/samples/cluster-managed-values.yaml %v", strings.Join(path, "."), got, want)
+			}
+		}
+		if _, ok, _ := unstructured.NestedMap(o.Object, "spec", "cassandra", "external"); ok {
+			t.Errorf("the managed overlay left spec.cassandra.external")
+		}
+		if soft, _, _ := unstructured.NestedBool(o.Object, "spec", "cassandra", "managed", "softPodAntiAffinity"); !soft {
+			t.Errorf("the managed overlay: spec.cassandra.managed.softPodAntiAffinity not true")
+		}
+		dcs, _, _ := unstructured.NestedSlice(o.Object, "spec", "datacenters")
+		if len(dcs) != 1 {
+			t.Fatalf("the managed overlay: %d data centers, want dc1 alone", len(dcs))
+		}
+		dc, _ := dcs[0].(map[string]any)
+		if st, _, _ := unstructured.NestedString(dc, "service", "type"); dc["name"] != "dc1" || st != "NodePort" {
+			t.Errorf("the managed overlay's dc1 lost its name or its NodePort: %v", dc)
+		}
+		if size, _, _ := unstructured.NestedFieldNoCopy(dc, "cassandra", "size"); fmt.Sprint(size) != "1" {
+			t.Errorf("the managed overlay's dc1: cassandra.size %v, want 1", size)
+		}
+		managedAAAClusters = append(managedAAAClusters, o)
+	}
 	for _, f := range []string{"cluster-demo-objects.yaml", "cluster-demo-loadtest.yaml"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", f))
 		if err != nil {
@@ -185,7 +222,7 @@ func TestClusterDemoSamplesDryRun(t *testing.T) {
 		manifest += "\n---\n" + string(b)
 	}
 	kinds := map[string]int{}
-	for _, o := range objects(t, manifest) {
+	for _, o := range append(objects(t, manifest), managedAAAClusters...) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o),
 			client.FieldOwner("openaaa-chart-test"), client.ForceOwnership, client.DryRunAll)
@@ -195,10 +232,42 @@ func TestClusterDemoSamplesDryRun(t *testing.T) {
 		}
 		kinds[o.GetKind()]++
 	}
-	for _, k := range []string{"AAACluster", "AAALoadTest", "Secret", "ConfigMap", "Namespace"} {
-		if kinds[k] == 0 {
-			t.Errorf("no %s among the cluster demo's objects: %v", k, kinds)
+	for k, n := range map[string]int{"AAACluster": 2, "AAALoadTest": 1, "Secret": 1, "ConfigMap": 1, "Namespace": 1} {
+		if kinds[k] < n {
+			t.Errorf("fewer than %d %s among the cluster demo's objects: %v", n, k, kinds)
 		}
 	}
 	t.Logf("accepted: %v", kinds)
+}
+
+// aaaCluster: the AAACluster of a rendered manifest.
+func aaaCluster(t *testing.T, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objects(t, manifest) {
+		if o.GetKind() == "AAACluster" {
+			return o
+		}
+	}
+	t.Fatal("no AAACluster rendered")
+	return nil
+}
+
+// field: the value at path in o, a number an index into a list; nil when there is none.
+func field(o *unstructured.Unstructured, path ...string) any {
+	var v any = o.Object
+	for _, p := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[p]
+		case []any:
+			i, err := strconv.Atoi(p)
+			if err != nil || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
 }
