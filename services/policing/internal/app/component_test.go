@@ -1,0 +1,148 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder is a component that notes its starts and stops in a shared journal.
+type recorder struct {
+	name     string
+	journal  *journal
+	startErr error
+	stopErr  error
+	stopWait chan struct{} // when set, Stop waits for it (or ctx)
+}
+
+type journal struct {
+	mu      sync.Mutex
+	entries []string
+}
+
+func (j *journal) add(s string) {
+	j.mu.Lock()
+	j.entries = append(j.entries, s)
+	j.mu.Unlock()
+}
+
+func (j *journal) get() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.entries)
+}
+
+func (r *recorder) Start(context.Context) error {
+	r.journal.add("start " + r.name)
+	return r.startErr
+}
+
+func (r *recorder) Stop(ctx context.Context) error {
+	r.journal.add("stop " + r.name)
+	if r.stopWait != nil {
+		select {
+		case <-r.stopWait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return r.stopErr
+}
+
+func TestLifecycleStopsInReverse(t *testing.T) {
+	j := &journal{}
+	var l lifecycle
+	for _, name := range []string{"a", "b", "c"} {
+		must(t, l.start(context.Background(), &recorder{name: name, journal: j}))
+	}
+	must(t, l.stop(context.Background()))
+	want := []string{"start a", "start b", "start c", "stop c", "stop b", "stop a"}
+	if got := j.get(); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	must(t, l.stop(context.Background())) // stopped once: nothing left to stop
+	if got := j.get(); len(got) != len(want) {
+		t.Fatalf("a second stop stopped again: %q", got)
+	}
+}
+
+// A start that fails part way stops what started, in reverse, and not the part that failed.
+func TestLifecyclePartialStart(t *testing.T) {
+	j := &journal{}
+	var l lifecycle
+	boom := errors.New("boom")
+	parts := []component{&recorder{name: "a", journal: j}, &recorder{name: "b", journal: j},
+		&recorder{name: "c", journal: j, startErr: boom}, &recorder{name: "d", journal: j}}
+	var err error
+	for _, c := range parts {
+		if err = l.start(context.Background(), c); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, boom) {
+		t.Fatalf("start: %v, want boom", err)
+	}
+	must(t, l.stop(context.Background()))
+	want := []string{"start a", "start b", "start c", "stop b", "stop a"}
+	if got := j.get(); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// Every started component is stopped even when one before it fails to stop; the errors add up.
+func TestLifecycleStopErrors(t *testing.T) {
+	j := &journal{}
+	var l lifecycle
+	e1, e2 := errors.New("one"), errors.New("two")
+	must(t, l.start(context.Background(), &recorder{name: "a", journal: j, stopErr: e1}))
+	must(t, l.start(context.Background(), &recorder{name: "b", journal: j}))
+	must(t, l.start(context.Background(), &recorder{name: "c", journal: j, stopErr: e2}))
+	err := l.stop(context.Background())
+	if !errors.Is(err, e1) || !errors.Is(err, e2) {
+		t.Fatalf("stop: %v, want both errors", err)
+	}
+	if got := j.get(); !slices.Contains(got, "stop a") || !slices.Contains(got, "stop b") {
+		t.Fatalf("not every component stopped: %q", got)
+	}
+}
+
+// together stops its members at once: a member that holds its stop until another one has
+// stopped does not wait for ctx.
+func TestTogetherStopsAtOnce(t *testing.T) {
+	j := &journal{}
+	release := make(chan struct{})
+	slow := &recorder{name: "slow", journal: j, stopWait: release}
+	fast := &recorder{name: "fast", journal: j}
+	g := together{slow, fast}
+	must(t, g.Start(context.Background()))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- g.Stop(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Contains(j.get(), "stop fast") {
+		if time.Now().After(deadline) {
+			t.Fatal("fast was not stopped while slow was stopping")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	must(t, <-done)
+}
+
+// A member of together that fails to start stops the members started before it.
+func TestTogetherPartialStart(t *testing.T) {
+	j := &journal{}
+	boom := errors.New("boom")
+	g := together{&recorder{name: "a", journal: j}, &recorder{name: "b", journal: j, startErr: boom}, &recorder{name: "c", journal: j}}
+	if err := g.Start(context.Background()); !errors.Is(err, boom) {
+		t.Fatalf("start: %v, want boom", err)
+	}
+	want := []string{"start a", "start b", "stop a"}
+	if got := j.get(); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
