@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,16 +17,12 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/admin"
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
-	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
-	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/proxy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 	"github.com/openaaa/openaaa/services/policing/internal/reload"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
-	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
 // Node is a running policing node.
@@ -37,12 +32,9 @@ type Node struct {
 	LogLevel       *slog.LevelVar
 	Store          session.Store
 	Radius         *radiusd.Server
-	Subscribers    subscriber.Source
-	Dict           *dict.Dict // the built-in dictionary and radius.dictionaries, swapped on reload
 	AuthAddr       net.Addr
 	AcctAddr       net.Addr
 	AdminAddr      net.Addr
-	admin          *http.Server
 	Proxy          *proxy.Proxy    // accounting proxy (app/proxy.go); nil when off
 	CoA            *coa.Sender     // CoA/Disconnect sender (app/coa.go)
 	RadSec         *radiusd.RadSec // RadSec listener (app/radsec.go); nil when off
@@ -55,10 +47,14 @@ type Node struct {
 	stopPolicyPush func()          // ends the data policies' RARs (app/diameter.go)
 	Reloader       *reload.Watcher // hot reload of mounted files (app/reload.go)
 	reloadStop     func()
-	authLog        *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
-	lua            *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
-	eap            *eap.Server       // EAP conversations (app/eap.go); nil when off
-	spool          spooler           // the store's spool, nil without one (shutdown.go)
+	authLog        *aaa.AuthLog // the store's auth log writer; nil when the store keeps none
+	d              *deps
+	life           lifecycle // the parts moved to components (component.go), stopped last
+	pol            *policyPart
+	subs           *subscribersPart
+	adm            *adminPort
+	eap            *eap.Server // EAP conversations (app/eap.go); nil when off
+	spool          spooler     // the store's spool, nil without one (shutdown.go)
 	draining       atomic.Bool
 	shutdown       sync.Once
 	// the policy's Disconnect/CoA after a store write (app/coa.go); nil when off
@@ -69,60 +65,43 @@ type Node struct {
 // added: the end of the window in which a node has read its files and not yet watched them.
 var afterStoreOpen func()
 
+// deps is what every part of a node is built with: the configuration, the logger and the
+// reloader of mounted files.
+type deps struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	level    *slog.LevelVar
+	reloader *reload.Watcher // nil in a node built only to check its configuration
+}
+
 // Start builds every part and starts the listeners. Errors name the config key at fault.
 func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slog.LevelVar) (*Node, error) {
-	n := &Node{Config: cfg, Log: log, LogLevel: level}
 	// The watcher exists before the first read of any file it will watch: each part Marks its
 	// files before reading them, so that a change between that read and the watch (which
 	// spans the wait for the store) is reloaded at the first poll (reload.Watcher.Mark).
-	n.Reloader = reload.New(log, cfg.Reload.Interval.D())
+	d := &deps{cfg: cfg, log: log, level: level, reloader: reload.New(log, cfg.Reload.Interval.D())}
+	n := &Node{Config: cfg, Log: log, LogLevel: level, Reloader: d.reloader, d: d}
 	n.Reloader.Mark(clientFiles(cfg)...)
 	clients, err := buildClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	builtin, pol, err := n.buildPolicy()
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Subscribers.Source == "file" {
-		n.Reloader.Mark(cfg.Subscribers.File)
-	}
-	src, err := openSubscribers(cfg, builtin, log)
-	if err != nil {
-		n.closePolicy()
-		return nil, err
-	}
-	n.Subscribers = src
-	token, err := n.loadAdminToken()
-	if err != nil {
-		n.closeSubscribers()
-		n.closePolicy()
-		return nil, err
-	}
-	// The admin port comes first, so that a node waiting for its store is seen alive and
+	n.pol = newPolicy(d)
+	n.subs = newSubscribers(d, n.pol)
+	// The admin port comes before the store, so that a node waiting for it is seen alive and
 	// not ready, with the reason (startup.go).
-	adm := newAdminSwitch()
-	if cfg.Admin.Address != "" {
-		ln, err := net.Listen("tcp", cfg.Admin.Address)
-		if err != nil {
-			n.closeSubscribers()
-			n.closePolicy()
-			return nil, fmt.Errorf("admin.address: %w", err)
+	n.adm = newAdminPort(d)
+	for _, c := range []component{n.pol, n.subs, n.adm} {
+		if err := n.life.start(ctx, c); err != nil {
+			_ = n.life.stop(context.Background())
+			return nil, err
 		}
-		n.AdminAddr = ln.Addr()
-		n.admin = &http.Server{Handler: adm, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := n.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("admin server failed", "err", err)
-			}
-		}()
 	}
+	n.AdminAddr = n.adm.addr
+	builtin, pol, src, token, adm := n.pol.builtin, n.pol.decide, n.subs.source, n.adm.token, n.adm.sw
 	st, err := n.openStore(ctx, adm)
 	if err != nil {
-		n.closeAdmin()
-		n.closeSubscribers()
-		n.closePolicy()
+		_ = n.life.stop(context.Background())
 		return nil, err
 	}
 	n.Store = st
@@ -133,9 +112,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	r := cfg.Radius
 	n.Radius = radiusd.New(radiusd.Options{Inline: cfg.InlineDispatch(), Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
 		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
-	n.startReload(src, builtin)
-	n.watchPolicy()
-	n.watchAdminToken(token)
+	n.startReload(src)
+	n.pol.watchPolicy()
+	watchAdminToken(d, token)
 	authLogger, _ := st.(session.AuthLogger)
 	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log}
 	if auth.EAP, err = n.startEAP(src); err != nil {
@@ -181,8 +160,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 		n.abort()
 		return nil, err
 	}
-	if n.admin != nil {
-		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token, Dict: n.Dict}
+	if n.adm.server != nil {
+		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token, Dict: n.pol.dict}
 		if n.gx != nil {
 			a.GxRAR = n.gx.RAR
 			a.GxNodes, a.NodeName = n.lookupDiameterNode, n.diameterNodeName()
@@ -211,24 +190,6 @@ func (n *Node) listen(key, addrs string, kind radiusd.Kind, h radiusd.Handler) (
 	return first, nil
 }
 
-func openSubscribers(cfg *config.Config, pol *policy.Default, log *slog.Logger) (subscriber.Source, error) {
-	switch cfg.Subscribers.Source {
-	case "file":
-		f, err := subscriber.OpenFile(cfg.Subscribers.File, pol.CheckProfile)
-		if err != nil {
-			return nil, fmt.Errorf("subscribers.file: %w", err)
-		}
-		return f, nil
-	case "ldap":
-		l, err := subscriber.OpenLDAP(cfg.Subscribers.LDAP, pol.CheckProfile, log)
-		if err != nil {
-			return nil, err
-		}
-		return l, nil
-	}
-	return nil, fmt.Errorf("subscribers.source: %q is not available", cfg.Subscribers.Source)
-}
-
 func (n *Node) ready() error {
 	if n.draining.Load() {
 		return errors.New("draining")
@@ -236,8 +197,8 @@ func (n *Node) ready() error {
 	return nil
 }
 
+// abort stops a node whose start failed after the store opened.
 func (n *Node) abort() {
-	n.closeAdmin()
 	n.stopReload()
 	_ = n.stopRadSec(context.Background())
 	_ = n.stopDiameter()
@@ -248,7 +209,7 @@ func (n *Node) abort() {
 	n.closeAuthLog(context.Background())
 	_ = n.stopPolicyCoA(context.Background())
 	_ = n.Store.Close(context.Background())
-	n.closePolicy()
+	_ = n.life.stop(context.Background())
 }
 
 // Shutdown drains the node once: /readyz turns unready, RADIUS stops reading and answers
@@ -271,14 +232,7 @@ func (n *Node) drain(ctx context.Context) error {
 	errs = append(errs, n.Radius.Shutdown(ctx))
 	n.stopEAP()
 	errs = append(errs, n.deliverQueues(ctx)...) // shutdown.go
-	if n.admin != nil {
-		// Its own short deadline: the drain may have used all of ctx.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		errs = append(errs, n.admin.Shutdown(actx))
-		cancel()
-	}
-	n.closeSubscribers()
-	n.closePolicy()
+	errs = append(errs, n.life.stop(ctx))
 	n.Log.Info("stopped")
 	return errors.Join(errs...)
 }
@@ -292,13 +246,6 @@ func (n *Node) closeAuthLog(ctx context.Context) error {
 		n.Log.Warn("auth log: records left unwritten at shutdown", "err", err)
 	}
 	return nil
-}
-
-// closeAdmin stops the admin port of a node that did not start.
-func (n *Node) closeAdmin() {
-	if n.admin != nil {
-		_ = n.admin.Close()
-	}
 }
 
 func addrString(a net.Addr) string {

@@ -108,13 +108,13 @@ func (n *Node) diameterApps(pol *policy.Default) map[uint32]diameter.Handler {
 	}
 	h := &gx.Handler{Identity: diameter.Identity{Host: n.Config.Diameter.OriginHost, Realm: n.Config.Diameter.OriginRealm},
 		Node:        n.diameterNodeName(),
-		Subscribers: n.Subscribers, Store: n.Store, Log: n.Log}
+		Subscribers: n.subs.source, Store: n.Store, Log: n.Log}
 	if !n.Config.Session.InProcess() {
 		h.StoreTimeout = 3 * time.Second
 		h.ReplicaWait = 2 * time.Second
 	}
-	if n.lua != nil { // never a typed nil in the interface
-		h.Hooks = n.lua
+	if n.pol.lua != nil { // never a typed nil in the interface
+		h.Hooks = n.pol.lua
 	}
 	if n.policyCoA != nil {
 		h.Throttled = func(sub *subscriber.Subscriber) {
@@ -135,7 +135,7 @@ func (n *Node) diameterApps(pol *policy.Default) map[uint32]diameter.Handler {
 // leave from here forwards the request to this node's admin API (admin/gx.go); nil when
 // there is nothing to register (noderegistry.go keeps it fresh).
 func (n *Node) diameterRegistration() *session.Node {
-	if n.Diameter == nil || n.admin == nil {
+	if n.Diameter == nil || n.adm.server == nil {
 		return nil
 	}
 	c := n.Config.Diameter

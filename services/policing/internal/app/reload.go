@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"sync"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -65,7 +63,7 @@ func (c *clientPaths) get() []string {
 // startReload watches the mounted files this node reads (clients, secrets, the dictionaries,
 // the subscriber file) and reloads them on change or SIGHUP. Other parts (RadSec certificates) add their
 // own files with n.Reloader.Watch, each after a Mark taken before its first read.
-func (n *Node) startReload(src subscriber.Source, pol *policy.Default) {
+func (n *Node) startReload(src subscriber.Source) {
 	cfg := n.Config
 	w := n.Reloader // made by Start before the first read (Mark)
 
@@ -88,13 +86,13 @@ func (n *Node) startReload(src subscriber.Source, pol *policy.Default) {
 		n.Log.Info("clients reloaded", "clients", len(t.All()))
 		return nil
 	})
-	n.watchDictionaries(pol, src) // before the subscribers: their check depends on it
+	n.pol.watchDictionaries(src) // before the subscribers: their check depends on it
 	if f, ok := src.(*subscriber.File); ok {
 		w.Watch("subscribers", []string{f.Path()}, func() error {
 			if err := f.Reload(); err != nil {
 				// The file may use an attribute of a dictionary change that was refused for
 				// want of this very file: try both together.
-				if len(cfg.Radius.Dictionaries) == 0 || n.swapDictionaries(pol, f) != nil {
+				if len(cfg.Radius.Dictionaries) == 0 || n.pol.swapDictionaries(f) != nil {
 					return err
 				}
 			}
@@ -124,12 +122,5 @@ func (n *Node) stopReload() {
 	if n.reloadStop != nil {
 		n.reloadStop()
 		n.reloadStop = nil
-	}
-}
-
-// closeSubscribers closes a subscriber source that holds connections (LDAP).
-func (n *Node) closeSubscribers() {
-	if c, ok := n.Subscribers.(io.Closer); ok {
-		_ = c.Close()
 	}
 }
