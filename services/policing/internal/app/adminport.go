@@ -19,7 +19,6 @@ type adminPort struct {
 	token  *admin.Token
 	sw     *adminSwitch
 	server *http.Server // nil when admin.address is empty
-	addr   net.Addr
 }
 
 func newAdminPort(d *deps) *adminPort { return &adminPort{d: d} }
@@ -37,7 +36,7 @@ func (a *adminPort) Start(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("admin.address: %w", err)
 	}
-	a.addr = ln.Addr()
+	a.d.listening("admin.address", ln.Addr())
 	a.server = &http.Server{Handler: a.sw, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := a.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -57,3 +56,35 @@ func (a *adminPort) Stop(ctx context.Context) error {
 	defer cancel()
 	return a.server.Shutdown(actx)
 }
+
+// adminAPI puts the full admin handler on the admin port once the node serves: the API on
+// the store, CoA, Gx RARs, the log level, the dictionaries.
+type adminAPI struct {
+	d        *deps
+	port     *adminPort
+	store    *storePart
+	coa      *coaPart
+	pol      *policyPart
+	diameter *diameterPart
+}
+
+func newAdminAPI(d *deps, port *adminPort, st *storePart, co *coaPart, pol *policyPart, dm *diameterPart) *adminAPI {
+	return &adminAPI{d: d, port: port, store: st, coa: co, pol: pol, diameter: dm}
+}
+
+func (a *adminAPI) Start(context.Context) error {
+	if a.port.server == nil {
+		return nil
+	}
+	s := &admin.Server{Store: a.store.store, LogLevel: a.d.level, Log: a.d.log, Ready: a.d.ready, CoA: a.coa.sender,
+		Pprof: a.d.cfg.Admin.Pprof, Token: a.port.token, Dict: a.pol.dict}
+	if dm := a.diameter; dm.gx != nil {
+		s.GxRAR = dm.gx.RAR
+		s.GxNodes, s.NodeName = dm.lookupNode, diameterNodeName(a.d.cfg.Diameter)
+	}
+	a.port.sw.serve(s.Handler())
+	return nil
+}
+
+// Stop leaves the port to adminPort, which stops last.
+func (a *adminAPI) Stop(context.Context) error { return nil }

@@ -52,40 +52,35 @@ func (r *recorder) Stop(ctx context.Context) error {
 	return r.stopErr
 }
 
-func TestLifecycleStopsInReverse(t *testing.T) {
+func TestSequenceStopsInReverse(t *testing.T) {
 	j := &journal{}
-	var l lifecycle
+	l := &sequence{}
 	for _, name := range []string{"a", "b", "c"} {
-		must(t, l.start(context.Background(), &recorder{name: name, journal: j}))
+		l.parts = append(l.parts, &recorder{name: name, journal: j})
 	}
-	must(t, l.stop(context.Background()))
+	must(t, l.Start(context.Background()))
+	must(t, l.Stop(context.Background()))
 	want := []string{"start a", "start b", "start c", "stop c", "stop b", "stop a"}
 	if got := j.get(); !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	must(t, l.stop(context.Background())) // stopped once: nothing left to stop
+	must(t, l.Stop(context.Background())) // stopped once: nothing left to stop
 	if got := j.get(); len(got) != len(want) {
 		t.Fatalf("a second stop stopped again: %q", got)
 	}
 }
 
-// A start that fails part way stops what started, in reverse, and not the part that failed.
-func TestLifecyclePartialStart(t *testing.T) {
+// A start that fails part way stops what started, in reverse, and not the part that failed
+// nor those after it; a Stop after it has nothing left to stop.
+func TestSequencePartialStart(t *testing.T) {
 	j := &journal{}
-	var l lifecycle
 	boom := errors.New("boom")
-	parts := []component{&recorder{name: "a", journal: j}, &recorder{name: "b", journal: j},
-		&recorder{name: "c", journal: j, startErr: boom}, &recorder{name: "d", journal: j}}
-	var err error
-	for _, c := range parts {
-		if err = l.start(context.Background(), c); err != nil {
-			break
-		}
-	}
-	if !errors.Is(err, boom) {
+	l := &sequence{parts: []component{&recorder{name: "a", journal: j}, &recorder{name: "b", journal: j},
+		&recorder{name: "c", journal: j, startErr: boom}, &recorder{name: "d", journal: j}}}
+	if err := l.Start(context.Background()); !errors.Is(err, boom) {
 		t.Fatalf("start: %v, want boom", err)
 	}
-	must(t, l.stop(context.Background()))
+	must(t, l.Stop(context.Background()))
 	want := []string{"start a", "start b", "start c", "stop b", "stop a"}
 	if got := j.get(); !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
@@ -93,14 +88,13 @@ func TestLifecyclePartialStart(t *testing.T) {
 }
 
 // Every started component is stopped even when one before it fails to stop; the errors add up.
-func TestLifecycleStopErrors(t *testing.T) {
+func TestSequenceStopErrors(t *testing.T) {
 	j := &journal{}
-	var l lifecycle
 	e1, e2 := errors.New("one"), errors.New("two")
-	must(t, l.start(context.Background(), &recorder{name: "a", journal: j, stopErr: e1}))
-	must(t, l.start(context.Background(), &recorder{name: "b", journal: j}))
-	must(t, l.start(context.Background(), &recorder{name: "c", journal: j, stopErr: e2}))
-	err := l.stop(context.Background())
+	l := &sequence{parts: []component{&recorder{name: "a", journal: j, stopErr: e1}, &recorder{name: "b", journal: j},
+		&recorder{name: "c", journal: j, stopErr: e2}}}
+	must(t, l.Start(context.Background()))
+	err := l.Stop(context.Background())
 	if !errors.Is(err, e1) || !errors.Is(err, e2) {
 		t.Fatalf("stop: %v, want both errors", err)
 	}
