@@ -5,19 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
-
-// registryFailures counts the refreshes of this node's records that failed (the log says it
-// once per outage).
-var registryFailures = promauto.NewCounter(prometheus.CounterOpts{
-	Namespace: metrics.Namespace, Subsystem: "node", Name: "registry_failures_total",
-	Help: "Failed writes of this node's records in the node registry (RAR and EAP forwarding to this node need them).",
-})
 
 // The node registry records: refreshed every nodeRefresh, forgotten nodeTTL after the last.
 const (

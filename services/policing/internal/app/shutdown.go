@@ -1,28 +1,6 @@
 package app
 
-import (
-	"fmt"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
-)
-
-var (
-	nodeDraining = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Subsystem: "node", Name: "draining",
-		Help: "1 while the node stops: not ready, no new requests, delivering its accounting spool and proxy queue.",
-	})
-	drainDelivered = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "drain", Name: "delivered_total",
-		Help: "Acknowledged accounting records delivered while the node stopped (queue: spool to Cassandra, proxy to an upstream).",
-	}, []string{"queue"})
-	drainLeft = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "drain", Name: "left_total",
-		Help: "Acknowledged accounting records still undelivered when the shutdown time ran out: lost unless their directory is on a persistent volume.",
-	}, []string{"queue"})
-)
+import "fmt"
 
 // spooler is a store with a local spool (Cassandra, hybrid).
 type spooler interface{ Spooled() int }
