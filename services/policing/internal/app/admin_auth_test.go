@@ -21,7 +21,7 @@ import (
 // adminCall sends one admin request with token as the bearer token ("" sends none).
 func adminCall(t *testing.T, n *Node, method, path, token string, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+n.AdminAddr.String()+path, strings.NewReader(body))
+	req, err := http.NewRequest(method, "http://"+n.Addr("admin.address").String()+path, strings.NewReader(body))
 	must(t, err)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -39,7 +39,7 @@ func TestAdminAPIRequiresToken(t *testing.T) {
 	n := startNode(t)
 	start := acct(rfc2866.AcctStatusType_Value_Start, "sess-auth", "alice")
 	rfc2865.FramedIPAddress_Set(start, net.IPv4(10, 1, 0, 1))
-	_, err := exchange(t, n.AcctAddr, start, true)
+	_, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
 	must(t, err)
 
 	stateful := []struct{ method, path, body string }{
@@ -114,7 +114,7 @@ func TestAdminTokenRotation(t *testing.T) {
 func TestAdminAPIWithoutTokenServesNothing(t *testing.T) {
 	n := startNode(t, "admin.tokenFile=")
 	start := acct(rfc2866.AcctStatusType_Value_Start, "sess-open", "alice")
-	_, err := exchange(t, n.AcctAddr, start, true)
+	_, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
 	must(t, err)
 	for _, tok := range []string{"", adminToken} {
 		code, body := adminCall(t, n, "GET", "/api/v1/sessions?user=alice", tok, "")
@@ -143,7 +143,7 @@ func TestAdminTokenFileBadStopsStart(t *testing.T) {
 // $POLICING_ADMIN_TOKEN; without one it gets 401 and says so.
 func TestCtlUsesToken(t *testing.T) {
 	n := startNode(t)
-	url := "http://" + n.AdminAddr.String()
+	url := "http://" + n.Addr("admin.address").String()
 	run := func(env map[string]string, args ...string) (int, string) {
 		for k, v := range env {
 			t.Setenv(k, v)

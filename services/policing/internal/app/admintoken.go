@@ -9,16 +9,16 @@ import (
 // loadAdminToken reads admin.tokenFile. A node without one still serves metrics and
 // probes, but its API refuses every request; a file that is set and unreadable or too short
 // stops the start, naming the key (the error never contains the token).
-func (n *Node) loadAdminToken() (*admin.Token, error) {
+func loadAdminToken(d *deps) (*admin.Token, error) {
 	tok := &admin.Token{}
-	path := n.Config.Admin.TokenFile
+	path := d.cfg.Admin.TokenFile
 	if path == "" {
-		if n.Config.Admin.Address != "" {
-			n.Log.Warn("admin API disabled: admin.tokenFile is not set; /metrics, /healthz and /readyz are served, /api/v1 answers 403")
+		if d.cfg.Admin.Address != "" {
+			d.log.Warn("admin API disabled: admin.tokenFile is not set; /metrics, /healthz and /readyz are served, /api/v1 answers 403")
 		}
 		return tok, nil
 	}
-	n.Reloader.Mark(path)
+	d.reloader.Mark(path)
 	b, err := admin.ReadTokenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("admin.tokenFile: %w", err)
@@ -29,18 +29,18 @@ func (n *Node) loadAdminToken() (*admin.Token, error) {
 
 // watchAdminToken re-reads the token file when it changes (a rotated Secret): the new token
 // works at once and the old one no longer does. A bad new file keeps the old token.
-func (n *Node) watchAdminToken(tok *admin.Token) {
-	path := n.Config.Admin.TokenFile
+func watchAdminToken(d *deps, tok *admin.Token) {
+	path := d.cfg.Admin.TokenFile
 	if path == "" {
 		return
 	}
-	n.Reloader.Watch("admin-token", []string{path}, func() error {
+	d.reloader.Watch("admin-token", []string{path}, func() error {
 		b, err := admin.ReadTokenFile(path)
 		if err != nil {
 			return fmt.Errorf("admin.tokenFile: %w", err)
 		}
 		tok.Set(b)
-		n.Log.Info("admin token reloaded")
+		d.log.Info("admin token reloaded")
 		return nil
 	})
 }

@@ -5,255 +5,144 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/openaaa/openaaa/services/policing/config"
-	"github.com/openaaa/openaaa/services/policing/internal/aaa"
-	"github.com/openaaa/openaaa/services/policing/internal/admin"
-	"github.com/openaaa/openaaa/services/policing/internal/coa"
-	"github.com/openaaa/openaaa/services/policing/internal/diameter"
-	"github.com/openaaa/openaaa/services/policing/internal/dict"
-	"github.com/openaaa/openaaa/services/policing/internal/eap"
-	"github.com/openaaa/openaaa/services/policing/internal/gx"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
-	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/proxy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 	"github.com/openaaa/openaaa/services/policing/internal/reload"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
-	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
 // Node is a running policing node.
 type Node struct {
-	Config         *config.Config
-	Log            *slog.Logger
-	LogLevel       *slog.LevelVar
-	Store          session.Store
-	Radius         *radiusd.Server
-	Subscribers    subscriber.Source
-	Dict           *dict.Dict // the built-in dictionary and radius.dictionaries, swapped on reload
-	AuthAddr       net.Addr
-	AcctAddr       net.Addr
-	AdminAddr      net.Addr
-	admin          *http.Server
-	Proxy          *proxy.Proxy    // accounting proxy (app/proxy.go); nil when off
-	CoA            *coa.Sender     // CoA/Disconnect sender (app/coa.go)
-	RadSec         *radiusd.RadSec // RadSec listener (app/radsec.go); nil when off
-	RadSecAddr     net.Addr
-	Diameter       *diameter.Server // Diameter/Gx listener (app/diameter.go); nil when off
-	DiameterAddr   net.Addr
-	EAPForwardAddr net.Addr        // EAP forwarding listener (app/eapforward.go); nil when off
-	gx             *gx.Handler     // the Gx handler (app/diameter.go): RARs from the admin API
-	stopNodeReg    func()          // ends this node's records' refresh in the node registry (app/noderegistry.go)
-	stopPolicyPush func()          // ends the data policies' RARs (app/diameter.go)
-	Reloader       *reload.Watcher // hot reload of mounted files (app/reload.go)
-	reloadStop     func()
-	authLog        *aaa.AuthLog      // the store's auth log writer; nil when the store keeps none
-	lua            *luapolicy.Engine // the Lua policy (app/policy.go); nil when off
-	eap            *eap.Server       // EAP conversations (app/eap.go); nil when off
-	spool          spooler           // the store's spool, nil without one (shutdown.go)
-	draining       atomic.Bool
-	shutdown       sync.Once
-	// the policy's Disconnect/CoA after a store write (app/coa.go); nil when off
-	policyCoA *coa.PolicyTrigger
+	Config   *config.Config
+	Log      *slog.Logger
+	LogLevel *slog.LevelVar
+	Reloader *reload.Watcher // hot reload of mounted files (reload.go)
+	Store    session.Store
+	Proxy    *proxy.Proxy // the accounting proxy (proxy.go); nil when off
+	d        *deps
+	parts    *sequence
+	shutdown sync.Once
+}
+
+// deps is what every component of a node is built with: the configuration, the logger, the
+// reloader of mounted files, and what the node's parts tell each other through the node
+// rather than through one another: where they listen, what they register in the node
+// registry, whether the node drains.
+type deps struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	level    *slog.LevelVar
+	reloader *reload.Watcher // nil in a node built only to check its configuration
+	// draining is set by Shutdown: the node is not ready and its queues are delivered; a
+	// start that failed only closes them.
+	draining atomic.Bool
+
+	mu            sync.Mutex
+	addrs         map[string]net.Addr    // by listen key (listening)
+	registrations []func() *session.Node // the node registry's records (noderegistry.go)
 }
 
 // afterStoreOpen, when set by a test, runs after the store opened and before the watches are
 // added: the end of the window in which a node has read its files and not yet watched them.
 var afterStoreOpen func()
 
-// Start builds every part and starts the listeners. Errors name the config key at fault.
+// Start builds every part and starts them in order. Errors name the config key at fault.
 func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slog.LevelVar) (*Node, error) {
-	n := &Node{Config: cfg, Log: log, LogLevel: level}
 	// The watcher exists before the first read of any file it will watch: each part Marks its
 	// files before reading them, so that a change between that read and the watch (which
 	// spans the wait for the store) is reloaded at the first poll (reload.Watcher.Mark).
-	n.Reloader = reload.New(log, cfg.Reload.Interval.D())
-	n.Reloader.Mark(clientFiles(cfg)...)
+	d := &deps{cfg: cfg, log: log, level: level, reloader: reload.New(log, cfg.Reload.Interval.D())}
+	d.reloader.Mark(clientFiles(cfg)...)
 	clients, err := buildClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	builtin, pol, err := n.buildPolicy()
-	if err != nil {
+	pol := newPolicy(d)
+	subs := newSubscribers(d, pol)
+	adm := newAdminPort(d)
+	st := newStore(d, adm)
+	rad := newRadius(d, clients)
+	co := newCoA(d, st, rad)
+	px := newProxy(d)
+	ep := newEAP(d, subs, st)
+	hs := newHandlers(d, pol, subs, st, co, px, ep)
+	dm := newDiameter(d, pol, subs, st, co)
+	// The parts in start order; they stop in reverse. A new listener is one file and one
+	// line here.
+	n := &Node{Config: cfg, Log: log, LogLevel: level, Reloader: d.reloader, d: d, parts: &sequence{parts: []component{
+		pol,
+		subs,
+		adm, // before the store: a node waiting for it is seen alive and not ready (startup.go)
+		// What the node acknowledged and has not delivered yet: at shutdown the spool and
+		// the proxy queue are delivered at once, after the listeners stopped (shutdown.go).
+		together{&sequence{parts: []component{st, co}}, px},
+		ep,
+		hs,
+		rad,
+		newEAPForwardListener(d, rad, hs),
+		newRADIUSListener(d, rad, hs, radiusd.Auth),
+		newRADIUSListener(d, rad, hs, radiusd.Acct),
+		dm,
+		newRadSec(d, rad, hs),
+		newAdminAPI(d, adm, st, co, pol, dm),
+		newNodeRegistry(d, st),
+		newReload(d, rad, subs, pol, adm), // stops first: no reload while the node drains
+	}}}
+	if err := n.parts.Start(ctx); err != nil {
 		return nil, err
 	}
-	if cfg.Subscribers.Source == "file" {
-		n.Reloader.Mark(cfg.Subscribers.File)
-	}
-	src, err := openSubscribers(cfg, builtin, log)
-	if err != nil {
-		n.closePolicy()
-		return nil, err
-	}
-	n.Subscribers = src
-	token, err := n.loadAdminToken()
-	if err != nil {
-		n.closeSubscribers()
-		n.closePolicy()
-		return nil, err
-	}
-	// The admin port comes first, so that a node waiting for its store is seen alive and
-	// not ready, with the reason (startup.go).
-	adm := newAdminSwitch()
-	if cfg.Admin.Address != "" {
-		ln, err := net.Listen("tcp", cfg.Admin.Address)
-		if err != nil {
-			n.closeSubscribers()
-			n.closePolicy()
-			return nil, fmt.Errorf("admin.address: %w", err)
-		}
-		n.AdminAddr = ln.Addr()
-		n.admin = &http.Server{Handler: adm, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := n.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("admin server failed", "err", err)
-			}
-		}()
-	}
-	st, err := n.openStore(ctx, adm)
-	if err != nil {
-		n.closeAdmin()
-		n.closeSubscribers()
-		n.closePolicy()
-		return nil, err
-	}
-	n.Store = st
-	if afterStoreOpen != nil {
-		afterStoreOpen() // tests: a file changes between the first read and the watch
-	}
-	n.spool, _ = st.(spooler) // the store itself: startCoA may wrap n.Store (shutdown.go)
-	r := cfg.Radius
-	n.Radius = radiusd.New(radiusd.Options{Inline: cfg.InlineDispatch(), Workers: r.Workers, QueueSize: r.QueueSize, MaxQueueWait: r.MaxQueueWait.D(),
-		Readers: r.Readers, DuplicateWindow: r.DuplicateWindow.D(), SocketBuffer: r.SocketBuffer, Log: log}, clients)
-	n.startReload(src, builtin)
-	n.watchPolicy()
-	n.watchAdminToken(token)
-	authLogger, _ := st.(session.AuthLogger)
-	auth := &aaa.Auth{Subscribers: src, Policy: pol, Log: log}
-	if auth.EAP, err = n.startEAP(src); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if cfg.Subscribers.Source != "file" {
-		auth.LookupTimeout = 2 * time.Second
-	}
-	if authLogger != nil {
-		n.authLog = aaa.NewAuthLog(authLogger, aaa.AuthLogOptions{})
-		auth.AuthLog = n.authLog
-	}
-	// Superseding writes a Stop that, on Cassandra, can race the old session's last messages
-	// in another DC (the row is read, merged and written): in-process stores only for now.
-	acct := &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log,
-		SupersedeStale: cfg.Session.SupersedeStale && cfg.Session.InProcess()}
-	if !cfg.Session.InProcess() {
-		acct.StoreTimeout = 3 * time.Second
-	}
-	n.startCoA(acct)
-	if err := n.startProxy(acct); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.startEAPForward(auth); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if n.AuthAddr, err = n.listen("radius.authAddress", r.AuthAddress, radiusd.Auth, auth); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if n.AcctAddr, err = n.listen("radius.acctAddress", r.AcctAddress, radiusd.Acct, acct); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.startRadSec(auth, acct); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.startDiameter(n.diameterApps(builtin)); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if n.admin != nil {
-		a := &admin.Server{Store: st, LogLevel: level, Log: log, Ready: n.ready, CoA: n.CoA, Pprof: cfg.Admin.Pprof, Token: token, Dict: n.Dict}
-		if n.gx != nil {
-			a.GxRAR = n.gx.RAR
-			a.GxNodes, a.NodeName = n.lookupDiameterNode, n.diameterNodeName()
-		}
-		adm.serve(a.Handler())
-	}
-	n.startNodeRegistry()
+	n.Store, n.Proxy = st.store, px.proxy
 	log.Info("policing started", "store", cfg.Session.Store, "clients", len(clients.All()),
-		"auth", addrString(n.AuthAddr), "acct", addrString(n.AcctAddr), "admin", addrString(n.AdminAddr))
+		"auth", addrString(d.addr("radius.authAddress")), "acct", addrString(d.addr("radius.acctAddress")),
+		"admin", addrString(d.addr("admin.address")))
 	return n, nil
 }
 
-// listen opens one socket per address of a listen key (several: a multi-homed node that
-// listens on chosen addresses only) and returns the first one's address.
-func (n *Node) listen(key, addrs string, kind radiusd.Kind, h radiusd.Handler) (net.Addr, error) {
-	var first net.Addr
-	for _, a := range config.Addresses(addrs) {
-		c, err := n.Radius.Listen(a, kind, h)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if first == nil {
-			first = c.LocalAddr()
-		}
+// Addr is where the node listens for a listen key (radius.authAddress, admin.address,
+// diameter.address, ...): the first socket's address; nil when that listener is off.
+func (n *Node) Addr(key string) net.Addr { return n.d.addr(key) }
+
+// listening records where the listener of a listen key listens.
+func (d *deps) listening(key string, a net.Addr) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.addrs == nil {
+		d.addrs = map[string]net.Addr{}
 	}
-	return first, nil
+	d.addrs[key] = a
 }
 
-func openSubscribers(cfg *config.Config, pol *policy.Default, log *slog.Logger) (subscriber.Source, error) {
-	switch cfg.Subscribers.Source {
-	case "file":
-		f, err := subscriber.OpenFile(cfg.Subscribers.File, pol.CheckProfile)
-		if err != nil {
-			return nil, fmt.Errorf("subscribers.file: %w", err)
-		}
-		return f, nil
-	case "ldap":
-		l, err := subscriber.OpenLDAP(cfg.Subscribers.LDAP, pol.CheckProfile, log)
-		if err != nil {
-			return nil, err
-		}
-		return l, nil
-	}
-	return nil, fmt.Errorf("subscribers.source: %q is not available", cfg.Subscribers.Source)
+func (d *deps) addr(key string) net.Addr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.addrs[key]
 }
 
-func (n *Node) ready() error {
-	if n.draining.Load() {
+// register adds a record this node keeps in the node registry while it runs, made when the
+// registry starts (noderegistry.go); nil: nothing to register.
+func (d *deps) register(rec func() *session.Node) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.registrations = append(d.registrations, rec)
+}
+
+func (d *deps) ready() error {
+	if d.draining.Load() {
 		return errors.New("draining")
 	}
 	return nil
 }
 
-func (n *Node) abort() {
-	n.closeAdmin()
-	n.stopReload()
-	_ = n.stopRadSec(context.Background())
-	_ = n.stopDiameter()
-	n.stopNodeRegistry()
-	_ = n.Radius.Shutdown(context.Background())
-	n.stopEAP()
-	_ = n.stopProxy()
-	n.closeAuthLog(context.Background())
-	_ = n.stopPolicyCoA(context.Background())
-	_ = n.Store.Close(context.Background())
-	n.closePolicy()
-}
-
-// Shutdown drains the node once: /readyz turns unready, RADIUS stops reading and answers
-// what it holds, the accounting spool and the proxy queue are delivered (shutdown.go), then
-// the store is closed (the embedded store writes its snapshot).
+// Shutdown drains the node once: /readyz turns unready, then the parts stop in reverse
+// order — RADIUS stops reading and answers what it holds, the accounting spool and the
+// proxy queue are delivered (shutdown.go), the store is closed (the embedded store writes
+// its snapshot).
 func (n *Node) Shutdown(ctx context.Context) error {
 	var err error
 	n.shutdown.Do(func() { err = n.drain(ctx) })
@@ -261,44 +150,13 @@ func (n *Node) Shutdown(ctx context.Context) error {
 }
 
 func (n *Node) drain(ctx context.Context) error {
-	n.draining.Store(true)
+	n.d.draining.Store(true)
 	nodeDraining.Set(1)
 	defer nodeDraining.Set(0)
 	n.Log.Info("draining")
-	n.stopReload()
-	errs := []error{n.stopRadSec(ctx), n.stopDiameter()}
-	n.stopNodeRegistry()
-	errs = append(errs, n.Radius.Shutdown(ctx))
-	n.stopEAP()
-	errs = append(errs, n.deliverQueues(ctx)...) // shutdown.go
-	if n.admin != nil {
-		// Its own short deadline: the drain may have used all of ctx.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		errs = append(errs, n.admin.Shutdown(actx))
-		cancel()
-	}
-	n.closeSubscribers()
-	n.closePolicy()
+	err := n.parts.Stop(ctx)
 	n.Log.Info("stopped")
-	return errors.Join(errs...)
-}
-
-// closeAuthLog writes the queued auth log records (bounded by ctx) before the store closes.
-func (n *Node) closeAuthLog(ctx context.Context) error {
-	if n.authLog == nil {
-		return nil
-	}
-	if err := n.authLog.Close(ctx); err != nil {
-		n.Log.Warn("auth log: records left unwritten at shutdown", "err", err)
-	}
-	return nil
-}
-
-// closeAdmin stops the admin port of a node that did not start.
-func (n *Node) closeAdmin() {
-	if n.admin != nil {
-		_ = n.admin.Close()
-	}
+	return err
 }
 
 func addrString(a net.Addr) string {

@@ -121,7 +121,7 @@ func papRequest(user, pass string) *radius.Packet {
 
 func TestPAPAcceptCarriesProfile(t *testing.T) {
 	n := startNode(t)
-	reply, err := exchange(t, n.AuthAddr, papRequest("alice", "wonderland"), true)
+	reply, err := exchange(t, n.Addr("radius.authAddress"), papRequest("alice", "wonderland"), true)
 	must(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Fatalf("code = %v, want Access-Accept", reply.Code)
@@ -149,7 +149,7 @@ func TestPAPAcceptCarriesProfile(t *testing.T) {
 func TestPAPRejects(t *testing.T) {
 	n := startNode(t)
 	for _, tc := range []struct{ user, pass string }{{"alice", "wrong"}, {"nobody", "x"}, {"carol", "x"}} {
-		reply, err := exchange(t, n.AuthAddr, papRequest(tc.user, tc.pass), true)
+		reply, err := exchange(t, n.Addr("radius.authAddress"), papRequest(tc.user, tc.pass), true)
 		must(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Errorf("%s/%s: code = %v, want Access-Reject", tc.user, tc.pass, reply.Code)
@@ -175,7 +175,7 @@ func TestCHAP(t *testing.T) {
 		h.Write(challenge)
 		rfc2865.CHAPPassword_Set(p, append([]byte{7}, h.Sum(nil)...))
 		rfc2865.CHAPChallenge_Set(p, challenge)
-		reply, err := exchange(t, n.AuthAddr, p, true)
+		reply, err := exchange(t, n.Addr("radius.authAddress"), p, true)
 		must(t, err)
 		if reply.Code != tc.want {
 			t.Errorf("CHAP %q: code = %v, want %v", tc.pass, reply.Code, tc.want)
@@ -188,12 +188,12 @@ func TestCHAP(t *testing.T) {
 
 func TestMissingMessageAuthenticatorDropped(t *testing.T) {
 	n := startNode(t)
-	if _, err := exchange(t, n.AuthAddr, papRequest("alice", "wonderland"), false); err == nil {
+	if _, err := exchange(t, n.Addr("radius.authAddress"), papRequest("alice", "wonderland"), false); err == nil {
 		t.Fatal("request without Message-Authenticator was answered")
 	}
 	// The same client can opt out of the requirement.
 	n2 := startNode(t, "clients.0.requireMessageAuthenticator=false")
-	reply, err := exchange(t, n2.AuthAddr, papRequest("alice", "wonderland"), false)
+	reply, err := exchange(t, n2.Addr("radius.authAddress"), papRequest("alice", "wonderland"), false)
 	must(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Fatalf("code = %v", reply.Code)
@@ -204,12 +204,12 @@ func TestWrongSecretNotAnswered(t *testing.T) {
 	n := startNode(t)
 	p := papRequest("alice", "wonderland")
 	p.Secret = []byte("not-the-secret")
-	if _, err := exchange(t, n.AuthAddr, p, true); err == nil {
+	if _, err := exchange(t, n.Addr("radius.authAddress"), p, true); err == nil {
 		t.Fatal("request with a wrong secret was answered")
 	}
 	a := acct(rfc2866.AcctStatusType_Value_Start, "s-wrong", "alice")
 	a.Secret = []byte("not-the-secret")
-	if _, err := exchange(t, n.AcctAddr, a, false); err == nil {
+	if _, err := exchange(t, n.Addr("radius.acctAddress"), a, false); err == nil {
 		t.Fatal("accounting request with a wrong secret was answered")
 	}
 }
@@ -225,7 +225,7 @@ func acct(status rfc2866.AcctStatusType, id, user string) *radius.Packet {
 
 func getJSON(t *testing.T, n *Node, path string, v any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+n.AdminAddr.String()+path, nil)
+	req, err := http.NewRequest(http.MethodGet, "http://"+n.Addr("admin.address").String()+path, nil)
 	must(t, err)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := http.DefaultClient.Do(req)
@@ -241,7 +241,7 @@ func TestAccountingLifecycle(t *testing.T) {
 	n := startNode(t)
 	start := acct(rfc2866.AcctStatusType_Value_Start, "sess-1", "alice")
 	rfc2865.FramedIPAddress_Set(start, net.IPv4(10, 1, 0, 1))
-	reply, err := exchange(t, n.AcctAddr, start, true)
+	reply, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
 	must(t, err)
 	if reply.Code != radius.CodeAccountingResponse {
 		t.Fatalf("code = %v", reply.Code)
@@ -250,7 +250,7 @@ func TestAccountingLifecycle(t *testing.T) {
 	rfc2866.AcctInputOctets_Set(interim, 100)
 	rfc2869.AcctInputGigawords_Set(interim, 2)
 	rfc2866.AcctSessionTime_Set(interim, 60)
-	_, err = exchange(t, n.AcctAddr, interim, false)
+	_, err = exchange(t, n.Addr("radius.acctAddress"), interim, false)
 	must(t, err)
 
 	var byUser struct{ Sessions []session.Session }
@@ -270,7 +270,7 @@ func TestAccountingLifecycle(t *testing.T) {
 
 	stop := acct(rfc2866.AcctStatusType_Value_Stop, "sess-1", "alice")
 	rfc2866.AcctTerminateCause_Set(stop, rfc2866.AcctTerminateCause_Value_UserRequest)
-	_, err = exchange(t, n.AcctAddr, stop, true)
+	_, err = exchange(t, n.Addr("radius.acctAddress"), stop, true)
 	must(t, err)
 	getJSON(t, n, "/api/v1/sessions?framedIp=10.1.0.1", &byIP)
 	if len(byIP.Sessions) != 0 {
@@ -285,7 +285,7 @@ func TestAccountingLifecycle(t *testing.T) {
 
 func TestInterimWithoutStartCreatesSession(t *testing.T) {
 	n := startNode(t)
-	_, err := exchange(t, n.AcctAddr, acct(rfc2866.AcctStatusType_Value_InterimUpdate, "orphan", "bob"), true)
+	_, err := exchange(t, n.Addr("radius.acctAddress"), acct(rfc2866.AcctStatusType_Value_InterimUpdate, "orphan", "bob"), true)
 	must(t, err)
 	var out struct{ Sessions []session.Session }
 	getJSON(t, n, "/api/v1/sessions?user=bob", &out)
@@ -293,7 +293,7 @@ func TestInterimWithoutStartCreatesSession(t *testing.T) {
 		t.Fatalf("interim without start did not create a session")
 	}
 	// Accounting-On from that NAS closes it.
-	_, err = exchange(t, n.AcctAddr, acct(rfc2866.AcctStatusType_Value_AccountingOn, "on-1", ""), true)
+	_, err = exchange(t, n.Addr("radius.acctAddress"), acct(rfc2866.AcctStatusType_Value_AccountingOn, "on-1", ""), true)
 	must(t, err)
 	getJSON(t, n, "/api/v1/sessions?nas=127.0.0.1", &out)
 	if len(out.Sessions) != 0 {
@@ -306,7 +306,7 @@ func TestRetransmissionAnsweredOnce(t *testing.T) {
 	p := acct(rfc2866.AcctStatusType_Value_Start, "dup-1", "alice")
 	b, _ := p.Encode()
 	radiusx.SignRequest(b, -1, p.Secret)
-	conn, err := net.Dial("udp", n.AcctAddr.String())
+	conn, err := net.Dial("udp", n.Addr("radius.acctAddress").String())
 	must(t, err)
 	defer conn.Close()
 	var replies [][]byte
@@ -335,7 +335,7 @@ func TestSnapshotSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	snap := "session.embedded.snapshotFile=" + filepath.Join(dir, "snap.jsonl")
 	n := startNode(t, snap)
-	_, err := exchange(t, n.AcctAddr, acct(rfc2866.AcctStatusType_Value_Start, "keep-me", "alice"), true)
+	_, err := exchange(t, n.Addr("radius.acctAddress"), acct(rfc2866.AcctStatusType_Value_Start, "keep-me", "alice"), true)
 	must(t, err)
 	must(t, n.Shutdown(context.Background()))
 	n2 := startNode(t, snap)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,19 +17,18 @@ func Check(cfg *config.Config, log *slog.Logger) error {
 	if _, err := buildClients(cfg); err != nil {
 		return err
 	}
-	n := &Node{Config: cfg, Log: log}
-	builtin, _, err := n.buildPolicy()
-	if err != nil {
+	d := &deps{cfg: cfg, log: log}
+	pol := newPolicy(d)
+	if err := pol.Start(context.Background()); err != nil {
 		return err
 	}
-	defer n.closePolicy()
+	defer pol.Stop(context.Background()) //nolint:errcheck // never fails
 	if cfg.Subscribers.Source == "file" {
-		if _, err := openSubscribers(cfg, builtin, log); err != nil {
+		if _, err := openSubscribers(cfg, pol.builtin, log); err != nil {
 			return err
 		}
 	}
-	_, err = n.loadAdminToken()
-	if err != nil {
+	if _, err := loadAdminToken(d); err != nil {
 		return err
 	}
 	return checkCertificates(cfg, log)

@@ -3,30 +3,48 @@ package app
 import (
 	"context"
 
-	"github.com/openaaa/openaaa/services/policing/internal/aaa"
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
-	"github.com/openaaa/openaaa/services/policing/internal/nas"
+	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
-// startCoA builds the CoA/Disconnect sender (admin API, CLI) and, when policy disconnects
-// are on, makes it the accounting step after the store write, so that a session the policy
-// marks is disconnected (docs/coa.md).
-func (n *Node) startCoA(acct *aaa.Acct) {
-	c := n.Config.CoA
-	n.CoA = &coa.Sender{Store: n.Store, Clients: func() *nas.Table { return n.Radius.Clients() },
-		Timeout: c.Timeout.D(), Retries: c.Retries, Log: n.Log}
-	if !c.PolicyDisconnect {
-		return
-	}
-	n.policyCoA = coa.NewPolicyTrigger(n.Store, n.CoA, c.ResendAfter.D(), c.Concurrency, n.Log)
-	acct.Stored = n.policyCoA.Stored
+// coaPart is the CoA/Disconnect sender (admin API, CLI) and, when policy disconnects are on,
+// the accounting step after the store write that disconnects a session the policy marks
+// (docs/coa.md).
+type coaPart struct {
+	d       *deps
+	store   *storePart
+	radius  *radiusPart // the NAS table in force
+	sender  *coa.Sender
+	trigger *coa.PolicyTrigger // nil when coa.policyDisconnect is off
 }
 
-// stopPolicyCoA waits for the policy's requests in flight (bounded by ctx): they read the
-// store, which closes after.
-func (n *Node) stopPolicyCoA(ctx context.Context) error {
-	if n.policyCoA != nil {
-		n.policyCoA.Close(ctx)
+func newCoA(d *deps, st *storePart, r *radiusPart) *coaPart {
+	return &coaPart{d: d, store: st, radius: r}
+}
+
+func (p *coaPart) Start(context.Context) error {
+	c := p.d.cfg.CoA
+	p.sender = &coa.Sender{Store: p.store.store, Clients: p.radius.clients,
+		Timeout: c.Timeout.D(), Retries: c.Retries, Log: p.d.log}
+	if c.PolicyDisconnect {
+		p.trigger = coa.NewPolicyTrigger(p.store.store, p.sender, c.ResendAfter.D(), c.Concurrency, p.d.log)
 	}
 	return nil
+}
+
+// Stop waits for the policy's requests in flight (bounded by ctx): they read the store,
+// which closes after.
+func (p *coaPart) Stop(ctx context.Context) error {
+	if p.trigger != nil {
+		p.trigger.Close(ctx)
+	}
+	return nil
+}
+
+// stored is the accounting step after the store write; nil when policy disconnects are off.
+func (p *coaPart) stored() func(*session.Update) {
+	if p.trigger == nil {
+		return nil
+	}
+	return p.trigger.Stored
 }

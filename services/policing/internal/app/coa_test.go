@@ -42,7 +42,7 @@ coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
 
 func postCoA(t *testing.T, n *Node, path string) (int, admin.CoAReply) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+n.AdminAddr.String()+path, nil)
+	req, err := http.NewRequest(http.MethodPost, "http://"+n.Addr("admin.address").String()+path, nil)
 	must(t, err)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := http.DefaultClient.Do(req)
@@ -57,7 +57,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 	// The NAS side knows sessions S-*; anything else is NAKed with Session-Context-Not-Found.
 	nas := newFreeRADIUS(t, "nas", "--role", "coa", "--secret", radclientSecret, "--coa-sessions", "^S-")
 	n := coaNode(t, nas)
-	acctAddr := n.AcctAddr.String()
+	acctAddr := n.Addr("radius.acctAddress").String()
 	for _, lines := range [][]string{
 		acctLinesFor("Start", "S-1", "alice", "Framed-IP-Address = 10.9.0.1"),
 		acctLinesFor("Start", "X-1", "bob"),
@@ -95,7 +95,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 	}
 
 	// The CLI, by framed IP and by session: exit 0 on ACK, 3 when nothing matches, 1 on NAK.
-	adminURL := "http://" + n.AdminAddr.String()
+	adminURL := "http://" + n.Addr("admin.address").String()
 	runCtl := func(args ...string) (int, string) {
 		var out, errb bytes.Buffer
 		rc := ctl.Main(context.Background(), append(args, "--admin", adminURL, "--token-file", n.Config.Admin.TokenFile), &out, &errb)
@@ -135,7 +135,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 func TestPolicyDisconnectOnQuota(t *testing.T) {
 	nas := newFreeRADIUS(t, "nasq", "--role", "coa", "--secret", radclientSecret)
 	n := coaNode(t, nas)
-	acctAddr := n.AcctAddr.String()
+	acctAddr := n.Addr("radius.acctAddress").String()
 	radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Start", "Q-1", "quota")...)
 	// Under quota: nothing.
 	radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 100")...)

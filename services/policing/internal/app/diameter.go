@@ -8,18 +8,33 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
-// startDiameter opens the Diameter listener when enabled (docs/diameter-gx.md), serving the
-// applications in apps (Gx).
-func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
-	c := n.Config.Diameter
+// diameterPart is the Diameter listener when enabled (docs/diameter-gx.md), serving Gx on
+// the node's store and subscriber source.
+type diameterPart struct {
+	d        *deps
+	pol      *policyPart
+	subs     *subscribersPart
+	store    *storePart
+	coa      *coaPart
+	server   *diameter.Server
+	gx       *gx.Handler // the admin API sends RARs through it; nil when off
+	stopPush func()
+}
+
+func newDiameter(d *deps, pol *policyPart, subs *subscribersPart, st *storePart, co *coaPart) *diameterPart {
+	return &diameterPart{d: d, pol: pol, subs: subs, store: st, coa: co}
+}
+
+func (p *diameterPart) Start(context.Context) error {
+	c := p.d.cfg.Diameter
 	if !c.Enabled {
 		return nil
 	}
@@ -27,38 +42,79 @@ func (n *Node) startDiameter(apps map[uint32]diameter.Handler) error {
 		return errors.New("diameter: the Gx dictionary: " + err.Error())
 	}
 	peers := make([]diameter.Peer, 0, len(c.Peers))
-	for _, p := range c.Peers {
-		netw, _ := p.Network() // validated with the configuration
-		peers = append(peers, diameter.Peer{OriginHost: p.OriginHost, OriginRealm: p.OriginRealm, Network: netw})
+	for _, peer := range c.Peers {
+		netw, _ := peer.Network() // validated with the configuration
+		peers = append(peers, diameter.Peer{OriginHost: peer.OriginHost, OriginRealm: peer.OriginRealm, Network: netw})
 	}
 	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm, ServedHosts: c.ServedHosts, VendorID: c.VendorID,
-		Peers: peers, Apps: apps, MaxInFlight: c.MaxInFlight, Log: n.Log}
+		Peers: peers, MaxInFlight: c.MaxInFlight, Log: p.d.log}
 	if t := c.TLS; t.Address != "" {
-		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: n.Log}
+		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: p.d.log}
 		opt.TLSAddress = t.Address
-		n.Reloader.Mark(t.CertFile, t.KeyFile, t.CAFile)
+		p.d.reloader.Mark(t.CertFile, t.KeyFile, t.CAFile)
 		if _, err := opt.TLS.Reload(); err != nil {
 			return errors.New("diameter.tls: " + err.Error())
 		}
 	}
-	s, err := diameter.Listen(c.Address, opt)
+	s, err := diameter.New(opt)
 	if err != nil {
+		return errors.New("diameter.address: " + err.Error())
+	}
+	p.gx = p.gxHandler(s) // RARs leave over the PCEFs' connections to this node
+	s.Handle(diameter.GxApplicationID, p.gx)
+	if err := s.Listen(c.Address); err != nil {
 		return errors.New("diameter.address: " + err.Error())
 	}
 	if opt.TLS != nil {
 		// The certificates reload with the other mounted files (app/reload.go).
-		n.Reloader.Watch("diameter-certificates", []string{c.TLS.CertFile, c.TLS.KeyFile, c.TLS.CAFile}, func() error {
+		p.d.reloader.Watch("diameter-certificates", []string{c.TLS.CertFile, c.TLS.KeyFile, c.TLS.CAFile}, func() error {
 			_, err := opt.TLS.Reload()
 			return err
 		})
 	}
-	n.Diameter = s
-	n.DiameterAddr = s.Addr()
-	if n.gx != nil {
-		n.gx.Peers = s // RARs leave over the PCEFs' connections to this node
-		n.startPolicyPush()
-	}
+	p.server = s
+	p.d.listening("diameter.address", s.Addr())
+	p.stopPush = p.startPolicyPush()
+	p.d.register(p.registration)
 	return nil
+}
+
+// Stop closes the peer connections (PCEFs reconnect to another node) before the store
+// closes.
+func (p *diameterPart) Stop(context.Context) error {
+	if p.server == nil {
+		return nil
+	}
+	p.stopPush()
+	return p.server.Close()
+}
+
+// gxHandler is the Gx application, sending its RARs through s. With policy requests on
+// (coa.policyDisconnect), a Gx session that uses the quota sends the subscriber's RADIUS
+// sessions the data policy's throttleAttributes.
+func (p *diameterPart) gxHandler(s *diameter.Server) *gx.Handler {
+	c := p.d.cfg
+	h := &gx.Handler{Identity: diameter.Identity{Host: c.Diameter.OriginHost, Realm: c.Diameter.OriginRealm},
+		Node:        diameterNodeName(c.Diameter),
+		Subscribers: p.subs.source, Store: p.store.store, Log: p.d.log, Peers: s}
+	if !c.Session.InProcess() {
+		h.StoreTimeout = 3 * time.Second
+		h.ReplicaWait = 2 * time.Second
+	}
+	if p.pol.lua != nil { // never a typed nil in the interface
+		h.Hooks = p.pol.lua
+	}
+	if trigger, builtin := p.coa.trigger, p.pol.builtin; trigger != nil {
+		h.Throttled = func(sub *subscriber.Subscriber) {
+			attrs, err := builtin.ThrottleAttributes(&sub.Profile)
+			if err != nil { // checked at load: only after a dictionary change
+				p.d.log.Warn("gx: throttle CoA not sent", "user", sub.Username, "err", err.Error())
+				return
+			}
+			trigger.UserCoA(sub.Username, gx.NAS, attrs)
+		}
+	}
+	return h
 }
 
 // policyPushConcurrency bounds the RARs of one round of data policy changes in flight.
@@ -67,96 +123,53 @@ const policyPushConcurrency = 16
 // startPolicyPush sends, every diameter.scheduleInterval, the RARs of the data policies'
 // changes between CCRs — rule windows that opened or closed, quotas that ran out
 // (gx/schedule.go) — to the sessions this node holds.
-func (n *Node) startPolicyPush() {
-	stop, done := make(chan struct{}), make(chan struct{})
+func (p *diameterPart) startPolicyPush() (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer close(done)
-		t := time.NewTicker(n.Config.Diameter.ScheduleInterval.D())
+		t := time.NewTicker(p.d.cfg.Diameter.ScheduleInterval.D())
 		defer t.Stop()
 		for {
 			select {
-			case <-stop:
+			case <-quit:
 				return
 			case <-t.C:
 			}
-			n.gx.PushPolicy(ctx, policyPushConcurrency)
+			p.gx.PushPolicy(ctx, policyPushConcurrency)
 		}
 	}()
-	n.stopPolicyPush = func() { close(stop); cancel(); <-done }
+	return func() { close(quit); cancel(); <-done }
 }
 
-// stopDiameter closes the peer connections (PCEFs reconnect to another node) before the
-// store closes.
-func (n *Node) stopDiameter() error {
-	if n.stopPolicyPush != nil {
-		n.stopPolicyPush()
-		n.stopPolicyPush = nil
-	}
-	if n.Diameter == nil {
+// registration is this node's record for RAR forwarding (its Diameter identity, DC and
+// admin URL), so that a node of any DC asked for a RAR that must leave from here forwards
+// the request to this node's admin API (admin/gx.go); nil without an admin port or an
+// address to advertise.
+func (p *diameterPart) registration() *session.Node {
+	admin := p.d.addr("admin.address")
+	if admin == nil {
 		return nil
 	}
-	return n.Diameter.Close()
-}
-
-// diameterApps are the Diameter applications this node serves: Gx, on the node's store
-// and subscriber source; with policy requests on (coa.policyDisconnect), a Gx session that
-// uses the quota sends the subscriber's RADIUS sessions the data policy's throttleAttributes.
-func (n *Node) diameterApps(pol *policy.Default) map[uint32]diameter.Handler {
-	if !n.Config.Diameter.Enabled {
-		return nil
-	}
-	h := &gx.Handler{Identity: diameter.Identity{Host: n.Config.Diameter.OriginHost, Realm: n.Config.Diameter.OriginRealm},
-		Node:        n.diameterNodeName(),
-		Subscribers: n.Subscribers, Store: n.Store, Log: n.Log}
-	if !n.Config.Session.InProcess() {
-		h.StoreTimeout = 3 * time.Second
-		h.ReplicaWait = 2 * time.Second
-	}
-	if n.lua != nil { // never a typed nil in the interface
-		h.Hooks = n.lua
-	}
-	if n.policyCoA != nil {
-		h.Throttled = func(sub *subscriber.Subscriber) {
-			attrs, err := pol.ThrottleAttributes(&sub.Profile)
-			if err != nil { // checked at load: only after a dictionary change
-				n.Log.Warn("gx: throttle CoA not sent", "user", sub.Username, "err", err.Error())
-				return
-			}
-			n.policyCoA.UserCoA(sub.Username, gx.NAS, attrs)
-		}
-	}
-	n.gx = h
-	return map[uint32]diameter.Handler{diameter.GxApplicationID: h}
-}
-
-// diameterRegistration is this node's record for RAR forwarding (its Diameter identity, DC
-// and admin URL) while Diameter serves, so that a node of any DC asked for a RAR that must
-// leave from here forwards the request to this node's admin API (admin/gx.go); nil when
-// there is nothing to register (noderegistry.go keeps it fresh).
-func (n *Node) diameterRegistration() *session.Node {
-	if n.Diameter == nil || n.admin == nil {
-		return nil
-	}
-	c := n.Config.Diameter
+	c := p.d.cfg.Diameter
 	url := c.AdminURL
 	if url == "" {
-		if hp := advertised(n.AdminAddr); hp != "" {
+		if hp := advertised(admin); hp != "" {
 			url = "http://" + hp
 		}
 	}
 	if url == "" {
-		n.Log.Warn("diameter: no address to advertise for RAR forwarding: set diameter.adminURL")
+		p.d.log.Warn("diameter: no address to advertise for RAR forwarding: set diameter.adminURL")
 		return nil
 	}
-	n.Log.Info("diameter: registering for RAR forwarding", "node", n.diameterNodeName(), "host", c.OriginHost, "adminURL", url)
-	return &session.Node{Name: n.diameterNodeName(), Host: c.OriginHost, AdminURL: url}
+	name := diameterNodeName(c)
+	p.d.log.Info("diameter: registering for RAR forwarding", "node", name, "host", c.OriginHost, "adminURL", url)
+	return &session.Node{Name: name, Host: c.OriginHost, AdminURL: url}
 }
 
 // diameterNodeName is diameter.nodeName, else host:port (unique per node, the pods of a
 // data center sharing one Diameter identity).
-func (n *Node) diameterNodeName() string {
-	c := n.Config.Diameter
+func diameterNodeName(c config.Diameter) string {
 	if c.NodeName != "" {
 		return c.NodeName
 	}
@@ -165,9 +178,9 @@ func (n *Node) diameterNodeName() string {
 	return host + ":" + port
 }
 
-// lookupDiameterNode is the admin API's way to the node holding a PCEF's connection.
-func (n *Node) lookupDiameterNode(ctx context.Context, name string) (string, error) {
-	reg, ok := n.Store.(session.NodeRegistry)
+// lookupNode is the admin API's way to the node holding a PCEF's connection.
+func (p *diameterPart) lookupNode(ctx context.Context, name string) (string, error) {
+	reg, ok := p.store.store.(session.NodeRegistry)
 	if !ok {
 		return "", errors.New("the store keeps no node registry")
 	}

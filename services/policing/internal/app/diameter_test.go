@@ -33,10 +33,10 @@ type pcef struct {
 
 func dialPCEF(t *testing.T, n *Node) *pcef {
 	t.Helper()
-	if n.DiameterAddr == nil {
+	if n.Addr("diameter.address") == nil {
 		t.Fatal("no Diameter listener")
 	}
-	c, err := net.Dial("tcp", n.DiameterAddr.String())
+	c, err := net.Dial("tcp", n.Addr("diameter.address").String())
 	must(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -104,7 +104,7 @@ func TestDiameterFromConfig(t *testing.T) {
 
 	// A RAR from the admin API (authenticated) reaches the PCEF over its connection.
 	post := func(token string) *http.Response {
-		req, err := http.NewRequest(http.MethodPost, "http://"+n.AdminAddr.String()+"/api/v1/gx/rar",
+		req, err := http.NewRequest(http.MethodPost, "http://"+n.Addr("admin.address").String()+"/api/v1/gx/rar",
 			strings.NewReader(`{"sessionId": "pgw.test;app;1", "install": ["boost"]}`))
 		must(t, err)
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -4,21 +4,21 @@ import (
 	"fmt"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
 // loadDictionaries reads the built-in dictionary and radius.dictionaries (docs/dictionaries.md).
-func (n *Node) loadDictionaries() (*dict.Dict, error) {
-	d, err := dict.Load(n.Config.Radius.Dictionaries)
+func (p *policyPart) loadDictionaries() (*dict.Dict, error) {
+	c, log := p.d.cfg, p.d.log
+	d, err := dict.Load(c.Radius.Dictionaries)
 	if err != nil {
 		return nil, fmt.Errorf("radius.dictionaries: %w", err)
 	}
-	if len(n.Config.Radius.Dictionaries) > 0 {
+	if len(c.Radius.Dictionaries) > 0 {
 		st := d.Stats()
-		n.Log.Info("dictionaries loaded", "files", len(st.Files), "attributes", st.Attributes, "skippedLines", st.SkippedTotal())
+		log.Info("dictionaries loaded", "files", len(st.Files), "attributes", st.Attributes, "skippedLines", st.SkippedTotal())
 		for _, r := range st.Reasons() {
-			n.Log.Debug("dictionary lines skipped", "reason", r, "lines", st.Skipped[r], "example", st.Examples[r])
+			log.Debug("dictionary lines skipped", "reason", r, "lines", st.Skipped[r], "example", st.Examples[r])
 		}
 	}
 	return d, nil
@@ -26,13 +26,13 @@ func (n *Node) loadDictionaries() (*dict.Dict, error) {
 
 // watchDictionaries reloads radius.dictionaries (every file read, includes too) when one
 // changes or on SIGHUP.
-func (n *Node) watchDictionaries(pol *policy.Default, src subscriber.Source) {
-	if len(n.Config.Radius.Dictionaries) == 0 {
+func (p *policyPart) watchDictionaries(src subscriber.Source) {
+	if len(p.d.cfg.Radius.Dictionaries) == 0 {
 		return
 	}
 	f, _ := src.(*subscriber.File)
-	n.Reloader.WatchFunc("dictionaries", func() []string { return n.Dict.Stats().Files }, func() error {
-		return n.swapDictionaries(pol, f)
+	p.d.reloader.WatchFunc("dictionaries", func() []string { return p.dict.Stats().Files }, func() error {
+		return p.swapDictionaries(f)
 	})
 }
 
@@ -40,12 +40,12 @@ func (n *Node) watchDictionaries(pol *policy.Default, src subscriber.Source) {
 // nothing. The new dictionary must know policy.rateLimitAttribute and encode every profile of
 // the subscriber file (f, nil for LDAP), which is re-read with it: a file and a dictionary
 // changed together (a new attribute and its first use) are taken together.
-func (n *Node) swapDictionaries(pol *policy.Default, f *subscriber.File) error {
-	d, err := n.loadDictionaries()
+func (p *policyPart) swapDictionaries(f *subscriber.File) error {
+	d, err := p.loadDictionaries()
 	if err != nil {
 		return err
 	}
-	next := *pol
+	next := *p.builtin
 	next.Dict = d
 	if err := next.CheckRateLimitAttribute(); err != nil {
 		return err
@@ -56,7 +56,7 @@ func (n *Node) swapDictionaries(pol *policy.Default, f *subscriber.File) error {
 			return fmt.Errorf("radius.dictionaries: the subscriber file does not fit them: %w", err)
 		}
 	}
-	n.Dict.Set(d)
+	p.dict.Set(d)
 	if f != nil {
 		f.Store(db)
 	}

@@ -71,7 +71,7 @@ reload: {interval: 50ms}
 `)
 	accept := func() []string {
 		t.Helper()
-		reply, err := send(n.AuthAddr, pap("s1", "alice", "wonderland"), 2*time.Second)
+		reply, err := send(n.Addr("radius.authAddress"), pap("s1", "alice", "wonderland"), 2*time.Second)
 		check(t, err)
 		if reply.Code != radius.CodeAccessAccept {
 			t.Fatalf("alice: %v", reply.Code)

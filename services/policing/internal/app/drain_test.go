@@ -22,7 +22,7 @@ func TestShutdownDeliversProxyQueue(t *testing.T) {
 	up1.stop()
 	up2.stop()
 	for i := range 4 {
-		out := radclientSend(t, n.AcctAddr.String(), "acct", radclientSecret, 1,
+		out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1,
 			acctLinesFor("Interim-Update", "DQ-1", "bob", fmt.Sprintf("Acct-Session-Time = %d", 10*(i+1)))...)
 		if !strings.Contains(out, "Received Accounting-Response") {
 			t.Fatalf("no local Accounting-Response:\n%s", out)
@@ -39,7 +39,7 @@ func TestShutdownDeliversProxyQueue(t *testing.T) {
 	}()
 	// Draining: not ready, so no new traffic is routed here, and the admin port still answers.
 	eventually(t, 10*time.Second, "/readyz 503 while draining", func() bool {
-		resp, err := http.Get("http://" + n.AdminAddr.String() + "/readyz")
+		resp, err := http.Get("http://" + n.Addr("admin.address").String() + "/readyz")
 		if err != nil {
 			return false
 		}
@@ -82,7 +82,7 @@ func TestShutdownCountsWhatIsLeft(t *testing.T) {
 	n, _ := proxyNode(t, "queue", "failover", up)
 	up.stop()
 	for i := range 2 {
-		out := radclientSend(t, n.AcctAddr.String(), "acct", radclientSecret, 1, acctLinesFor("Start", fmt.Sprintf("DL-%d", i), "bob")...)
+		out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", fmt.Sprintf("DL-%d", i), "bob")...)
 		if !strings.Contains(out, "Received Accounting-Response") {
 			t.Fatalf("no local Accounting-Response:\n%s", out)
 		}

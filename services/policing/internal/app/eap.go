@@ -1,30 +1,42 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"os"
 
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
-	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
-// startEAP builds the EAP server when eap.methods is set (docs/eap.md); its certificates
-// reload with the other mounted files.
-func (n *Node) startEAP(src subscriber.Source) (*eap.Server, error) {
-	c := n.Config.EAP
+// eapPart is the EAP server when eap.methods is set (docs/eap.md); its certificates reload
+// with the other mounted files.
+type eapPart struct {
+	d      *deps
+	subs   *subscribersPart
+	store  *storePart
+	server *eap.Server // nil when off
+}
+
+func newEAP(d *deps, subs *subscribersPart, st *storePart) *eapPart {
+	return &eapPart{d: d, subs: subs, store: st}
+}
+
+func (p *eapPart) Start(context.Context) error {
+	c := p.d.cfg.EAP
 	if len(c.Methods) == 0 {
-		return nil, nil
+		return nil
 	}
+	st := p.store.store
 	opt := eap.Options{NodeID: c.NodeID, MaxConversations: c.MaxConversations, Timeout: c.Timeout.D(),
 		RoundTimeout: c.RoundTimeout.D(), TLSMaxVersion: tls.VersionTLS13, TLSIdentity: c.TLSIdentity,
-		Subscribers: src, Log: n.Log, TLS: func() *tls.Config { return nil }, AKANetworkName: c.AKANetworkName}
+		Subscribers: p.subs.source, Log: p.d.log, TLS: func() *tls.Config { return nil }, AKANetworkName: c.AKANetworkName}
 	if c.UsesAKA() {
-		sqn, ok := n.Store.(session.SQNCounter)
+		sqn, ok := st.(session.SQNCounter)
 		if !ok {
-			return nil, fmt.Errorf("eap.methods: aka and aka-prime need a session store that keeps sequence numbers (embedded, cassandra, hybrid), not %q", n.Config.Session.Store)
+			return fmt.Errorf("eap.methods: aka and aka-prime need a session store that keeps sequence numbers (embedded, cassandra, hybrid), not %q", p.d.cfg.Session.Store)
 		}
 		opt.SQN = sqn
 	}
@@ -33,7 +45,7 @@ func (n *Node) startEAP(src subscriber.Source) (*eap.Server, error) {
 	}
 	// EAP-MD5 conversations live between rounds in the session store, so that a round landing
 	// on another node (another DC) continues them (docs/eap.md, "Multi-DC conversations").
-	opt.Shared, _ = n.Store.(session.Ephemeral)
+	opt.Shared, _ = st.(session.Ephemeral)
 	if opt.NodeID == "" {
 		opt.NodeID, _ = os.Hostname()
 		opt.NodeID = opt.NodeID[:min(len(opt.NodeID), eap.MaxNodeID)]
@@ -43,48 +55,49 @@ func (n *Node) startEAP(src subscriber.Source) (*eap.Server, error) {
 		opt.Methods = append(opt.Methods, t)
 	}
 	if c.UsesTLS() {
-		files := &tlsfiles.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, CRLFile: c.CRLFile, Name: "eap", Log: n.Log}
+		files := &tlsfiles.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, CRLFile: c.CRLFile, Name: "eap", Log: p.d.log}
 		paths := []string{c.CertFile, c.KeyFile}
 		for _, p := range []string{c.CAFile, c.CRLFile} {
 			if p != "" {
 				paths = append(paths, p)
 			}
 		}
-		n.Reloader.Mark(paths...)
+		p.d.reloader.Mark(paths...)
 		if _, err := files.Reload(); err != nil {
-			return nil, fmt.Errorf("eap: %w", err)
+			return fmt.Errorf("eap: %w", err)
 		}
 		opt.TLS = files.Config
-		n.Reloader.Watch("certificates", paths, func() error {
+		p.d.reloader.Watch("certificates", paths, func() error {
 			_, err := files.Reload()
 			return err
 		})
-		if err := n.startTicketKeys(&opt); err != nil {
-			return nil, err
+		if err := p.startTicketKeys(&opt); err != nil {
+			return err
 		}
 	}
-	n.eap = eap.New(opt)
-	return n.eap, nil
+	p.server = eap.New(opt)
+	return nil
 }
 
-// stopEAP forgets the conversations (after the RADIUS server drained).
-func (n *Node) stopEAP() {
-	if n.eap != nil {
-		n.eap.Close()
+// Stop forgets the conversations (after the RADIUS server drained).
+func (p *eapPart) Stop(context.Context) error {
+	if p.server != nil {
+		p.server.Close()
 	}
+	return nil
 }
 
 // startTicketKeys sets the session ticket keys of EAP resumption (eap.resumption): the
 // shared key file, reloaded when it changes (a rotated Secret), or a key of this process.
-func (n *Node) startTicketKeys(opt *eap.Options) error {
-	r := n.Config.EAP.Resumption
+func (p *eapPart) startTicketKeys(opt *eap.Options) error {
+	r := p.d.cfg.EAP.Resumption
 	if !r.Enabled {
 		return nil
 	}
 	opt.TicketLifetime = r.Lifetime.D()
 	if r.TicketKeyFile == "" {
 		opt.TicketKeys = tlsfiles.NewRandomTicketKeys().Keys
-		n.Log.Warn("eap.resumption without ticketKeyFile: sessions resume only on this node, until it restarts")
+		p.d.log.Warn("eap.resumption without ticketKeyFile: sessions resume only on this node, until it restarts")
 		return nil
 	}
 	keys := &tlsfiles.TicketKeys{}
@@ -93,14 +106,14 @@ func (n *Node) startTicketKeys(opt *eap.Options) error {
 		if err != nil {
 			return fmt.Errorf("eap.resumption.ticketKeyFile: %w", err)
 		}
-		n.Log.Info("eap ticket keys loaded", "keys", k)
+		p.d.log.Info("eap ticket keys loaded", "keys", k)
 		return nil
 	}
-	n.Reloader.Mark(r.TicketKeyFile)
+	p.d.reloader.Mark(r.TicketKeyFile)
 	if err := load(); err != nil {
 		return err
 	}
 	opt.TicketKeys = keys.Keys
-	n.Reloader.Watch("eap-ticket-keys", []string{r.TicketKeyFile}, load)
+	p.d.reloader.Watch("eap-ticket-keys", []string{r.TicketKeyFile}, load)
 	return nil
 }

@@ -57,7 +57,7 @@ func akaNetwork(method, identity, extra string) string {
 func TestEAPAKAAgainstEapolTest(t *testing.T) {
 	dir := t.TempDir()
 	n := akaNode(t, dir)
-	admin := n.AdminAddr.String()
+	admin := n.Addr("admin.address").String()
 	resyncs := "openaaa_eap_aka_resyncs_total"
 	card1 := newUSIM(t, testKi, testOPc, 1)        // behind the server (file SQN 0x20)
 	card3 := newUSIM(t, testKi, testOPc, 0x100000) // ahead of it: AUTS
@@ -128,12 +128,12 @@ func TestEAPAKARefusalsAgainstEapolTest(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			series := `openaaa_eap_rejects_total{reason="` + c.reason + `"}`
-			before := testenv.Metric(t, n.AdminAddr.String(), series)
+			before := testenv.Metric(t, n.Addr("admin.address").String(), series)
 			out, ok := eapolTestUSIM(t, n, dir, c.network, c.card)
 			if ok || !strings.Contains(out, "EAP: Received EAP-Failure") {
 				t.Fatalf("eapol_test did not fail with EAP-Failure:\n%s", out)
 			}
-			if got := testenv.Metric(t, n.AdminAddr.String(), series); got != before+1 {
+			if got := testenv.Metric(t, n.Addr("admin.address").String(), series); got != before+1 {
 				t.Fatalf("%s = %v, want %v:\n%s", series, got, before+1, out)
 			}
 		})

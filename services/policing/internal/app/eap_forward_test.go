@@ -38,15 +38,15 @@ func forwardingNodes(t *testing.T, dir, timing string) []*Node {
 	}
 	ctx := context.Background()
 	for _, n := range nodes {
-		id := n.eap.NodeID()
+		id := n.Config.EAP.NodeID
 		var rec *session.Node
 		eventually(t, 10*time.Second, id+" in its node registry", func() bool {
 			r, err := n.Store.(session.NodeRegistry).LookupNode(ctx, id)
 			rec = r
 			return err == nil
 		})
-		if rec.EAPForward != n.EAPForwardAddr.String() {
-			t.Fatalf("%s registered %q, its listener is %s", id, rec.EAPForward, n.EAPForwardAddr)
+		if rec.EAPForward != n.Addr("eap.forward.address").String() {
+			t.Fatalf("%s registered %q, its listener is %s", id, rec.EAPForward, n.Addr("eap.forward.address"))
 		}
 		for _, o := range nodes {
 			if o != n {
@@ -65,12 +65,12 @@ func TestEAPForwardedRounds(t *testing.T) {
 	dir := t.TempDir()
 	nodes := forwardingNodes(t, dir, "timeout: 1s, retries: 2")
 	// node-a once, then node-b and node-c alternately for longer than any conversation.
-	backends := []string{nodes[0].AuthAddr.String()}
+	backends := []string{nodes[0].Addr("radius.authAddress").String()}
 	for range 30 {
-		backends = append(backends, nodes[1].AuthAddr.String(), nodes[2].AuthAddr.String())
+		backends = append(backends, nodes[1].Addr("radius.authAddress").String(), nodes[2].Addr("radius.authAddress").String())
 	}
 	relay := testenv.StartUDPRelay(t, backends...)
-	admin := nodes[0].AdminAddr.String() // the metrics are the process's: all three nodes'
+	admin := nodes[0].Addr("admin.address").String() // the metrics are the process's: all three nodes'
 	answered := `openaaa_eap_forwarded_rounds_total{result="answered"}`
 	received := `openaaa_eap_forwarded_rounds_received_total`
 	cases := []struct{ name, network, tls string }{
@@ -128,13 +128,13 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 	dir := t.TempDir()
 	nodes := forwardingNodes(t, dir, "timeout: 200ms, retries: 1") // given up within exchange's 700 ms
 	a, b := nodes[0], nodes[1]
-	admin := b.AdminAddr.String()
+	admin := b.Addr("admin.address").String()
 	refused := `openaaa_eap_rejects_total{reason="owner_unreachable"}`
 	timeouts := `openaaa_eap_forwarded_rounds_total{result="timeout"}`
 	unknown := `openaaa_eap_forwarded_rounds_total{result="owner_unknown"}`
 
 	// The Identity on node-a: PEAP proposed, the conversation in node-a's memory.
-	reply, err := exchange(t, a.AuthAddr, eapIdentity(radclientSecret, 1, nil), true)
+	reply, err := exchange(t, a.Addr("radius.authAddress"), eapIdentity(radclientSecret, 1, nil), true)
 	must(t, err)
 	state := rfc2865.State_Get(reply)
 	if owner, ok := eap.InMemoryOwner(state); reply.Code != radius.CodeAccessChallenge || !ok || owner != "node-a" {
@@ -146,7 +146,7 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 	must(t, a.Shutdown(ctx))
 
 	before, beforeT := testenv.Metric(t, admin, refused), testenv.Metric(t, admin, timeouts)
-	reply, err = exchange(t, b.AuthAddr, eapIdentity(radclientSecret, eapID, state), true)
+	reply, err = exchange(t, b.Addr("radius.authAddress"), eapIdentity(radclientSecret, eapID, state), true)
 	must(t, err)
 	if m := rfc2869.EAPMessage_Get(reply); reply.Code != radius.CodeAccessReject || len(m) != 4 || m[0] != eap.CodeFailure || m[1] != eapID {
 		t.Fatalf("a round of a stopped owner answered %v %x", reply.Code, m)
@@ -161,7 +161,7 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 	// A State naming a node no registry knows.
 	stranger := append([]byte("OA\x01\x06node-z"), make([]byte, 16)...)
 	before, beforeU := testenv.Metric(t, admin, refused), testenv.Metric(t, admin, unknown)
-	reply, err = exchange(t, b.AuthAddr, eapIdentity(radclientSecret, 7, stranger), true)
+	reply, err = exchange(t, b.Addr("radius.authAddress"), eapIdentity(radclientSecret, 7, stranger), true)
 	must(t, err)
 	if reply.Code != radius.CodeAccessReject || testenv.Metric(t, admin, refused) != before+1 || testenv.Metric(t, admin, unknown) != beforeU+1 {
 		t.Fatalf("a round of an unknown node: %v, %s counted %v", reply.Code, unknown, testenv.Metric(t, admin, unknown)-beforeU)
@@ -181,7 +181,7 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 	}{{"bad_message_authenticator", wire}, {"missing_message_authenticator", mustEncode(t, forged)}} {
 		series := `openaaa_radius_requests_dropped_total{reason="` + c.reason + `"}`
 		before := testenv.Metric(t, admin, series)
-		conn, err := net.Dial("udp", b.EAPForwardAddr.String())
+		conn, err := net.Dial("udp", b.Addr("eap.forward.address").String())
 		must(t, err)
 		_, err = conn.Write(c.wire)
 		must(t, err)
@@ -195,7 +195,7 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 	// The same request under the inter-node secret is served: the port works.
 	ok := eapIdentity(interNodeSecret, 1, nil)
 	ok.Add(224, radius.Attribute("nas"))
-	reply, err = exchange(t, b.EAPForwardAddr, ok, true)
+	reply, err = exchange(t, b.Addr("eap.forward.address"), ok, true)
 	must(t, err)
 	if reply.Code != radius.CodeAccessChallenge {
 		t.Fatalf("a forwarded Identity answered %v", reply.Code)

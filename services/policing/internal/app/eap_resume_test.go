@@ -40,7 +40,7 @@ func resumptionNodes(t *testing.T, dir string) ([]*Node, *testenv.UDPRelay, *tes
 		}
 		n := eapNodeAs(t, dir, id, "  crlFile: {{dir}}/ca.crl\n  resumption: {enabled: true, ticketKeyFile: {{dir}}/"+file+"}\nreload: {interval: 100ms}\n")
 		nodes = append(nodes, n)
-		backends = append(backends, n.AuthAddr.String())
+		backends = append(backends, n.Addr("radius.authAddress").String())
 	}
 	return nodes, testenv.StartUDPRelay(t, backends...), ca
 }
@@ -227,6 +227,6 @@ func TestEAPResumptionOwnKey(t *testing.T) {
 	dir := t.TempDir()
 	eapPKI(t, dir)
 	n := eapNodeWith(t, dir, "  resumption: {enabled: true}\n")
-	relay := testenv.StartUDPRelay(t, n.AuthAddr.String())
+	relay := testenv.StartUDPRelay(t, n.Addr("radius.authAddress").String())
 	reauth(t, n, relay, dir, "tls", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=1 tls_disable_session_ticket=0\""), true)
 }

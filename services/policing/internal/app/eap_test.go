@@ -98,7 +98,7 @@ eap:
 // whether it reported SUCCESS.
 func eapolTest(t *testing.T, n *Node, dir, network string, args ...string) (string, bool) {
 	t.Helper()
-	return runEapolTest(t, n.AuthAddr, dir, network, nil, args...)
+	return runEapolTest(t, n.Addr("radius.authAddress"), dir, network, nil, args...)
 }
 
 func ntHashHex(t *testing.T, pw string) string {
@@ -223,14 +223,14 @@ func TestEAPRefusalsAgainstEapolTest(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			series := `openaaa_eap_rejects_total{reason="` + c.reason + `"}`
-			before := testenv.Metric(t, n.AdminAddr.String(), series)
+			before := testenv.Metric(t, n.Addr("admin.address").String(), series)
 			out, ok := eapolTest(t, n, dir, c.network, c.args...)
 			// After a TLS 1.2 handshake the peer only expects Success, so it reports the
 			// EAP-Failure as an unexpected packet rather than CTRL-EVENT-EAP-FAILURE.
 			if ok || !strings.Contains(out, "EAP: Received EAP-Failure") || !strings.Contains(out, "\nFAILURE") {
 				t.Fatalf("eapol_test did not fail with EAP-Failure:\n%s", out)
 			}
-			if got := testenv.Metric(t, n.AdminAddr.String(), series); got != before+1 {
+			if got := testenv.Metric(t, n.Addr("admin.address").String(), series); got != before+1 {
 				t.Fatalf("%s = %v, want %v", series, got, before+1)
 			}
 		})
@@ -249,10 +249,10 @@ func TestEAPMessageAuthenticatorAndEAPOff(t *testing.T) {
 		p.Add(rfc2869.EAPMessage_Type, radius.Attribute{eap.CodeResponse, 1, 0, 10, eap.TypeIdentity, 'a', 'l', 'i', 'c', 'e'})
 		return p
 	}
-	admin := n.AdminAddr.String()
+	admin := n.Addr("admin.address").String()
 	missing := `openaaa_radius_requests_dropped_total{reason="missing_message_authenticator"}`
 	before := testenv.Metric(t, admin, missing)
-	if _, err := exchange(t, n.AuthAddr, identity(radclientSecret), false); err == nil {
+	if _, err := exchange(t, n.Addr("radius.authAddress"), identity(radclientSecret), false); err == nil {
 		t.Fatal("EAP without Message-Authenticator answered")
 	}
 	if got := testenv.Metric(t, admin, missing); got != before+1 {
@@ -266,7 +266,7 @@ func TestEAPMessageAuthenticatorAndEAPOff(t *testing.T) {
 	must(t, err)
 	b, off := radiusx.AppendMessageAuthenticator(b)
 	radiusx.SignRequest(b, off, p.Secret)
-	conn, err := net.Dial("udp", n.AuthAddr.String())
+	conn, err := net.Dial("udp", n.Addr("radius.authAddress").String())
 	must(t, err)
 	defer conn.Close()
 	_, err = conn.Write(b)
@@ -275,7 +275,7 @@ func TestEAPMessageAuthenticatorAndEAPOff(t *testing.T) {
 		return testenv.Metric(t, admin, wrong) == before+1
 	})
 	// The same Identity, properly signed: an Access-Challenge.
-	reply, err := exchange(t, n.AuthAddr, identity(radclientSecret), true)
+	reply, err := exchange(t, n.Addr("radius.authAddress"), identity(radclientSecret), true)
 	must(t, err)
 	if reply.Code != radius.CodeAccessChallenge || rfc2865.SessionTimeout_Get(reply) != 30 || len(rfc2865.State_Get(reply)) == 0 {
 		t.Fatalf("Identity answered %v", reply.Code)
@@ -283,7 +283,7 @@ func TestEAPMessageAuthenticatorAndEAPOff(t *testing.T) {
 
 	off2 := startNode(t)
 	p = identity(secret)
-	reply, err = exchange(t, off2.AuthAddr, p, true)
+	reply, err = exchange(t, off2.Addr("radius.authAddress"), p, true)
 	must(t, err)
 	if m, _ := rfc2869.EAPMessage_Lookup(reply); reply.Code != radius.CodeAccessReject || len(m) != 4 || m[0] != eap.CodeFailure {
 		t.Fatalf("EAP off: %v %x", reply.Code, m)

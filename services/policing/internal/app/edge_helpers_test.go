@@ -206,7 +206,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // metricValue reads one series from the node's /metrics.
 func metricValue(t *testing.T, n *Node, series string) float64 {
 	t.Helper()
-	return testenv.Metric(t, n.AdminAddr.String(), series)
+	return testenv.Metric(t, n.Addr("admin.address").String(), series)
 }
 
 // writeAtomically replaces a file the way a Secret volume update does (write + rename).

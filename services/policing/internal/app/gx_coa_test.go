@@ -34,7 +34,7 @@ diameter:
   originRealm: test
   peers: [{originRealm: test, address: 127.0.0.1}]
 `, gxCoASubs)
-	acctAddr := n.AcctAddr.String()
+	acctAddr := n.Addr("radius.acctAddress").String()
 	for _, lines := range [][]string{
 		acctLinesFor("Start", "FIX-1", "alice", "Framed-IP-Address = 10.9.0.1"),
 		acctLinesFor("Start", "WIFI-1", "alice"),

@@ -34,7 +34,7 @@ coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
 func TestIPv6OnlyNASDisconnectByDelegatedAddress(t *testing.T) {
 	nas := newFreeRADIUS(t, "nas6", "--role", "coa", "--secret", radclientSecret, "--address", "::1", "--client", "::1/128")
 	n := v6Node(t, nas.port, edgeSubs)
-	out := radclientSend(t, n.AcctAddr.String(), "acct", radclientSecret, 1,
+	out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1,
 		"Acct-Status-Type = Start", `Acct-Session-Id = "V6-1"`, `User-Name = "alice"`, "NAS-IPv6-Address = ::1",
 		"Delegated-IPv6-Prefix = 2001:db8:100:ab00::/56", "Framed-IPv6-Prefix = 2001:db8:0:7::/64",
 		"Framed-Interface-Id = 0011:22ff:fe33:4455", "Message-Authenticator = 0x00")
@@ -86,7 +86,7 @@ func TestIPv6OnlyNASDisconnectByDelegatedAddress(t *testing.T) {
 	// The CLI by prefix: exit 0 on ACK; an address no session covers: 3.
 	runCtl := func(args ...string) (int, string) {
 		var o, e bytes.Buffer
-		rc := ctl.Main(context.Background(), append(args, "--admin", "http://"+n.AdminAddr.String(), "--token-file", n.Config.Admin.TokenFile), &o, &e)
+		rc := ctl.Main(context.Background(), append(args, "--admin", "http://"+n.Addr("admin.address").String(), "--token-file", n.Config.Admin.TokenFile), &o, &e)
 		return rc, o.String() + e.String()
 	}
 	if rc, out := runCtl("disconnect", "--ip", "2001:db8:100:ab00::/56"); rc != 0 || !strings.Contains(out, `"ack"`) {
@@ -119,7 +119,7 @@ subscribers:
       framedIPv6Pool: wan6
       dnsServerIPv6Addresses: ["2001:db8::53", "2001:db8::5353"]
 `)
-	out := radclientSend(t, n.AuthAddr.String(), "auth", radclientSecret, 1,
+	out := radclientSend(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1,
 		`User-Name = "v6only"`, `User-Password = "pw"`, "NAS-IPv6-Address = ::1", "Message-Authenticator = 0x00")
 	mustContainAll(t, out, "Received Access-Accept", "Framed-IPv6-Address = 2001:db8:0:7::1",
 		"Framed-IPv6-Prefix = 2001:db8:0:7::/64", "Delegated-IPv6-Prefix = 2001:db8:100:ab00::/56",

@@ -46,7 +46,7 @@ func TestLDAPAuthWithProfiles(t *testing.T) {
 	srv := testslapd.Start(t, 3000) // "a few thousand subscribers loaded with ldapadd"
 	n := ldapNode(t, srv, "    poolSize: 4\n")
 
-	reply, err := send(n.AuthAddr, pap(ldapSecret, "user01234", "pw01234"), 2*time.Second)
+	reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, "user01234", "pw01234"), 2*time.Second)
 	check(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Fatalf("user01234: %v, want Access-Accept", reply.Code)
@@ -75,20 +75,20 @@ func TestLDAPAuthWithProfiles(t *testing.T) {
 		{"user99999", "x", "not in LDAP"},
 		{"*", "pw00001", "filter wildcard"},
 	} {
-		reply, err := send(n.AuthAddr, pap(ldapSecret, c.user, c.pass), 2*time.Second)
+		reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, c.user, c.pass), 2*time.Second)
 		check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Errorf("%s (%s): %v, want Access-Reject", c.user, c.why, reply.Code)
 		}
 	}
 	// A real RADIUS client sees the LDAP profile too.
-	out := radclientAuth(t, n.AuthAddr, ldapSecret, "user00007", "pw00007", 2, 1)
+	out := radclientAuth(t, n.Addr("radius.authAddress"), ldapSecret, "user00007", "pw00007", 2, 1)
 	if !strings.Contains(out, "Access-Accept") || !strings.Contains(out, "10.64.0.7") || !strings.Contains(out, "0x6c6461702d676f6c64") /* Class "ldap-gold" */ {
 		t.Errorf("radclient:\n%s", out)
 	}
 	// Accounting finds the profile in the cache (it never asks LDAP).
 	before := scrape(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`)
-	reply, err = send(n.AcctAddr, acctStart(ldapSecret, "ldap-s1", "user01234"), 2*time.Second)
+	reply, err = send(n.Addr("radius.acctAddress"), acctStart(ldapSecret, "ldap-s1", "user01234"), 2*time.Second)
 	check(t, err)
 	if reply.Code != radius.CodeAccountingResponse {
 		t.Fatalf("accounting: %v", reply.Code)
@@ -114,7 +114,7 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 	stale := ldapNode(t, srv, common+"    cache: {ttl: 300ms, serveStale: true}\n")
 	strict := ldapNode(t, srv, common+"    cache: {ttl: 300ms, serveStale: false}\n")
 	for _, n := range []*app.Node{stale, strict} {
-		reply, err := send(n.AuthAddr, pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
 		check(t, err)
 		if reply.Code != radius.CodeAccessAccept {
 			t.Fatalf("before the outage: %v", reply.Code)
@@ -127,27 +127,27 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 	var worst time.Duration
 	for i := range 10 {
 		start := time.Now()
-		reply, err := send(stale.AuthAddr, pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		reply, err := send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
 		check(t, err)
 		if reply.Code != radius.CodeAccessAccept || rfc2865.FramedIPAddress_Get(reply).String() != "10.64.0.1" {
 			t.Fatalf("serveStale node, request %d: %v (profile %v)", i, reply.Code, rfc2865.FramedIPAddress_Get(reply))
 		}
-		reply, err = send(stale.AuthAddr, pap(ldapSecret, "user00001", "bad"), 2*time.Second)
+		reply, err = send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "bad"), 2*time.Second)
 		check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("stale profile accepted a wrong password")
 		}
-		reply, err = send(strict.AuthAddr, pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		reply, err = send(strict.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
 		check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("strict node, request %d: %v, want Access-Reject", i, reply.Code)
 		}
-		reply, err = send(stale.AuthAddr, pap(ldapSecret, "user00002", "pw00002"), 2*time.Second)
+		reply, err = send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00002", "pw00002"), 2*time.Second)
 		check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("uncached subscriber during the outage: %v, want Access-Reject", reply.Code)
 		}
-		reply, err = send(strict.AcctAddr, acctStart(ldapSecret, "outage-"+string(rune('a'+i)), "user00001"), 2*time.Second)
+		reply, err = send(strict.Addr("radius.acctAddress"), acctStart(ldapSecret, "outage-"+string(rune('a'+i)), "user00001"), 2*time.Second)
 		check(t, err)
 		if reply.Code != radius.CodeAccountingResponse {
 			t.Fatalf("accounting during the outage: %v", reply.Code)
@@ -171,11 +171,11 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 	srv.Start(t)
 	start := time.Now()
 	waitUntil(t, 10*time.Second, "auth from LDAP after slapd restart", func() bool {
-		reply, err := send(strict.AuthAddr, pap(ldapSecret, "user00002", "pw00002"), time.Second)
+		reply, err := send(strict.Addr("radius.authAddress"), pap(ldapSecret, "user00002", "pw00002"), time.Second)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
 	t.Logf("recovered %v after slapd restart", time.Since(start).Round(time.Millisecond))
-	reply, err := send(stale.AuthAddr, pap(ldapSecret, "user00003", "pw00003"), 2*time.Second)
+	reply, err := send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00003", "pw00003"), 2*time.Second)
 	check(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Errorf("serveStale node after restart: %v", reply.Code)

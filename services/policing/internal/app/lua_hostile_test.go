@@ -52,7 +52,7 @@ func TestLuaHostileDecisionsDoNotStallOthers(t *testing.T) {
 	hostile := func() {
 		p := papRequest("bob", "builder")
 		rfc2865.SessionTimeout_Set(p, 2000)
-		_, _ = exchangeWithin(t, n.AuthAddr, p, 5*time.Second)
+		_, _ = exchangeWithin(t, n.Addr("radius.authAddress"), p, 5*time.Second)
 	}
 	rounds := []int{2, 2, 2, 2, 2, 20, 20, 20}
 	var took []time.Duration
@@ -64,7 +64,7 @@ func TestLuaHostileDecisionsDoNotStallOthers(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // all in flight, each good for its 50 ms budget
 		start := time.Now()
-		reply, err := exchangeWithin(t, n.AuthAddr, papRequest("alice", "wonderland"), answeredWithin)
+		reply, err := exchangeWithin(t, n.Addr("radius.authAddress"), papRequest("alice", "wonderland"), answeredWithin)
 		d := time.Since(start)
 		if err != nil {
 			t.Fatalf("round %d: alice unanswered within %s while %d hostile decisions run: %v", round, answeredWithin, inFlight, err)

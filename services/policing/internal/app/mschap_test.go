@@ -56,7 +56,7 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 `, "subscribers:\n  - {username: User, password: clientPass}\n  - {username: HashUser, ntPassword: 44EBBA8D5312B8D611474411F56989AE}\n")
 
 	request := []string{`User-Name = "User"`, mschapChallenge, mschapResponse, "Message-Authenticator = 0x00"}
-	ours := radclientSend(t, n.AuthAddr.String(), "auth", radclientSecret, 1, request...)
+	ours := radclientSend(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, request...)
 	theirs := radclientSend(t, fr.addr(), "auth", radclientSecret, 1, request...)
 	for _, out := range []string{ours, theirs} {
 		if !strings.Contains(out, "Received Access-Accept") {
@@ -82,7 +82,7 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 	must(t, err)
 	hashReq := []string{`User-Name = "HashUser"`, mschapChallenge,
 		fmt.Sprintf("MS-CHAP2-Response = 0x070021402324255E262A28295F2B3A337C7E0000000000000000%X", nt), "Message-Authenticator = 0x00"}
-	ours = radclientSend(t, n.AuthAddr.String(), "auth", radclientSecret, 1, hashReq...)
+	ours = radclientSend(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, hashReq...)
 	theirs = radclientSend(t, fr.addr(), "auth", radclientSecret, 1, hashReq...)
 	for _, attr := range []string{"MS-CHAP2-Success", "MS-MPPE-Send-Key", "MS-MPPE-Recv-Key"} {
 		o, f := radclientAttr(ours, attr), radclientAttr(theirs, attr)
@@ -92,7 +92,7 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 	}
 
 	bad := []string{`User-Name = "User"`, mschapChallenge, mschapBadNT, "Message-Authenticator = 0x00"}
-	ours = radclientSend(t, n.AuthAddr.String(), "auth", radclientSecret, 1, bad...)
+	ours = radclientSend(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, bad...)
 	theirs = radclientSend(t, fr.addr(), "auth", radclientSecret, 1, bad...)
 	for name, out := range map[string]string{"policing": ours, "FreeRADIUS": theirs} {
 		if !strings.Contains(out, "Received Access-Reject") || !strings.Contains(radclientAttr(out, "MS-CHAP-Error"), "E=691") {

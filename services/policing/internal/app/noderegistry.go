@@ -5,19 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
-
-// registryFailures counts the refreshes of this node's records that failed (the log says it
-// once per outage).
-var registryFailures = promauto.NewCounter(prometheus.CounterOpts{
-	Namespace: metrics.Namespace, Subsystem: "node", Name: "registry_failures_total",
-	Help: "Failed writes of this node's records in the node registry (RAR and EAP forwarding to this node need them).",
-})
 
 // The node registry records: refreshed every nodeRefresh, forgotten nodeTTL after the last.
 const (
@@ -25,25 +14,48 @@ const (
 	nodeTTL     = 30 * time.Second
 )
 
-// startNodeRegistry records this node in the store's node registry while it runs, with what
-// the other nodes need to reach it: its admin URL while Diameter serves (RAR forwarding,
-// app/diameter.go), its EAP forwarding address while that listens (app/eapforward.go). One
-// loop refreshes every record; a failure is counted, logged once and its end once, and the
-// loop goes on (a store back, a migration run).
-func (n *Node) startNodeRegistry() {
-	reg, ok := n.Store.(session.NodeRegistry)
+// nodeRegistry records this node in the store's node registry while it runs, with what the
+// other nodes need to reach it, as its listeners ask (d.register): its admin URL while
+// Diameter serves (RAR forwarding, diameter.go), its EAP forwarding address while that
+// listens (eapforward.go). One loop refreshes every record; a failure is counted, logged
+// once and its end once, and the loop goes on (a store back, a migration run).
+type nodeRegistry struct {
+	d     *deps
+	store *storePart
+	stop  func() // nil: nothing registered
+}
+
+func newNodeRegistry(d *deps, st *storePart) *nodeRegistry { return &nodeRegistry{d: d, store: st} }
+
+func (r *nodeRegistry) Start(context.Context) error {
+	reg, ok := r.store.store.(session.NodeRegistry)
 	if !ok {
-		return
+		return nil
 	}
-	recs := mergeNodes(n.diameterRegistration(), n.eapRegistration())
-	if len(recs) == 0 {
-		return
+	r.d.mu.Lock()
+	regs := r.d.registrations
+	r.d.mu.Unlock()
+	var recs []*session.Node
+	for _, f := range regs {
+		recs = append(recs, f())
 	}
-	dc := n.Config.Session.Cassandra.LocalDC
-	for i := range recs {
-		recs[i].DC = dc
+	nodes := mergeNodes(recs...)
+	if len(nodes) == 0 {
+		return nil
 	}
-	n.stopNodeReg = refreshNodes(reg, recs, nodeRefresh, n.Log)
+	for i := range nodes {
+		nodes[i].DC = r.d.cfg.Session.Cassandra.LocalDC
+	}
+	r.stop = refreshNodes(reg, nodes, nodeRefresh, r.d.log)
+	return nil
+}
+
+// Stop ends the refresh (the records expire after nodeTTL) before the store closes.
+func (r *nodeRegistry) Stop(context.Context) error {
+	if r.stop != nil {
+		r.stop()
+	}
+	return nil
 }
 
 // refreshNodes writes recs into reg now and every period until the returned stop is called.
@@ -81,14 +93,6 @@ func refreshNodes(reg session.NodeRegistry, recs []session.Node, period time.Dur
 		}
 	}()
 	return func() { close(quit); <-done }
-}
-
-// stopNodeRegistry ends the refresh (the records expire after nodeTTL) before the store closes.
-func (n *Node) stopNodeRegistry() {
-	if n.stopNodeReg != nil {
-		n.stopNodeReg()
-		n.stopNodeReg = nil
-	}
 }
 
 // mergeNodes are the records to register: one per name, a Diameter and an EAP record under

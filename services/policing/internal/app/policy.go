@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/openaaa/openaaa/services/policing/config"
@@ -9,56 +10,68 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 )
 
-// buildPolicy returns the built-in policy (it also checks profiles at load) and the policy
-// that decides: the built-in one, or a Lua engine over it when policy.lua.file is set.
-func (n *Node) buildPolicy() (*policy.Default, policy.Policy, error) {
-	cfg := n.Config
-	n.Reloader.Mark(cfg.Radius.Dictionaries...) // the includes are seen only once read
-	d, err := n.loadDictionaries()
+// policyPart is the dictionaries and the policy: the built-in one (it also checks profiles
+// at load) and the one that decides, the built-in one or a Lua engine over it when
+// policy.lua.file is set.
+type policyPart struct {
+	d       *deps
+	dict    *dict.Dict // the built-in dictionary and radius.dictionaries, swapped on reload
+	builtin *policy.Default
+	decide  policy.Policy
+	lua     *luapolicy.Engine // nil without a Lua policy
+}
+
+func newPolicy(d *deps) *policyPart { return &policyPart{d: d} }
+
+func (p *policyPart) Start(context.Context) error {
+	cfg := p.d.cfg
+	p.d.reloader.Mark(cfg.Radius.Dictionaries...) // the includes are seen only once read
+	d, err := p.loadDictionaries()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	n.Dict = d
+	p.dict = d
 	dict.Export(d.Stats())
-	builtin := &policy.Default{Dict: d, RateLimitAttribute: cfg.Policy.RateLimitAttribute, RejectMessage: cfg.Policy.RejectMessage}
-	if err := builtin.CheckRateLimitAttribute(); err != nil {
-		return nil, nil, err
+	p.builtin = &policy.Default{Dict: d, RateLimitAttribute: cfg.Policy.RateLimitAttribute, RejectMessage: cfg.Policy.RejectMessage}
+	if err := p.builtin.CheckRateLimitAttribute(); err != nil {
+		return err
 	}
+	p.decide = p.builtin
 	l := cfg.Policy.Lua
 	if l.File == "" {
-		return builtin, builtin, nil
+		return nil
 	}
-	n.Reloader.Mark(l.File)
+	p.d.reloader.Mark(l.File)
 	e, err := luapolicy.New(luapolicy.Options{File: l.File, Budget: l.Budget.D(), PoolSize: cfg.EffectiveLuaPoolSize(),
 		FailOpen: l.FailMode == "open", Memoize: l.Memoize, MemoSize: l.MemoSize,
-		Dict: d, Builtin: builtin, Log: n.Log})
+		Dict: d, Builtin: p.builtin, Log: p.d.log})
 	if err != nil {
-		return nil, nil, err // names policy.lua.file
+		return err // names policy.lua.file
 	}
-	n.lua = e
-	return builtin, e, nil
+	p.lua, p.decide = e, e
+	return nil
+}
+
+func (p *policyPart) Stop(context.Context) error {
+	if p.lua != nil {
+		p.lua.Close()
+	}
+	return nil
 }
 
 // CheckPolicy loads cfg's Lua policy as Start would, and releases it (policing check-policy).
 func CheckPolicy(cfg *config.Config, log *slog.Logger) error {
-	n := &Node{Config: cfg, Log: log}
-	if _, _, err := n.buildPolicy(); err != nil {
+	p := newPolicy(&deps{cfg: cfg, log: log})
+	if err := p.Start(context.Background()); err != nil {
 		return err
 	}
-	n.closePolicy()
-	return nil
+	return p.Stop(context.Background())
 }
 
 // watchPolicy reloads the Lua script when its file changes (or on SIGHUP): compiled and
 // self-tested before it replaces the one in force (docs/hot-reload.md).
-func (n *Node) watchPolicy() {
-	if n.lua != nil {
-		n.Reloader.Watch("policy", []string{n.Config.Policy.Lua.File}, n.lua.Reload)
-	}
-}
-
-func (n *Node) closePolicy() {
-	if n.lua != nil {
-		n.lua.Close()
+func (p *policyPart) watchPolicy() {
+	if p.lua != nil {
+		p.d.reloader.Watch("policy", []string{p.d.cfg.Policy.Lua.File}, p.lua.Reload)
 	}
 }

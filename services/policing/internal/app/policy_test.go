@@ -20,7 +20,7 @@ function accounting(req, session, sub)
   if used and used >= 100 then coa("Mikrotik-Rate-Limit", "1M/1M") end
 end`), 0o600))
 	n := coaNodeIn(t, dir, nas, "policy: {lua: {file: "+filepath.Join(dir, "policy.lua")+"}}\n")
-	acct := n.AcctAddr.String()
+	acct := n.Addr("radius.acctAddress").String()
 	radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Start", "L-1", "quota")...)
 	radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "L-1", "quota", "Acct-Input-Octets = 500")...)
 	out := radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "L-1", "quota", "Acct-Input-Octets = 900", "Acct-Output-Octets = 300")...)

@@ -65,7 +65,7 @@ func TestProxyQueueFailoverAndRecovery(t *testing.T) {
 	up1 := newFreeRADIUS(t, "up1", "--role", "acct", "--secret", radclientSecret)
 	up2 := newFreeRADIUS(t, "up2", "--role", "acct", "--secret", radclientSecret)
 	n, _ := proxyNode(t, "queue", "failover", up1, up2)
-	acctAddr := n.AcctAddr.String()
+	acctAddr := n.Addr("radius.acctAddress").String()
 	send := func(lines ...string) {
 		t.Helper()
 		out := radclientSend(t, acctAddr, "acct", radclientSecret, 1, lines...)
@@ -141,7 +141,7 @@ func TestProxyLoadBalance(t *testing.T) {
 	up2 := newFreeRADIUS(t, "lb2", "--role", "acct", "--secret", radclientSecret)
 	n, _ := proxyNode(t, "queue", "loadbalance", up1, up2)
 	for i := range 8 {
-		out := radclientSend(t, n.AcctAddr.String(), "acct", radclientSecret, 1, acctLinesFor("Start", fmt.Sprintf("LB-%d", i), "bob")...)
+		out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", fmt.Sprintf("LB-%d", i), "bob")...)
 		if !strings.Contains(out, "Received Accounting-Response") {
 			t.Fatalf("no reply:\n%s", out)
 		}
@@ -157,7 +157,7 @@ func TestProxyLoadBalance(t *testing.T) {
 func TestProxySyncMode(t *testing.T) {
 	up := newFreeRADIUS(t, "sync1", "--role", "acct", "--secret", radclientSecret)
 	n, _ := proxyNode(t, "sync", "failover", up)
-	out := radclientSend(t, n.AcctAddr.String(), "acct", radclientSecret, 1, acctLinesFor("Start", "SY-1", "alice")...)
+	out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", "SY-1", "alice")...)
 	if !strings.Contains(out, "Received Accounting-Response") {
 		t.Fatalf("no reply in sync mode:\n%s", out)
 	}
@@ -167,7 +167,7 @@ func TestProxySyncMode(t *testing.T) {
 	}
 	// Upstream down: the NAS gets no answer (it will retransmit); the local store has it.
 	up.stop()
-	out = radclientSend(t, n.AcctAddr.String(), "acct", radclientSecret, 1, acctLinesFor("Start", "SY-2", "alice")...)
+	out = radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", "SY-2", "alice")...)
 	if strings.Contains(out, "Received Accounting-Response") {
 		t.Fatalf("sync mode answered although no upstream took the request:\n%s", out)
 	}

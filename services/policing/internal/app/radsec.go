@@ -7,9 +7,20 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 )
 
-// startRadSec opens the RadSec (RADIUS over TLS) listener when configured (docs/radsec.md).
-func (n *Node) startRadSec(auth, acct radiusd.Handler) error {
-	c := n.Config.Radius.RadSec
+// radsecPart is the RadSec (RADIUS over TLS) listener when configured (docs/radsec.md).
+type radsecPart struct {
+	d        *deps
+	radius   *radiusPart
+	handlers *handlersPart
+	radsec   *radiusd.RadSec
+}
+
+func newRadSec(d *deps, r *radiusPart, h *handlersPart) *radsecPart {
+	return &radsecPart{d: d, radius: r, handlers: h}
+}
+
+func (p *radsecPart) Start(context.Context) error {
+	c := p.d.cfg.Radius.RadSec
 	if c.Address == "" {
 		return nil
 	}
@@ -17,26 +28,26 @@ func (n *Node) startRadSec(auth, acct radiusd.Handler) error {
 		CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, Secret: []byte(c.Secret),
 		IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections,
 	}
-	n.Reloader.Mark(c.CertFile, c.KeyFile, c.CAFile)
-	rs, err := n.Radius.ListenRadSec(c.Address, opt, auth, acct)
+	p.d.reloader.Mark(c.CertFile, c.KeyFile, c.CAFile)
+	rs, err := p.radius.server.ListenRadSec(c.Address, opt, p.handlers.auth, p.handlers.acct)
 	if err != nil {
 		return errors.New("radius.radsec: " + err.Error())
 	}
-	n.RadSec = rs
-	n.RadSecAddr = rs.Addr()
+	p.radsec = rs
+	p.d.listening("radius.radsec.address", rs.Addr())
 	// The certificates reload with the other mounted files (app/reload.go).
-	n.Reloader.Watch("certificates", []string{c.CertFile, c.KeyFile, c.CAFile}, func() error {
+	p.d.reloader.Watch("certificates", []string{c.CertFile, c.KeyFile, c.CAFile}, func() error {
 		_, err := rs.Reload()
 		return err
 	})
 	return nil
 }
 
-// stopRadSec stops taking RadSec requests and finishes those in flight (before the RADIUS
+// Stop stops taking RadSec requests and finishes those in flight (before the RADIUS
 // server drains).
-func (n *Node) stopRadSec(ctx context.Context) error {
-	if n.RadSec == nil {
+func (p *radsecPart) Stop(ctx context.Context) error {
+	if p.radsec == nil {
 		return nil
 	}
-	return n.RadSec.Close(ctx)
+	return p.radsec.Close(ctx)
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"sync"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -62,12 +60,28 @@ func (c *clientPaths) get() []string {
 	return c.last
 }
 
-// startReload watches the mounted files this node reads (clients, secrets, the dictionaries,
-// the subscriber file) and reloads them on change or SIGHUP. Other parts (RadSec certificates) add their
-// own files with n.Reloader.Watch, each after a Mark taken before its first read.
-func (n *Node) startReload(src subscriber.Source, pol *policy.Default) {
-	cfg := n.Config
-	w := n.Reloader // made by Start before the first read (Mark)
+// reloadPart watches the mounted files the node's own parts read (clients, secrets, the
+// dictionaries, the subscriber file, the Lua policy, the admin token) and reloads them on
+// change or SIGHUP. The parts with files of their own (EAP, RadSec and Diameter
+// certificates) add their watches with d.reloader.Watch when they start, each after a Mark
+// taken before its first read. It starts last, so that it stops first: nothing reloads while
+// the node drains.
+type reloadPart struct {
+	d      *deps
+	radius *radiusPart
+	subs   *subscribersPart
+	pol    *policyPart
+	admin  *adminPort
+	stop   func()
+}
+
+func newReload(d *deps, r *radiusPart, subs *subscribersPart, pol *policyPart, adm *adminPort) *reloadPart {
+	return &reloadPart{d: d, radius: r, subs: subs, pol: pol, admin: adm}
+}
+
+func (r *reloadPart) Start(context.Context) error {
+	cfg, log := r.d.cfg, r.d.log
+	w := r.d.reloader // made by Start before the first read (Mark)
 
 	cp := &clientPaths{cfg: cfg}
 	cp.set(cfg.Clients)
@@ -84,24 +98,27 @@ func (n *Node) startReload(src subscriber.Source, pol *policy.Default) {
 		if err != nil {
 			return fmt.Errorf("clients: %w", err)
 		}
-		n.Radius.SetClients(t)
-		n.Log.Info("clients reloaded", "clients", len(t.All()))
+		r.radius.server.SetClients(t)
+		log.Info("clients reloaded", "clients", len(t.All()))
 		return nil
 	})
-	n.watchDictionaries(pol, src) // before the subscribers: their check depends on it
+	src := r.subs.source
+	r.pol.watchDictionaries(src) // before the subscribers: their check depends on it
 	if f, ok := src.(*subscriber.File); ok {
 		w.Watch("subscribers", []string{f.Path()}, func() error {
 			if err := f.Reload(); err != nil {
 				// The file may use an attribute of a dictionary change that was refused for
 				// want of this very file: try both together.
-				if len(cfg.Radius.Dictionaries) == 0 || n.swapDictionaries(pol, f) != nil {
+				if len(cfg.Radius.Dictionaries) == 0 || r.pol.swapDictionaries(f) != nil {
 					return err
 				}
 			}
-			n.Log.Info("subscribers reloaded", "subscribers", f.Len())
+			log.Info("subscribers reloaded", "subscribers", f.Len())
 			return nil
 		})
 	}
+	r.pol.watchPolicy()
+	watchAdminToken(r.d, r.admin.token)
 	w.Start()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,24 +129,16 @@ func (n *Node) startReload(src subscriber.Source, pol *policy.Default) {
 		defer close(done)
 		w.OnSignal(ctx, hup)
 	}()
-	n.reloadStop = func() {
+	r.stop = func() {
 		signal.Stop(hup)
 		cancel()
 		<-done
 		w.Stop()
 	}
+	return nil
 }
 
-func (n *Node) stopReload() {
-	if n.reloadStop != nil {
-		n.reloadStop()
-		n.reloadStop = nil
-	}
-}
-
-// closeSubscribers closes a subscriber source that holds connections (LDAP).
-func (n *Node) closeSubscribers() {
-	if c, ok := n.Subscribers.(io.Closer); ok {
-		_ = c.Close()
-	}
+func (r *reloadPart) Stop(context.Context) error {
+	r.stop()
+	return nil
 }

@@ -132,7 +132,7 @@ func radclientAuth(t *testing.T, addr net.Addr, secret, user, pass string, timeo
 // scrape reads one series (exact name with labels) from the node's /metrics; 0 if absent.
 func scrape(t *testing.T, n *app.Node, series string) float64 {
 	t.Helper()
-	return testenv.Metric(t, n.AdminAddr.String(), series)
+	return testenv.Metric(t, n.Addr("admin.address").String(), series)
 }
 
 // waitUntil polls cond every 20 ms until it holds or within passes.

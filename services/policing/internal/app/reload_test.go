@@ -62,7 +62,7 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 	vol := newK8sVolume(t, map[string]string{"lo-secret": "old-secret\n"})
 	n := reloadNode(t, dir, fmt.Sprintf("clients:\n  - {name: lo, address: 127.0.0.1, secretFile: %q}\n", vol.path("lo-secret")), "100ms")
 
-	if out := radclientAuth(t, n.AuthAddr, "old-secret", "alice", "wonderland", 2, 1); !strings.Contains(out, "Access-Accept") {
+	if out := radclientAuth(t, n.Addr("radius.authAddress"), "old-secret", "alice", "wonderland", 2, 1); !strings.Contains(out, "Access-Accept") {
 		t.Fatalf("old secret before the change:\n%s", out)
 	}
 	// radclient traffic with the old secret runs while the Secret is updated.
@@ -78,7 +78,7 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 				return
 			default:
 			}
-			out := radclientAuth(t, n.AuthAddr, "old-secret", "bob", "builder", 1, 1)
+			out := radclientAuth(t, n.Addr("radius.authAddress"), "old-secret", "bob", "builder", 1, 1)
 			if strings.Contains(out, "Access-Accept") {
 				accepted.Add(1)
 			} else {
@@ -94,10 +94,10 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 	wg.Wait()
 	t.Logf("radclient traffic with the old secret: %d accepted before the swap, %d unanswered after", accepted.Load(), unanswered.Load())
 
-	if out := radclientAuth(t, n.AuthAddr, "old-secret", "alice", "wonderland", 1, 1); strings.Contains(out, "Received") {
+	if out := radclientAuth(t, n.Addr("radius.authAddress"), "old-secret", "alice", "wonderland", 1, 1); strings.Contains(out, "Received") {
 		t.Errorf("old secret still answered after the reload:\n%s", out)
 	}
-	if out := radclientAuth(t, n.AuthAddr, "new-secret", "alice", "wonderland", 2, 1); !strings.Contains(out, "Access-Accept") {
+	if out := radclientAuth(t, n.Addr("radius.authAddress"), "new-secret", "alice", "wonderland", 2, 1); !strings.Contains(out, "Access-Accept") {
 		t.Errorf("new secret after the reload:\n%s", out)
 	}
 }
@@ -127,7 +127,7 @@ func TestHotReloadDropsNoRequest(t *testing.T) {
 				if (i+w)%5 == 0 {
 					pass, want = "nope", radius.CodeAccessReject
 				}
-				reply, err := send(n.AuthAddr, pap("steady", user, pass), 2*time.Second)
+				reply, err := send(n.Addr("radius.authAddress"), pap("steady", user, pass), 2*time.Second)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
@@ -173,7 +173,7 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 	good := fmt.Sprintf("clients:\n  - {name: lo, address: 127.0.0.1, secretFile: %q}\n", filepath.Join(dir, "secret"))
 	n := reloadNode(t, dir, good, "50ms")
 	accept := func(from, secret string) bool {
-		reply, err := sendFrom(from, n.AuthAddr, pap(secret, "alice", "wonderland"), 700*time.Millisecond)
+		reply, err := sendFrom(from, n.Addr("radius.authAddress"), pap(secret, "alice", "wonderland"), 700*time.Millisecond)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	}
 	if !accept("127.0.0.1", "s1") {
@@ -223,14 +223,14 @@ func TestHotReloadOnSIGHUP(t *testing.T) {
 	n := reloadNode(t, dir, fmt.Sprintf("clients:\n  - {name: lo, address: 127.0.0.1, secretFile: %q}\n", filepath.Join(dir, "secret")), "0s")
 	writeFile(t, filepath.Join(dir, "subs.yaml"), reloadSubs+"  - {username: carol, password: hup}\n")
 	time.Sleep(200 * time.Millisecond)
-	reply, err := send(n.AuthAddr, pap("hup", "carol", "hup"), time.Second)
+	reply, err := send(n.Addr("radius.authAddress"), pap("hup", "carol", "hup"), time.Second)
 	check(t, err)
 	if reply.Code == radius.CodeAccessAccept {
 		t.Fatal("file reloaded although polling is off")
 	}
 	check(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
 	waitUntil(t, 5*time.Second, "reload on SIGHUP", func() bool {
-		reply, err := send(n.AuthAddr, pap("hup", "carol", "hup"), time.Second)
+		reply, err := send(n.Addr("radius.authAddress"), pap("hup", "carol", "hup"), time.Second)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
 }
@@ -271,11 +271,11 @@ reload: {interval: 50ms}
 `)
 	undo()
 	waitUntil(t, 5*time.Second, "the second client (added during start) answered", func() bool {
-		reply, err := sendFrom("127.0.0.2", n.AuthAddr, pap("s2", "alice", "wonderland"), 300*time.Millisecond)
+		reply, err := sendFrom("127.0.0.2", n.Addr("radius.authAddress"), pap("s2", "alice", "wonderland"), 300*time.Millisecond)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
 	waitUntil(t, 5*time.Second, "the subscriber added during start accepted", func() bool {
-		reply, err := send(n.AuthAddr, pap("s1", "carol", "late"), 300*time.Millisecond)
+		reply, err := send(n.Addr("radius.authAddress"), pap("s1", "carol", "late"), 300*time.Millisecond)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
 }

@@ -7,24 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store"
-)
-
-var (
-	storeOpenFailures = promauto.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "store", Name: "open_failures_total",
-		Help: "Failed attempts to open the session store at start (unreachable, no schema yet); the node retries and is not ready meanwhile.",
-	})
-	nodeStarting = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Subsystem: "node", Name: "starting",
-		Help: "1 while the node waits for its session store before it serves RADIUS, else 0.",
-	})
 )
 
 // Backoff between attempts to open a remote store: short, so a node is ready within seconds
@@ -70,18 +56,19 @@ func (a *adminSwitch) serve(h http.Handler) { a.full.Store(&h) }
 // file); a remote one (Cassandra, hybrid) is retried until it opens or ctx ends, because
 // Cassandra being down or its schema not migrated yet is a state that passes, not a
 // configuration error: the node stays alive and not ready, and says why.
-func (n *Node) openStore(ctx context.Context, adm *adminSwitch) (session.Store, error) {
-	if n.Config.Session.InProcess() {
-		return store.Open(ctx, n.Config, n.Log)
+func openStore(ctx context.Context, d *deps, adm *adminSwitch) (session.Store, error) {
+	cfg, log := d.cfg, d.log
+	if cfg.Session.InProcess() {
+		return store.Open(ctx, cfg, log)
 	}
 	nodeStarting.Set(1)
 	defer nodeStarting.Set(0)
 	delay := storeRetryFirst
 	for attempt := 1; ; attempt++ {
-		st, err := store.Open(ctx, n.Config, n.Log)
+		st, err := store.Open(ctx, cfg, log)
 		if err == nil {
 			if attempt > 1 {
-				n.Log.Info("session store open", "store", n.Config.Session.Store, "attempts", attempt)
+				log.Info("session store open", "store", cfg.Session.Store, "attempts", attempt)
 			}
 			return st, nil
 		}
@@ -90,7 +77,7 @@ func (n *Node) openStore(ctx context.Context, adm *adminSwitch) (session.Store, 
 		}
 		storeOpenFailures.Inc()
 		adm.wait("waiting for the session store: " + err.Error())
-		n.Log.Warn("session store not available; not ready, retrying", "store", n.Config.Session.Store,
+		log.Warn("session store not available; not ready, retrying", "store", cfg.Session.Store,
 			"attempt", attempt, "retryIn", delay.String(), "err", err.Error())
 		select {
 		case <-ctx.Done():

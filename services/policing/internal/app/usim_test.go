@@ -23,7 +23,7 @@ func newUSIM(t *testing.T, ki, opc string, sqn uint64) *usim {
 // interface: its output, and whether it reported SUCCESS.
 func eapolTestUSIM(t *testing.T, n *Node, dir, network string, u *usim) (string, bool) {
 	t.Helper()
-	return runEapolTest(t, n.AuthAddr, dir, network, u)
+	return runEapolTest(t, n.Addr("radius.authAddress"), dir, network, u)
 }
 
 // runEapolTest runs eapol_test against the RADIUS server at server, on 127.0.0.1 (a node's

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -110,6 +111,19 @@ type peerState struct {
 
 // Listen opens the TCP listener and serves until Close.
 func Listen(addr string, opt Options) (*Server, error) {
+	s, err := New(opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Listen(addr); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New builds a server that serves once Listen opens it. Handlers that send requests through
+// the server (a Gx handler's RARs) are built with it in between, and added with Handle.
+func New(opt Options) (*Server, error) {
 	if opt.OriginHost == "" || opt.OriginRealm == "" {
 		return nil, errors.New("origin host and realm are required")
 	}
@@ -127,24 +141,36 @@ func Listen(addr string, opt Options) (*Server, error) {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}
+	opt.Apps = maps.Clone(opt.Apps)
+	if opt.Apps == nil {
+		opt.Apps = map[uint32]Handler{}
+	}
+	return &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{}),
+		handlers: workers{work: make(chan func())}}, nil
+}
+
+// Handle serves the application id with h; called before Listen.
+func (s *Server) Handle(id uint32, h Handler) { s.opt.Apps[id] = h }
+
+// Listen opens the TCP listener (and the TLS one) and serves until Close.
+func (s *Server) Listen(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, ln: ln, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{}),
-		handlers: workers{work: make(chan func())}}
-	if opt.TLS != nil {
-		if s.tlsLn, err = net.Listen("tcp", opt.TLSAddress); err != nil {
+	if s.opt.TLS != nil {
+		if s.tlsLn, err = net.Listen("tcp", s.opt.TLSAddress); err != nil {
 			_ = ln.Close()
-			return nil, fmt.Errorf("tls address: %w", err)
+			return fmt.Errorf("tls address: %w", err)
 		}
 	}
+	s.ln = ln
 	s.hostIP = sourceIP(ln.Addr())
 	if s.hostIP == nil || s.hostIP.IsUnspecified() {
 		s.hostIP = net.IPv4(127, 0, 0, 1)
 	}
 	go s.accept()
-	return s, nil
+	return nil
 }
 
 // Addr is the listening address.
