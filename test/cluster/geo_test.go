@@ -27,7 +27,7 @@ func TestGeoThreeDatacenters(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	// Cassandra first: the order that loses records today (docs/local-cluster.md).
+	// Cassandra first: the order that lost records before writes failed over (docs/local-cluster.md).
 	acked = append(acked, loseDatacenter(t, m, dcs, "dc2", acked, cassDCLabel, controllers.LabelDC))
 	m.missingIn(t, "dc2", acked...)
 }

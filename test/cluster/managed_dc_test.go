@@ -138,8 +138,8 @@ func watchDC(t *testing.T, m *managed, dc, what string, within time.Duration, ch
 //
 // order is which pods die first: policing (its NAS side, then its storage) or Cassandra.
 // Cassandra first leaves a window in which the data center's policing still answers without
-// its local node: TestGeoThreeDatacenters found records acknowledged then and never stored
-// (docs/local-cluster.md, open).
+// its local node: its writes must go to another data center's node, not to a spool that dies
+// with it (TestGeoThreeDatacenters lost records so before the driver's retries worked).
 func loseDatacenter(t *testing.T, m *managed, dcs []string, lost string, earlier []string, order ...string) string {
 	t.Helper()
 	ctx, c := m.ctx, m.c
