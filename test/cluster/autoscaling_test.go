@@ -124,4 +124,18 @@ func checkAutoscaling(t *testing.T, ctx context.Context, c client.Client) {
 		return nil
 	})
 	t.Logf("back to 1 pod %s after the load stopped: HPA %s", time.Since(after).Round(time.Second), hpaState())
+	// The pods taken away are still draining (preStop, then drain): the next check's load
+	// would meet them on their way out (a run saw 12 socket errors so). It starts once they
+	// are gone.
+	eventually(t, 3*time.Minute, "the scaled-down policing pods gone", func() error {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(aaaNS),
+			client.MatchingLabels{"aaa.openaaa.io/cluster": release, "aaa.openaaa.io/datacenter": "dc1", "app.kubernetes.io/component": "radius"}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 || pods.Items[0].DeletionTimestamp != nil {
+			return fmt.Errorf("%d policing pods of dc1, want the one left", len(pods.Items))
+		}
+		return nil
+	})
 }
