@@ -385,7 +385,23 @@ func checkDashboards(t *testing.T, ctx context.Context, c client.Client) {
 	if len(cms.Items) == 0 {
 		t.Errorf("the operator rendered no dashboard ConfigMap in %s", aaaNS)
 	}
-	exposed := httpGet(t, fmt.Sprintf("http://%s:9812/metrics", policingPod(t, c, true).Status.PodIP))
+	// A ready pod: the load may just have made the HPA add one that has no address yet.
+	var ip string
+	eventually(t, 2*time.Minute, "a ready policing pod of dc1", func() error {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(aaaNS),
+			client.MatchingLabels{"aaa.openaaa.io/cluster": release, "aaa.openaaa.io/datacenter": "dc1", "app.kubernetes.io/component": "radius"}); err != nil {
+			return err
+		}
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.DeletionTimestamp == nil && podReady(p) && p.Status.PodIP != "" {
+				ip = p.Status.PodIP
+				return nil
+			}
+		}
+		return fmt.Errorf("none of %d pods ready", len(pods.Items))
+	})
+	exposed := httpGet(t, fmt.Sprintf("http://%s:9812/metrics", ip))
 	names := make([]string, 0, len(raws))
 	for n := range raws {
 		names = append(names, n)
