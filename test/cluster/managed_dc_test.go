@@ -223,13 +223,16 @@ func blockPods(t *testing.T, ctx context.Context, c client.Client, dc string) (u
 			t.Fatal(err)
 		}
 	}
-	// In force once a pod of dc is refused (the API server loads policies asynchronously).
-	eventually(t, time.Minute, "the policy refusing "+dc+"'s pods in force", func() error {
-		p := &corev1.Pod{
+	// A pod of dc, created as a dry run to see whether the API server admits it.
+	probe := func() *corev1.Pod {
+		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: managedNS, Labels: map[string]string{cassDCLabel: dc}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "none"}}},
 		}
-		if err := c.Create(ctx, p, client.DryRunAll); err == nil {
+	}
+	// In force once a pod of dc is refused (the API server loads policies asynchronously).
+	eventually(t, time.Minute, "the policy refusing "+dc+"'s pods in force", func() error {
+		if err := c.Create(ctx, probe(), client.DryRunAll); err == nil {
 			return fmt.Errorf("a pod of %s is still admitted", dc)
 		} else if !strings.Contains(err.Error(), "is lost") {
 			return err
@@ -248,11 +251,7 @@ func blockPods(t *testing.T, ctx context.Context, c client.Client, dc string) (u
 			}
 		}
 		eventually(t, time.Minute, "the policy on "+dc+"'s pods lifted", func() error {
-			p := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: managedNS, Labels: map[string]string{cassDCLabel: dc}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "none"}}},
-			}
-			return c.Create(ctx, p, client.DryRunAll)
+			return c.Create(ctx, probe(), client.DryRunAll)
 		})
 		poke := func(list client.ObjectList, label string) {
 			if err := c.List(context.Background(), list, client.InNamespace(managedNS), client.MatchingLabels{label: dc}); err != nil {
