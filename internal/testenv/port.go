@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"net"
 	"testing"
 )
@@ -27,4 +28,33 @@ func FreeUDPPort(t testing.TB) int {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// FreeUDPPorts is the first of n consecutive UDP ports on 127.0.0.1 free a moment ago, for a
+// server that takes one port and the next ones from it (FreeRADIUS: auth and accounting).
+func FreeUDPPorts(t testing.TB, n int) int {
+	t.Helper()
+	for range 50 {
+		first, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := first.LocalAddr().(*net.UDPAddr).Port
+		held := []net.PacketConn{first}
+		for i := 1; i < n && p+i < 65536; i++ {
+			c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p+i))
+			if err != nil {
+				break
+			}
+			held = append(held, c)
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		if len(held) == n {
+			return p
+		}
+	}
+	t.Fatalf("no %d consecutive free UDP ports on 127.0.0.1", n)
+	return 0
 }

@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,24 +131,6 @@ func TestSubscribersAndCompareCommands(t *testing.T) {
 	}
 }
 
-func freePortPair(t *testing.T) int {
-	for p := 20000 + os.Getpid()%20000; p < 65000; p += 7 {
-		a, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p})
-		if err != nil {
-			continue
-		}
-		b, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p + 1})
-		a.Close()
-		if err != nil {
-			continue
-		}
-		b.Close()
-		return p
-	}
-	t.Fatal("no free port pair")
-	return 0
-}
-
 // freeradiusSh runs hack/freeradius.sh with its instances under dir: its output.
 func freeradiusSh(t *testing.T, dir string) func(args ...string) string {
 	script := filepath.Join(testenv.Root(t), "hack", "freeradius.sh")
@@ -180,7 +161,7 @@ func TestFreeRADIUS(t *testing.T) {
 	if _, stderr, code := lg(t, "subscribers", "--users", "100", "--freeradius", users); code != 0 {
 		t.Fatal(stderr)
 	}
-	port := freePortPair(t)
+	port := testenv.FreeUDPPorts(t, 2)
 	sh := freeradiusSh(t, dir)
 	sh("config", "lg", "--port", fmt.Sprint(port), "--users", users, "--threads", "2")
 	pid := sh("start", "lg")
@@ -266,7 +247,7 @@ func TestFreeRADIUSEAP(t *testing.T) {
 	if _, stderr, code := lg(t, "subscribers", "--users", "20", "--user-pattern", "user%03d", "--freeradius", users); code != 0 {
 		t.Fatal(stderr)
 	}
-	port := freePortPair(t)
+	port := testenv.FreeUDPPorts(t, 2)
 	sh := freeradiusSh(t, dir)
 	sh("config", "eap", "--port", fmt.Sprint(port), "--users", users, "--threads", "2", "--require-ma",
 		"--eap-cert", filepath.Join(dir, "server.pem"), "--eap-key", filepath.Join(dir, "server.key"), "--eap-ca", filepath.Join(dir, "ca.pem"))

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/openaaa/openaaa/internal/testenv"
 )
 
 // firstAttribute returns the first attribute line radclient printed for the reply.
@@ -75,7 +77,7 @@ func TestRadclientBothPasswordsRejected(t *testing.T) {
 // to: radclient, sending to 127.0.0.2 (a second loopback address), takes a reply only from
 // there. Several addresses per key work too.
 func TestRadclientReplyFromTheAddressItWasSentTo(t *testing.T) {
-	authPort, acctPort := freePort(t, "udp"), freePort(t, "udp")
+	authPort, acctPort := testenv.FreeUDPPort(t), testenv.FreeUDPPort(t)
 	n := startPolicing(t, "", "--set", fmt.Sprintf("radius.authAddress=0.0.0.0:%d", authPort),
 		"--set", fmt.Sprintf("radius.acctAddress=0.0.0.0:%d", acctPort))
 	out := radclient(t, fmt.Sprintf("127.0.0.2:%d", authPort), "auth", testSecret, `User-Name = "alice"`, `User-Password = "wonderland"`, ma)
@@ -84,7 +86,7 @@ func TestRadclientReplyFromTheAddressItWasSentTo(t *testing.T) {
 	mustContain(t, out, "Received Accounting-Response")
 	_ = n
 
-	p := freePort(t, "udp")
+	p := testenv.FreeUDPPort(t)
 	m := startPolicing(t, "", "--set", fmt.Sprintf("radius.authAddress=127.0.0.2:%d,127.0.0.3:%d", p, p))
 	for _, to := range []string{"127.0.0.2", "127.0.0.3"} {
 		mustContain(t, radclient(t, fmt.Sprintf("%s:%d", to, p), "auth", testSecret, `User-Name = "alice"`, `User-Password = "wonderland"`, ma),

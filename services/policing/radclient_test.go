@@ -53,24 +53,6 @@ type node struct {
 	log             *strings.Builder
 }
 
-func freePort(t *testing.T, network string) int {
-	t.Helper()
-	if network == "udp" {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).Port
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 const defaultSubscribers = `
 profiles:
   basic: {sessionTimeout: 7200, acctInterimInterval: 600}
@@ -96,9 +78,9 @@ func startPolicing(t *testing.T, dir string, extra ...string) *node {
 		write("subscribers.yaml", defaultSubscribers)
 	}
 	n := &node{dir: dir, log: &strings.Builder{},
-		auth: fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp")),
-		acct: fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp")),
-		adm:  fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))}
+		auth: fmt.Sprintf("127.0.0.1:%d", testenv.FreeUDPPort(t)),
+		acct: fmt.Sprintf("127.0.0.1:%d", testenv.FreeUDPPort(t)),
+		adm:  fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))}
 	write("policing.yaml", fmt.Sprintf(`
 log: {level: info}
 radius: {authAddress: %q, acctAddress: %q}

@@ -364,7 +364,7 @@ type radsecProxyRun struct{ dir, addr string }
 // startRadSecProxy configures and starts the proxy towards home.
 func startRadSecProxy(t *testing.T, dir, home string) *radsecProxyRun {
 	t.Helper()
-	port := freeUDPPorts(t)
+	port := testenv.FreeUDPPorts(t, 2)
 	freeradius(t, dir, "config", radsecProxy, "--role", "radsec-proxy", "--port", fmt.Sprint(port),
 		"--secret", radsecProxySecret, "--home", home, "--tls-cert", filepath.Join(dir, "client.crt"),
 		"--tls-key", filepath.Join(dir, "client.key"), "--tls-ca", filepath.Join(dir, "ca.crt"))
@@ -378,25 +378,4 @@ func (p *radsecProxyRun) restart(t *testing.T) {
 	t.Helper()
 	freeradius(t, p.dir, "stop", radsecProxy)
 	freeradius(t, p.dir, "start", radsecProxy)
-}
-
-// freeUDPPorts finds two consecutive free UDP ports on loopback (auth, accounting) and
-// returns the first.
-func freeUDPPorts(t *testing.T) int {
-	t.Helper()
-	for range 50 {
-		a, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := a.LocalAddr().(*net.UDPAddr).Port
-		b, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port+1))
-		a.Close()
-		if err == nil {
-			b.Close()
-			return port
-		}
-	}
-	t.Fatal("no two consecutive free UDP ports")
-	return 0
 }

@@ -57,7 +57,7 @@ func needFreeRADIUS(t *testing.T) {
 func newFreeRADIUS(t *testing.T, name string, opts ...string) *freeRADIUS {
 	t.Helper()
 	needFreeRADIUS(t)
-	f := &freeRADIUS{t: t, script: frScript(t), home: t.TempDir(), name: name, port: freeUDPPort(t, 2)}
+	f := &freeRADIUS{t: t, script: frScript(t), home: t.TempDir(), name: name, port: testenv.FreeUDPPorts(t, 2)}
 	f.run("config", append([]string{name, "--port", fmt.Sprint(f.port)}, opts...)...)
 	f.start()
 	t.Cleanup(f.stop)
@@ -106,37 +106,6 @@ func detailRecords(text string) []string {
 		}
 	}
 	return out
-}
-
-// freeUDPPort finds n consecutive free UDP ports on loopback and returns the first.
-func freeUDPPort(t *testing.T, n int) int {
-	t.Helper()
-	for range 50 {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := c.LocalAddr().(*net.UDPAddr).Port
-		ok := true
-		var more []net.PacketConn
-		for i := 1; i < n; i++ {
-			c2, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			more = append(more, c2)
-		}
-		c.Close()
-		for _, c2 := range more {
-			c2.Close()
-		}
-		if ok && p+n < 65000 {
-			return p
-		}
-	}
-	t.Fatal("no free UDP ports")
-	return 0
 }
 
 func freeTCPPort(t *testing.T) int {

@@ -6,7 +6,6 @@ package testslapd
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +51,7 @@ func Start(t testing.TB, subscribers int) *Server {
 	home := t.TempDir()
 	s := &Server{script: filepath.Join(root, "hack", "slapd.sh"), env: append(os.Environ(), "SLAPD_HOME="+home),
 		Dir: filepath.Join(home, "t"), BaseDN: "ou=subscribers," + Suffix, BindDN: "cn=policing,ou=services," + Suffix}
-	port, ldaps := freePort(t), freePort(t)
+	port, ldaps := testenv.FreePort(t), testenv.FreePort(t)
 	s.URL = fmt.Sprintf("ldap://127.0.0.1:%d", port)
 	s.LDAPSURL = fmt.Sprintf("ldaps://127.0.0.1:%d", ldaps)
 	s.BindPasswordFile = filepath.Join(s.Dir, "bind-password")
@@ -158,16 +157,6 @@ func (s *Server) run(t testing.TB, args ...string) string {
 	}
 	t.Logf("hack/slapd.sh %s (%s): %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), strings.TrimSpace(out))
 	return out
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func repoRoot() (string, error) {
