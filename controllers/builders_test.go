@@ -479,6 +479,94 @@ func TestConfigHash(t *testing.T) {
 	}
 }
 
+// TestAddedDatacenterJoinsNotDegraded: a data center added to a Ready cluster is joining until
+// its policing is first available — progress, not degradation (no Degraded, no Warning reason);
+// once it has joined, losing it is Degraded (issue 31: adding dc2 said Degraded=True
+// PartiallyAvailable with a Warning event for minutes).
+func TestAddedDatacenterJoinsNotDegraded(t *testing.T) {
+	c, spec := sampleForBuilders(t)
+	c.Generation = 2
+	avail := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}, Status: appsv1.DeploymentStatus{
+		UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}}
+	done := map[string]bool{stepConfig: true, stepCertificates: true, stepMonitoring: true, stepCassandra: true, stepSchema: true, stepDatacenters: true}
+	// dc1 and dc2 served; dc3 was just added: its Cassandra is not ready, its policing not
+	// deployed yet.
+	prev := aaav1.AAAClusterStatus{Datacenters: []aaav1.DatacenterStatus{{Name: "dc1", Ready: true, Joined: true}, {Name: "dc2", Ready: true, Joined: true}}}
+	st := &state{cluster: c, spec: spec, status: prev,
+		cassandra: cassandraState{initialized: true, reason: ReasonDatacenterNotReady, message: "Cassandra datacenters not ready: dc3 (dc1 ready, dc2 ready, dc3 0/1 Cassandra nodes ready)",
+			dcReady: map[string]bool{"dc1": true, "dc2": true}},
+		schema: schemaState{ready: true, reason: ReasonReady},
+		dcs: map[string]*dcObserved{
+			"dc1": {complete: true, deployed: true, workload: observeWorkload(avail)},
+			"dc2": {complete: true, deployed: true, workload: observeWorkload(avail)},
+			"dc3": {complete: true},
+		},
+		completed: done,
+	}
+	cond := func(s aaav1.AAAClusterStatus, typ string) metav1.Condition {
+		t.Helper()
+		c := meta.FindStatusCondition(s.Conditions, typ)
+		if c == nil {
+			t.Fatalf("no %s condition", typ)
+		}
+		return *c
+	}
+	s := computeStatus(st, nil)
+	if d := cond(s, aaav1.ConditionDegraded); d.Status != metav1.ConditionFalse {
+		t.Errorf("dc3 joining: Degraded %s/%s %q, want False", d.Status, d.Reason, d.Message)
+	}
+	for _, typ := range []string{aaav1.ConditionCassandraReady, aaav1.ConditionPolicingReady, aaav1.ConditionReady} {
+		if c := cond(s, typ); c.Status != metav1.ConditionFalse || c.Reason != ReasonDatacenterJoining || !strings.Contains(c.Message, "dc3") || warningReasons[c.Reason] {
+			t.Errorf("dc3 joining: %s %s/%s %q, want False/%s naming dc3, not a Warning", typ, c.Status, c.Reason, c.Message, ReasonDatacenterJoining)
+		}
+	}
+	if d := findDC(s.Datacenters, "dc3"); d == nil || d.Joined || d.Ready {
+		t.Errorf("dc3 joining: status %+v", d)
+	}
+	// dc3 serves: it has joined, and the cluster is Ready.
+	st.status = s
+	st.cassandra = cassandraState{initialized: true, ready: true, reason: ReasonReady, dcReady: map[string]bool{"dc1": true, "dc2": true, "dc3": true}}
+	st.dcs["dc3"] = &dcObserved{complete: true, deployed: true, workload: observeWorkload(avail)}
+	s = computeStatus(st, nil)
+	if r := cond(s, aaav1.ConditionReady); r.Status != metav1.ConditionTrue {
+		t.Errorf("dc3 serving: Ready %s/%s %q", r.Status, r.Reason, r.Message)
+	}
+	if d := findDC(s.Datacenters, "dc3"); d == nil || !d.Joined {
+		t.Errorf("dc3 serving: status %+v, want joined", d)
+	}
+	// dc3 lost after it joined: Degraded, naming its policing and its Cassandra.
+	st.status = s
+	st.cassandra = cassandraState{initialized: true, reason: ReasonDatacenterNotReady, message: "Cassandra datacenters not ready: dc3 (dc1 ready, dc2 ready, dc3 0/1 Cassandra nodes ready)",
+		dcReady: map[string]bool{"dc1": true, "dc2": true}}
+	st.dcs["dc3"] = &dcObserved{complete: true, deployed: true, workload: observeWorkload(&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}})}
+	s = computeStatus(st, nil)
+	if d := cond(s, aaav1.ConditionDegraded); d.Status != metav1.ConditionTrue || d.Reason != ReasonPartiallyAvailable || !strings.Contains(d.Message, "dc3 0/1 Cassandra nodes ready") {
+		t.Errorf("dc3 lost: Degraded %s/%s %q", d.Status, d.Reason, d.Message)
+	}
+	if c := cond(s, aaav1.ConditionCassandraReady); c.Reason != ReasonDatacenterNotReady {
+		t.Errorf("dc3 lost: CassandraReady %s/%s", c.Status, c.Reason)
+	}
+	if d := findDC(s.Datacenters, "dc3"); d == nil || !d.Joined {
+		t.Errorf("dc3 lost: status %+v, want still joined", d)
+	}
+	// The first bring-up: policing deployed in every data center, none available yet — it
+	// is starting, not unavailable (no Warning).
+	first := &state{cluster: c, spec: spec,
+		cassandra: cassandraState{initialized: true, ready: true, reason: ReasonReady, dcReady: map[string]bool{"dc1": true, "dc2": true, "dc3": true}},
+		schema:    schemaState{ready: true, reason: ReasonReady},
+		dcs:       map[string]*dcObserved{},
+		completed: done,
+	}
+	for _, dc := range []string{"dc1", "dc2", "dc3"} {
+		first.dcs[dc] = &dcObserved{complete: true, deployed: true, workload: observeWorkload(&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}})}
+	}
+	s = computeStatus(first, nil)
+	if p := cond(s, aaav1.ConditionPolicingReady); p.Reason != ReasonDatacenterJoining || warningReasons[p.Reason] {
+		t.Errorf("first bring-up: PolicingReady %s/%s %q", p.Status, p.Reason, p.Message)
+	}
+}
+
 // TestComputeStatus: conditions from observations; lastTransitionTime kept when nothing
 // changes; Ready follows the three readiness conditions.
 func TestComputeStatus(t *testing.T) {
@@ -489,7 +577,9 @@ func TestComputeStatus(t *testing.T) {
 			UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}}
 	}
-	st := &state{cluster: c, spec: spec,
+	// Every data center had joined (served once): dc3 not available is a loss.
+	joined := aaav1.AAAClusterStatus{Datacenters: []aaav1.DatacenterStatus{{Name: "dc1", Joined: true}, {Name: "dc2", Joined: true}, {Name: "dc3", Joined: true}}}
+	st := &state{cluster: c, spec: spec, status: joined,
 		cassandra: cassandraState{initialized: true, ready: true, reason: ReasonReady, dcReady: map[string]bool{"dc1": true, "dc2": true, "dc3": true}},
 		schema:    schemaState{ready: true, reason: ReasonReady},
 		dcs: map[string]*dcObserved{

@@ -36,6 +36,7 @@ const (
 	ReasonWaitingForSchema     = "WaitingForSchema"
 	ReasonUnavailable          = "DeploymentsUnavailable"
 	ReasonPartiallyAvailable   = "PartiallyAvailable"
+	ReasonDatacenterJoining    = "DatacenterJoining"
 	ReasonCertManagerMissing   = "CertManagerNotInstalled"
 	ReasonNotRequested         = "NotRequested"
 

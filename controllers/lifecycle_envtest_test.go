@@ -271,7 +271,12 @@ func TestThreeDCLifecycle(t *testing.T) {
 		}
 		return nil
 	})
-	te.waitCondition(t, ns, name, aaav1.ConditionCassandraReady, metav1.ConditionFalse, ReasonDatacenterNotReady)
+	// dc4 joins: progress, not degradation (no Degraded, no Warning event) until it serves.
+	seenEvents := len(te.recorder.events(ns))
+	te.waitCondition(t, ns, name, aaav1.ConditionCassandraReady, metav1.ConditionFalse, ReasonDatacenterJoining)
+	if d := meta.FindStatusCondition(te.getCluster(t, ns, name).Status.Conditions, aaav1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
+		t.Errorf("dc4 joining: Degraded %+v, want False", d)
+	}
 	consistently(t, time.Second, "no policing in dc4 before its Cassandra is ready and migrated", func() error {
 		if ok, err := te.exists(&appsv1.Deployment{ObjectMeta: objKey(ns, name+"-dc4")}); ok || err != nil {
 			return fmt.Errorf("dc4 Deployment exists (%v)", err)
@@ -298,6 +303,14 @@ func TestThreeDCLifecycle(t *testing.T) {
 	c = te.waitCondition(t, ns, name, aaav1.ConditionReady, metav1.ConditionTrue, ReasonReady)
 	if c.Status.ReadyDatacenters != "4/4" {
 		t.Errorf("readyDatacenters %s", c.Status.ReadyDatacenters)
+	}
+	if d := findDC(c.Status.Datacenters, "dc4"); d == nil || !d.Joined {
+		t.Errorf("dc4 serving: %+v, want joined", d)
+	}
+	for _, e := range te.recorder.events(ns)[seenEvents:] {
+		if strings.HasPrefix(e, "Warning ") {
+			t.Errorf("a Warning event while dc4 joined: %q", e)
+		}
 	}
 
 	// 9. Removing dc3: policing goes at once; Cassandra keeps dc3 until the keyspace no longer

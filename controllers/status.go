@@ -51,8 +51,31 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 	// keep their previous value.
 	cs := st.cassandra
 	cassandraDone := st.completed[stepCassandra]
+	// A data center that has not joined yet (its policing never available since it entered
+	// the spec) is progress, not loss: only joined ones make Cassandra's absence a Warning
+	// and the cluster Degraded.
+	joined := func(dc string) bool {
+		old := findDC(st.status.Datacenters, dc)
+		return old != nil && old.Joined
+	}
+	cassandraLost := false // a joined data center's Cassandra is not ready
+	var cassandraJoining []string
+	for _, dc := range spec.Datacenters {
+		switch {
+		case cs.dcReady[dc.Name]:
+		case joined(dc.Name):
+			cassandraLost = true
+		default:
+			cassandraJoining = append(cassandraJoining, dc.Name)
+		}
+	}
+	cassandraJoinsOnly := cs.initialized && !cs.ready && !cassandraLost && len(cassandraJoining) > 0 && cs.problem == ""
 	if cassandraDone {
-		set(aaav1.ConditionCassandraReady, cs.ready, cs.reason, cs.message)
+		reason := cs.reason
+		if cassandraJoinsOnly && reason == ReasonDatacenterNotReady {
+			reason = ReasonDatacenterJoining
+		}
+		set(aaav1.ConditionCassandraReady, cs.ready, reason, cs.message)
 	}
 
 	// SchemaReady
@@ -67,7 +90,7 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 	// Per data center, PolicingReady. A DC the datacenters step did not finish keeps what was
 	// last seen of it.
 	var ready, deployed []string
-	var notReady []string
+	var notReady, lost []string
 	dcs := make([]aaav1.DatacenterStatus, 0, len(spec.Datacenters))
 	for _, dc := range spec.Datacenters {
 		old := findDC(st.status.Datacenters, dc.Name)
@@ -95,10 +118,14 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 		} else if old != nil {
 			ds.DesiredReplicas, ds.ReadyReplicas, ds.Ready, ds.Endpoint = old.DesiredReplicas, old.ReadyReplicas, old.Ready, old.Endpoint
 		}
+		ds.Joined = ds.Ready || joined(dc.Name)
 		if ds.Ready {
 			ready = append(ready, dc.Name)
 		} else {
 			notReady = append(notReady, dc.Name)
+			if ds.Joined {
+				lost = append(lost, dc.Name)
+			}
 		}
 		dcs = append(dcs, ds)
 	}
@@ -119,6 +146,8 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 		// ever deployed: nothing is unavailable yet, policing waits (no Warning).
 		!st.completed[stepDatacenters] && !sc.ready && neverDeployed(st.status.Datacenters):
 		set(aaav1.ConditionPolicingReady, false, ReasonWaitingForSchema, "policing starts once the schema is migrated")
+	case len(lost) == 0:
+		set(aaav1.ConditionPolicingReady, false, ReasonDatacenterJoining, "policing is starting in: "+strings.Join(notReady, ", "))
 	case len(ready) == 0:
 		set(aaav1.ConditionPolicingReady, false, ReasonUnavailable, "policing is not available in: "+strings.Join(notReady, ", "))
 	default:
@@ -147,13 +176,13 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 	case sc.failed:
 		set(aaav1.ConditionDegraded, true, ReasonMigrationFailed, sc.message)
 	case !dcsObserved:
-	case len(ready) > 0 && len(notReady) > 0:
-		msg := "policing is not available in: " + strings.Join(notReady, ", ")
+	case len(ready) > 0 && len(lost) > 0:
+		msg := "policing is not available in: " + strings.Join(lost, ", ")
 		if cs.initialized && !cs.ready { // a lost data center: its Cassandra too
 			msg += "; " + cs.message
 		}
 		set(aaav1.ConditionDegraded, true, ReasonPartiallyAvailable, msg)
-	case cs.initialized && !cs.ready && len(ready) > 0:
+	case cs.initialized && !cs.ready && len(ready) > 0 && !cassandraJoinsOnly:
 		set(aaav1.ConditionDegraded, true, ReasonDatacenterNotReady, cs.message)
 	case cs.problem != "":
 		set(aaav1.ConditionDegraded, true, ReasonK8ssandraError, cs.problem)

@@ -894,6 +894,11 @@ type DatacenterStatus struct {
 	CassandraReady bool `json:"cassandraReady"`
 	// Ready tells whether policing is available in this data center.
 	Ready bool `json:"ready"`
+	// Joined tells whether policing has been available in this data center since it entered
+	// the spec. Until then the data center is joining: conditions say DatacenterJoining, and
+	// it does not make the cluster Degraded (a lost data center, one that had joined, does).
+	// +optional
+	Joined bool `json:"joined,omitempty"`
 	// Endpoint of the RADIUS Service, what a NAS sends to: the load balancer's address; for a
 	// NodePort Service "<node address>:<auth nodePort> (auth), <node address>:<acct nodePort>
 	// (acct)" (any node's address reachable from the NAS); else the cluster IP (from inside the

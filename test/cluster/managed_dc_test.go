@@ -403,7 +403,15 @@ func addDatacenter(t *testing.T, m *managed, dcs ...string) {
 		repl = append(repl, d+":1")
 	}
 	want := strings.Join(repl, ",")
-	watchDC(t, m, dc, dc+" added", managedReadyWithin, nil, func(s dcState) error {
+	// A data center joining is progress, not degradation: Degraded stays False throughout.
+	degraded := false
+	noDegraded := func(s dcState) {
+		if !degraded && strings.HasPrefix(s.degraded, "True") {
+			degraded = true
+			t.Errorf("%s joining: the AAACluster says Degraded: %s", dc, s)
+		}
+	}
+	watchDC(t, m, dc, dc+" added", managedReadyWithin, noDegraded, func(s dcState) error {
 		if s.cassDC != "present" || s.ready != "True" || s.replication != want || !strings.Contains(s.dcStatus, "ready true, cassandraReady true") {
 			return fmt.Errorf("%s", s)
 		}
