@@ -12,10 +12,11 @@
 #     radclient from the NAS namespace through the data center's NodePort;
 #   - the session in policing's admin API (with the token of the Secret the operator makes),
 #     and gone after the Stop;
+#   - Prometheus scraping the AAACluster's ServiceMonitor (targets up), through the API
+#     server's service proxy;
 #   - an AAALoadTest (config/samples/cluster-demo-loadtest.yaml) and its report, from the
 #     object's status;
-#   - Prometheus scraping the AAACluster's ServiceMonitor (targets up) and one query of the
-#     policing dashboard answering, through the API server's service proxy;
+#   - one query of the policing dashboard showing the load test's traffic;
 # then how to look around and how to tear down. Each step prints its time; the total at the
 # end. A step that does not end as expected fails the script (non-zero) naming the step; every
 # wait is bounded.
@@ -329,8 +330,10 @@ loadtest() {
 	k -n "$NS" get aaaloadtest "$LOADTEST_NAME" -o jsonpath="    sessions {$r.sessions}, completed {$r.sessionsCompleted}, sent {$r.sent}, answered {$r.answered}, timeouts {$r.timeouts}, errors {$r.errors}
     accepts {$r.accepts}, rejects {$r.rejects}; incoming TPS {$r.incomingTPS}, outgoing TPS {$r.outgoingTPS}
     avg auth {$r.avgAuthMs} ms, avg acct {$r.avgAcctMs} ms, p99 {$r.p99Ms} ms; policing workers busy {$r.workersBusy} of {$r.workers}; {$r.seconds} s
-    dropped by policing, by reason: {$r.droppedByReason}
 "
+	local drops
+	drops=$(k -n "$NS" get aaaloadtest "$LOADTEST_NAME" -o jsonpath="{$r.droppedByReason}")
+	echo "    dropped by policing, by reason: ${drops:-none}"
 	echo "  per data center (status.datacenters): $(k -n "$NS" get aaaloadtest "$LOADTEST_NAME" -o jsonpath='{range .status.datacenters[*]}{.name}: {.answered} answered, {.incomingTPS} TPS; {end}')"
 	[[ $(loadtest_phase) == Succeeded ]] ||
 		fail "AAALoadTest $LOADTEST_NAME Failed: $(k -n "$NS" get aaaloadtest "$LOADTEST_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"
@@ -348,7 +351,7 @@ prom_has() {
 	grep -q '"result":\[{' <<<"$out"
 }
 
-prometheus() {
+prometheus_targets() {
 	local up="up{namespace=\"$NS\",service=\"$RELEASE-dc1-admin\"} == 1"
 	until_ok 180 "Prometheus to scrape the AAACluster's ServiceMonitor ($up)" prom_has "$up"
 	until_ok 120 "Prometheus to scrape the operator (up{namespace=\"$OPERATOR_NS\"} == 1)" prom_has "up{namespace=\"$OPERATOR_NS\"} == 1"
@@ -359,11 +362,15 @@ for t in json.load(sys.stdin)["data"]["activeTargets"]:
     ns = t["labels"].get("namespace", "")
     if ns in ("'"$NS"'", "'"$OPERATOR_NS"'"):
         print("    %-45s %-34s %s" % (t["scrapePool"], t["scrapeUrl"], t["health"]))'
-	# The policing dashboard's "Incoming TPS" panel (config/grafana/openaaa-policing.json),
-	# its variables filled in ($namespace, $datacenter) and a 2m rate window: the load test
-	# ran within it.
+}
+
+# The policing dashboard's "Incoming TPS" panel (config/grafana/openaaa-policing.json), its
+# variables filled in ($namespace, $datacenter) and a 2m rate window. The targets were up
+# before the load test, so a scrape after it shows the load: the query must answer with
+# more than 0 (a target that came up after the load would answer 0.0, a panel showing nothing).
+dashboard_query() {
 	local q="sum(rate(openaaa_radius_requests_total{namespace=~\"$NS\", aaa_openaaa_io_datacenter=~\"dc1\"}[2m]))"
-	until_ok 60 "the dashboard query $q to answer" prom_has "$q"
+	until_ok 90 "the dashboard query $q to answer with the load test's traffic (> 0)" prom_has "$q > 0"
 	echo "  dashboard OpenAAA policing, panel Incoming TPS: $q"
 	prom "/api/v1/query?query=$(urlq "$q")" | python3 -c '
 import json, sys
@@ -519,8 +526,9 @@ step "operator chart" operator_install
 step "AAACluster $RELEASE (charts/aaacluster, $VALUES_SHOWN) Ready" aaacluster_install
 step "Access-Accept and accounting from the NAS namespace" radius_session
 step "the session in the admin API, gone after its Stop" admin_api
+step "Prometheus scrapes our targets" prometheus_targets
 step "AAALoadTest $LOADTEST_NAME and its report" loadtest
-step "Prometheus: our targets up, a dashboard query" prometheus
+step "a dashboard query shows the load test" dashboard_query
 echo
 timings
 if [[ $KEEP == 0 ]]; then
