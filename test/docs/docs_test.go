@@ -1,6 +1,7 @@
 // Package docs checks the documentation against the code without a cluster: every block marked
-// for a test is found, and every make target they run exists (README.md's Quick start is run by
-// no test as a whole: `make test` inside `make test` would recurse); README.md's loopback
+// for a test is found, and every make target they run exists; the Quick start's `make demo`
+// runs (quickstart_test.go; not the whole block: `make test` inside `make test` would recurse,
+// `make cluster-demo`'s steps are the cluster tests'); README.md's loopback
 // recipe runs (loopback_test.go); docs/hot-reload.md names the reload kinds the code watches
 // (reload_test.go); docs/security.md's ports are the operator's defaults (ports_test.go).
 // policing's own defaults and samples are checked beside its config package
