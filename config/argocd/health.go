@@ -7,8 +7,11 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	lua "github.com/yuin/gopher-lua"
+	"sigs.k8s.io/yaml"
 )
 
 //go:embed health.lua
@@ -18,6 +21,31 @@ var healthScript string
 type Status struct {
 	Status  string `json:"status"`
 	Message string `json:"message"`
+}
+
+// Case is one test of health_test.yaml: a sample object and the health it must get.
+type Case struct {
+	HealthStatus Status `json:"healthStatus"`
+	InputPath    string `json:"inputPath"` // relative to the directory of health_test.yaml
+}
+
+// Cases reads dir/health_test.yaml, the layout of Argo CD's resource_customizations tests: the
+// cases that both gopher-lua (test/argocd) and Argo CD itself (test/argocdcli) must pass.
+func Cases(dir string) ([]Case, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "health_test.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var f struct {
+		Tests []Case `json:"tests"`
+	}
+	if err := yaml.UnmarshalStrict(raw, &f); err != nil {
+		return nil, fmt.Errorf("health_test.yaml: %w", err)
+	}
+	if len(f.Tests) == 0 {
+		return nil, fmt.Errorf("health_test.yaml: no tests")
+	}
+	return f.Tests, nil
 }
 
 // Health judges an AAACluster (any JSON-shaped value of it: a typed object is converted

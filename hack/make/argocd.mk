@@ -1,9 +1,14 @@
 # Argo CD v3.2.11 (issue 36), the real one: one static multi-call binary built from the Go module
 # proxy by hack/argocd.sh (module hack/argocd), cached under $(CACHE)/argocd with a stamp of its
 # version, the Go version, the flags and hack/argocd's files. Cold: about 11 min of compiling on
-# 2 cores; warm: a second.
+# 2 cores; warm: a second. test/argocdcli runs our AAACluster health check through it
+# (docs/argocd.md).
 
 ##@ Argo CD
 .PHONY: argocd
 argocd: ## Build Argo CD v3.2.11 into $(CACHE)/argocd/bin/argocd (cached; hack/argocd/go.mod).
 	GO=$(GO) hack/argocd.sh build
+
+.PHONY: argocd-test
+argocd-test: argocd ## The AAACluster health check through Argo CD itself (test/argocdcli).
+	$(TEST_ENV) $(GO) test -count=1 -timeout 5m ./test/argocdcli/...

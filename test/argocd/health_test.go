@@ -37,21 +37,12 @@ func TestHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(d, "health_test.yaml"))
+	cases, err := health.Cases(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cases struct {
-		Tests []struct {
-			HealthStatus healthStatus `json:"healthStatus"`
-			InputPath    string       `json:"inputPath"`
-		} `json:"tests"`
-	}
-	if err := yaml.UnmarshalStrict(raw, &cases); err != nil {
-		t.Fatal(err)
-	}
 	seen := map[string]bool{}
-	for _, tc := range cases.Tests {
+	for _, tc := range cases {
 		t.Run(strings.TrimSuffix(filepath.Base(tc.InputPath), ".yaml"), func(t *testing.T) {
 			in, err := os.ReadFile(filepath.Join(d, tc.InputPath))
 			if err != nil {

@@ -1,0 +1,157 @@
+// Package argocdcli runs the Argo CD health check of AAACluster through Argo CD itself: the
+// v3.2.11 binary that hack/argocd.sh builds (`make argocd`), whose
+// `argocd admin settings resource-overrides health OBJECT --argocd-cm-path CM` loads
+// config/argocd/argocd-cm.yaml as Argo CD's settings manager does and judges the object with
+// Argo CD's own Lua VM and health code. test/argocd runs the same cases with gopher-lua alone;
+// this package checks that Argo CD reads our argocd-cm keys and agrees with those expectations.
+// Without the binary the tests skip, or fail under OPENAAA_INTEGRATION=require (make test builds
+// it first, in its add-ons lane: hack/test.sh).
+package argocdcli
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	health "github.com/openaaa/openaaa/config/argocd"
+	"github.com/openaaa/openaaa/internal/testenv"
+)
+
+// argocd returns the binary's path (hack/argocd.sh path), skipping or failing when it is not
+// built.
+func argocd(t *testing.T) string {
+	t.Helper()
+	root := testenv.Root(t)
+	out, err := exec.Command("bash", filepath.Join(root, "hack", "argocd.sh"), "path").Output()
+	if err != nil {
+		t.Fatalf("hack/argocd.sh path: %v", err)
+	}
+	bin := strings.TrimSpace(string(out))
+	_, err = os.Stat(bin)
+	testenv.Need(t, err == nil, "the Argo CD binary "+bin+" (make argocd)")
+	return bin
+}
+
+// run runs the binary as the argocd CLI, away from any real cluster or CLI config; the output
+// is stdout and stderr.
+func run(t *testing.T, bin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "ARGOCD_BINARY_NAME=argocd", "HOME="+home,
+		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"), "ARGOCD_CONFIG_DIR="+filepath.Join(home, "argocd"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func mustRun(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	out, err := run(t, bin, args...)
+	if err != nil {
+		t.Fatalf("argocd %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// assess is `argocd admin settings resource-overrides health`: the health Argo CD gives obj
+// with the settings of cm. It fails t when Argo CD has no health check for the object's kind
+// (the argocd-cm key was not read).
+func assess(t *testing.T, bin, cm, obj string) health.Status {
+	t.Helper()
+	out := mustRun(t, bin, healthArgs(cm, obj)...)
+	var st health.Status
+	var status, message bool
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "STATUS: "); ok {
+			st.Status, status = v, true
+		} else if v, ok := strings.CutPrefix(l, "MESSAGE: "); ok {
+			st.Message, message = v, true
+		}
+	}
+	if !status || !message {
+		t.Fatalf("argocd assessed no health for %s (is its argocd-cm key read?):\n%s", filepath.Base(obj), out)
+	}
+	return st
+}
+
+func healthArgs(cm, obj string) []string {
+	return []string{"admin", "settings", "resource-overrides", "health", obj, "--argocd-cm-path", cm}
+}
+
+func configDir(t *testing.T) string { return filepath.Join(testenv.Root(t), "config", "argocd") }
+
+// TestVersion: the binary is the Argo CD that hack/argocd/go.mod pins (not a stale build).
+func TestVersion(t *testing.T) {
+	bin := argocd(t)
+	mod, err := os.ReadFile(filepath.Join(testenv.Root(t), "hack", "argocd", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for _, l := range strings.Split(string(mod), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "github.com/argoproj/argo-cd/v3" {
+			want = f[1]
+		}
+	}
+	if want == "" {
+		t.Fatal("hack/argocd/go.mod requires no github.com/argoproj/argo-cd/v3")
+	}
+	got := strings.TrimSpace(mustRun(t, bin, "version", "--client", "--short"))
+	if !strings.HasPrefix(got, "argocd: "+want+"+") {
+		t.Errorf("argocd version --client --short = %q, want argocd: %s+...; rebuild it (make argocd)", got, want)
+	}
+}
+
+// TestHealth: every case of config/argocd/health_test.yaml gets, from Argo CD itself with our
+// argocd-cm.yaml, the status and message the case expects.
+func TestHealth(t *testing.T) {
+	bin := argocd(t)
+	d := configDir(t)
+	cases, err := health.Cases(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := filepath.Join(d, "argocd-cm.yaml")
+	for _, tc := range cases {
+		t.Run(strings.TrimSuffix(filepath.Base(tc.InputPath), ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			if got := assess(t, bin, cm, filepath.Join(d, tc.InputPath)); got != tc.HealthStatus {
+				t.Errorf("Argo CD's health = %+v, want %+v", got, tc.HealthStatus)
+			}
+		})
+	}
+}
+
+// TestApplicationHealth: argocd-cm.yaml's other key, the health of argoproj.io/Application that
+// app-of-apps sync waves wait on (docs/argocd.md); Argo CD has none of its own.
+func TestApplicationHealth(t *testing.T) {
+	bin := argocd(t)
+	cm := filepath.Join(configDir(t), "argocd-cm.yaml")
+	const app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: radius, namespace: argocd}\n"
+	for _, tc := range []struct {
+		name, status string
+		want         health.Status
+	}{
+		{"no-status", "", health.Status{Status: "Progressing"}},
+		{"degraded", "status: {health: {status: Degraded, message: policing is not available}}\n",
+			health.Status{Status: "Degraded", Message: "policing is not available"}},
+		{"healthy", "status: {health: {status: Healthy}}\n", health.Status{Status: "Healthy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			obj := filepath.Join(t.TempDir(), "application.yaml")
+			if err := os.WriteFile(obj, []byte(app+tc.status), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := assess(t, bin, cm, obj); got != tc.want {
+				t.Errorf("Argo CD's health = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
