@@ -106,3 +106,22 @@ func TestSamplesAreAAAClusters(t *testing.T) {
 		}
 	}
 }
+
+// TestArgoCDLibraries: Evaluate offers a health script only the Lua libraries Argo CD's VM opens
+// (without resource.customizations.useOpenLibs): base, table and package. A script that calls
+// string.*, math.* or os.* passes gopher-lua's default state but fails in Argo CD
+// (test/argocdcli checks Argo CD itself the same way).
+func TestArgoCDLibraries(t *testing.T) {
+	obj := map[string]any{"metadata": map[string]any{"generation": int64(2)}}
+	ok := `local t = {}
+table.insert(t, tostring(obj.metadata.generation))
+for _, v in ipairs(t) do return {status = "Healthy", message = "generation " .. v} end`
+	if got := runHealth(t, ok, obj); got != (healthStatus{Status: "Healthy", Message: "generation 2"}) {
+		t.Errorf("base and table libraries: %+v", got)
+	}
+	for _, lib := range []string{"string", "math", "os", "io"} {
+		if st, err := health.Evaluate(lib+`.foo = 1 return {status = "Healthy"}`, obj); err == nil {
+			t.Errorf("a script using the %s library ran (%+v); Argo CD has no %s library without useOpenLibs", lib, st, lib)
+		}
+	}
+}

@@ -155,3 +155,41 @@ func TestApplicationHealth(t *testing.T) {
 		})
 	}
 }
+
+// TestLibraries: Argo CD runs a health script with the base, table and package libraries and
+// without string, math, os or io (no useOpenLibs key), as config/argocd's Evaluate does for
+// test/argocd (its TestArgoCDLibraries): a script that needs more passes there only if it
+// would pass here.
+func TestLibraries(t *testing.T) {
+	bin := argocd(t)
+	d := configDir(t)
+	obj := filepath.Join(d, "testdata", "healthy.yaml")
+	withScript := func(t *testing.T, script string) string {
+		t.Helper()
+		const key = "  resource.customizations.health.aaa.openaaa.io_AAACluster: |\n"
+		raw, err := os.ReadFile(filepath.Join(d, "argocd-cm.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := strings.Index(string(raw), key)
+		if i < 0 {
+			t.Fatalf("argocd-cm.yaml has no line %q", key)
+		}
+		cm := string(raw[:i]) + key + "    " + strings.ReplaceAll(script, "\n", "\n    ") + "\n"
+		f := filepath.Join(t.TempDir(), "argocd-cm.yaml")
+		if err := os.WriteFile(f, []byte(cm), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	cm := withScript(t, "local t = {}\ntable.insert(t, tostring(obj.metadata.generation))\nreturn {status = \"Healthy\", message = \"generation \" .. t[1]}")
+	if got := assess(t, bin, cm, obj); got != (health.Status{Status: "Healthy", Message: "generation 3"}) {
+		t.Errorf("a script with base and table functions: %+v", got)
+	}
+	for _, lib := range []string{"string", "math", "os", "io"} {
+		out, err := run(t, bin, healthArgs(withScript(t, lib+".foo = 1\nreturn {status = \"Healthy\"}"), obj)...)
+		if err == nil || !strings.Contains(out, "attempt to index a non-table object(nil)") {
+			t.Errorf("a script using the %s library: err %v, want Argo CD to fail on it:\n%s", lib, err, out)
+		}
+	}
+}
