@@ -4,11 +4,13 @@
 package argocd
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 	"sigs.k8s.io/yaml"
@@ -62,10 +64,28 @@ func Health(obj any) (Status, error) {
 	return Evaluate(healthScript, m)
 }
 
-// Evaluate runs a health script with obj as Argo CD hands it over.
+// argoCDLibs are the Lua libraries Argo CD v3.2.11 opens for a health script unless
+// resource.customizations.useOpenLibs is set (util/lua/lua.go): no string, math, os or io, which
+// gopher-lua's default state would offer (Argo CD adds only os.time and os.date, through
+// require("os"), which no script of ours needs).
+var argoCDLibs = []struct {
+	name string
+	open lua.LGFunction
+}{{lua.LoadLibName, lua.OpenPackage}, {lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}}
+
+// Evaluate runs a health script with obj as Argo CD hands it over, with Argo CD's libraries.
 func Evaluate(script string, obj map[string]any) (Status, error) {
-	L := lua.NewState()
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	defer L.Close()
+	// Argo CD stops a script after a second.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	L.SetContext(ctx)
+	for _, lib := range argoCDLibs {
+		if err := L.CallByParam(lua.P{Fn: L.NewFunction(lib.open), Protect: true}, lua.LString(lib.name)); err != nil {
+			return Status{}, fmt.Errorf("opening Lua library %s: %w", lib.name, err)
+		}
+	}
 	L.SetGlobal("obj", toLua(L, obj))
 	if err := L.DoString(script); err != nil {
 		return Status{}, fmt.Errorf("health script: %w", err)
