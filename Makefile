@@ -60,7 +60,7 @@ provision: $(PROVISION) ## Install and build every component the tests need (ide
 # provisioning, the multi-DC end-to-end package (E2E_TESTS) and the cluster's packages
 # (CLUSTER_TESTS), one after the other, and the add-ons' build and package (ADDONS_TESTS):
 # hack/test.sh.
-PROVISION_CLUSTER := cluster-provision addons cassandra-image
+PROVISION_CLUSTER := cluster-provision addons cassandra-image argocd
 CLUSTER_TESTS     := ./test/cluster/...
 E2E_TESTS         := ./test/e2e/...
 # The end-to-end test the cluster's packages must not run beside (hack/test.sh).

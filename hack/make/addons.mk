@@ -7,7 +7,7 @@
 # cluster's Kubernetes binaries first.
 
 PROVISION += addons
-ADDONS_TESTS := ./test/addons/... ./test/cassandraimage/...
+ADDONS_TESTS += ./test/addons/... ./test/cassandraimage/...
 
 ##@ Add-ons of the local cluster
 .PHONY: addons
@@ -15,7 +15,7 @@ addons: envtest-assets cluster-provision ## Build the add-ons' binaries, images 
 	GO=$(GO) hack/addons.sh build
 
 .PHONY: addons-test
-addons-test: addons ## Every add-on binary starts; every manifest passes a server-side dry-run.
+addons-test: addons cassandra-image argocd ## make test's add-ons lane (ADDONS_TESTS): every add-on binary starts, every manifest passes a server-side dry-run; the Cassandra images; Argo CD's health check.
 	$(TEST_ENV) $(GO) test -count=1 -timeout 15m $(ADDONS_TESTS)
 
 .PHONY: addons-install

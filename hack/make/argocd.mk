@@ -2,7 +2,11 @@
 # proxy by hack/argocd.sh (module hack/argocd), cached under $(CACHE)/argocd with a stamp of its
 # version, the Go version, the flags and hack/argocd's files. Cold: about 11 min of compiling on
 # 2 cores; warm: a second. test/argocdcli runs our AAACluster health check through it
-# (docs/argocd.md).
+# (docs/argocd.md). Part of PROVISION, built in make test's add-ons lane once the add-ons are
+# (PROVISION_CLUSTER in the Makefile; hack/test.sh): no cluster test waits for it.
+
+PROVISION    += argocd
+ADDONS_TESTS += ./test/argocdcli/...
 
 ##@ Argo CD
 .PHONY: argocd
