@@ -1,7 +1,7 @@
 // Argo CD as a tool (hack/argocd.sh, docs/argocd.md), a module of its own: the root module's
 // build list, `go list ./...` and `go vet ./...` do not include Argo CD. argo-cd v3.2.11 builds
 // as a dependency with no replace directives (its own replaces, k8s.io at v0.34.0, do not apply
-// here).
+// here); v3.2.12 does not (controller/cache/info.go: undefined: settings.ValidateExternalURL).
 //
 // Every other module that this build shares with the root module's binaries is required at the
 // root module's version (k8s.io/* v0.34.4, grpc, protobuf, golang.org/x...), so that a cold
