@@ -109,6 +109,9 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 	}
 	ans := h.answer(r, h.Identity.Answer(m, code))
 	if code == diam.Success {
+		if r.RequestType == Initial { // the session's first answer only (TS 29.212 §5.4.1)
+			addSupportedFeatures(ans, r)
+		}
 		AddDecision(ans, d, now)
 	}
 	return ans, code
