@@ -27,7 +27,9 @@ func (id Identity) Answer(req *diam.Message, code uint32) *diam.Message {
 	a := newMessage(req.Header.CommandCode, flags, req.Header.ApplicationID,
 		req.Header.HopByHopID, req.Header.EndToEndID, req.Dictionary())
 	a.AVP = make([]*diam.AVP, 0, 16) // a CCA's AVPs without growing
-	if sid := SessionIDAVP(req); sid != nil {
+	if sid := SessionIDAVP(req); sid != nil && sid.Flags == avp.Mbit {
+		a.AddAVP(sid) // as the answer sends it: shared, not copied (serializing only reads it)
+	} else if sid != nil {
 		a.AddAVP(diam.NewAVP(avp.SessionID, avp.Mbit, 0, sid.Data))
 	}
 	a.AddAVP(resultCodeAVP(code))
