@@ -15,7 +15,7 @@ const featureListGx = 1
 
 // Bits of Feature-List-ID 1 (TS 29.212 Table 5.4.1.1).
 const (
-	featureRel8 = 1 << 0 // base Rel-8 Gx: PCC rules, QoS, event triggers, Revalidation-Time
+	featureRel8 = 1 << 0 // base Rel-8 Gx, Rel-7's within: PCC rules, event triggers, EPS bearer QoS
 	featureRel9 = 1 << 1 // base Rel-9 Gx: usage monitoring control (§4.5.17), which every grant is
 )
 
