@@ -8,7 +8,8 @@
 %% CCR-I as a PGW sends it, (with "rar": waits up to 20 s for a RAR and answers it 2001), two
 %% CCR-U reporting usage (Event-Trigger USAGE_REPORT, Used-Service-Unit), a CCR-T, then DPR,
 %% and prints one JSON object on stdout: each answer's Result-Code, what it installed, removed
-%% and granted, and its errors; the CEA's Vendor-Id; the RAR's rules; errors outside answers.
+%% and granted, its Supported-Features ([Vendor-Id, Feature-List-ID, Feature-List] each) and
+%% its errors; the CEA's Vendor-Id; the RAR's rules; errors outside answers.
 %%
 %% Strict: the service decodes with strict_mbit and strict_arities; answers and requests with
 %% decode errors reach the callbacks (answer_errors, request_errors: callback) and every entry
@@ -115,8 +116,11 @@ initial(IMSI) ->
     #{'Origin-State-Id' => [1],
       'Subscription-Id' => [#{'Subscription-Id-Type' => 0, 'Subscription-Id-Data' => <<"15550000001">>},
                             #{'Subscription-Id-Type' => 1, 'Subscription-Id-Data' => IMSI}],
-      %% TS 29.212 §5.4.1: the features a PCEF supports, M cleared (Rel8, Rel9 of list 1).
-      'Supported-Features' => [#{'Vendor-Id' => ?TGPP, 'Feature-List-ID' => 1, 'Feature-List' => 3}],
+      %% TS 29.212 §5.4.1: the features a PCEF supports, M cleared: of list 1 (Table 5.4.1.1)
+      %% Rel8, Rel9, Rel10 and ADC (bits 0, 1, 3, 6), and a bit of list 2; the PCRF answers
+      %% those it supports too.
+      'Supported-Features' => [#{'Vendor-Id' => ?TGPP, 'Feature-List-ID' => 1, 'Feature-List' => 2#1001011},
+                               #{'Vendor-Id' => ?TGPP, 'Feature-List-ID' => 2, 'Feature-List' => 1}],
       'Network-Request-Support' => [1],                        % NETWORK_REQUEST SUPPORTED
       'Framed-IP-Address' => [<<10, 0, 0, 9>>],
       'IP-CAN-Type' => [5],                                    % 3GPP-EPS
@@ -162,6 +166,8 @@ ccr(Host, SId, Type, N, Avps) ->
               installed => rule_names(maps:get('Charging-Rule-Install', A, [])),
               removed => rule_names(maps:get('Charging-Rule-Remove', A, [])),
               granted => granted(maps:get('Usage-Monitoring-Information', A, [])),
+              features => [[maps:get('Vendor-Id', F), maps:get('Feature-List-ID', F), maps:get('Feature-List', F)]
+                           || F <- maps:get('Supported-Features', A, [])],
               errors => packet_errors(Name, ?DICT, Pkt)};
         Other ->
             #{resultCode => 0, errors => [text("~s: ~p", [Name, Other])]}

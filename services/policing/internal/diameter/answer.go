@@ -24,10 +24,11 @@ func (id Identity) Answer(req *diam.Message, code uint32) *diam.Message {
 	if code >= 3000 && code < 4000 {
 		flags |= diam.ErrorFlag
 	}
-	a := newMessage(req.Header.CommandCode, flags, req.Header.ApplicationID,
+	a := newAnswer(req.Header.CommandCode, flags, req.Header.ApplicationID,
 		req.Header.HopByHopID, req.Header.EndToEndID, req.Dictionary())
-	a.AVP = make([]*diam.AVP, 0, 16) // a CCA's AVPs without growing
-	if sid := SessionIDAVP(req); sid != nil {
+	if sid := SessionIDAVP(req); sid != nil && sid.Flags == avp.Mbit {
+		a.AddAVP(sid) // as the answer sends it: shared, not copied (serializing only reads it)
+	} else if sid != nil {
 		a.AddAVP(diam.NewAVP(avp.SessionID, avp.Mbit, 0, sid.Data))
 	}
 	a.AddAVP(resultCodeAVP(code))
@@ -85,19 +86,38 @@ func resultCodeAVP(code uint32) *diam.AVP {
 // newMessage is diam.NewMessage in one allocation rather than two (the message and its
 // header together).
 func newMessage(cmd uint32, flags uint8, app, hopByHop, endToEnd uint32, d *dict.Parser) *diam.Message {
+	x := &struct {
+		m diam.Message
+		h diam.Header
+	}{}
+	initMessage(&x.m, &x.h, cmd, flags, app, hopByHop, endToEnd, d)
+	return &x.m
+}
+
+// newAnswer is newMessage with room for a CCA's AVPs in the same allocation (their list was
+// an allocation of its own on every answer).
+func newAnswer(cmd uint32, flags uint8, app, hopByHop, endToEnd uint32, d *dict.Parser) *diam.Message {
+	x := &struct {
+		m    diam.Message
+		h    diam.Header
+		avps [16]*diam.AVP
+	}{}
+	initMessage(&x.m, &x.h, cmd, flags, app, hopByHop, endToEnd, d)
+	x.m.AVP = x.avps[:0]
+	return &x.m
+}
+
+// initMessage makes m an empty message of d with the header h.
+func initMessage(m *diam.Message, h *diam.Header, cmd uint32, flags uint8, app, hopByHop, endToEnd uint32, d *dict.Parser) {
 	t := templates.Load()
 	if t == nil || t.Dictionary() != d {
 		t = diam.NewMessage(0, 0, 0, 1, 1, d)
 		templates.Store(t)
 	}
-	x := &struct {
-		m diam.Message
-		h diam.Header
-	}{m: *t}
-	x.h = diam.Header{Version: 1, MessageLength: diam.HeaderLength, CommandFlags: flags, CommandCode: cmd,
+	*m = *t
+	*h = diam.Header{Version: 1, MessageLength: diam.HeaderLength, CommandFlags: flags, CommandCode: cmd,
 		ApplicationID: app, HopByHopID: hopByHop, EndToEndID: endToEnd}
-	x.m.Header = &x.h
-	return &x.m
+	m.Header = h
 }
 
 // templates is an empty message of the last dictionary used: newMessage copies it for its

@@ -1,6 +1,7 @@
 package diameter
 
 import (
+	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -45,8 +46,25 @@ var (
 		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_sent_total",
 		Help: "Diameter requests this node sent to a peer (RAR), by command.",
 	}, []string{"command"})
-	malformed = promauto.NewCounter(prometheus.CounterOpts{
+	// The series every Gx request touches, resolved once: looking them up by label on each
+	// request (three hashings of the labels under a lock) was 2 % of a CCR-U's CPU.
+	transactions = metrics.Transactions.WithLabelValues("diameter")
+	ccrAnswered  = requests.WithLabelValues("CCR", "2001")
+	ccrDuration  = duration.WithLabelValues("CCR")
+	malformed    = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "malformed_total",
 		Help: "Diameter messages that could not be decoded; the connection is closed (RFC 6733 §3: framing is lost).",
 	})
 )
+
+// requestMetrics are the answered-requests counter and the duration histogram of a command
+// answered with code.
+func requestMetrics(name string, code uint32) (prometheus.Counter, prometheus.Observer) {
+	if name == "CCR" {
+		if code == diam.Success {
+			return ccrAnswered, ccrDuration
+		}
+		return requests.WithLabelValues(name, codeLabel(code)), ccrDuration
+	}
+	return requests.WithLabelValues(name, codeLabel(code)), duration.WithLabelValues(name)
+}

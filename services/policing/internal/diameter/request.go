@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
-
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
 // ErrNoPeer is returned by Request when no accepted connection of that Origin-Host is held
@@ -69,7 +67,7 @@ func (s *Server) Request(ctx context.Context, originHost string, req *diam.Messa
 	req.Header.CommandFlags |= diam.RequestFlag
 	name := commandName(req)
 	sent.WithLabelValues(name).Inc()
-	metrics.Transactions.WithLabelValues("diameter").Inc()
+	transactions.Inc()
 	if _, err := req.WriteTo(c); err != nil {
 		return nil, fmt.Errorf("%s: %w", originHost, err)
 	}

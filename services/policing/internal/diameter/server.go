@@ -22,7 +22,6 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 
 	"github.com/openaaa/openaaa/services/policing/config"
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
@@ -238,16 +237,18 @@ func (s *Server) serve(c *peerConn, m *diam.Message) {
 		closeIt = true // RFC 6733 §5.4: the connection closes after DPA
 	default:
 		name = commandName(m)
-		if s.replay(c, m) {
+		info, open := s.state(c)
+		if open && s.replay(c, info, m, start) {
 			return
 		}
-		ans, code, closeIt = s.app(c, m)
+		ans, code, closeIt = s.app(info, open, m)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
-	metrics.Transactions.WithLabelValues("diameter").Inc()
-	s.write(c, m, ans, name)
-	requests.WithLabelValues(name, codeLabel(code)).Inc()
-	duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	transactions.Inc()
+	s.write(c, m, ans, name, start)
+	answered, took := requestMetrics(name, code)
+	answered.Inc()
+	took.Observe(time.Since(start).Seconds())
 	if closeIt {
 		_ = c.Close()
 	}
@@ -261,14 +262,10 @@ func codeLabel(code uint32) string {
 	return strconv.FormatUint(uint64(code), 10)
 }
 
-// replay answers a retransmitted application request from the cache (counted, not
-// processed again).
-func (s *Server) replay(c *peerConn, m *diam.Message) bool {
-	info, open := s.state(c)
-	if !open {
-		return false
-	}
-	b, ok := s.dups.get(info.OriginHost, sessionID(m), m.Header.EndToEndID, m.Header.HopByHopID, time.Now())
+// replay answers a retransmitted application request of an accepted peer from the cache
+// (counted, not processed again); now is when the request was read.
+func (s *Server) replay(c *peerConn, info PeerInfo, m *diam.Message, now time.Time) bool {
+	b, ok := s.dups.get(info.OriginHost, sessionID(m), m.Header.EndToEndID, m.Header.HopByHopID, now)
 	if !ok {
 		return false
 	}
@@ -280,8 +277,9 @@ func (s *Server) replay(c *peerConn, m *diam.Message) bool {
 }
 
 // write sends the answer; an application answer is kept for retransmissions of its request,
-// before it leaves: a peer that retransmits the moment it has the answer finds it cached.
-func (s *Server) write(c *peerConn, req, ans *diam.Message, name string) {
+// before it leaves: a peer that retransmits the moment it has the answer finds it cached,
+// dated when the request was read (read, the time serve took once for all it does).
+func (s *Server) write(c *peerConn, req, ans *diam.Message, name string, read time.Time) {
 	if !serializable(ans.AVP) {
 		s.opt.Log.Error("diameter: answer not serialized: an AVP without data", "command", name)
 		return
@@ -289,7 +287,7 @@ func (s *Server) write(c *peerConn, req, ans *diam.Message, name string) {
 	b := serialize(ans)
 	if req.Header.ApplicationID != 0 {
 		if info, open := s.state(c); open {
-			s.dups.put(info.OriginHost, sessionID(req), req.Header.EndToEndID, b, time.Now())
+			s.dups.put(info.OriginHost, sessionID(req), req.Header.EndToEndID, b, read)
 		}
 	}
 	if _, err := c.Write(b); err != nil {
@@ -368,8 +366,9 @@ func (s *Server) base(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool
 	return s.id.Answer(m, diam.Success), diam.Success, false
 }
 
-func (s *Server) app(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool) {
-	info, open := s.state(c)
+// app serves an application request of the peer info (open: its capabilities exchange
+// succeeded).
+func (s *Server) app(info PeerInfo, open bool, m *diam.Message) (*diam.Message, uint32, bool) {
 	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true

@@ -18,7 +18,8 @@ type AVPSpec struct {
 	Code    uint32
 	Vendor  uint32
 	Type    datatype.TypeID
-	Must    uint8 // flags that must be set (avp.Mbit, avp.Vbit)
+	Must    uint8 // flags that must be set (avp.Mbit, avp.Vbit); avpOf sets these
+	May     uint8 // flags the table leaves to the sender ("may"): avpOf leaves them clear
 	MustNot uint8 // flags that must not be set
 	// Enum is the specification's enumeration (Enumerated AVPs): value → name.
 	Enum map[uint32]string
@@ -30,7 +31,8 @@ type avpKey struct{ code, vendor uint32 }
 
 // Specs is the table, transcribed once from the specifications' AVP tables:
 // RFC 6733 §4.5 (base), RFC 4006 §8 table (credit control), TS 29.212 Table 5.3.1 (Gx),
-// TS 29.214 Table 5.3.1 (Rx AVPs Gx reuses), for every AVP the policy server sends.
+// TS 29.214 Table 5.3.1 and TS 29.229 Table 6.3.1 (Rx and Cx AVPs Gx reuses), for every AVP
+// the policy server sends.
 var Specs = specTable(
 	// RFC 6733 §4.5: base AVPs. Every one "M" must, "V" must not, except Product-Name,
 	// Firmware-Revision and Error-Message (M must not).
@@ -53,6 +55,12 @@ var Specs = specTable(
 	AVPSpec{Name: "Product-Name", Code: 269, Type: datatype.UTF8StringType, MustNot: avp.Mbit | avp.Vbit, Ref: "RFC 6733 §5.3.7"},
 	AVPSpec{Name: "Supported-Vendor-Id", Code: 265, Type: datatype.Unsigned32Type, Must: avp.Mbit, MustNot: avp.Vbit, Ref: "RFC 6733 §5.3.6"},
 	AVPSpec{Name: "Vendor-Specific-Application-Id", Code: 260, Type: datatype.GroupedType, Must: avp.Mbit, MustNot: avp.Vbit, Ref: "RFC 6733 §6.11"},
+
+	// TS 29.229 Table 6.3.1 (re-used by Gx, TS 29.212 Table 5.4.0.1, flags kept): Supported-Features
+	// V, M may (we send it clear); Feature-List-ID and Feature-List V, M must not.
+	AVPSpec{Name: "Supported-Features", Code: 628, Vendor: Vendor3GPP, Type: datatype.GroupedType, Must: avp.Vbit, May: avp.Mbit, Ref: "TS 29.229 §6.3.29"},
+	AVPSpec{Name: "Feature-List-ID", Code: 629, Vendor: Vendor3GPP, Type: datatype.Unsigned32Type, Must: avp.Vbit, MustNot: avp.Mbit, Ref: "TS 29.229 §6.3.30"},
+	AVPSpec{Name: "Feature-List", Code: 630, Vendor: Vendor3GPP, Type: datatype.Unsigned32Type, Must: avp.Vbit, MustNot: avp.Mbit, Ref: "TS 29.229 §6.3.31"},
 
 	// RFC 4006 §8 (AVP table): M must, V must not.
 	AVPSpec{Name: "CC-Request-Number", Code: 415, Type: datatype.Unsigned32Type, Must: avp.Mbit, MustNot: avp.Vbit, Ref: "RFC 4006 §8.2"},

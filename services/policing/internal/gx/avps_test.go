@@ -3,6 +3,7 @@ package gx
 import (
 	"bytes"
 	"fmt"
+	"math/bits"
 	"slices"
 	"testing"
 
@@ -111,7 +112,8 @@ func TestAnswersFollowTheSpecTables(t *testing.T) {
 	checkAVPs(t, "CCA-T", a)
 }
 
-// Every Enumerated row of the table has its enumeration, and every row a name and a source.
+// Every Enumerated row of the table has its enumeration, every row a name and a source, and
+// each of the M and V bits in exactly one of its must, may and must not.
 func TestSpecTableComplete(t *testing.T) {
 	for k, s := range Specs {
 		if s.Name == "" || s.Ref == "" || s.Code != k.code || s.Vendor != k.vendor {
@@ -120,8 +122,10 @@ func TestSpecTableComplete(t *testing.T) {
 		if (s.Type == datatype.EnumeratedType) != (s.Enum != nil) {
 			t.Errorf("%s: type %d with enumeration %v", s.Name, s.Type, s.Enum != nil)
 		}
-		if s.Must&s.MustNot != 0 {
-			t.Errorf("%s: a flag both must and must not", s.Name)
+		for _, f := range []uint8{avp.Mbit, avp.Vbit} { // each row decides M and V, once
+			if n := bits.OnesCount8(s.Must&f) + bits.OnesCount8(s.May&f) + bits.OnesCount8(s.MustNot&f); n != 1 {
+				t.Errorf("%s: flag %08b in %d of must, may and must not, want 1", s.Name, f, n)
+			}
 		}
 	}
 }

@@ -49,6 +49,9 @@ type CCR struct {
 	EventTime   time.Time
 	Usage       []Usage
 	RuleReports []RuleReport
+	// Features is the Feature-List of the PCEF's Supported-Features for Gx's Feature-List-ID 1
+	// (features.go; 0: none announced, a Rel-7 PCEF).
+	Features uint32
 	// Missing is the code of the first mandatory AVP absent (0: none), for 5005.
 	Missing uint32
 	// hasType and hasNumber: the CCR had CC-Request-Type and CC-Request-Number (the CCA
@@ -88,9 +91,10 @@ func (r *CCR) Subscriber() string {
 
 // DecodeCCR reads a CCR. Mandatory AVPs (RFC 4006 §3.1, TS 29.212 §5.6.2), in their ABNF's
 // order: Session-Id, Auth-Application-Id, Origin-Host, Origin-Realm, Destination-Realm,
-// CC-Request-Type, CC-Request-Number.
-func DecodeCCR(m *diam.Message) *CCR {
-	r := &CCR{}
+// CC-Request-Type, CC-Request-Number. A value, not a pointer: the handler keeps it on its
+// stack (one allocation per CCR less).
+func DecodeCCR(m *diam.Message) CCR {
+	var r CCR
 	var seen [7]bool
 	for _, a := range m.AVP {
 		switch a.Code {
@@ -134,6 +138,8 @@ func DecodeCCR(m *diam.Message) *CCR {
 			r.Usage = append(r.Usage, usage(a))
 		case 1018: // Charging-Rule-Report (our dictionary)
 			r.RuleReports = append(r.RuleReports, ruleReport(a))
+		case avp.SupportedFeatures:
+			r.Features |= features(a)
 		}
 	}
 	r.hasType, r.hasNumber = seen[5], seen[6]

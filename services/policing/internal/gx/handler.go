@@ -81,7 +81,8 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 	if m.Header.CommandCode != 272 {
 		return h.Identity.Answer(m, resultCommandUnsupported), resultCommandUnsupported
 	}
-	r := DecodeCCR(m)
+	ccr := DecodeCCR(m)
+	r := &ccr
 	if r.Missing != 0 {
 		return h.answer(r, h.Identity.FailedAVP(m, diam.MissingAVP, r.Missing)), diam.MissingAVP
 	}
@@ -109,6 +110,9 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 	}
 	ans := h.answer(r, h.Identity.Answer(m, code))
 	if code == diam.Success {
+		if r.RequestType == Initial { // the session's first answer only (TS 29.212 §5.4.1)
+			addSupportedFeatures(ans, r)
+		}
 		AddDecision(ans, d, now)
 	}
 	return ans, code

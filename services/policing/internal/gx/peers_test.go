@@ -65,7 +65,10 @@ type pcefResult struct {
 		Installed  []string `json:"installed"`
 		Removed    []string `json:"removed"`
 		Granted    uint64   `json:"granted"`
-		Errors     []string `json:"errors"`
+		// Features are the answer's Supported-Features, [Vendor-Id, Feature-List-ID,
+		// Feature-List] each (the Erlang PCEF only).
+		Features [][3]uint32 `json:"features"`
+		Errors   []string    `json:"errors"`
 	} `json:"answers"`
 	SessionID    string   `json:"sessionId"`
 	RARReceived  bool     `json:"rarReceived"`
@@ -155,12 +158,23 @@ func TestPythonDiameterPCEF(t *testing.T) {
 // and flag rules), and reports each decode error (strict_mbit, strict_arities) and each AVP
 // whose M bit its dictionary does not allow. It sends a PGW's CCR-I (both Subscription-Ids,
 // Supported-Features, RAT-Type, ULI, default bearer QoS, charging identifiers…) and CCR-U/T
-// reporting input and output octets.
+// reporting input and output octets; the CCA-I answers the features in common.
 func TestErlangDiameterPCEF(t *testing.T) {
 	r := pcefSession(t, erlangPCEF(t), "pgw.erl.test")
 	// RFC 6733 §5.3.3: without diameter.vendorId the CEA's Vendor-Id is 0, "ignore this field".
 	if r.CEAVendorID == nil || *r.CEAVendorID != 0 {
 		t.Errorf("the CEA's Vendor-Id as Erlang decoded it: %v, want 0", r.CEAVendorID)
+	}
+	// It announced Rel8, Rel9, Rel10 and ADC of list 1 and a feature of list 2: the CCA-I
+	// answers Rel8 and Rel9 of list 1 (TS 29.212 §5.4.1, features.go), no other answer any.
+	for n, a := range r.Answers {
+		var want [][3]uint32
+		if n == 0 {
+			want = [][3]uint32{{Vendor3GPP, featureListGx, featureRel8 | featureRel9}}
+		}
+		if !slices.Equal(a.Features, want) {
+			t.Errorf("answer %d: Supported-Features as Erlang decoded them %v, want %v", n, a.Features, want)
+		}
 	}
 }
 

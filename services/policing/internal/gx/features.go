@@ -1,0 +1,61 @@
+package gx
+
+import (
+	"github.com/fiorix/go-diameter/v4/diam"
+	"github.com/fiorix/go-diameter/v4/diam/avp"
+	"github.com/fiorix/go-diameter/v4/diam/datatype"
+)
+
+// Feature negotiation on Gx (TS 29.212 §5.4.1, the AVPs of TS 29.229 §6.3.29–31): a PCEF
+// announces in its CCR-I the features it supports beyond Rel-7 Gx, and the PCRF answers in its
+// CCA-I those it supports too. A PCEF that announces none is a Rel-7 one: it gets none.
+
+// featureListGx is Gx's Feature-List-ID 1 (TS 29.212 Table 5.4.1.1), the only list we answer.
+const featureListGx = 1
+
+// Bits of Feature-List-ID 1 (TS 29.212 Table 5.4.1.1).
+const (
+	featureRel8 = 1 << 0 // base Rel-8 Gx, Rel-7's within: PCC rules, event triggers, EPS bearer QoS
+	featureRel9 = 1 << 1 // base Rel-9 Gx: usage monitoring control (§4.5.17), which every grant is
+)
+
+// supportedFeatures are the features of list 1 this PCRF implements: none of the later ones
+// (ProvAFsignalFlow, Rel10, SponsoredConnectivity, ADC…) has a procedure here.
+const supportedFeatures = featureRel8 | featureRel9
+
+// commonFeatures is the Feature-List to answer to the Feature-List-ID 1 of 3GPP a PCEF
+// announced (CCR.Features), 0 for none.
+func commonFeatures(announced uint32) uint32 { return announced & supportedFeatures }
+
+// addSupportedFeatures adds to a CCA-I the Supported-Features of the features in common with
+// those the CCR-I announced, none when it announced none or there are none in common (a
+// Feature-List of 0 tells the PCEF nothing the AVP's absence does not).
+func addSupportedFeatures(ans *diam.Message, r *CCR) {
+	common := commonFeatures(r.Features)
+	if common == 0 {
+		return
+	}
+	ans.AddAVP(group(avp.SupportedFeatures,
+		avpOf(avp.VendorID, datatype.Unsigned32(Vendor3GPP)),
+		avpOf(avp.FeatureListID, datatype.Unsigned32(featureListGx)),
+		avpOf(avp.FeatureList, datatype.Unsigned32(common))))
+}
+
+// features is the Feature-List of a Supported-Features AVP when it is 3GPP's Gx list 1, else 0.
+func features(a *diam.AVP) uint32 {
+	var vendor, id, list uint32
+	for _, c := range children(a) {
+		switch c.Code {
+		case avp.VendorID:
+			vendor = u32(c)
+		case avp.FeatureListID:
+			id = u32(c)
+		case avp.FeatureList:
+			list = u32(c)
+		}
+	}
+	if vendor != Vendor3GPP || id != featureListGx {
+		return 0
+	}
+	return list
+}
