@@ -58,18 +58,19 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 		old := findDC(st.status.Datacenters, dc)
 		return old != nil && old.Joined
 	}
-	cassandraLost := false // a joined data center's Cassandra is not ready
-	var cassandraJoining []string
+	// cassandraLost: a joined data center's Cassandra is not ready; cassandraJoining: one
+	// that has not joined.
+	var cassandraLost, cassandraJoining bool
 	for _, dc := range spec.Datacenters {
 		switch {
 		case cs.dcReady[dc.Name]:
 		case joined(dc.Name):
 			cassandraLost = true
 		default:
-			cassandraJoining = append(cassandraJoining, dc.Name)
+			cassandraJoining = true
 		}
 	}
-	cassandraJoinsOnly := cs.initialized && !cs.ready && !cassandraLost && len(cassandraJoining) > 0 && cs.problem == ""
+	cassandraJoinsOnly := cs.initialized && !cs.ready && !cassandraLost && cassandraJoining && cs.problem == ""
 	if cassandraDone {
 		reason := cs.reason
 		if cassandraJoinsOnly && reason == ReasonDatacenterNotReady {
