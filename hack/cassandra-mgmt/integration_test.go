@@ -465,6 +465,13 @@ func TestMgmtAPITwoDCs(t *testing.T) {
 	n2 := startItNode(t, bin, lib, filepath.Join(dir, "n2"), addr2, "dc31b", seeds, itJMXPort-1)
 	began := time.Now()
 	n1.startAndWait(t)
+	// As k8ssandra-operator creates a cluster: system_auth replicated in the first DC only
+	// before another DC joins. Left at Cassandra's default (SimpleStrategy, RF 1), the
+	// default superuser's row can fall into n2's token ranges, which n2 (a seed, not
+	// bootstrapped) does not hold: n1 then no longer sees its login as a superuser.
+	if c, b := n1.call(t, "POST", "/api/v0/ops/keyspace/alter", `{"keyspace_name":"system_auth","replication_settings":[{"dc_name":"dc31a","replication_factor":"1"}]}`); c != 200 {
+		t.Fatalf("alter system_auth to dc31a: %d %s", c, b)
+	}
 	n2.startAndWait(t)
 	t.Logf("two nodes ready in %v", time.Since(began).Round(100*time.Millisecond))
 
