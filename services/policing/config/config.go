@@ -634,6 +634,7 @@ func (c *Config) Validate() error {
 		bad("session.embedded.sweepInterval", "must be positive")
 	}
 	errs = append(errs, c.Reload.validate("reload")...)
+	errs = append(errs, c.storeFeatureErrors()...)
 	return errors.Join(errs...)
 }
 
@@ -760,7 +761,3 @@ func (c *Config) InlineDispatch() bool {
 	return c.Session.InProcess() && c.Subscribers.Source == "file" && len(c.Proxy.Upstreams) == 0 && c.EAP.Forward.Address == "" &&
 		c.Policy.Lua.File == ""
 }
-
-// InProcess tells whether the store lives in the process (embedded, none): its writes
-// never wait for I/O, so they need no timeout and no worker to wait in.
-func (s SessionStore) InProcess() bool { return s.Store == "embedded" || s.Store == "none" }

@@ -180,11 +180,10 @@ func diameterNodeName(c config.Diameter) string {
 
 // lookupNode is the admin API's way to the node holding a PCEF's connection.
 func (p *diameterPart) lookupNode(ctx context.Context, name string) (string, error) {
-	reg, ok := p.store.store.(session.NodeRegistry)
-	if !ok {
+	if p.store.registry == nil {
 		return "", errors.New("the store keeps no node registry")
 	}
-	node, err := reg.LookupNode(ctx, name)
+	node, err := p.store.registry.LookupNode(ctx, name)
 	if err != nil {
 		return "", err
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
-	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 )
 
@@ -29,23 +28,18 @@ func (p *eapPart) Start(context.Context) error {
 	if len(c.Methods) == 0 {
 		return nil
 	}
-	st := p.store.store
 	opt := eap.Options{NodeID: c.NodeID, MaxConversations: c.MaxConversations, Timeout: c.Timeout.D(),
 		RoundTimeout: c.RoundTimeout.D(), TLSMaxVersion: tls.VersionTLS13, TLSIdentity: c.TLSIdentity,
 		Subscribers: p.subs.source, Log: p.d.log, TLS: func() *tls.Config { return nil }, AKANetworkName: c.AKANetworkName}
 	if c.UsesAKA() {
-		sqn, ok := st.(session.SQNCounter)
-		if !ok {
-			return fmt.Errorf("eap.methods: aka and aka-prime need a session store that keeps sequence numbers (embedded, cassandra, hybrid), not %q", p.d.cfg.Session.Store)
-		}
-		opt.SQN = sqn
+		opt.SQN = p.store.sqn // config.Validate: the store keeps them
 	}
 	if c.TLSMaxVersion == "1.2" {
 		opt.TLSMaxVersion = tls.VersionTLS12
 	}
 	// EAP-MD5 conversations live between rounds in the session store, so that a round landing
 	// on another node (another DC) continues them (docs/eap.md, "Multi-DC conversations").
-	opt.Shared, _ = st.(session.Ephemeral)
+	opt.Shared = p.store.shared
 	if opt.NodeID == "" {
 		opt.NodeID, _ = os.Hostname()
 		opt.NodeID = opt.NodeID[:min(len(opt.NodeID), eap.MaxNodeID)]

@@ -21,14 +21,11 @@ type eapForwarding struct {
 }
 
 // newEAPForwarding is nil when eap.forward is off.
-func newEAPForwarding(d *deps, st session.Store, e *eap.Server) (*eapForwarding, error) {
+// reg is the store's node registry (config.Validate: the store keeps one).
+func newEAPForwarding(d *deps, reg session.NodeRegistry, e *eap.Server) (*eapForwarding, error) {
 	c := d.cfg.EAP.Forward
 	if c.Address == "" || e == nil {
 		return nil, nil
-	}
-	reg, ok := st.(session.NodeRegistry)
-	if !ok {
-		return nil, fmt.Errorf("eap.forward.address: needs a session store with a node registry shared by the nodes (cassandra, hybrid), not %q", d.cfg.Session.Store)
 	}
 	secret, err := nas.ReadSecret(c.SecretFile)
 	if err != nil {

@@ -28,8 +28,8 @@ type nodeRegistry struct {
 func newNodeRegistry(d *deps, st *storePart) *nodeRegistry { return &nodeRegistry{d: d, store: st} }
 
 func (r *nodeRegistry) Start(context.Context) error {
-	reg, ok := r.store.store.(session.NodeRegistry)
-	if !ok {
+	reg := r.store.registry
+	if reg == nil {
 		return nil
 	}
 	r.d.mu.Lock()

@@ -65,7 +65,7 @@ func newHandlers(d *deps, pol *policyPart, subs *subscribersPart, st *storePart,
 
 func (h *handlersPart) Start(context.Context) error {
 	cfg := h.d.cfg
-	fwd, err := newEAPForwarding(h.d, h.store.store, h.eap.server)
+	fwd, err := newEAPForwarding(h.d, h.store.registry, h.eap.server)
 	if err != nil {
 		return err
 	}
