@@ -30,6 +30,12 @@ type Cassandra struct {
 	// Timeout of one request (the driver's; the caller's context may be shorter).
 	Timeout        Duration `json:"timeout"`
 	ConnectTimeout Duration `json:"connectTimeout"`
+	// WriteTimeout bounds the store's part of one accounting message or Gx request (read,
+	// merge, write, the spool when Cassandra fails): the NAS or PCEF retransmits after it.
+	WriteTimeout Duration `json:"writeTimeout"`
+	// ReplicaWait is how long a Gx CCR-U/T waits for a session that another data center
+	// created and whose write has not reached this one yet.
+	ReplicaWait Duration `json:"replicaWait"`
 	// NumConns is the number of connections per host.
 	NumConns int `json:"numConns"`
 	// UsernameFile and PasswordFile hold the credentials (mounted Secret); both or neither.
@@ -96,6 +102,8 @@ func defaultCassandra() Cassandra {
 		HistoryConsistency: "LOCAL_ONE",
 		Timeout:            Duration(2 * time.Second),
 		ConnectTimeout:     Duration(5 * time.Second),
+		WriteTimeout:       Duration(3 * time.Second),
+		ReplicaWait:        Duration(2 * time.Second),
 		NumConns:           2,
 		StoppedTTL:         Duration(24 * time.Hour),
 		Spool: Spool{
@@ -200,6 +208,12 @@ func (c Cassandra) validate(key string) []error {
 	}
 	if c.ConnectTimeout <= 0 {
 		bad("connectTimeout", "must be positive")
+	}
+	if c.WriteTimeout <= 0 {
+		bad("writeTimeout", "must be positive")
+	}
+	if c.ReplicaWait < 0 {
+		bad("replicaWait", "must not be negative (0: no wait)")
 	}
 	if c.NumConns < 1 || c.NumConns > 64 {
 		bad("numConns", "must be between 1 and 64, got %d", c.NumConns)

@@ -31,6 +31,8 @@ func TestCassandraValidationNamesTheKey(t *testing.T) {
 		{func(c *Cassandra) { c.Consistency = "ANY" }, "session.cassandra.consistency: ANY cannot be used for reads"},
 		{func(c *Cassandra) { c.HistoryConsistency = "x" }, "session.cassandra.historyConsistency: "},
 		{func(c *Cassandra) { c.Timeout = 0 }, "session.cassandra.timeout: must be positive"},
+		{func(c *Cassandra) { c.WriteTimeout = 0 }, "session.cassandra.writeTimeout: must be positive"},
+		{func(c *Cassandra) { c.ReplicaWait = -1 }, "session.cassandra.replicaWait: must not be negative"},
 		{func(c *Cassandra) { c.NumConns = 0 }, "session.cassandra.numConns: "},
 		{func(c *Cassandra) { c.UsernameFile = "/u" }, "session.cassandra.usernameFile: "},
 		{func(c *Cassandra) { c.Spool.MaxBytes = 10 }, "session.cassandra.spool.maxBytes: must be at least"},

@@ -42,6 +42,9 @@ type LDAP struct {
 	ConnectTimeout Duration `json:"connectTimeout"`
 	// Timeout bounds one search (auth's own deadline may be shorter).
 	Timeout Duration `json:"timeout"`
+	// LookupTimeout bounds an auth's whole lookup: the wait for a pooled connection, the
+	// search, a retry on a new connection. Past it auth answers from the cache or rejects.
+	LookupTimeout Duration `json:"lookupTimeout"`
 	// RetryInterval: after LDAP failed to connect, lookups fail fast (cache or reject)
 	// for this long before a new connection is tried.
 	RetryInterval Duration `json:"retryInterval"`
@@ -124,6 +127,7 @@ func defaultLDAP() LDAP {
 		PoolSize:       8,
 		ConnectTimeout: Duration(2 * time.Second),
 		Timeout:        Duration(time.Second),
+		LookupTimeout:  Duration(2 * time.Second),
 		RetryInterval:  Duration(2 * time.Second),
 		Cache: LDAPCache{
 			TTL:         Duration(5 * time.Minute),
@@ -205,6 +209,9 @@ func (l LDAP) validate(key string) []error {
 	}
 	if l.Timeout <= 0 {
 		bad("timeout", "must be positive")
+	}
+	if l.LookupTimeout <= 0 {
+		bad("lookupTimeout", "must be positive")
 	}
 	if l.RetryInterval < 0 {
 		bad("retryInterval", "must not be negative")

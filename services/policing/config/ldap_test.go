@@ -35,6 +35,7 @@ func TestLDAPValidationNamesKeys(t *testing.T) {
 		{func(l *LDAP) { l.Scope = "deep" }, "subscribers.ldap.scope"},
 		{func(l *LDAP) { l.PoolSize = 0 }, "subscribers.ldap.poolSize"},
 		{func(l *LDAP) { l.Timeout = 0 }, "subscribers.ldap.timeout"},
+		{func(l *LDAP) { l.LookupTimeout = 0 }, "subscribers.ldap.lookupTimeout"},
 		{func(l *LDAP) { l.Cache.TTL = 0 }, "subscribers.ldap.cache.ttl"},
 		{func(l *LDAP) { l.Cache.Size = 0 }, "subscribers.ldap.cache.size"},
 		{func(l *LDAP) { l.Attributes.Password = "" }, "subscribers.ldap.attributes.password"},

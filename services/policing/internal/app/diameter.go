@@ -98,8 +98,8 @@ func (p *diameterPart) gxHandler(s *diameter.Server) *gx.Handler {
 		Node:        diameterNodeName(c.Diameter),
 		Subscribers: p.subs.source, Store: p.store.store, Log: p.d.log, Peers: s}
 	if !c.Session.InProcess() {
-		h.StoreTimeout = 3 * time.Second
-		h.ReplicaWait = 2 * time.Second
+		h.StoreTimeout = c.Session.Cassandra.WriteTimeout.D()
+		h.ReplicaWait = c.Session.Cassandra.ReplicaWait.D()
 	}
 	if p.pol.lua != nil { // never a typed nil in the interface
 		h.Hooks = p.pol.lua

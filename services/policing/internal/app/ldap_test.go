@@ -181,3 +181,29 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 		t.Errorf("serveStale node after restart: %v", reply.Code)
 	}
 }
+
+// subscribers.ldap.lookupTimeout bounds an auth's lookup, not the search timeout: with slapd
+// frozen and a 3 s search timeout, an uncached subscriber is rejected after the 400 ms lookup
+// bound (it was a hard-coded 2 s).
+func TestLDAPLookupTimeoutFromConfig(t *testing.T) {
+	srv := testslapd.Start(t, 10)
+	n := ldapNode(t, srv, "    timeout: 3s\n    lookupTimeout: 400ms\n    retryInterval: 0s\n    cache: {ttl: 1ms, serveStale: false}\n")
+	reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+	check(t, err)
+	if reply.Code != radius.CodeAccessAccept {
+		t.Fatalf("before the freeze: %v", reply.Code)
+	}
+	srv.Pause(t)
+	defer srv.Resume(t)
+	start := time.Now()
+	reply, err = send(n.Addr("radius.authAddress"), pap(ldapSecret, "user00002", "pw00002"), 5*time.Second)
+	took := time.Since(start)
+	check(t, err)
+	if reply.Code != radius.CodeAccessReject {
+		t.Fatalf("slapd frozen: %v, want Access-Reject", reply.Code)
+	}
+	t.Logf("rejected after %v", took.Round(time.Millisecond))
+	if took < 350*time.Millisecond || took > 1500*time.Millisecond {
+		t.Errorf("rejected after %v, want about lookupTimeout (400ms)", took)
+	}
+}

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
@@ -73,7 +72,7 @@ func (h *handlersPart) Start(context.Context) error {
 	h.auth = &aaa.Auth{Subscribers: h.subs.source, Policy: h.pol.decide, Log: h.d.log, EAP: h.eap.server,
 		Forward: fwd.forwarder(), AuthLog: h.store.authLog}
 	if cfg.Subscribers.Source != "file" {
-		h.auth.LookupTimeout = 2 * time.Second
+		h.auth.LookupTimeout = cfg.Subscribers.LDAP.LookupTimeout.D()
 	}
 	// Superseding writes a Stop that, on Cassandra, can race the old session's last messages
 	// in another DC (the row is read, merged and written): in-process stores only for now.
@@ -81,7 +80,7 @@ func (h *handlersPart) Start(context.Context) error {
 		SupersedeStale: cfg.Session.SupersedeStale && cfg.Session.InProcess(),
 		Stored:         h.coa.stored(), Forward: h.proxy.forward()}
 	if !cfg.Session.InProcess() {
-		h.acct.StoreTimeout = 3 * time.Second
+		h.acct.StoreTimeout = cfg.Session.Cassandra.WriteTimeout.D()
 	}
 	return nil
 }
