@@ -88,6 +88,7 @@ nasClients:
 // behind but the CRDs (kept on purpose).
 func TestAAAClusterOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
+	inSerialLane(t)
 	root, helm, tag := needOperatorImages(t)
 	c := aaaClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -102,7 +103,7 @@ func TestAAAClusterOnCluster(t *testing.T) {
 	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS, Labels: watched},
 		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
 
-	installOperatorChart(t, ctx, helm, root, tag)
+	installOperatorChart(t, ctx, helm, root, tag, aaaNS)
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte(aaaclusterValues()), 0o600); err != nil {
 		t.Fatal(err)
@@ -345,12 +346,19 @@ func needOperatorImages(t *testing.T) (root, helm, tag string) {
 	return root, helm, refs[0][strings.LastIndex(refs[0], ":")+1:]
 }
 
-// installOperatorChart installs the operator chart with the imported images and waits for it.
-// extra are more helm arguments (--set ...).
-func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag string, extra ...string) {
+// installOperatorChart installs the serial lane's operator (release openaaa-operator in
+// openaaa-system) with the imported images, watching namespace watch only (parallel_test.go),
+// and waits for it. extra are more helm arguments (--set ...).
+func installOperatorChart(t *testing.T, ctx context.Context, helm, root, tag, watch string, extra ...string) {
 	t.Helper()
-	args := append([]string{"install", "openaaa-operator", filepath.Join(root, "charts", "openaaa-operator"),
-		"-n", operatorNS, "--create-namespace"}, imageValues(tag)...)
+	installOperatorRelease(t, ctx, helm, root, tag, "openaaa-operator", operatorNS, watch, extra...)
+}
+
+// installOperatorRelease installs the operator chart as release rel in namespace ns.
+func installOperatorRelease(t *testing.T, ctx context.Context, helm, root, tag, rel, ns, watch string, extra ...string) {
+	t.Helper()
+	args := append([]string{"install", rel, filepath.Join(root, "charts", "openaaa-operator"),
+		"-n", ns, "--create-namespace", "--set-string", "watchNamespace=" + watch}, imageValues(tag)...)
 	runHelm(t, ctx, helm, append(append(args, "--set", "replicaCount=1", "--wait", "--timeout", "3m"), extra...)...)
 }
 

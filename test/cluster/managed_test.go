@@ -36,6 +36,9 @@ import (
 const (
 	managedNS      = "aaa-managed"
 	managedRelease = "geo"
+	// The managed lane's operator: its release and namespace (parallel_test.go).
+	managedOperator   = "managed-openaaa-operator"
+	managedOperatorNS = "openaaa-managed-system"
 	// managedReadyWithin bounds the whole bring-up: k8ssandra-operator creates the
 	// datacenters one after another, and each Cassandra node boots in its pod (a JVM start,
 	// a first boot, joining the cluster) on two busy cores.
@@ -142,6 +145,8 @@ func observeUp(ctx context.Context, c client.Client, key client.ObjectKey) (upSt
 // At most two data centers at once: the cold `make test` budget. Three at once, one lost:
 // TestGeoThreeDatacenters (make test-cluster-geo).
 func TestManagedCassandra(t *testing.T) {
+	clustertest.Skip(t, cluster)
+	t.Parallel() // beside the serial lane: parallel_test.go
 	m := managedUp(t, "dc1")
 	acked := []string{managedFlow(t, m, []string{"dc1"}, 30*time.Second)}
 	m.missingIn(t, "dc1", acked...)
@@ -194,9 +199,10 @@ func managedUp(t *testing.T, dcs ...string) *managed {
 	mustApply(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managedNS}})
 	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: managedNS, Labels: watched},
 		Data: map[string]string{"subscribers.yaml": subscribersYAML(loadUsers, "")}})
-	installOperatorChart(t, ctx, helm, root, tag)
+	// An operator of its own, beside the serial lane's (parallel_test.go).
+	installOperatorRelease(t, ctx, helm, root, tag, managedOperator, managedOperatorNS, managedNS, "--set", "crds.enabled=false")
 	t.Cleanup(func() {
-		runHelm(t, context.Background(), helm, "uninstall", "openaaa-operator", "-n", operatorNS, "--wait", "--timeout", "2m")
+		runHelm(t, context.Background(), helm, "uninstall", managedOperator, "-n", managedOperatorNS, "--wait", "--timeout", "2m")
 	})
 	// The values a user of the local cluster writes (docs/local-cluster.md), with the data
 	// centers asked for.

@@ -55,7 +55,7 @@ func startAAA(t *testing.T, ctx context.Context, extraValues string) client.Clie
 		StringData: map[string]string{"secret": loadtestSecret}})
 
 	// The operator's own metrics are scraped too: the operator dashboard reads them.
-	installOperatorChart(t, ctx, helm, root, tag,
+	installOperatorChart(t, ctx, helm, root, tag, aaaNS,
 		"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.interval=5s")
 	t.Cleanup(func() {
 		runHelm(t, context.Background(), helm, "uninstall", "openaaa-operator", "-n", operatorNS, "--wait", "--timeout", "2m")
@@ -94,6 +94,8 @@ const monitoringValues = `monitoring:
 // budget). The autoscaling comes first: it needs dc1 idle at its start and ends back at one
 // pod; the monitoring's outage comes last.
 func TestMonitoringAndAutoscalingOnCluster(t *testing.T) {
+	clustertest.Skip(t, cluster)
+	inSerialLane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	c := startAAA(t, ctx, monitoringValues+autoscalingValues)

@@ -35,8 +35,9 @@ func TestMain(m *testing.M) {
 	// The clients' logger: the API server's warnings (e.g. from cert-manager's webhook) are
 	// logged as lines instead of controller-runtime's "SetLogger was never called" stack.
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	code := clustertest.Main(m, &cluster, startAddons) // monitoring_test.go
-	stopSharedCassandra()                              // cassandra_test.go
+	setParallel()                                                  // parallel_test.go
+	code := clustertest.Main(m, &cluster, ensureCRDs, startAddons) // monitoring_test.go
+	stopSharedCassandra()                                          // cassandra_test.go
 	os.Exit(code)
 }
 
