@@ -68,6 +68,10 @@ type input struct {
 	scope scope
 	name  string
 	attr  *dict.Attr // scopeReq
+	// The field's reader, resolved at load (nil for a replyAttributes entry): a memoized
+	// decision hashes every declared input, and a lookup by name per input was most of it.
+	sub  func(*subscriber.Subscriber) val
+	sess func(*session.Update, *subscriber.Subscriber) val
 }
 
 func (in input) String() string {
@@ -95,12 +99,13 @@ func parseInput(d *dict.Dict, s string) (input, error) {
 		if !subField(name) {
 			return input{}, fmt.Errorf("input %q: no subscriber field %q", s, name)
 		}
-		return input{scope: scopeSub, name: name}, nil
+		return input{scope: scopeSub, name: name, sub: subFields[name]}, nil
 	case sc == "session":
-		if _, ok := sessionFields[name]; !ok {
+		f, ok := sessionFields[name]
+		if !ok {
 			return input{}, fmt.Errorf("input %q: no session field %q", s, name)
 		}
-		return input{scope: scopeSession, name: name}, nil
+		return input{scope: scopeSession, name: name, sess: f}, nil
 	}
 	return input{}, fmt.Errorf("input %q: want req.<Attribute>, sub.<field>, session.<field>, hour or weekday", s)
 }
@@ -153,9 +158,14 @@ func subValue(s *subscriber.Subscriber, name string) (val, bool) {
 		return f(s), true
 	}
 	if strings.Contains(name, "-") {
-		return str(s.Profile.ReplyAttributes[name].First()), true
+		return replyAttr(s, name), true
 	}
 	return val{}, false
+}
+
+// replyAttr reads a replyAttributes entry of the profile (its first value) by attribute name.
+func replyAttr(s *subscriber.Subscriber, name string) val {
+	return str(s.Profile.ReplyAttributes[name].First())
 }
 
 const gib = 1 << 30
@@ -268,14 +278,15 @@ func (a *args) value(in input) val {
 		if a.sub == nil {
 			return val{}
 		}
-		v, _ := subValue(a.sub, in.name)
-		return v
+		if in.sub == nil {
+			return replyAttr(a.sub, in.name)
+		}
+		return in.sub(a.sub)
 	case scopeSession:
 		if a.sess == nil {
 			return val{}
 		}
-		v, _ := sessionValue(a.sess, a.sub, in.name)
-		return v
+		return in.sess(a.sess, a.sub)
 	}
 	return clockValue(a.now(), in.name)
 }
