@@ -190,7 +190,7 @@ func (e *Engine) decide(ctx context.Context, p *program, h hook, key memoKey, a 
 	memoized := p.memo != nil && ins != nil && (key.a != "" || key.b != "")
 	var sum uint64
 	if memoized {
-		sum = a.sum(ins)
+		sum = a.sum(p.memo.seed, ins)
 		if d, ok := p.memo.get(key, sum); ok {
 			perHook[h].reuses.Inc()
 			return *d, nil
