@@ -75,11 +75,14 @@ func (o oneSubscriber) Lookup(_ context.Context, user string) (*subscriber.Subsc
 	return o.s, nil
 }
 
-// discard is a ResponseWriter that checks the reply is an Accept and drops it.
-type discard struct{ b *testing.B }
+// discard is a ResponseWriter that checks the reply is an Accept of n attributes and drops it.
+type discard struct {
+	b *testing.B
+	n int
+}
 
-func (w discard) Write(p *radius.Packet) error {
-	if p.Code != radius.CodeAccessAccept || len(p.Attributes) != 3 {
+func (w *discard) Write(p *radius.Packet) error {
+	if p.Code != radius.CodeAccessAccept || len(p.Attributes) != w.n {
 		w.b.Fatalf("reply %v with %d attributes", p.Code, len(p.Attributes))
 	}
 	return nil
@@ -99,9 +102,11 @@ func (f fixed) Authorize(context.Context, *radius.Packet, *subscriber.Subscriber
 // BenchmarkAuthRequest: one PAP Access-Request through the RADIUS auth handler (password
 // check, subscriber lookup, policy, reply, metrics), with no Lua policy (the built-in one,
 // "none"), with a policy doing no work ("fixed"), and with testdata/builtin.lua memoized and
-// un-memoized. "lua-memoized" minus "none" is what a memoized Lua decision adds to a request
-// against the built-in policy, finer than make bench-policy's figure from outside
-// (docs/policy.md, Cost); minus "fixed", the memoized path's whole cost.
+// un-memoized; "lua-memoized-req" is the sample blocklist.lua memoized (it declares a
+// request attribute, Calling-Station-Id). "lua-memoized" minus "none" is what a memoized
+// Lua decision adds to a request against the built-in policy, finer than make
+// bench-policy's figure from outside (docs/policy.md, Cost); minus "fixed", the memoized
+// path's whole cost.
 func BenchmarkAuthRequest(b *testing.B) {
 	s := &subscriber.Subscriber{Username: "user00001", Password: "secret00001", Profile: subscriber.Profile{
 		FramedIPAddress: "10.0.0.1", SessionTimeout: 3600, AcctInterimInterval: 300}}
@@ -122,8 +127,9 @@ func BenchmarkAuthRequest(b *testing.B) {
 	client := nas.NewTable(&nas.Client{Name: "bng", Prefix: netip.MustParsePrefix("192.0.2.0/24"), Secret: secret}).All()[0]
 	r := &radiusd.Request{Packet: req, Client: client, RemoteAddr: netip.MustParseAddrPort("192.0.2.1:40000"), Received: time.Now()}
 	log := slog.New(slog.DiscardHandler)
-	for _, variant := range []string{"none", "fixed", "lua-memoized", "lua"} {
+	for _, variant := range []string{"none", "fixed", "lua-memoized", "lua", "lua-memoized-req"} {
 		var pol policy.Policy = builtin()
+		replies := 3
 		switch variant {
 		case "fixed":
 			reply, err := builtin().ReplyAttributes(&s.Profile)
@@ -140,11 +146,18 @@ func BenchmarkAuthRequest(b *testing.B) {
 			}
 			defer e.Close()
 			pol = e
+		case "lua-memoized-req":
+			e, err := New(options("../../../../../config/samples/policy/blocklist.lua"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			pol, replies = e, 0 // the subscriber has no rate limit
 		}
 		h := &aaa.Auth{Subscribers: oneSubscriber{s}, Policy: pol, Log: log}
 		b.Run(variant, func(b *testing.B) {
 			b.ReportAllocs()
-			w := discard{b}
+			w := &discard{b, replies}
 			for b.Loop() {
 				h.ServeRADIUS(w, r)
 			}
