@@ -270,11 +270,10 @@ func (a *args) now() time.Time {
 	return a.clock()
 }
 
-// value reads a declared input.
+// value reads a declared input of the subscriber, the session or the clock (sum hashes
+// the request's attributes as they are).
 func (a *args) value(in input) val {
 	switch in.scope {
-	case scopeReq:
-		return reqValue(a.req, in.attr)
 	case scopeSub:
 		if a.sub == nil {
 			return val{}
@@ -299,12 +298,23 @@ func (a *args) value(in input) val {
 func (a *args) sum(seed maphash.Seed, ins []input) uint64 {
 	h := uint64(len(ins))
 	for _, in := range ins {
-		v := a.value(in)
-		x := math.Float64bits(v.n)
-		if v.kind == 's' {
-			x = maphash.String(seed, v.s)
+		var kind byte
+		var x uint64
+		if in.scope == scopeReq {
+			// The attribute's bytes, not its decoded value: equal bytes decode alike, and no
+			// string is copied out of the packet (an undecodable value, nil to the script,
+			// differs here from an absent one: a run more at most).
+			if raw, ok := in.attr.Find(a.req); ok {
+				kind, x = 'r', maphash.Bytes(seed, raw)
+			}
+		} else {
+			v := a.value(in)
+			kind, x = v.kind, math.Float64bits(v.n)
+			if v.kind == 's' {
+				x = maphash.String(seed, v.s)
+			}
 		}
-		h = mix(mix(h^uint64(v.kind)) ^ x)
+		h = mix(mix(h^uint64(kind)) ^ x)
 	}
 	return h
 }
