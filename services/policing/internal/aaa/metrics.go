@@ -28,7 +28,10 @@ func newSeries(kind, tx string, results ...string) *series {
 	return s
 }
 
-var authSeries = newSeries("auth", "radius_auth", "accept", "reject", "challenge", "error")
+var (
+	authSeries = newSeries("auth", "radius_auth", "accept", "reject", "challenge", "error")
+	acctSeries = newSeries("acct", "radius_acct", "ok", "error")
+)
 
 // result is the metrics.Requests series of a result.
 func (s *series) result(r string) prometheus.Counter {
