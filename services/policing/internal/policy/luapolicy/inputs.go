@@ -270,10 +270,11 @@ func (a *args) now() time.Time {
 	return a.clock()
 }
 
-// value reads a declared input of the subscriber, the session or the clock (sum hashes
-// the request's attributes as they are).
+// value reads a declared input.
 func (a *args) value(in input) val {
 	switch in.scope {
+	case scopeReq:
+		return reqValue(a.req, in.attr)
 	case scopeSub:
 		if a.sub == nil {
 			return val{}
@@ -293,8 +294,8 @@ func (a *args) value(in input) val {
 
 // sum hashes the values of a hook's declared inputs: what the memo compares. A value is
 // one 64-bit word (a number's bits, a string's maphash with the memo's seed) folded in by a
-// bijective mix, so two lists that differ in one value never hash alike; no allocation and
-// no per-byte loop (byte-wise FNV-1a was most of a memoized decision's cost).
+// bijective mix, so two lists whose words differ in one place never hash alike; no
+// allocation and no per-byte loop (byte-wise FNV-1a was most of a memoized decision's cost).
 func (a *args) sum(seed maphash.Seed, ins []input) uint64 {
 	h := uint64(len(ins))
 	for _, in := range ins {
