@@ -126,9 +126,7 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 		result = "error"
 	}
 	metrics.AccountingRequests.WithLabelValues(name).Inc()
-	metrics.Requests.WithLabelValues("acct", result).Inc()
-	metrics.Transactions.WithLabelValues("radius_acct").Inc()
-	metrics.Duration.WithLabelValues("acct").Observe(time.Since(r.Received).Seconds())
+	acctSeries.count(r, result)
 }
 
 // subscriber finds the profile for the policy. A source that may wait on a remote system
@@ -147,7 +145,7 @@ func (h *Acct) subscriber(ctx context.Context, user string) *subscriber.Subscrib
 
 func (h *Acct) fail(r *radiusd.Request, reason string, err error) {
 	metrics.Dropped.WithLabelValues(reason).Inc()
-	metrics.Requests.WithLabelValues("acct", "error").Inc()
+	acctSeries.result("error").Inc()
 	h.Log.Warn("accounting request not acknowledged", "client", r.Client.Name, "reason", reason, "err", err)
 }
 

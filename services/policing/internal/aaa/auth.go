@@ -17,7 +17,6 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
 	"github.com/openaaa/openaaa/services/policing/internal/eapforward"
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/mschapv2"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
@@ -78,9 +77,7 @@ func (h *Auth) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 	if h.AuthLog != nil {
 		h.logAuth(r, d, result)
 	}
-	metrics.Requests.WithLabelValues("auth", result).Inc()
-	metrics.Transactions.WithLabelValues("radius_auth").Inc()
-	metrics.Duration.WithLabelValues("auth").Observe(time.Since(r.Received).Seconds())
+	authSeries.count(r, result)
 }
 
 func (h *Auth) logAuth(r *radiusd.Request, d policy.AuthDecision, result string) {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"time"
 
 	"layeh.com/radius"
 
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 )
@@ -70,7 +68,5 @@ func (h *Auth) serveEAP(w radiusd.ResponseWriter, r *radiusd.Request) {
 		}
 		h.logAuth(r, d, result)
 	}
-	metrics.Requests.WithLabelValues("auth", result).Inc()
-	metrics.Transactions.WithLabelValues("radius_auth").Inc()
-	metrics.Duration.WithLabelValues("auth").Observe(time.Since(r.Received).Seconds())
+	authSeries.count(r, result)
 }

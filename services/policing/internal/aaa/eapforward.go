@@ -25,7 +25,7 @@ func (h *Auth) forwardEAP(w radiusd.ResponseWriter, r *radiusd.Request, owner st
 	reply := r.Response(code)
 	reply.Attributes = attrs
 	_ = w.Write(reply)
-	metrics.Duration.WithLabelValues("auth").Observe(time.Since(r.Received).Seconds())
+	authSeries.time.Observe(time.Since(r.Received).Seconds())
 }
 
 // ForwardedEAP is the handler of the forwarding listener (eap.forward.address): requests

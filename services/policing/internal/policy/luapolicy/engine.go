@@ -24,6 +24,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
@@ -136,7 +137,8 @@ func (e *Engine) Authorize(ctx context.Context, req *radius.Packet, sub *subscri
 		return e.opt.Builtin.Reject("subscriber disabled")
 	}
 	a := args{req: req.Attributes, sub: sub, clock: e.opt.Now}
-	d, err := e.decide(ctx, p, hookAuthorize, memoKey{a: rfc2865.UserName_GetString(req)}, a)
+	user, _ := req.Lookup(rfc2865.UserName_Type)
+	d, err := e.decide(ctx, p, hookAuthorize, memoKey{a: unsafe.String(unsafe.SliceData(user), len(user)), borrowed: true}, a)
 	if err != nil {
 		if e.opt.FailOpen {
 			Failed.WithLabelValues("open").Inc()
@@ -188,10 +190,10 @@ func (e *Engine) decide(ctx context.Context, p *program, h hook, key memoKey, a 
 	memoized := p.memo != nil && ins != nil && (key.a != "" || key.b != "")
 	var sum uint64
 	if memoized {
-		sum = a.sum(ins)
+		sum = a.sum(p.memo.seed, ins)
 		if d, ok := p.memo.get(key, sum); ok {
 			perHook[h].reuses.Inc()
-			return d, nil
+			return *d, nil
 		}
 	}
 	d, err := e.run(ctx, p, h, a, ins)

@@ -319,6 +319,24 @@ func TestDisabledSubscriberRejectedBeforeTheScript(t *testing.T) {
 	}
 }
 
+// A memoized Accept is not reused for a subscriber disabled since: "disabled" is not among
+// the declared inputs, and the engine checks it before the memo.
+func TestDisabledSubscriberRejectedDespiteAMemoizedAccept(t *testing.T) {
+	e := newEngine(t, `
+inputs = { authorize = { "sub.profile" } }
+function authorize(req, sub) reply("Class", "ok") end`)
+	s := sub("gold", "")
+	for range 2 { // the second Accept is the memoized one
+		if d := e.Authorize(context.Background(), request(t, "alice"), s); !d.Accept {
+			t.Fatalf("enabled subscriber rejected: %+v", d)
+		}
+	}
+	s.Disabled = true
+	if d := e.Authorize(context.Background(), request(t, "alice"), s); d.Accept {
+		t.Fatal("disabled subscriber accepted from the memo")
+	}
+}
+
 // testdata/builtin.lua decides as the built-in policy: quota reached at 100 %, and the
 // memo re-runs the check only when the percentage moves.
 func TestQuotaPercentInput(t *testing.T) {

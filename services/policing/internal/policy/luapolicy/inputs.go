@@ -2,6 +2,7 @@ package luapolicy
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"net/netip"
 	"strconv"
@@ -68,6 +69,10 @@ type input struct {
 	scope scope
 	name  string
 	attr  *dict.Attr // scopeReq
+	// The field's reader, resolved at load (nil for a replyAttributes entry): a memoized
+	// decision hashes every declared input, and a lookup by name per input was most of it.
+	sub  func(*subscriber.Subscriber) val
+	sess func(*session.Update, *subscriber.Subscriber) val
 }
 
 func (in input) String() string {
@@ -95,12 +100,13 @@ func parseInput(d *dict.Dict, s string) (input, error) {
 		if !subField(name) {
 			return input{}, fmt.Errorf("input %q: no subscriber field %q", s, name)
 		}
-		return input{scope: scopeSub, name: name}, nil
+		return input{scope: scopeSub, name: name, sub: subFields[name]}, nil
 	case sc == "session":
-		if _, ok := sessionFields[name]; !ok {
+		f, ok := sessionFields[name]
+		if !ok {
 			return input{}, fmt.Errorf("input %q: no session field %q", s, name)
 		}
-		return input{scope: scopeSession, name: name}, nil
+		return input{scope: scopeSession, name: name, sess: f}, nil
 	}
 	return input{}, fmt.Errorf("input %q: want req.<Attribute>, sub.<field>, session.<field>, hour or weekday", s)
 }
@@ -153,9 +159,14 @@ func subValue(s *subscriber.Subscriber, name string) (val, bool) {
 		return f(s), true
 	}
 	if strings.Contains(name, "-") {
-		return str(s.Profile.ReplyAttributes[name].First()), true
+		return replyAttr(s, name), true
 	}
 	return val{}, false
+}
+
+// replyAttr reads a replyAttributes entry of the profile (its first value) by attribute name.
+func replyAttr(s *subscriber.Subscriber, name string) val {
+	return str(s.Profile.ReplyAttributes[name].First())
 }
 
 const gib = 1 << 30
@@ -268,40 +279,53 @@ func (a *args) value(in input) val {
 		if a.sub == nil {
 			return val{}
 		}
-		v, _ := subValue(a.sub, in.name)
-		return v
+		if in.sub == nil {
+			return replyAttr(a.sub, in.name)
+		}
+		return in.sub(a.sub)
 	case scopeSession:
 		if a.sess == nil {
 			return val{}
 		}
-		v, _ := sessionValue(a.sess, a.sub, in.name)
-		return v
+		return in.sess(a.sess, a.sub)
 	}
 	return clockValue(a.now(), in.name)
 }
 
-// sum hashes the values of a hook's declared inputs (FNV-1a, inline: no allocation): what
-// the memo compares.
-func (a *args) sum(ins []input) uint64 {
-	const prime = 1099511628211
-	h := uint64(14695981039346656037)
+// sum hashes the values of a hook's declared inputs: what the memo compares. A value is
+// one 64-bit word (a number's bits, a string's maphash with the memo's seed) folded in by a
+// bijective mix, so two lists whose words differ in one place never hash alike; no
+// allocation and no per-byte loop (byte-wise FNV-1a was most of a memoized decision's cost).
+func (a *args) sum(seed maphash.Seed, ins []input) uint64 {
+	h := uint64(len(ins))
 	for _, in := range ins {
-		v := a.value(in)
-		h = (h ^ uint64(v.kind)) * prime
-		switch v.kind {
-		case 'n', 'b':
-			bits := math.Float64bits(v.n)
-			for i := range 8 {
-				h = (h ^ (bits >> (8 * i) & 0xff)) * prime
+		var kind byte
+		var x uint64
+		if in.scope == scopeReq {
+			// The attribute's bytes, not its decoded value: equal bytes decode alike, and no
+			// string is copied out of the packet (an undecodable value, nil to the script,
+			// differs here from an absent one: a run more at most).
+			if raw, ok := in.attr.Find(a.req); ok {
+				kind, x = 'r', maphash.Bytes(seed, raw)
 			}
-		case 's':
-			for i := 0; i < len(v.s); i++ {
-				h = (h ^ uint64(v.s[i])) * prime
+		} else {
+			v := a.value(in)
+			kind, x = v.kind, math.Float64bits(v.n)
+			if v.kind == 's' {
+				x = maphash.String(seed, v.s)
 			}
-			h = (h ^ 0xff) * prime // end of string: "ab","c" differs from "a","bc"
 		}
+		h = mix(mix(h^uint64(kind)) ^ x)
 	}
 	return h
+}
+
+// mix is SplitMix64's finalizer: a bijection of 64-bit words in which every input bit
+// changes about half of the output's.
+func mix(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // text turns a Lua value given to the decision API into the text form the dictionary

@@ -2,6 +2,7 @@ package luapolicy
 
 import (
 	"hash/maphash"
+	"strings"
 	"sync"
 
 	"layeh.com/radius"
@@ -22,11 +23,19 @@ type decision struct {
 
 // memoKey names what a decision was made for: the User-Name (authorize) or the session
 // (NAS, Acct-Session-Id) of accounting.
-type memoKey struct{ a, b string }
+type memoKey struct {
+	a, b string
+	// borrowed: a is a view of the request's memory (the User-Name: a memoized authorize
+	// then allocates nothing), valid only during the call; put keeps a copy.
+	borrowed bool
+}
+
+func (k memoKey) same(o memoKey) bool { return k.a == o.a && k.b == o.b }
 
 type memoEntry struct {
+	key memoKey
 	sum uint64
-	d   decision
+	d   *decision // shared, never modified
 }
 
 const memoShards = 64
@@ -34,56 +43,73 @@ const memoShards = 64
 // memo keeps, per key, the hash of the inputs of the last run and its decision (field
 // notes §1, CPU lesson 4). It is bounded: a full shard forgets an arbitrary entry, which
 // costs that key one run. It belongs to one program: a reload starts empty.
+//
+// Entries are found by a 64-bit hash of the key, hashed once per request for both the
+// shard and the map (a map by memoKey hashed its strings again); the entry's own key is
+// compared, so keys whose hashes collide share a slot and only cost each other runs.
 type memo struct {
 	seed     maphash.Seed
 	perShard int
 	shards   [memoShards]struct {
 		mu sync.Mutex
-		m  map[memoKey]memoEntry
+		m  map[uint64]memoEntry
 	}
 }
 
 func newMemo(size int) *memo {
 	m := &memo{seed: maphash.MakeSeed(), perShard: max(size/memoShards, 1)}
 	for i := range m.shards {
-		m.shards[i].m = map[memoKey]memoEntry{}
+		m.shards[i].m = map[uint64]memoEntry{}
 	}
 	return m
 }
 
-func (m *memo) shard(k memoKey) int {
-	return int((maphash.String(m.seed, k.a)*31 ^ maphash.String(m.seed, k.b)) % memoShards)
+func (m *memo) hash(k memoKey) uint64 {
+	h := maphash.String(m.seed, k.a)
+	if k.b != "" {
+		h = h*31 ^ maphash.String(m.seed, k.b)
+	}
+	return h
 }
 
 // get returns the decision made for k when its inputs hashed to sum.
-func (m *memo) get(k memoKey, sum uint64) (decision, bool) {
-	s := &m.shards[m.shard(k)]
+func (m *memo) get(k memoKey, sum uint64) (*decision, bool) {
+	h := m.hash(k)
+	s := &m.shards[h%memoShards]
 	s.mu.Lock()
-	e, ok := s.m[k]
+	e, ok := s.m[h]
 	s.mu.Unlock()
-	if !ok || e.sum != sum {
-		return decision{}, false
+	if !ok || e.sum != sum || !e.key.same(k) {
+		return nil, false
 	}
 	return e.d, true
 }
 
 func (m *memo) put(k memoKey, sum uint64, d decision) {
-	s := &m.shards[m.shard(k)]
+	h := m.hash(k)
+	if k.borrowed {
+		k = memoKey{a: strings.Clone(k.a), b: k.b}
+	}
+	e := memoEntry{key: k, sum: sum, d: &d}
+	s := &m.shards[h%memoShards]
 	s.mu.Lock()
-	if _, ok := s.m[k]; !ok && len(s.m) >= m.perShard {
+	if _, ok := s.m[h]; !ok && len(s.m) >= m.perShard {
 		for old := range s.m {
 			delete(s.m, old)
 			break
 		}
 	}
-	s.m[k] = memoEntry{sum: sum, d: d}
+	s.m[h] = e
 	s.mu.Unlock()
 }
 
 func (m *memo) forget(k memoKey) {
-	s := &m.shards[m.shard(k)]
+	h := m.hash(k)
+	s := &m.shards[h%memoShards]
 	s.mu.Lock()
-	delete(s.m, k)
+	if e, ok := s.m[h]; ok && e.key.same(k) {
+		delete(s.m, h)
+	}
 	s.mu.Unlock()
 }
 
