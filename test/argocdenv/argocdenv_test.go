@@ -42,6 +42,7 @@ const (
 	k8sVersion = "1.34.4" // hack/envtest.sh's K8S_VERSION
 	appNS      = "openaaa-system"
 	appName    = "openaaa-operator"
+	radiusNS   = "radius"
 )
 
 // need checks what `hack/argocd.sh up` runs, and returns envtest's asset directory.
@@ -201,32 +202,14 @@ func TestSyncOperatorChart(t *testing.T) {
 	}
 	t.Logf("envtest and Argo CD up after %s", time.Since(start).Round(time.Second))
 
-	// The operator chart, synced by the controller itself (automated), server-side: the CRDs
-	// are too large for client-side apply's last-applied annotation.
-	app := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1",
-		"kind":       "Application",
-		"metadata":   map[string]any{"name": appName, "namespace": "argocd"},
-		"spec": map[string]any{
-			"project": "default",
-			"source": map[string]any{
-				"repoURL":        url,
-				"targetRevision": "main",
-				"path":           "charts/openaaa-operator",
-			},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": appNS},
-			"syncPolicy": map[string]any{
-				"automated":   map[string]any{"prune": true, "selfHeal": true},
-				"syncOptions": []any{"CreateNamespace=true", "ServerSideApply=true"},
-			},
-		},
-	}}
+	// The operator chart, synced by the controller itself (automated).
+	app := application(appName, url, "charts/openaaa-operator", appNS)
 	ctx := context.Background()
 	if err := c.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
 	head := git(t, repo, "rev-parse", "HEAD")
-	waitSynced(t, c, head)
+	waitSynced(t, c, appName, head)
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := c.Get(ctx, types.NamespacedName{Name: "aaaclusters.aaa.openaaa.io"}, &crd); err != nil {
 		t.Errorf("the chart's CRD: %v", err)
@@ -235,6 +218,26 @@ func TestSyncOperatorChart(t *testing.T) {
 		t.Errorf("Deployment replicas %d, want the chart's default 2", r)
 	}
 	t.Logf("synced %s after %s", head[:8], time.Since(start).Round(time.Second))
+
+	// The AAACluster of values/aaacluster.yaml, once its CRD is there. No operator runs, so our
+	// health check in argocd-cm (config/argocd/health.lua) finds no status: Progressing. The
+	// AAACluster is the Application's only object, so the Application's health is its health;
+	// without argocd-cm's check Argo CD gives an AAACluster none, and the Application would be
+	// Healthy. (Argo CD 3 keeps each object's health out of the Application: status.resources
+	// has none.)
+	radius := application("radius", url, "charts/aaacluster", radiusNS)
+	_ = unstructured.SetNestedStringSlice(radius.Object, []string{"../../values/aaacluster.yaml"}, "spec", "source", "helm", "valueFiles")
+	if err := c.Create(ctx, radius); err != nil {
+		t.Fatal(err)
+	}
+	got := waitSynced(t, c, "radius", head)
+	resources, _, _ := unstructured.NestedSlice(got.Object, "status", "resources")
+	if len(resources) != 1 || resources[0].(map[string]any)["kind"] != "AAACluster" {
+		t.Errorf("Application radius's objects %v, want the AAACluster alone", resources)
+	}
+	if health, _, _ := unstructured.NestedString(got.Object, "status", "health", "status"); health != "Progressing" {
+		t.Errorf("Application radius's health %q, want Progressing (health.lua: no status yet)", health)
+	}
 
 	// A commit changes a value; the refresh annotation stands in for a webhook (the controller
 	// would otherwise see the commit at its next resync, up to 3 min).
@@ -256,22 +259,42 @@ func TestSyncOperatorChart(t *testing.T) {
 	if err := c.Patch(ctx, app, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	waitSynced(t, c, head)
+	waitSynced(t, c, appName, head)
 	if r := replicas(t, c); r != 3 {
 		t.Errorf("Deployment replicas %d after the commit, want 3", r)
 	}
 	t.Logf("synced %s after %s", head[:8], time.Since(start).Round(time.Second))
 }
 
-// waitSynced waits until the Application is Synced at revision and its last sync succeeded;
-// it logs the health (Progressing: no kubelet runs the operator's pods).
-func waitSynced(t *testing.T, c client.Client, revision string) {
+// application is an Application of the chart at path in the repository at url, synced
+// automatically into namespace, server-side: the operator chart's CRDs are too large for
+// client-side apply's last-applied annotation.
+func application(name, url, path, namespace string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1",
+		"kind":       "Application",
+		"metadata":   map[string]any{"name": name, "namespace": "argocd"},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": url, "targetRevision": "main", "path": path},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": namespace},
+			"syncPolicy": map[string]any{
+				"automated":   map[string]any{"prune": true, "selfHeal": true},
+				"syncOptions": []any{"CreateNamespace=true", "ServerSideApply=true"},
+			},
+		},
+	}}
+}
+
+// waitSynced waits until the Application name is Synced at revision and its last sync
+// succeeded, and returns it; it logs the health (Progressing: no kubelet runs pods).
+func waitSynced(t *testing.T, c client.Client, name, revision string) *unstructured.Unstructured {
 	t.Helper()
 	app := &unstructured.Unstructured{}
 	app.SetAPIVersion("argoproj.io/v1alpha1")
 	app.SetKind("Application")
-	eventually(t, 90*time.Second, "Application "+appName+" Synced at "+revision[:8], func() (bool, string) {
-		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "argocd", Name: appName}, app); err != nil {
+	eventually(t, 90*time.Second, "Application "+name+" Synced at "+revision[:8], func() (bool, string) {
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "argocd", Name: name}, app); err != nil {
 			return false, err.Error()
 		}
 		sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
@@ -284,7 +307,8 @@ func waitSynced(t *testing.T, c client.Client, revision string) {
 		return sync == "Synced" && rev == revision && phase == "Succeeded" && opRev == revision, state
 	})
 	health, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
-	t.Logf("Application %s: Synced at %s, health %s", appName, revision[:8], health)
+	t.Logf("Application %s: Synced at %s, health %s", name, revision[:8], health)
+	return app
 }
 
 // replicas is the operator Deployment's spec.replicas (the chart names it after the release).
