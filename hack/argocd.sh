@@ -98,6 +98,8 @@ install_redis() {
   # started it anyway, stop it: our instances run per STATE_DIR on ports of their own.
   if command -v systemctl >/dev/null && systemctl is-active --quiet redis-server 2>/dev/null; then
     systemctl disable --now redis-server >/dev/null 2>&1 || true
+  elif [[ -f /run/redis/redis-server.pid ]]; then # an init script's
+    kill "$(cat /run/redis/redis-server.pid)" 2>/dev/null || true
   fi
   echo "redis-server: installed ($(dpkg-query -W -f '${Version}' redis-server))"
 }

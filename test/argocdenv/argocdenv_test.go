@@ -183,8 +183,9 @@ func TestSyncOperatorChart(t *testing.T) {
 		}
 		script(t, root, time.Minute, "down", state) // nothing left to stop: fine
 	})
+	upStart := time.Now()
 	up := script(t, root, 3*time.Minute, "up", kubeconfig, state)
-	t.Logf("up:\n%s", up)
+	t.Logf("up in %s:\n%s", time.Since(upStart).Round(100*time.Millisecond), up)
 	for _, name := range []string{"redis", "repo-server", "controller"} {
 		b, err := os.ReadFile(filepath.Join(state, name+".pid"))
 		if err != nil {
