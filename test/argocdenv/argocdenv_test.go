@@ -181,6 +181,9 @@ func TestSyncOperatorChart(t *testing.T) {
 				t.Errorf("PID %d still running after down", pid)
 			}
 		}
+		if left, _ := filepath.Glob(filepath.Join(state, "*")); len(left) != 1 || filepath.Base(left[0]) != "log" {
+			t.Errorf("down left %v, want the logs alone", left)
+		}
 		script(t, root, time.Minute, "down", state) // nothing left to stop: fine
 	})
 	upStart := time.Now()
