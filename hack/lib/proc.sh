@@ -12,11 +12,11 @@ proc_pid() {
 	echo "$pid"
 }
 
-# proc_wait_ready PID PIDFILE NAME LOG... -- CHECK...: run CHECK every 0.1 s for up to 10 s and
-# print PID once it succeeds. If the process exits first, or the time runs out, print the logs
-# and die (the process is stopped on time-out).
+# proc_wait_ready PID PIDFILE NAME LOG... -- CHECK...: run CHECK every 0.1 s for up to 10 s
+# (PROC_READY_TENTHS × 0.1 s) and print PID once it succeeds. If the process exits first, or the
+# time runs out, print the logs and die (the process is stopped on time-out).
 proc_wait_ready() {
-	local pid=$1 pidfile=$2 name=$3 i
+	local pid=$1 pidfile=$2 name=$3 i tenths=${PROC_READY_TENTHS:-100}
 	shift 3
 	local logs=()
 	while [[ $1 != -- ]]; do
@@ -24,7 +24,7 @@ proc_wait_ready() {
 		shift
 	done
 	shift
-	for i in $(seq 1 100); do
+	for i in $(seq 1 "$tenths"); do
 		if "$@" >/dev/null 2>&1; then
 			echo "$pid"
 			return 0
@@ -37,7 +37,7 @@ proc_wait_ready() {
 		sleep 0.1
 	done
 	kill "$pid" 2>/dev/null || true
-	die "start: $name not ready after 10 s (see ${logs[0]})"
+	die "start: $name not ready after $((tenths / 10)) s (see ${logs[0]})"
 }
 
 # proc_stop PIDFILE [TENTHS]: SIGTERM (and SIGCONT, so that a paused process sees it), wait up
