@@ -5,8 +5,12 @@
 # (docs/argocd.md). Part of PROVISION, built in make test's add-ons lane once the add-ons are
 # (PROVISION_CLUSTER in the Makefile; hack/test.sh): no cluster test waits for it.
 
-PROVISION    += argocd
-ADDONS_TESTS += ./test/argocdcli/...
+PROVISION    += argocd redis
+ADDONS_TESTS += ./test/argocdcli/... ./test/argocdenv/...
+
+.PHONY: redis
+redis: ## Install redis-server from Debian, not started (idempotent): the local Argo CD's cache.
+	hack/argocd.sh install-redis
 
 ##@ Argo CD
 .PHONY: argocd
@@ -22,16 +26,15 @@ argocd-test: argocd ## The AAACluster health check through Argo CD itself (test/
 ARGOCD_STATE ?= $(CACHE)/argocd/state
 
 .PHONY: argocd-up
-argocd-up: argocd helm ## Start a local Argo CD against KUBECONFIG (state and logs in ARGOCD_STATE).
-	hack/argocd.sh install-redis
+argocd-up: argocd helm redis ## Start a local Argo CD against KUBECONFIG (state and logs in ARGOCD_STATE).
 	HELM=$(BIN)/helm GO=$(GO) hack/argocd.sh up "$${KUBECONFIG:?set KUBECONFIG}" $(ARGOCD_STATE)
 
 .PHONY: argocd-down
 argocd-down: ## Stop the local Argo CD of ARGOCD_STATE (its Kubernetes objects stay).
 	hack/argocd.sh down $(ARGOCD_STATE)
 
-# Not in make test yet (test/argocdenv): about 40 s, most of it envtest and Argo CD starting.
+# test/argocdenv, in make test's add-ons lane after Argo CD is built: about 40 s, most of it
+# envtest and Argo CD starting.
 .PHONY: argocd-env-test
-argocd-env-test: argocd helm envtest-assets ## Argo CD syncs the operator chart from a file:// git repository into envtest (test/argocdenv).
-	hack/argocd.sh install-redis
-	OPENAAA_ARGOCD_ENV=1 HELM=$(BIN)/helm $(TEST_ENV) $(GO) test -count=1 -timeout 5m ./test/argocdenv/...
+argocd-env-test: argocd helm envtest-assets redis ## Argo CD syncs the operator chart from a file:// git repository into envtest (test/argocdenv).
+	HELM=$(BIN)/helm $(TEST_ENV) $(GO) test -count=1 -timeout 5m ./test/argocdenv/...

@@ -6,11 +6,9 @@
 // (Synced, the objects in the API server, a new commit synced). Step 1 of issue 36; the real
 // cluster test runs the same on hack/cluster.sh's cluster.
 //
-// Not part of `make test` yet: it runs only with OPENAAA_ARGOCD_ENV=1 (`make argocd-env-test`),
-// since make test's first lane, which runs every package, provisions neither redis nor Argo CD.
-// Then, without envtest's binaries, the Argo CD binary (make argocd), redis-server
-// (hack/argocd.sh install-redis), git or helm (make helm) it skips, or fails under
-// OPENAAA_INTEGRATION=require.
+// `make test` runs it in its add-ons lane, once Argo CD is built (`make argocd-env-test` alone).
+// Without envtest's binaries, the Argo CD binary (make argocd), redis-server (make redis), git
+// or helm (make helm) it skips, or fails under OPENAAA_INTEGRATION=require.
 package argocdenv
 
 import (
@@ -48,9 +46,6 @@ const (
 // need checks what `hack/argocd.sh up` runs, and returns envtest's asset directory.
 func need(t *testing.T, root string) string {
 	t.Helper()
-	if os.Getenv("OPENAAA_ARGOCD_ENV") != "1" {
-		t.Skip("argocdenv: runs with OPENAAA_ARGOCD_ENV=1 (make argocd-env-test), not in make test yet")
-	}
 	if testing.Short() && !testenv.Required() {
 		t.Skip("argocdenv: skipped in -short mode")
 	}
