@@ -294,15 +294,29 @@ func topLevel(body []byte, app uint32, d *dict.Parser) []*diam.AVP {
 // DIAMETER_UNABLE_TO_DELIVER (we relay nothing). Diameter identities compare
 // case-insensitively (FQDNs, realms).
 func (s *Server) destination(m *diam.Message) uint32 {
+	code := uint32(0)
 	for _, a := range m.AVP {
-		if a.Code == avp.DestinationRealm && a.VendorID == 0 && !strings.EqualFold(String(a), s.opt.OriginRealm) {
-			return resultRealmNotServed
+		if a.VendorID != 0 {
+			continue
+		}
+		switch s.misaddressed(a.Code, String(a)) {
+		case resultRealmNotServed:
+			return resultRealmNotServed // the realm's fault first
+		case resultUnableToDeliver:
+			code = resultUnableToDeliver
 		}
 	}
-	for _, a := range m.AVP {
-		if a.Code == avp.DestinationHost && a.VendorID == 0 && !s.serves(String(a)) {
-			return resultUnableToDeliver
-		}
+	return code
+}
+
+// misaddressed is destination's answer to one AVP (vendor 0) of the code and text: 3003 for a
+// Destination-Realm not ours, 3002 for a Destination-Host we do not answer for, else 0.
+func (s *Server) misaddressed(code uint32, value string) uint32 {
+	switch {
+	case code == avp.DestinationRealm && !strings.EqualFold(value, s.opt.OriginRealm):
+		return resultRealmNotServed
+	case code == avp.DestinationHost && !s.serves(value):
+		return resultUnableToDeliver
 	}
 	return 0
 }
