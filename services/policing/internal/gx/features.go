@@ -42,16 +42,20 @@ func addSupportedFeatures(ans *diam.Message, r *CCR) {
 }
 
 // features is the Feature-List of a Supported-Features AVP when it is 3GPP's Gx list 1, else 0.
-func features(a *diam.AVP) uint32 {
+func features(a field) uint32 {
 	var vendor, id, list uint32
-	for _, c := range children(a) {
-		switch c.Code {
+	for l := a.children(); ; {
+		c, ok := l.next()
+		if !ok {
+			break
+		}
+		switch c.code() {
 		case avp.VendorID:
-			vendor = u32(c)
+			vendor = c.u32()
 		case avp.FeatureListID:
-			id = u32(c)
+			id = c.u32()
 		case avp.FeatureList:
-			list = u32(c)
+			list = c.u32()
 		}
 	}
 	if vendor != Vendor3GPP || id != featureListGx {

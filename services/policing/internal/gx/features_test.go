@@ -31,14 +31,18 @@ func featureLists(t *testing.T, a *diam.Message) [][3]uint32 {
 			t.Errorf("Supported-Features with vendor %d flags %08b, want 10415 and the M bit clear", sf.VendorID, sf.Flags)
 		}
 		var l [3]uint32
-		for _, c := range children(sf) {
-			switch c.Code {
+		for cs := (field{tree: sf}).children(); ; {
+			c, ok := cs.next()
+			if !ok {
+				break
+			}
+			switch c.code() {
 			case avp.VendorID:
-				l[0] = u32(c)
+				l[0] = c.u32()
 			case avp.FeatureListID:
-				l[1] = u32(c)
+				l[1] = c.u32()
 			case avp.FeatureList:
-				l[2] = u32(c)
+				l[2] = c.u32()
 			}
 		}
 		out = append(out, l)
