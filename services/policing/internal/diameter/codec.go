@@ -173,6 +173,17 @@ func putAVP(b []byte, a *diam.AVP) int {
 		binary.BigEndian.PutUint32(b[8:12], a.VendorID)
 	}
 	binary.BigEndian.PutUint32(b[0:4], a.Code)
+	if g, ok := a.Data.(*diam.GroupedAVP); ok {
+		// Its length is its children's as written (GroupedAVP.Len, which is no padding, walks
+		// them again at every level).
+		off := 0
+		for _, c := range g.AVP {
+			off += putAVP(b[hl+off:], c)
+		}
+		binary.BigEndian.PutUint32(b[4:8], uint32(hl+off))
+		b[4] = a.Flags
+		return hl + off
+	}
 	n := a.Data.Len()
 	binary.BigEndian.PutUint32(b[4:8], uint32(hl+n))
 	b[4] = a.Flags
@@ -194,11 +205,6 @@ func putAVP(b []byte, a *diam.AVP) int {
 		copy(p, v)
 	case datatype.IPFilterRule:
 		copy(p, v)
-	case *diam.GroupedAVP:
-		off := 0
-		for _, c := range v.AVP {
-			off += putAVP(p[off:], c)
-		}
 	default:
 		copy(p, v.Serialize())
 	}

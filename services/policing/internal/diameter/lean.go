@@ -35,10 +35,15 @@ type RawAVP struct {
 	Code, Vendor uint32
 	app          uint32
 	Flags        uint8
-	// Type is the AVP's data type as the request's decoding gives it (decodeType).
-	Type datatype.TypeID
 	// Data is the payload without padding, aliasing the request's frame: copy what is kept.
 	Data []byte
+}
+
+// Type is the AVP's data type as the request's decoding gives it (decodeType): looked up when
+// asked, for the AVPs a handler reads.
+func (a RawAVP) Type() datatype.TypeID {
+	t, _ := decodeType(a.app, a.Code, a.Vendor, dict.Default)
+	return t
 }
 
 // Group is the AVPs of a grouped AVP.
@@ -58,7 +63,6 @@ func (l *AVPs) Next() (RawAVP, bool) {
 		hdr, a.Vendor = 12, binary.BigEndian.Uint32(b[8:12])
 	}
 	a.Data = b[hdr:length:length]
-	a.Type, _ = decodeType(l.app, a.Code, a.Vendor, dict.Default)
 	l.b = b[min((length+3)&^3, len(b)):]
 	return a, true
 }
@@ -172,11 +176,11 @@ func DecodeLean(frame []byte, addressed func(code uint32, value []byte) bool) (*
 		case avp.ProxyInfo:
 			return nil, AVPs{}
 		case avp.DestinationRealm, avp.DestinationHost:
-			if a.Vendor == 0 && addressed != nil && (!StringType(a.Type) || !addressed(a.Code, a.Data)) {
+			if a.Vendor == 0 && addressed != nil && (!StringType(a.Type()) || !addressed(a.Code, a.Data)) {
 				return nil, AVPs{}
 			}
 		case avp.SessionID:
-			n, typ := len(x.m.AVP), a.Type
+			n, typ := len(x.m.AVP), a.Type()
 			if n == headMax || typ == datatype.GroupedType {
 				return nil, AVPs{}
 			}

@@ -266,7 +266,7 @@ func (a field) code() uint32 {
 
 func (a field) children() fields {
 	if a.tree == nil {
-		if a.raw.Type == datatype.GroupedType {
+		if a.raw.Type() == datatype.GroupedType {
 			return fields{raw: a.raw.Group(), isRaw: true}
 		}
 		return fields{}
@@ -279,9 +279,9 @@ func (a field) children() fields {
 
 // text is a.str(), or the string of l.known it equals.
 func (l *fields) text(a field) string {
-	if a.tree == nil && diameter.StringType(a.raw.Type) {
+	if a.tree == nil {
 		for _, k := range l.known {
-			if string(a.raw.Data) == k {
+			if string(a.raw.Data) == k && diameter.StringType(a.raw.Type()) {
 				return k
 			}
 		}
@@ -294,7 +294,7 @@ func (a field) str() string {
 	if a.tree != nil {
 		return diameter.String(a.tree)
 	}
-	if diameter.StringType(a.raw.Type) {
+	if diameter.StringType(a.raw.Type()) {
 		return string(a.raw.Data)
 	}
 	return ""
@@ -312,7 +312,7 @@ func (a field) u32() uint32 {
 		}
 		return 0
 	}
-	switch a.raw.Type {
+	switch a.raw.Type() {
 	case datatype.Unsigned32Type, datatype.EnumeratedType, datatype.Integer32Type:
 		return binary.BigEndian.Uint32(a.raw.Data)
 	}
@@ -329,7 +329,7 @@ func (a field) u64() uint64 {
 		}
 		return 0
 	}
-	switch a.raw.Type {
+	switch a.raw.Type() {
 	case datatype.Unsigned64Type:
 		return binary.BigEndian.Uint64(a.raw.Data)
 	case datatype.Unsigned32Type:
@@ -346,7 +346,7 @@ func (a field) octets() []byte {
 		}
 		return nil
 	}
-	if a.raw.Type == datatype.OctetStringType {
+	if a.raw.Type() == datatype.OctetStringType {
 		return a.raw.Data
 	}
 	return nil
@@ -359,7 +359,7 @@ func (a field) time() (time.Time, bool) {
 		t, ok := a.tree.Data.(datatype.Time)
 		return time.Time(t), ok
 	}
-	if a.raw.Type != datatype.TimeType {
+	if a.raw.Type() != datatype.TimeType {
 		return time.Time{}, false
 	}
 	const rfc868, rfc2030 = 2208988800, 1<<32 - 2208988800 // datatype's offsets
@@ -382,7 +382,7 @@ func (a field) ipv4() netip.Addr {
 			b = []byte(v)
 		}
 	} else {
-		switch a.raw.Type {
+		switch a.raw.Type() {
 		case datatype.OctetStringType:
 			b = a.raw.Data
 		case datatype.AddressType:
