@@ -53,6 +53,9 @@ type CCR struct {
 	// Features is the Feature-List of the PCEF's Supported-Features for Gx's Feature-List-ID 1
 	// (features.go; 0: none announced, a Rel-7 PCEF).
 	Features uint32
+	// FeaturesRequired are the bits of Features announced in a Supported-Features with the M bit
+	// set: features the PCEF requires (TS 29.229 §7.2.1). Read, not acted on (features.go).
+	FeaturesRequired uint32
 	// Missing is the code of the first mandatory AVP absent (0: none), for 5005.
 	Missing uint32
 	// hasType and hasNumber: the CCR had CC-Request-Type and CC-Request-Number (the CCA
@@ -149,7 +152,11 @@ func decodeCCR(l fields) CCR {
 		case 1018: // Charging-Rule-Report (our dictionary)
 			r.RuleReports = append(r.RuleReports, ruleReport(a))
 		case avp.SupportedFeatures:
-			r.Features |= features(a)
+			list := features(a)
+			r.Features |= list
+			if a.mandatory() {
+				r.FeaturesRequired |= list
+			}
 		}
 	}
 	r.hasType, r.hasNumber = seen[5], seen[6]
@@ -262,6 +269,13 @@ func (a field) code() uint32 {
 		return a.tree.Code
 	}
 	return a.raw.Code
+}
+
+func (a field) mandatory() bool {
+	if a.tree != nil {
+		return a.tree.Flags&avp.Mbit != 0
+	}
+	return a.raw.Flags&avp.Mbit != 0
 }
 
 func (a field) children() fields {

@@ -96,3 +96,14 @@ func TestSupportedFeatures(t *testing.T) {
 		})
 	}
 }
+
+// The M bit of a Supported-Features is read (CCR.FeaturesRequired), from the decoded message as
+// from the bytes (FuzzDecodeLean), and what we lack of it named (unsupportedRequired).
+func TestFeaturesRequired(t *testing.T) {
+	const rel8, rel9, rel10 = 1 << 0, 1 << 1, 1 << 3
+	r := DecodeCCR(ccr("pgw.test;required", Initial, 0, supportedFeaturesAVP(avp.Mbit, Vendor3GPP, 1, rel8|rel10),
+		supportedFeaturesAVP(0, Vendor3GPP, 1, rel9), supportedFeaturesAVP(avp.Mbit, Vendor3GPP, 2, 0xff)))
+	if r.Features != rel8|rel9|rel10 || r.FeaturesRequired != rel8|rel10 || unsupportedRequired(&r) != rel10 {
+		t.Errorf("Features %b, FeaturesRequired %b, unsupported %b; want 1011, 1001, 1000", r.Features, r.FeaturesRequired, unsupportedRequired(&r))
+	}
+}

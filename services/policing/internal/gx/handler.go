@@ -158,6 +158,9 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	if code != diam.Success {
 		return Decision{}, code
 	}
+	if lacking := unsupportedRequired(r); lacking != 0 { // served without them (features.go)
+		h.Log.Debug("gx: the PCEF requires features of Feature-List-ID 1 we do not support", "sessionId", r.SessionID, "features", lacking)
+	}
 	p := sub.Profile.DataPolicy
 	d := Decide(p, Initial, Used{Octets: sub.Profile.UsedOctets}, now, now)
 	s := session.Session{Key: session.Key{NAS: NAS, ID: r.SessionID}, UserName: r.Subscriber(),

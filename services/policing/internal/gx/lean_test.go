@@ -130,7 +130,7 @@ func TestDecodeLeanSamples(t *testing.T) {
 	i, u, x := got[0], got[1], got[3] // got[2]: an Address where the dictionary has an OctetString
 	if i.IMSI != "001010000000001" || i.MSISDN != "15551234567" || i.FramedIP.String() != "10.0.0.7" ||
 		i.FramedIPv6Prefix.String() != "2001:db8:0:7::/64" || i.APN != "internet.apn" || !i.EventTime.Equal(time.Unix(1800000000, 0)) ||
-		!reflect.DeepEqual(i.EventTriggers, []uint32{13, 26}) || i.Features != 3|1<<5 {
+		!reflect.DeepEqual(i.EventTriggers, []uint32{13, 26}) || i.Features != 3|1<<5 || i.FeaturesRequired != 3 {
 		t.Errorf("CCR-I %+v", i)
 	}
 	if u.RequestNumber != 70000 || len(u.Usage) != 2 || u.Usage[0].Total != 1<<20 || u.Usage[1] != (Usage{MonitoringKey: "mk2", Input: 1 << 33, Output: 7}) ||
