@@ -85,25 +85,43 @@ func grantAVP(key string, octets uint64, level datatype.Enumerated) *diam.AVP {
 // monitoringKey is the Monitoring-Key value of key, made once per key (a policy has a few):
 // an answer's AVPs are only read.
 func monitoringKey(key string) datatype.Type {
-	if m := monitoringKeys.Load(); m != nil {
-		if v, ok := (*m)[key]; ok {
-			return v
-		}
+	if v, ok := monitoringKeys.load(key); ok {
+		return v
 	}
 	v := datatype.Type(datatype.OctetString(key))
-	old := monitoringKeys.Load()
-	if old == nil || len(*old) < 1024 {
-		next := make(map[string]datatype.Type, 8)
+	monitoringKeys.store(key, v)
+	return v
+}
+
+var monitoringKeys memo[datatype.Type]
+
+// memo holds values made once per key, for keys of which there are few (a policy's
+// Monitoring-Keys): a map copied on write, read without a lock; past memoMax keys, new ones are
+// not kept.
+type memo[V any] struct{ m atomic.Pointer[map[string]V] }
+
+const memoMax = 1024
+
+func (c *memo[V]) load(key string) (V, bool) {
+	if m := c.m.Load(); m != nil {
+		v, ok := (*m)[key]
+		return v, ok
+	}
+	var zero V
+	return zero, false
+}
+
+func (c *memo[V]) store(key string, v V) {
+	old := c.m.Load()
+	if old == nil || len(*old) < memoMax {
+		next := make(map[string]V, 8)
 		if old != nil {
 			maps.Copy(next, *old)
 		}
 		next[key] = v
-		monitoringKeys.CompareAndSwap(old, &next)
+		c.m.CompareAndSwap(old, &next)
 	}
-	return v
 }
-
-var monitoringKeys atomic.Pointer[map[string]datatype.Type]
 
 // Usage-Monitoring-Level values (TS 29.212 §5.3.61).
 const (

@@ -194,7 +194,7 @@ func usage(a field) Usage {
 		}
 		switch c.code() {
 		case avp.MonitoringKey:
-			u.MonitoringKey = c.str()
+			u.MonitoringKey = c.keyText()
 		case avp.UsedServiceUnit:
 			for ol := c.children(); ; {
 				o, ok := ol.next()
@@ -302,6 +302,22 @@ func (l *fields) text(a field) string {
 	}
 	return a.str()
 }
+
+// keyText is str() for a Monitoring-Key: a policy has a few, which every CCR-U repeats; from
+// the bytes, their strings are kept (keyTexts) rather than copied from each request.
+func (a field) keyText() string {
+	if a.tree != nil || !diameter.StringType(a.raw.Type()) {
+		return a.str()
+	}
+	if s, ok := keyTexts.load(string(a.raw.Data)); ok {
+		return s
+	}
+	s := string(a.raw.Data)
+	keyTexts.store(s, s)
+	return s
+}
+
+var keyTexts memo[string]
 
 // str is the text of a string-like AVP.
 func (a field) str() string {
