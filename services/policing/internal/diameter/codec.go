@@ -15,8 +15,8 @@ import (
 // decodeChecked builds a request's message from bytes checkAVPs found sound, as go-diameter's
 // decoding would build it (the same dictionary types, the same datatype decoders, the same
 // AVP fields), but with one allocation for every AVP struct, one for the pointers and one for
-// the grouped AVPs, and the string-like values aliasing the frame (a frame is read into its
-// own buffer and never reused) instead of copied. Anything it is not sure of — an AVP the
+// the grouped AVPs (the string-like values are copied: OctetString is a string in go-diameter
+// v4). Anything it is not sure of — an AVP the
 // dictionary does not know, a value go-diameter's decoder refuses — makes it give up (nil),
 // and the caller decodes with go-diameter: its answers to such requests (5004 with the AVP
 // in Failed-AVP…) do not change.
@@ -99,8 +99,7 @@ func (dec *decoder) list(body []byte) ([]*diam.AVP, bool) {
 		}
 		typ, _ := decodeType(dec.app, a.Code, a.VendorID, dec.d)
 		payload := body[hdr:a.Length:a.Length]
-		switch typ {
-		case datatype.GroupedType:
+		if typ == datatype.GroupedType {
 			g := &dec.groups[0]
 			dec.groups = dec.groups[1:]
 			children, ok := dec.list(payload)
@@ -112,25 +111,33 @@ func (dec *decoder) list(body []byte) ([]*diam.AVP, bool) {
 			if g.Len() != len(payload) {
 				return nil, false // go-diameter would step over the group's padding differently
 			}
-		case datatype.UTF8StringType:
-			a.Data = datatype.UTF8String(payload)
-		case datatype.DiameterIdentityType:
-			a.Data = datatype.DiameterIdentity(payload)
-		case datatype.OctetStringType:
-			a.Data = datatype.OctetString(payload)
-		default:
-			v, err := datatype.Decode(typ, payload)
-			if err != nil || v.Len() != len(payload) {
-				// go-diameter steps to the next AVP by the value's length, not the AVP's: an
-				// Address of 4 bytes (no family) decodes as 6, and go-diameter loses the framing
-				// of the rest (its panic is answered 5004): so is this request.
-				return nil, false
-			}
-			a.Data = v
+		} else if a.Data = value(typ, payload); a.Data == nil {
+			return nil, false
 		}
 		body = body[min((a.Length+3)&^3, len(body)):]
 	}
 	return out, true
+}
+
+// value is the data of a payload of a type other than Grouped, as go-diameter decodes it; nil
+// when go-diameter's decoding of it would fail or lose the framing.
+func value(typ datatype.TypeID, payload []byte) datatype.Type {
+	switch typ {
+	case datatype.UTF8StringType:
+		return datatype.UTF8String(payload)
+	case datatype.DiameterIdentityType:
+		return datatype.DiameterIdentity(payload)
+	case datatype.OctetStringType:
+		return datatype.OctetString(payload)
+	}
+	v, err := datatype.Decode(typ, payload)
+	if err != nil || v.Len() != len(payload) {
+		// go-diameter steps to the next AVP by the value's length, not the AVP's: an Address of
+		// 4 bytes (no family) decodes as 6, and go-diameter loses the framing of the rest (its
+		// panic is answered 5004): so is this request.
+		return nil
+	}
+	return v
 }
 
 // decodeType is the type go-diameter's decoding gives an AVP (dict.Parser.FindAVPByCode,
@@ -166,6 +173,17 @@ func putAVP(b []byte, a *diam.AVP) int {
 		binary.BigEndian.PutUint32(b[8:12], a.VendorID)
 	}
 	binary.BigEndian.PutUint32(b[0:4], a.Code)
+	if g, ok := a.Data.(*diam.GroupedAVP); ok {
+		// Its length is its children's as written (GroupedAVP.Len, which is no padding, walks
+		// them again at every level).
+		off := 0
+		for _, c := range g.AVP {
+			off += putAVP(b[hl+off:], c)
+		}
+		binary.BigEndian.PutUint32(b[4:8], uint32(hl+off))
+		b[4] = a.Flags
+		return hl + off
+	}
 	n := a.Data.Len()
 	binary.BigEndian.PutUint32(b[4:8], uint32(hl+n))
 	b[4] = a.Flags
@@ -187,11 +205,6 @@ func putAVP(b []byte, a *diam.AVP) int {
 		copy(p, v)
 	case datatype.IPFilterRule:
 		copy(p, v)
-	case *diam.GroupedAVP:
-		off := 0
-		for _, c := range v.AVP {
-			off += putAVP(p[off:], c)
-		}
 	default:
 		copy(p, v.Serialize())
 	}

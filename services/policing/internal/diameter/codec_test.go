@@ -15,7 +15,8 @@ import (
 
 // FuzzCodec: decodeChecked (codec.go) builds, for every request checkAVPs lets through, what
 // go-diameter's decoding builds — the same AVPs, fields, data types and values — or gives the
-// request up to it; and serialize writes what go-diameter's Serialize writes.
+// request up to it; DecodeLean (lean.go) takes only requests decodeChecked builds, with their
+// header and Session-Id; and serialize writes what go-diameter's Serialize writes.
 func FuzzCodec(f *testing.F) {
 	sid := sessionIDAVP("pcef.test;1;1")
 	f.Add(bytes.Join(originAVPs(), nil))
@@ -40,6 +41,23 @@ func FuzzCodec(f *testing.F) {
 			return
 		}
 		fast := decodeChecked(h, frame, dict.Default)
+		if head, _ := DecodeLean(frame, nil); head != nil {
+			// A lean request (lean.go) is one decodeChecked decodes, and its head is the
+			// decoded message's header and Session-Id AVPs.
+			if fast == nil {
+				t.Fatal("DecodeLean took a request decodeChecked gives up")
+			}
+			var sids []*diam.AVP
+			for _, a := range fast.AVP {
+				if a.Code == avp.SessionID {
+					sids = append(sids, a)
+				}
+			}
+			sameAVPs(t, "head", head.AVP, sids)
+			if *head.Header != *fast.Header {
+				t.Fatalf("head's header %+v, decoded %+v", head.Header, fast.Header)
+			}
+		}
 		if fast == nil {
 			return
 		}

@@ -223,11 +223,19 @@ func (s *Server) read(c *peerConn) {
 			}
 			return
 		}
-		m, code, failed := decode(frame)
-		if code != 0 {
-			malformed.Inc()
-			s.answerUndecodable(c, frame, code, failed)
-			continue
+		// A request its handler reads from its bytes needs only its head decoded (lean.go).
+		m, lean := s.decodeLean(frame), frame
+		if m == nil {
+			var (
+				code   uint32
+				failed *diam.AVP
+			)
+			if m, code, failed = decode(frame); code != 0 {
+				malformed.Inc()
+				s.answerUndecodable(c, frame, code, failed)
+				continue
+			}
+			lean = nil
 		}
 		if m.Header.CommandFlags&diam.RequestFlag == 0 {
 			s.out.deliver(m) // the answer to a request this node sent (request.go)
@@ -237,7 +245,7 @@ func (s *Server) read(c *peerConn) {
 		handlers.Add(1)
 		s.handlers.run(func() {
 			defer func() { <-c.sem; handlers.Done() }()
-			s.serve(c, m)
+			s.serve(c, m, lean)
 		})
 	}
 }

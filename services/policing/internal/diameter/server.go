@@ -212,7 +212,8 @@ func (s *Server) state(c *peerConn) (PeerInfo, bool) {
 }
 
 // serve answers one request: thin, it picks the command's function and writes its answer.
-func (s *Server) serve(c *peerConn, m *diam.Message) {
+// lean is the request's frame when m is only its head (decodeLean), else nil.
+func (s *Server) serve(c *peerConn, m *diam.Message, lean []byte) {
 	start := time.Now()
 	var (
 		ans     *diam.Message
@@ -220,6 +221,8 @@ func (s *Server) serve(c *peerConn, m *diam.Message) {
 		closeIt bool
 		name    string
 	)
+	// The peer's state, read once for the request (each read takes the server's lock).
+	info, open := s.state(c)
 	switch {
 	case m.Header.CommandFlags&diam.ErrorFlag != 0:
 		// RFC 6733 §3: a request never has the E bit.
@@ -230,22 +233,21 @@ func (s *Server) serve(c *peerConn, m *diam.Message) {
 		ans, code, closeIt = s.cer(c, m)
 	case m.Header.CommandCode == cmdDWR:
 		name = "DWR"
-		ans, code, closeIt = s.base(c, m)
+		ans, code, closeIt = s.base(open, m)
 	case m.Header.CommandCode == cmdDPR:
 		name = "DPR"
-		ans, code, _ = s.base(c, m)
+		ans, code, _ = s.base(open, m)
 		closeIt = true // RFC 6733 §5.4: the connection closes after DPA
 	default:
 		name = commandName(m)
-		info, open := s.state(c)
 		if open && s.replay(c, info, m, start) {
 			return
 		}
-		ans, code, closeIt = s.app(info, open, m)
+		ans, code, closeIt = s.app(info, open, m, lean)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	transactions.Inc()
-	s.write(c, m, ans, name, start)
+	s.write(c, m, ans, name, start, info, open)
 	answered, took := requestMetrics(name, code)
 	answered.Inc()
 	took.Observe(time.Since(start).Seconds())
@@ -278,17 +280,16 @@ func (s *Server) replay(c *peerConn, info PeerInfo, m *diam.Message, now time.Ti
 
 // write sends the answer; an application answer is kept for retransmissions of its request,
 // before it leaves: a peer that retransmits the moment it has the answer finds it cached,
-// dated when the request was read (read, the time serve took once for all it does).
-func (s *Server) write(c *peerConn, req, ans *diam.Message, name string, read time.Time) {
+// dated when the request was read (read, the time serve took once for all it does). info and
+// open are the peer's state as serve read it.
+func (s *Server) write(c *peerConn, req, ans *diam.Message, name string, read time.Time, info PeerInfo, open bool) {
 	if !serializable(ans.AVP) {
 		s.opt.Log.Error("diameter: answer not serialized: an AVP without data", "command", name)
 		return
 	}
 	b := serialize(ans)
-	if req.Header.ApplicationID != 0 {
-		if info, open := s.state(c); open {
-			s.dups.put(info.OriginHost, sessionID(req), req.Header.EndToEndID, b, read)
-		}
+	if req.Header.ApplicationID != 0 && open {
+		s.dups.put(info.OriginHost, sessionID(req), req.Header.EndToEndID, b, read)
 	}
 	if _, err := c.Write(b); err != nil {
 		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
@@ -358,8 +359,8 @@ func (s *Server) cer(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool)
 }
 
 // base answers DWR and DPR: only an accepted peer gets 2001.
-func (s *Server) base(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool) {
-	if _, open := s.state(c); !open {
+func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) {
+	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true
 	}
@@ -367,8 +368,8 @@ func (s *Server) base(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool
 }
 
 // app serves an application request of the peer info (open: its capabilities exchange
-// succeeded).
-func (s *Server) app(info PeerInfo, open bool, m *diam.Message) (*diam.Message, uint32, bool) {
+// succeeded); lean is the request's frame when m is only its head (decodeLean).
+func (s *Server) app(info PeerInfo, open bool, m *diam.Message, lean []byte) (*diam.Message, uint32, bool) {
 	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true
@@ -385,6 +386,19 @@ func (s *Server) app(info PeerInfo, open bool, m *diam.Message) (*diam.Message, 
 		return s.id.Answer(m, ResultTooBusy), ResultTooBusy, false
 	}
 	defer s.inFlight.Add(-1)
+	if lean != nil {
+		if lh, isLean := h.(LeanHandler); isLean {
+			if ans, code, ok := lh.ServeLean(info, m, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID}); ok {
+				return ans, code, false
+			}
+		}
+		// Decoded whole (it decodes: decodeLean checked it), for the handler's path of before.
+		full, code, failed := decode(lean)
+		if code != 0 {
+			return s.id.undecodableAnswer(lean, code, failed), code, false
+		}
+		m = full
+	}
 	ans, code := h.ServeApp(info, m)
 	return ans, code, false
 }

@@ -85,25 +85,43 @@ func grantAVP(key string, octets uint64, level datatype.Enumerated) *diam.AVP {
 // monitoringKey is the Monitoring-Key value of key, made once per key (a policy has a few):
 // an answer's AVPs are only read.
 func monitoringKey(key string) datatype.Type {
-	if m := monitoringKeys.Load(); m != nil {
-		if v, ok := (*m)[key]; ok {
-			return v
-		}
+	if v, ok := monitoringKeys.load(key); ok {
+		return v
 	}
 	v := datatype.Type(datatype.OctetString(key))
-	old := monitoringKeys.Load()
-	if old == nil || len(*old) < 1024 {
-		next := make(map[string]datatype.Type, 8)
+	monitoringKeys.store(key, v)
+	return v
+}
+
+var monitoringKeys memo[datatype.Type]
+
+// memo holds values made once per key, for keys of which there are few (a policy's
+// Monitoring-Keys): a map copied on write, read without a lock; past memoMax keys, new ones are
+// not kept.
+type memo[V any] struct{ m atomic.Pointer[map[string]V] }
+
+const memoMax = 1024
+
+func (c *memo[V]) load(key string) (V, bool) {
+	if m := c.m.Load(); m != nil {
+		v, ok := (*m)[key]
+		return v, ok
+	}
+	var zero V
+	return zero, false
+}
+
+func (c *memo[V]) store(key string, v V) {
+	old := c.m.Load()
+	if old == nil || len(*old) < memoMax {
+		next := make(map[string]V, 8)
 		if old != nil {
 			maps.Copy(next, *old)
 		}
 		next[key] = v
-		monitoringKeys.CompareAndSwap(old, &next)
+		c.m.CompareAndSwap(old, &next)
 	}
-	return v
 }
-
-var monitoringKeys atomic.Pointer[map[string]datatype.Type]
 
 // Usage-Monitoring-Level values (TS 29.212 §5.3.61).
 const (
@@ -121,7 +139,11 @@ func ccaHead(ans *diam.Message, req *CCR) {
 		ans.AddAVP(requestTypes[req.RequestType])
 	}
 	if req.hasNumber {
-		ans.AddAVP(avpOf(avp.CCRequestNumber, datatype.Unsigned32(req.RequestNumber)))
+		if int(req.RequestNumber) < len(requestNumbers) {
+			ans.AddAVP(requestNumbers[req.RequestNumber])
+		} else {
+			ans.AddAVP(avpOf(avp.CCRequestNumber, datatype.Unsigned32(req.RequestNumber)))
+		}
 	}
 }
 
@@ -134,6 +156,14 @@ var (
 			if Specs[avpKey{avp.CCRequestType, 0}].Enum[uint32(v)] != "" {
 				t[v] = avpOf(avp.CCRequestType, datatype.Enumerated(v))
 			}
+		}
+		return t
+	}()
+	// requestNumbers are the CC-Request-Number AVPs of a session's first requests (numbered from
+	// 0, RFC 4006 §8.2; a PCEF's session sends a few): one allocation less per CCA.
+	requestNumbers = func() (t [256]*diam.AVP) {
+		for v := range t {
+			t[v] = avpOf(avp.CCRequestNumber, datatype.Unsigned32(v))
 		}
 		return t
 	}()

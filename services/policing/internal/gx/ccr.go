@@ -1,6 +1,7 @@
 package gx
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"time"
@@ -52,6 +53,9 @@ type CCR struct {
 	// Features is the Feature-List of the PCEF's Supported-Features for Gx's Feature-List-ID 1
 	// (features.go; 0: none announced, a Rel-7 PCEF).
 	Features uint32
+	// FeaturesRequired are the bits of Features announced in a Supported-Features with the M bit
+	// set: features the PCEF requires (TS 29.229 §7.2.1). Read, not acted on (features.go).
+	FeaturesRequired uint32
 	// Missing is the code of the first mandatory AVP absent (0: none), for 5005.
 	Missing uint32
 	// hasType and hasNumber: the CCR had CC-Request-Type and CC-Request-Number (the CCA
@@ -93,25 +97,34 @@ func (r *CCR) Subscriber() string {
 // order: Session-Id, Auth-Application-Id, Origin-Host, Origin-Realm, Destination-Realm,
 // CC-Request-Type, CC-Request-Number. A value, not a pointer: the handler keeps it on its
 // stack (one allocation per CCR less).
-func DecodeCCR(m *diam.Message) CCR {
+func DecodeCCR(m *diam.Message) CCR { return decodeCCR(fields{tree: m.AVP}) }
+
+// decodeLean reads a CCR from its bytes (a lean request: diameter.LeanHandler), as DecodeCCR
+// reads the message the bytes decode to. A Session-Id or Origin-Host equal to one of known is
+// that string, not a copy: the request head's Session-Id, the peer's Origin-Host.
+func decodeLean(avps diameter.AVPs, known [2]string) CCR {
+	return decodeCCR(fields{raw: avps, isRaw: true, known: known})
+}
+
+func decodeCCR(l fields) CCR {
 	var r CCR
 	var seen [7]bool
-	for _, a := range m.AVP {
-		switch a.Code {
+	for a, ok := l.next(); ok; a, ok = l.next() {
+		switch a.code() {
 		case avp.SessionID:
-			r.SessionID, seen[0] = str(a), true
+			r.SessionID, seen[0] = l.text(a), true
 		case avp.AuthApplicationID:
 			seen[1] = true
 		case avp.OriginHost:
-			r.OriginHost, seen[2] = str(a), true
+			r.OriginHost, seen[2] = l.text(a), true
 		case avp.OriginRealm:
 			seen[3] = true
 		case avp.DestinationRealm:
 			seen[4] = true
 		case avp.CCRequestType:
-			r.RequestType, seen[5] = u32(a), true
+			r.RequestType, seen[5] = a.u32(), true
 		case avp.CCRequestNumber:
-			r.RequestNumber, seen[6] = u32(a), true
+			r.RequestNumber, seen[6] = a.u32(), true
 		case avp.SubscriptionID:
 			typ, data := subscription(a)
 			switch typ {
@@ -121,25 +134,29 @@ func DecodeCCR(m *diam.Message) CCR {
 				r.MSISDN = data
 			}
 		case avp.FramedIPAddress:
-			r.FramedIP = ipv4(a)
+			r.FramedIP = a.ipv4()
 		case avp.FramedIPv6Prefix:
-			if b, ok := a.Data.(datatype.OctetString); ok {
-				r.FramedIPv6Prefix, _ = radiusx.IPv6Prefix([]byte(b))
+			if b := a.octets(); b != nil {
+				r.FramedIPv6Prefix, _ = radiusx.IPv6Prefix(b)
 			}
 		case avp.CalledStationID:
-			r.APN = str(a)
+			r.APN = a.str()
 		case avp.EventTrigger:
-			r.EventTriggers = append(r.EventTriggers, u32(a))
+			r.EventTriggers = append(r.EventTriggers, a.u32())
 		case avp.EventTimestamp:
-			if t, ok := a.Data.(datatype.Time); ok {
-				r.EventTime = time.Time(t)
+			if t, ok := a.time(); ok {
+				r.EventTime = t
 			}
 		case avp.UsageMonitoringInformation:
 			r.Usage = append(r.Usage, usage(a))
 		case 1018: // Charging-Rule-Report (our dictionary)
 			r.RuleReports = append(r.RuleReports, ruleReport(a))
 		case avp.SupportedFeatures:
-			r.Features |= features(a)
+			list := features(a)
+			r.Features |= list
+			if a.mandatory() {
+				r.FeaturesRequired |= list
+			}
 		}
 	}
 	r.hasType, r.hasNumber = seen[5], seen[6]
@@ -152,97 +169,255 @@ func DecodeCCR(m *diam.Message) CCR {
 	return r
 }
 
-func children(a *diam.AVP) []*diam.AVP {
-	if g, ok := a.Data.(*diam.GroupedAVP); ok {
-		return g.AVP
-	}
-	return nil
-}
-
-func subscription(a *diam.AVP) (typ uint32, data string) {
+func subscription(a field) (typ uint32, data string) {
 	typ = ^uint32(0)
-	for _, c := range children(a) {
-		switch c.Code {
+	for l := a.children(); ; {
+		c, ok := l.next()
+		if !ok {
+			return typ, data
+		}
+		switch c.code() {
 		case avp.SubscriptionIDType:
-			typ = u32(c)
+			typ = c.u32()
 		case avp.SubscriptionIDData:
-			data = str(c)
+			data = c.str()
 		}
 	}
-	return typ, data
 }
 
-func usage(a *diam.AVP) Usage {
+func usage(a field) Usage {
 	var u Usage
-	for _, c := range children(a) {
-		switch c.Code {
+	for l := a.children(); ; {
+		c, ok := l.next()
+		if !ok {
+			return u
+		}
+		switch c.code() {
 		case avp.MonitoringKey:
-			u.MonitoringKey = str(c)
+			u.MonitoringKey = c.keyText()
 		case avp.UsedServiceUnit:
-			for _, o := range children(c) {
-				switch o.Code {
+			for ol := c.children(); ; {
+				o, ok := ol.next()
+				if !ok {
+					break
+				}
+				switch o.code() {
 				case avp.CCTotalOctets:
-					u.Total += u64(o)
+					u.Total += o.u64()
 				case avp.CCInputOctets:
-					u.Input += u64(o)
+					u.Input += o.u64()
 				case avp.CCOutputOctets:
-					u.Output += u64(o)
+					u.Output += o.u64()
 				}
 			}
 		}
 	}
-	return u
 }
 
-func ruleReport(a *diam.AVP) RuleReport {
+func ruleReport(a field) RuleReport {
 	var r RuleReport
-	for _, c := range children(a) {
-		switch c.Code {
+	for l := a.children(); ; {
+		c, ok := l.next()
+		if !ok {
+			return r
+		}
+		switch c.code() {
 		case avp.ChargingRuleName, avp.ChargingRuleBaseName:
-			r.Rules = append(r.Rules, str(c))
+			r.Rules = append(r.Rules, c.str())
 		case 1019: // PCC-Rule-Status
-			r.Status = u32(c)
+			r.Status = c.u32()
 		case 1031: // Rule-Failure-Code
-			r.FailureCode = u32(c)
+			r.FailureCode = c.u32()
 		}
 	}
-	return r
 }
+
+// fields are AVPs as the CCR's decoding reads them: those of a message go-diameter's decoding
+// built (tree), or a lean request's bytes (raw, diameter.LeanHandler). One decoder reads both,
+// so both give the same CCR (FuzzDecodeLean checks it). Concrete types, not an interface or
+// iterator functions: a CCR's values stay on the stack.
+type fields struct {
+	tree  []*diam.AVP
+	raw   diameter.AVPs
+	isRaw bool
+	known [2]string // raw: decodeLean's
+}
+
+// field is one of fields: tree, else raw, read as go-diameter decodes its type
+// (diameter.leanAVPs lets through only types whose values the reads below take as
+// go-diameter's decoders do).
+type field struct {
+	tree *diam.AVP
+	raw  diameter.RawAVP
+}
+
+func (l *fields) next() (field, bool) {
+	if l.isRaw {
+		a, ok := l.raw.Next()
+		return field{raw: a}, ok
+	}
+	if len(l.tree) == 0 {
+		return field{}, false
+	}
+	a := l.tree[0]
+	l.tree = l.tree[1:]
+	return field{tree: a}, true
+}
+
+func (a field) code() uint32 {
+	if a.tree != nil {
+		return a.tree.Code
+	}
+	return a.raw.Code
+}
+
+func (a field) mandatory() bool {
+	if a.tree != nil {
+		return a.tree.Flags&avp.Mbit != 0
+	}
+	return a.raw.Flags&avp.Mbit != 0
+}
+
+func (a field) children() fields {
+	if a.tree == nil {
+		if a.raw.Type() == datatype.GroupedType {
+			return fields{raw: a.raw.Group(), isRaw: true}
+		}
+		return fields{}
+	}
+	if g, ok := a.tree.Data.(*diam.GroupedAVP); ok {
+		return fields{tree: g.AVP}
+	}
+	return fields{}
+}
+
+// text is a.str(), or the string of l.known it equals.
+func (l *fields) text(a field) string {
+	if a.tree == nil {
+		for _, k := range l.known {
+			if string(a.raw.Data) == k && diameter.StringType(a.raw.Type()) {
+				return k
+			}
+		}
+	}
+	return a.str()
+}
+
+// keyText is str() for a Monitoring-Key: a policy has a few, which every CCR-U repeats; from
+// the bytes, their strings are kept (keyTexts) rather than copied from each request.
+func (a field) keyText() string {
+	if a.tree != nil || !diameter.StringType(a.raw.Type()) {
+		return a.str()
+	}
+	if s, ok := keyTexts.load(string(a.raw.Data)); ok {
+		return s
+	}
+	s := string(a.raw.Data)
+	keyTexts.store(s, s)
+	return s
+}
+
+var keyTexts memo[string]
 
 // str is the text of a string-like AVP.
-func str(a *diam.AVP) string { return diameter.String(a) }
+func (a field) str() string {
+	if a.tree != nil {
+		return diameter.String(a.tree)
+	}
+	if diameter.StringType(a.raw.Type()) {
+		return string(a.raw.Data)
+	}
+	return ""
+}
 
-func u32(a *diam.AVP) uint32 {
-	switch v := a.Data.(type) {
-	case datatype.Unsigned32:
-		return uint32(v)
-	case datatype.Enumerated:
-		return uint32(v)
-	case datatype.Integer32:
-		return uint32(v)
+func (a field) u32() uint32 {
+	if a.tree != nil {
+		switch v := a.tree.Data.(type) {
+		case datatype.Unsigned32:
+			return uint32(v)
+		case datatype.Enumerated:
+			return uint32(v)
+		case datatype.Integer32:
+			return uint32(v)
+		}
+		return 0
+	}
+	switch a.raw.Type() {
+	case datatype.Unsigned32Type, datatype.EnumeratedType, datatype.Integer32Type:
+		return binary.BigEndian.Uint32(a.raw.Data)
 	}
 	return 0
 }
 
-func u64(a *diam.AVP) uint64 {
-	switch v := a.Data.(type) {
-	case datatype.Unsigned64:
-		return uint64(v)
-	case datatype.Unsigned32:
-		return uint64(v)
+func (a field) u64() uint64 {
+	if a.tree != nil {
+		switch v := a.tree.Data.(type) {
+		case datatype.Unsigned64:
+			return uint64(v)
+		case datatype.Unsigned32:
+			return uint64(v)
+		}
+		return 0
+	}
+	switch a.raw.Type() {
+	case datatype.Unsigned64Type:
+		return binary.BigEndian.Uint64(a.raw.Data)
+	case datatype.Unsigned32Type:
+		return uint64(binary.BigEndian.Uint32(a.raw.Data))
 	}
 	return 0
 }
 
-func ipv4(a *diam.AVP) netip.Addr {
+// octets are an OctetString's bytes, nil for another type.
+func (a field) octets() []byte {
+	if a.tree != nil {
+		if b, ok := a.tree.Data.(datatype.OctetString); ok {
+			return []byte(b)
+		}
+		return nil
+	}
+	if a.raw.Type() == datatype.OctetStringType {
+		return a.raw.Data
+	}
+	return nil
+}
+
+// time is a Time AVP's value; raw, as datatype.DecodeTime computes it (RFC 5905's eras: a
+// value with its top bit clear is past 2036).
+func (a field) time() (time.Time, bool) {
+	if a.tree != nil {
+		t, ok := a.tree.Data.(datatype.Time)
+		return time.Time(t), ok
+	}
+	if a.raw.Type() != datatype.TimeType {
+		return time.Time{}, false
+	}
+	const rfc868, rfc2030 = 2208988800, 1<<32 - 2208988800 // datatype's offsets
+	v := int64(binary.BigEndian.Uint32(a.raw.Data))
+	if v>>31 == 0 {
+		return time.Unix(v+rfc2030, 0), true
+	}
+	return time.Unix(v-rfc868, 0), true
+}
+
+func (a field) ipv4() netip.Addr {
 	var b []byte
-	switch v := a.Data.(type) {
-	case datatype.OctetString:
-		b = []byte(v)
-	case datatype.Address:
-		b = []byte(v)
-	case datatype.IPv4:
-		b = []byte(v)
+	if a.tree != nil {
+		switch v := a.tree.Data.(type) {
+		case datatype.OctetString:
+			b = []byte(v)
+		case datatype.Address:
+			b = []byte(v)
+		case datatype.IPv4:
+			b = []byte(v)
+		}
+	} else {
+		switch a.raw.Type() {
+		case datatype.OctetStringType:
+			b = a.raw.Data
+		case datatype.AddressType:
+			b = a.raw.Data[2:] // the family (1 or 2: leanAVPs), then the address
+		}
 	}
 	if ip := net.IP(b).To4(); ip != nil {
 		return netip.AddrFrom4([4]byte(ip))

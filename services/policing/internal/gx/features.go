@@ -23,6 +23,18 @@ const (
 // (ProvAFsignalFlow, Rel10, SponsoredConnectivity, ADC…) has a procedure here.
 const supportedFeatures = featureRel8 | featureRel9
 
+// The M bit of a PCEF's Supported-Features (CCR.FeaturesRequired): TS 29.229 §7.2.1 has it
+// mark the features the sender requires of the receiver, and Cx answers a request requiring one
+// it lacks with DIAMETER_ERROR_FEATURE_UNSUPPORTED (5011). TS 29.212 §5.4.1, which Gx's
+// negotiation follows, gives the PCRF no such answer to a CCR-I, and PCEFs set the M bit on
+// every CCR-I's Supported-Features as a matter of course (their lists name Rel10, ADC… beside
+// Rel8): refusing them would refuse the PCEF. So the bit is read and kept, not acted on: the
+// CCA-I announces the features in common (TestSupportedFeatures, "more than we support, M
+// set"), and the PCEF, which learns from it what we lack, decides.
+
+// unsupportedRequired are the features of list 1 the CCR requires that we lack.
+func unsupportedRequired(r *CCR) uint32 { return r.FeaturesRequired &^ supportedFeatures }
+
 // commonFeatures is the Feature-List to answer to the Feature-List-ID 1 of 3GPP a PCEF
 // announced (CCR.Features), 0 for none.
 func commonFeatures(announced uint32) uint32 { return announced & supportedFeatures }
@@ -42,16 +54,20 @@ func addSupportedFeatures(ans *diam.Message, r *CCR) {
 }
 
 // features is the Feature-List of a Supported-Features AVP when it is 3GPP's Gx list 1, else 0.
-func features(a *diam.AVP) uint32 {
+func features(a field) uint32 {
 	var vendor, id, list uint32
-	for _, c := range children(a) {
-		switch c.Code {
+	for l := a.children(); ; {
+		c, ok := l.next()
+		if !ok {
+			break
+		}
+		switch c.code() {
 		case avp.VendorID:
-			vendor = u32(c)
+			vendor = c.u32()
 		case avp.FeatureListID:
-			id = u32(c)
+			id = c.u32()
 		case avp.FeatureList:
-			list = u32(c)
+			list = c.u32()
 		}
 	}
 	if vendor != Vendor3GPP || id != featureListGx {

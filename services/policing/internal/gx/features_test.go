@@ -31,14 +31,18 @@ func featureLists(t *testing.T, a *diam.Message) [][3]uint32 {
 			t.Errorf("Supported-Features with vendor %d flags %08b, want 10415 and the M bit clear", sf.VendorID, sf.Flags)
 		}
 		var l [3]uint32
-		for _, c := range children(sf) {
-			switch c.Code {
+		for cs := (field{tree: sf}).children(); ; {
+			c, ok := cs.next()
+			if !ok {
+				break
+			}
+			switch c.code() {
 			case avp.VendorID:
-				l[0] = u32(c)
+				l[0] = c.u32()
 			case avp.FeatureListID:
-				l[1] = u32(c)
+				l[1] = c.u32()
 			case avp.FeatureList:
-				l[2] = u32(c)
+				l[2] = c.u32()
 			}
 		}
 		out = append(out, l)
@@ -90,5 +94,16 @@ func TestSupportedFeatures(t *testing.T) {
 				t.Errorf("CCA-T %d with Supported-Features %v, want 2001 and none", r.code(a), got)
 			}
 		})
+	}
+}
+
+// The M bit of a Supported-Features is read (CCR.FeaturesRequired), from the decoded message as
+// from the bytes (FuzzDecodeLean), and what we lack of it named (unsupportedRequired).
+func TestFeaturesRequired(t *testing.T) {
+	const rel8, rel9, rel10 = 1 << 0, 1 << 1, 1 << 3
+	r := DecodeCCR(ccr("pgw.test;required", Initial, 0, supportedFeaturesAVP(avp.Mbit, Vendor3GPP, 1, rel8|rel10),
+		supportedFeaturesAVP(0, Vendor3GPP, 1, rel9), supportedFeaturesAVP(avp.Mbit, Vendor3GPP, 2, 0xff)))
+	if r.Features != rel8|rel9|rel10 || r.FeaturesRequired != rel8|rel10 || unsupportedRequired(&r) != rel10 {
+		t.Errorf("Features %b, FeaturesRequired %b, unsupported %b; want 1011, 1001, 1000", r.Features, r.FeaturesRequired, unsupportedRequired(&r))
 	}
 }

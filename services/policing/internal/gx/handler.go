@@ -82,7 +82,30 @@ func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Messa
 		return h.Identity.Answer(m, resultCommandUnsupported), resultCommandUnsupported
 	}
 	ccr := DecodeCCR(m)
-	r := &ccr
+	return h.serve(peer, m, &ccr)
+}
+
+// ServeLean implements diameter.LeanHandler: a CCR read from its bytes (its AVP tree is not
+// built) when it is a plain one, with its mandatory AVPs and a CC-Request-Type of ours; any
+// other request is left to ServeApp, which answers its faults from the decoded message.
+func (h *Handler) ServeLean(peer diameter.PeerInfo, m *diam.Message, avps diameter.AVPs) (*diam.Message, uint32, bool) {
+	if m.Header.CommandCode != 272 {
+		return nil, 0, false
+	}
+	known := [2]string{1: peer.OriginHost}
+	if sid := diameter.SessionIDAVP(m); sid != nil {
+		known[0] = diameter.String(sid)
+	}
+	ccr := decodeLean(avps, known)
+	if ccr.Missing != 0 || ccr.RequestType < Initial || ccr.RequestType > Termination {
+		return nil, 0, false
+	}
+	ans, code := h.serve(peer, m, &ccr)
+	return ans, code, true
+}
+
+// serve answers the CCR r read from m (decoded whole, or its head only: ServeLean).
+func (h *Handler) serve(peer diameter.PeerInfo, m *diam.Message, r *CCR) (*diam.Message, uint32) {
 	if r.Missing != 0 {
 		return h.answer(r, h.Identity.FailedAVP(m, diam.MissingAVP, r.Missing)), diam.MissingAVP
 	}
@@ -134,6 +157,9 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	sub, code := h.lookup(ctx, r.Subscriber())
 	if code != diam.Success {
 		return Decision{}, code
+	}
+	if lacking := unsupportedRequired(r); lacking != 0 { // served without them (features.go)
+		h.Log.Debug("gx: the PCEF requires features of Feature-List-ID 1 we do not support", "sessionId", r.SessionID, "features", lacking)
 	}
 	p := sub.Profile.DataPolicy
 	d := Decide(p, Initial, Used{Octets: sub.Profile.UsedOctets}, now, now)
