@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/metrics"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +43,7 @@ func TestBudgetHoldsInsidePatternFunctions(t *testing.T) {
 			before := testutil.ToFloat64(Errors.WithLabelValues("authorize", ErrKindBudget))
 			done := make(chan time.Duration, 1)
 			var d policy.AuthDecision
+			cpu0 := processCPU()
 			go func() {
 				start := time.Now()
 				d = e.Authorize(context.Background(), request(t, "alice", "Session-Timeout", "2000"), sub("gold", ""))
@@ -49,10 +51,16 @@ func TestBudgetHoldsInsidePatternFunctions(t *testing.T) {
 			}()
 			select {
 			case took := <-done:
-				t.Logf("%s on 2,000 bytes: stopped after %s (budget %s)", fn, took, budget)
-				// 2× the budget, plus slack for a loaded 2-core machine.
-				if took > 2*budget+50*time.Millisecond {
-					t.Errorf("stopped after %s, want ≤ ~2 × %s", took, budget)
+				cpu := processCPU() - cpu0
+				t.Logf("%s on 2,000 bytes: stopped after %s, %s of CPU (budget %s)", fn, took, cpu, budget)
+				// The CPU the call took: about twice the budget at most, plus slack. The wall
+				// clock stretches on a loaded machine (203 ms once, in a cold make test), so
+				// it is only held to what the defect exceeded by far (seconds, then minutes).
+				if cpu > 2*budget+50*time.Millisecond {
+					t.Errorf("took %s of CPU, want ≤ ~2 × %s", cpu, budget)
+				}
+				if took > time.Second {
+					t.Errorf("stopped after %s, want well under a second", took)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatalf("%s on a 2,000-byte request-controlled string still running after 10 s (budget %s)", fn, budget)
@@ -70,6 +78,13 @@ func TestBudgetHoldsInsidePatternFunctions(t *testing.T) {
 	if d := e.Authorize(context.Background(), request(t, "alice", "Session-Timeout", "50"), sub("gold", "")); !d.Accept {
 		t.Fatalf("short input: %+v", d)
 	}
+}
+
+// processCPU is the CPU time the process has used (user + system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // allocated is the process's cumulative heap allocation (bytes).
