@@ -611,12 +611,10 @@ func (c *Config) Validate() error {
 	default:
 		bad("subscribers.source", "%q is not one of file, ldap", c.Subscribers.Source)
 	}
-	switch c.Session.Store {
-	case "embedded", "none":
-	case "cassandra", "hybrid":
+	if caps, ok := storeCapabilities[c.Session.Store]; !ok {
+		bad("session.store", "%q is not one of %s", c.Session.Store, strings.Join(StoreKinds(), ", "))
+	} else if caps.Shared { // cassandra, hybrid
 		errs = append(errs, c.Session.Cassandra.validate("session.cassandra")...)
-	default:
-		bad("session.store", "%q is not one of embedded, cassandra, hybrid, none", c.Session.Store)
 	}
 	if c.Session.Expiry.Multiplier < 0 {
 		bad("session.expiry.multiplier", "must not be negative (0 disables expiry)")
