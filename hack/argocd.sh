@@ -264,10 +264,13 @@ up() {
     --metrics-port "$REPO_METRICS_PORT" --redis "127.0.0.1:${REDIS_PORT}" --disable-tls \
     --loglevel "${ARGOCD_LOGLEVEL:-info}"
   # The controller's metrics server has no address flag: it listens on every interface.
+  # --persist-resource-health: each object's health and message in the Application's
+  # status.resources, where kubectl shows them. Argo CD 3 otherwise keeps them in its cache
+  # for the API server and UI, which this local Argo CD does not run.
   start controller http_ok "$CONTROLLER_METRICS_PORT" /healthz -- \
     "${STATE}/bin/argocd-application-controller" --kubeconfig "$KCFG" --namespace "$NS" \
     --metrics-port "$CONTROLLER_METRICS_PORT" --redis "127.0.0.1:${REDIS_PORT}" \
-    --repo-server "127.0.0.1:${REPO_PORT}" --repo-server-plaintext \
+    --repo-server "127.0.0.1:${REPO_PORT}" --repo-server-plaintext --persist-resource-health \
     --status-processors 2 --operation-processors 2 --loglevel "${ARGOCD_LOGLEVEL:-info}"
   echo "Argo CD ${ARGOCD_VERSION} up against ${KCFG} (namespace ${NS}):"
   echo "  redis        PID $(cat "${STATE}/redis.pid")  127.0.0.1:${REDIS_PORT} (password in ${STATE}/env)"

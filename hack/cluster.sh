@@ -694,6 +694,10 @@ cmd_import() {
 	[[ $# -gt 0 ]] || die "usage: hack/cluster.sh import PATH[=REPO]..."
 	need_root import
 	[[ -S $CTRD_SOCK ]] || die "no cluster is up (no ${CTRD_SOCK})"
+	# One import at a time: tests import beside each other (make test's two lanes, the add-ons
+	# installed in the background), and archives share layers that containerd ingests once.
+	exec 8>"${DIR}/import.lock"
+	flock 8
 	local a
 	for a in "$@"; do import_one "$a"; done
 }

@@ -13,14 +13,15 @@
 #      (three Cassandra nodes, one of them killed and restarted under load; a Kubernetes node
 #      with its add-ons) never run at once. Beside each other they starved Cassandra's restart
 #      (4 min instead of 1) and the multi-DC test's outage phase grew with it. The cluster's
-#      and the add-ons' builds run niced (BUILD_NICE, ADDONS_NICE) so that they yield to the
+#      and the add-ons' builds run niced (PATH_NICE, BUILD_NICE) so that they yield to the
 #      tests;
-#   C. after provision-cluster: the add-ons' build (`make addons`, minutes of compiling when
-#      cold) and the Cassandra test images (`make cassandra-image`: a debootstrap when cold),
-#      then Argo CD's (`make argocd`, ~11 min of CPU cold), then their packages
-#      (ADDONS_TESTS). The cluster tests that need the add-ons wait for the add-ons' build
-#      alone (test/addons NeedBuilt, through the status file BuildStatusEnv names); the first
-#      cluster test does not need them, so it runs while they compile.
+#   C. after provision-cluster: the add-ons' build, what managed Cassandra needs first
+#      (`make addons-k8ssandra cassandra-image`: a debootstrap when cold), then the rest
+#      (`make addons`, minutes of compiling when cold), then Argo CD's (`make argocd`, ~11 min
+#      of CPU cold), then their packages (ADDONS_TESTS). The cluster tests that need the
+#      add-ons wait for the part they need alone (test/addons NeedBuilt, through the status
+#      file BuildStatusEnv names); the first cluster tests do not need them, so they run
+#      while the add-ons compile.
 # The cluster tests spend most of their time waiting on pods, the others on Cassandra and
 # timers: the lanes share the two cores better than one queue (docs/testing.md).
 # Exit status: non-zero when any lane fails; every lane runs to its end.
@@ -47,14 +48,15 @@ env_vars=(${TEST_ENV_VARS:-})
 env_vars+=(CGO_ENABLED=0 "GOFLAGS=${GOFLAGS:+${GOFLAGS} }-trimpath -ldflags=-w")
 status="$(mktemp -t openaaa-addons-build.XXXXXX)"
 
-# The cluster's and the add-ons' builds run at a lower priority than the tests: on a cold
-# machine they compile for many minutes beside the multi-DC test, whose Cassandra nodes and
-# timeouts must not starve (it failed so: a killed node took 3.5 min to come back). The
-# add-ons' build comes after the cluster's, mostly once the multi-DC test is done, and the
-# cluster tests that need the add-ons wait for it: it yields less (cold run of 2026-11-27 at
-# nice 10: built 6.7 min after the cluster's binaries, the last cluster tests waiting on it).
+# The builds run at a lower priority than the tests: on a cold machine they compile for many
+# minutes beside the multi-DC test, whose Cassandra nodes and timeouts must not starve (it
+# failed so: a killed node took 3.5 min to come back). The cluster's and the add-ons' builds
+# are on the cluster tests' path (the longest lane): they yield less (PATH_NICE) than Argo
+# CD's, which no cluster test waits on (BUILD_NICE). Cold run of 2026-11-29 with the cluster's
+# at nice 10: provisioned 96 s after the multi-DC test ended, which the cluster tests wait on
+# too, having had 3-19 % of the CPU beside the other packages' compiles.
+PATH_NICE=5
 BUILD_NICE=10
-ADDONS_NICE=5
 # The provisioning's compilers collect no garbage until their heap reaches BUILD_MEMLIMIT: a
 # quarter less compiler CPU (measured: the operator from an empty cache, 316 → 236 s user),
 # with each compile's memory bounded. Only the provisioning's builds: the tests' own binaries
@@ -115,22 +117,30 @@ done
 	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" -run "^(${e2e_gate})\$" "${e2e_pkgs[@]}" &
 	e2e=$!
 	rc=0
-	nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory provision-cluster || rc=$?
+	nice -n "$PATH_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory provision-cluster || rc=$?
 	at "cluster provisioned (rc=${rc})"
 	(
-		if ((rc == 0)) && nice -n "$ADDONS_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons cassandra-image; then
-			echo ok >"$status"
+		# What managed Cassandra needs first (cert-manager, cass-operator, k8ssandra-operator,
+		# the Cassandra images): the managed-Cassandra test, the cluster package's longest,
+		# starts on that part alone; then the monitoring add-ons. The status file gets a line
+		# per part (test/addons BuildStatusEnv).
+		if ((rc == 0)) && nice -n "$PATH_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons-k8ssandra cassandra-image &&
+			echo k8ssandra >>"$status" && at "managed Cassandra's add-ons built" &&
+			nice -n "$PATH_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
+			echo ok >>"$status"
 			at "add-ons built"
-			# Argo CD (test/argocdcli) once the status is written: no cluster test waits on it, so
-			# its ~11 min of compiling when cold run beside the cluster tests at BUILD_NICE.
+			# Argo CD once the add-ons are built: only the serial lane's last cluster test
+			# (TestArgoCDOnCluster) waits on it, so its ~11 min of compiling when cold run beside
+			# the cluster tests at BUILD_NICE; its status line releases that test.
 			argocd_rc=0
 			nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory argocd || argocd_rc=$?
 			at "Argo CD built (rc=${argocd_rc})"
+			if ((argocd_rc == 0)); then echo argocd >>"$status"; else echo failed >>"$status"; fi
 			tests_rc=0
 			env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${addons_pkgs[@]}" || tests_rc=$?
 			((argocd_rc == 0 && tests_rc == 0))
 		else
-			echo failed >"$status"
+			echo failed >>"$status"
 			at "add-ons' build FAILED"
 			exit 1
 		fi

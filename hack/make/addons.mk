@@ -27,9 +27,12 @@ addons-install: addons ## Install the add-ons on the cluster of KUBECONFIG and w
 # apart, on demand: they are not needed by the other cluster tests.
 K8SSANDRA_ADDONS := cert-manager-controller cert-manager-webhook cert-manager-cainjector cass-operator k8ssandra-operator
 
-.PHONY: cluster-k8ssandra
-cluster-k8ssandra: envtest-assets cassandra-image ## Install cass-operator, k8ssandra-operator and the Cassandra test images on the running local cluster (make cluster-up first).
+.PHONY: addons-k8ssandra
+addons-k8ssandra: envtest-assets cluster-provision ## Build only the add-ons managed Cassandra needs (cert-manager, cass-operator, k8ssandra-operator; cached).
 	GO=$(GO) hack/addons.sh build $(K8SSANDRA_ADDONS)
+
+.PHONY: cluster-k8ssandra
+cluster-k8ssandra: addons-k8ssandra cassandra-image ## Install cass-operator, k8ssandra-operator and the Cassandra test images on the running local cluster (make cluster-up first).
 	hack/addons.sh install-k8ssandra "$$(hack/cluster.sh kubeconfig)"
 
 .PHONY: cluster-k8ssandra-uninstall

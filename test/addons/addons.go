@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,9 +110,21 @@ func (img Image) ImportArg() string {
 }
 
 // BuildStatusEnv names the file that `make test` (hack/test.sh) has the add-ons' build write
-// "ok" or "failed" into when it ends: the build runs beside the cluster tests, and a test that
-// needs the add-ons waits for it.
+// into, a line as each part of it ends: PartK8ssandra, then "ok" once every add-on is built,
+// or "failed". The build runs beside the cluster tests, and a test waits for the part it needs.
 const BuildStatusEnv = "OPENAAA_ADDONS_BUILD_STATUS"
+
+// PartK8ssandra is what managed Cassandra needs (`make addons-k8ssandra cassandra-image`:
+// cert-manager, cass-operator, k8ssandra-operator and the Cassandra test images), built before
+// the monitoring add-ons: the managed-Cassandra test is the cluster package's longest.
+const PartK8ssandra = "k8ssandra"
+
+// PartArgoCD is Argo CD (`make argocd`), built after every add-on. Not an add-on, but made by
+// the same lane of make test.
+const PartArgoCD = "argocd"
+
+// partAll: every add-on.
+const partAll = "ok"
 
 // buildWait bounds the wait for that build (a cold build under load took 12 min).
 const buildWait = 40 * time.Minute
@@ -121,43 +134,66 @@ const buildWait = 40 * time.Minute
 // `make test` it first waits for the build running beside it (BuildStatusEnv).
 func NeedBuilt(t testing.TB) {
 	t.Helper()
-	if f := os.Getenv(BuildStatusEnv); f != "" {
-		waitBuild(t, f)
-	}
+	needBuilt(t, partAll, func(Image) bool { return true }, "make addons")
+}
+
+// NeedBuiltK8ssandra is NeedBuilt for PartK8ssandra's add-on images alone (the Cassandra test
+// images are hack/addons.sh install-k8ssandra's to find).
+func NeedBuiltK8ssandra(t testing.TB) {
+	t.Helper()
+	needBuilt(t, PartK8ssandra, InK8ssandraPart, "make addons-k8ssandra")
+}
+
+// InK8ssandraPart: the add-on images of PartK8ssandra (hack/make/addons.mk K8SSANDRA_ADDONS,
+// the ones hack/addons.sh install-k8ssandra imports).
+func InK8ssandraPart(img Image) bool {
+	return img.Name == "cass-operator" || img.Name == "k8ssandra-operator" || strings.HasPrefix(img.Name, "cert-manager-")
+}
+
+func needBuilt(t testing.TB, part string, in func(Image) bool, make string) {
+	t.Helper()
+	WaitPart(t, part)
 	missing := ""
 	for _, img := range Images(t) {
-		if _, err := os.Stat(img.Archive); err != nil {
+		if _, err := os.Stat(img.Archive); in(img) && err != nil {
 			missing += " " + img.Name
 		}
 	}
-	testenv.Need(t, missing == "", "the add-on images"+missing+" in "+CacheDir()+" (make addons)")
+	testenv.Need(t, missing == "", "the add-on images"+missing+" in "+CacheDir()+" ("+make+")")
 }
 
-func waitBuild(t testing.TB, status string) {
+// WaitPart waits, under make test, until the build beside the tests has built part (a Part
+// constant); elsewhere it returns at once.
+func WaitPart(t testing.TB, part string) {
 	t.Helper()
-	waited, err := waitBuildStatus(context.Background(), status)
+	f := os.Getenv(BuildStatusEnv)
+	if f == "" {
+		return
+	}
+	waited, err := waitBuildStatus(context.Background(), f, part)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if waited > time.Second {
-		t.Logf("waited %s for the add-ons' build (make test builds them beside the cluster tests)", waited.Round(time.Second))
+		t.Logf("waited %s for make test's build of %s (beside the cluster tests)", waited.Round(time.Second), part)
 	}
 }
 
 // waitBuildStatus waits (at most buildWait, or until ctx ends) for the build that make test
-// runs beside the tests to write its status file: nil once it says "ok".
-func waitBuildStatus(ctx context.Context, status string) (time.Duration, error) {
+// runs beside the tests to have built part: nil once the status file has its line (or "ok",
+// for an add-on part), an error once it says "failed" without it.
+func waitBuildStatus(ctx context.Context, status, part string) (time.Duration, error) {
 	start := time.Now()
 	for {
 		b, err := os.ReadFile(status)
 		if err != nil && !os.IsNotExist(err) {
 			return time.Since(start), fmt.Errorf("the add-ons' build status %s: %v", status, err)
 		}
-		switch strings.TrimSpace(string(b)) {
-		case "ok":
+		lines := strings.Fields(string(b))
+		switch {
+		case slices.Contains(lines, part) || part != PartArgoCD && slices.Contains(lines, partAll):
 			return time.Since(start), nil
-		case "":
-		default:
+		case slices.Contains(lines, "failed"):
 			return time.Since(start), fmt.Errorf("the add-ons' build failed (%s says %q): see `make addons` in make test's output", status, b)
 		}
 		if time.Since(start) > buildWait {

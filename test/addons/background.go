@@ -38,7 +38,7 @@ func StartBackground(kubeconfig string, importArchives func(args ...string) erro
 
 func (b *Background) install(ctx context.Context, kubeconfig string, importArchives func(args ...string) error) error {
 	if f := os.Getenv(BuildStatusEnv); f != "" {
-		if _, err := waitBuildStatus(ctx, f); err != nil {
+		if _, err := waitBuildStatus(ctx, f, partAll); err != nil {
 			return err
 		}
 	}

@@ -13,7 +13,6 @@ package argocdenv
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/test/gitops"
 )
 
 const (
@@ -43,7 +43,8 @@ const (
 	radiusNS   = "radius"
 )
 
-// need checks what `hack/argocd.sh up` runs, and returns envtest's asset directory.
+// need checks envtest's binaries and what `hack/argocd.sh up` runs, and returns envtest's asset
+// directory.
 func need(t *testing.T, root string) string {
 	t.Helper()
 	if testing.Short() && !testenv.Required() {
@@ -59,67 +60,8 @@ func need(t *testing.T, root string) string {
 	}
 	_, err := os.Stat(filepath.Join(assets, "kube-apiserver"))
 	testenv.Need(t, err == nil, "kube-apiserver in "+assets+" (hack/envtest.sh)")
-	out, err := exec.Command("bash", filepath.Join(root, "hack", "argocd.sh"), "path").Output()
-	if err != nil {
-		t.Fatalf("hack/argocd.sh path: %v", err)
-	}
-	_, err = os.Stat(strings.TrimSpace(string(out)))
-	testenv.Need(t, err == nil, "the Argo CD binary (make argocd)")
-	_, err = os.Stat("/usr/bin/redis-server")
-	testenv.Need(t, err == nil, "redis-server (hack/argocd.sh install-redis)")
-	testenv.LookPath(t, "git", "apt-get install git")
-	helm := os.Getenv("HELM")
-	if helm == "" {
-		helm = filepath.Join(root, "bin", "helm")
-	}
-	_, err = os.Stat(helm)
-	testenv.Need(t, err == nil, "helm "+helm+" (make helm)")
+	gitops.Need(t, root)
 	return assets
-}
-
-// script runs hack/argocd.sh with args, bounded by d; its stdout.
-func script(t *testing.T, root string, d time.Duration, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, "hack", "argocd.sh")}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("hack/argocd.sh %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
-	}
-	return string(out)
-}
-
-// git runs git in dir as gitrepo's fixed identity.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=OpenAAA test", "GIT_AUTHOR_EMAIL=test@openaaa.invalid",
-		"GIT_COMMITTER_NAME=OpenAAA test", "GIT_COMMITTER_EMAIL=test@openaaa.invalid")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// eventually polls cond every half second until it returns true or d passes; cond's last
-// message says why not.
-func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	msg := ""
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, msg = cond(); ok {
-			return
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s: %s", what, d, msg)
 }
 
 func TestSyncOperatorChart(t *testing.T) {
@@ -155,9 +97,9 @@ func TestSyncOperatorChart(t *testing.T) {
 	}
 
 	repo := filepath.Join(tmp, "gitops")
-	url := strings.TrimSpace(script(t, root, time.Minute, "gitrepo", repo))
-	first := git(t, repo, "rev-parse", "HEAD")
-	if again := strings.TrimSpace(script(t, root, time.Minute, "gitrepo", repo)); again != url || git(t, repo, "rev-parse", "HEAD") != first {
+	url := strings.TrimSpace(gitops.Script(t, root, time.Minute, "gitrepo", repo))
+	first := gitops.Git(t, repo, "rev-parse", "HEAD")
+	if again := strings.TrimSpace(gitops.Script(t, root, time.Minute, "gitrepo", repo)); again != url || gitops.Git(t, repo, "rev-parse", "HEAD") != first {
 		t.Errorf("a second gitrepo of unchanged charts made a commit (or another URL: %s)", again)
 	}
 
@@ -167,10 +109,10 @@ func TestSyncOperatorChart(t *testing.T) {
 		if t.Failed() {
 			for _, name := range []string{"repo-server", "controller"} {
 				b, _ := os.ReadFile(filepath.Join(state, "log", name+".log"))
-				t.Logf("%s log (tail):\n%s", name, tail(string(b), 40))
+				t.Logf("%s log (tail):\n%s", name, gitops.Tail(string(b), 40))
 			}
 		}
-		script(t, root, time.Minute, "down", state)
+		gitops.Script(t, root, time.Minute, "down", state)
 		for _, pid := range pids {
 			if syscall.Kill(pid, 0) == nil {
 				t.Errorf("PID %d still running after down", pid)
@@ -179,10 +121,10 @@ func TestSyncOperatorChart(t *testing.T) {
 		if left, _ := filepath.Glob(filepath.Join(state, "*")); len(left) != 1 || filepath.Base(left[0]) != "log" {
 			t.Errorf("down left %v, want the logs alone", left)
 		}
-		script(t, root, time.Minute, "down", state) // nothing left to stop: fine
+		gitops.Script(t, root, time.Minute, "down", state) // nothing left to stop: fine
 	})
 	upStart := time.Now()
-	up := script(t, root, 3*time.Minute, "up", kubeconfig, state)
+	up := gitops.Script(t, root, 3*time.Minute, "up", kubeconfig, state)
 	t.Logf("up in %s:\n%s", time.Since(upStart).Round(100*time.Millisecond), up)
 	for _, name := range []string{"redis", "repo-server", "controller"} {
 		b, err := os.ReadFile(filepath.Join(state, name+".pid"))
@@ -196,7 +138,7 @@ func TestSyncOperatorChart(t *testing.T) {
 		pids = append(pids, pid)
 	}
 	// Idempotent: a second up finds everything running and starts nothing.
-	if again := script(t, root, time.Minute, "up", kubeconfig, state); again != up {
+	if again := gitops.Script(t, root, time.Minute, "up", kubeconfig, state); again != up {
 		t.Errorf("a second up started something else:\n%s", again)
 	}
 	t.Logf("envtest and Argo CD up after %s", time.Since(start).Round(time.Second))
@@ -207,8 +149,8 @@ func TestSyncOperatorChart(t *testing.T) {
 	if err := c.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
-	head := git(t, repo, "rev-parse", "HEAD")
-	waitSynced(t, c, appName, head)
+	head := gitops.Git(t, repo, "rev-parse", "HEAD")
+	gitops.WaitSynced(t, c, appName, head, 90*time.Second)
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := c.Get(ctx, types.NamespacedName{Name: "aaaclusters.aaa.openaaa.io"}, &crd); err != nil {
 		t.Errorf("the chart's CRD: %v", err)
@@ -222,14 +164,13 @@ func TestSyncOperatorChart(t *testing.T) {
 	// health check in argocd-cm (config/argocd/health.lua) finds no status: Progressing. The
 	// AAACluster is the Application's only object, so the Application's health is its health;
 	// without argocd-cm's check Argo CD gives an AAACluster none, and the Application would be
-	// Healthy. (Argo CD 3 keeps each object's health out of the Application: status.resources
-	// has none.)
+	// Healthy.
 	radius := application("radius", url, "charts/aaacluster", radiusNS)
 	_ = unstructured.SetNestedStringSlice(radius.Object, []string{"../../values/aaacluster.yaml"}, "spec", "source", "helm", "valueFiles")
 	if err := c.Create(ctx, radius); err != nil {
 		t.Fatal(err)
 	}
-	got := waitSynced(t, c, "radius", head)
+	got := gitops.WaitSynced(t, c, "radius", head, 90*time.Second)
 	resources, _, _ := unstructured.NestedSlice(got.Object, "status", "resources")
 	if len(resources) != 1 || resources[0].(map[string]any)["kind"] != "AAACluster" {
 		t.Errorf("Application radius's objects %v, want the AAACluster alone", resources)
@@ -252,13 +193,12 @@ func TestSyncOperatorChart(t *testing.T) {
 	if err := os.WriteFile(values, []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, repo, "commit", "-q", "-am", "operator: 3 replicas")
-	head = git(t, repo, "rev-parse", "HEAD")
-	patch := []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"hard"}}}`)
-	if err := c.Patch(ctx, app, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	gitops.Git(t, repo, "commit", "-q", "-am", "operator: 3 replicas")
+	head = gitops.Git(t, repo, "rev-parse", "HEAD")
+	if err := gitops.Refresh(ctx, c, appName); err != nil {
 		t.Fatal(err)
 	}
-	waitSynced(t, c, appName, head)
+	gitops.WaitSynced(t, c, appName, head, 90*time.Second)
 	if r := replicas(t, c); r != 3 {
 		t.Errorf("Deployment replicas %d after the commit, want 3", r)
 	}
@@ -285,31 +225,6 @@ func application(name, url, path, namespace string) *unstructured.Unstructured {
 	}}
 }
 
-// waitSynced waits until the Application name is Synced at revision and its last sync
-// succeeded, and returns it; it logs the health (Progressing: no kubelet runs pods).
-func waitSynced(t *testing.T, c client.Client, name, revision string) *unstructured.Unstructured {
-	t.Helper()
-	app := &unstructured.Unstructured{}
-	app.SetAPIVersion("argoproj.io/v1alpha1")
-	app.SetKind("Application")
-	eventually(t, 90*time.Second, "Application "+name+" Synced at "+revision[:8], func() (bool, string) {
-		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "argocd", Name: name}, app); err != nil {
-			return false, err.Error()
-		}
-		sync, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
-		rev, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
-		phase, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
-		opRev, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "syncResult", "revision")
-		msg, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "message")
-		conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-		state := fmt.Sprintf("sync %q at %q, operation %q at %q: %s; conditions %v", sync, rev, phase, opRev, msg, conds)
-		return sync == "Synced" && rev == revision && phase == "Succeeded" && opRev == revision, state
-	})
-	health, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
-	t.Logf("Application %s: Synced at %s, health %s", name, revision[:8], health)
-	return app
-}
-
 // replicas is the operator Deployment's spec.replicas (the chart names it after the release).
 func replicas(t *testing.T, c client.Client) int32 {
 	t.Helper()
@@ -321,12 +236,4 @@ func replicas(t *testing.T, c client.Client) int32 {
 		t.Fatalf("want one Deployment in %s, got %d", appNS, len(list.Items))
 	}
 	return *list.Items[0].Spec.Replicas
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -190,7 +190,9 @@ func managedUp(t *testing.T, dcs ...string) *managed {
 	root, helm, tag := needOperatorImages(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	t.Cleanup(cancel)
-	clusterAddons.Wait(t, ctx) // cert-manager: k8ssandra-operator's webhook certificate
+	// Only what managed Cassandra needs (cert-manager included: install-k8ssandra installs it
+	// for the operators' webhook certificates), not the monitoring add-ons.
+	addons.NeedBuiltK8ssandra(t)
 	installK8ssandra(t, ctx)
 	m := &managed{ctx: ctx, c: aaaClient(t), key: client.ObjectKey{Namespace: managedNS, Name: managedRelease}, root: root, helm: helm,
 		values: filepath.Join(root, "config", "samples", "cluster-managed-values.yaml")}

@@ -95,7 +95,7 @@ const monitoringValues = `monitoring:
 // pod; the monitoring's outage comes last.
 func TestMonitoringAndAutoscalingOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
-	inSerialLane(t)
+	inSerialLane(t, needAddons)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	c := startAAA(t, ctx, monitoringValues+autoscalingValues)

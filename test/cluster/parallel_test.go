@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openaaa/openaaa/test/addons"
 	"github.com/openaaa/openaaa/test/cluster/clustertest"
 )
 
@@ -33,12 +35,31 @@ import (
 var laneMu sync.Mutex
 
 // inSerialLane makes t a parallel test that runs after the serial ones, one at a time with the
-// other tests of the serial lane.
-func inSerialLane(t *testing.T) {
+// other tests of the serial lane. It first waits for what the test needs (needAddons,
+// needArgoCD), so that a test that needs nothing still building runs meanwhile: under make test
+// the add-ons and Argo CD are still compiling when the lane starts.
+func inSerialLane(t *testing.T, needs ...func(*testing.T)) {
 	t.Helper()
 	t.Parallel()
+	for _, need := range needs {
+		need(t)
+	}
 	laneMu.Lock()
 	t.Cleanup(laneMu.Unlock)
+}
+
+// needAddons waits until every add-on is built, installed and working (clusterAddons).
+func needAddons(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	clusterAddons.Wait(t, ctx)
+}
+
+// needArgoCD waits for make test's build of Argo CD.
+func needArgoCD(t *testing.T) {
+	t.Helper()
+	addons.WaitPart(t, addons.PartArgoCD)
 }
 
 // parallel is -test.parallel for the package: more than its parallel tests, so that each runs

@@ -56,7 +56,7 @@ const (
 // 2001 over TLS through the NodePort.
 func TestRadSecCertManagerOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
-	inSerialLane(t)
+	inSerialLane(t, needAddons)
 	testenv.LookPath(t, "freeradius", "FreeRADIUS (hack/freeradius.sh install: make provision)")
 	root, helm, tag := needOperatorImages(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
