@@ -139,7 +139,7 @@ paired() {
 	for i in $(seq 1 "$ROUNDS"); do
 		line="round $i ($(order "$i" | paste -sd' ' -)):"
 		for v in "${VARIANTS[@]}"; do
-			line+=" $v $(jq -r '.cpuMicrosPerTransaction // 0' "$OUT/$v-$i.json")"
+			line+=" $v $(jq -r '.cpuMicrosPerTransaction // 0 | . * 10 | round / 10' "$OUT/$v-$i.json")"
 			[[ $v == builtin* ]] || line+=" ($(per_decision "$v" "$i" | awk '{printf "%+.1f", $1}'))"
 		done
 		echo "$line"
