@@ -6,9 +6,12 @@
 # same policy in Lua (services/policing/internal/policy/luapolicy/testdata/builtin.lua) with
 # memoization off (every decision runs the script), and the same script memoized —
 # alternating them in each of BENCH_ROUNDS rounds, as hack/bench.sh alternates its A/B
-# runs, and reporting the medians: TPS, p99, server CPU µs per transaction, the Lua runs and
-# reuses, what Lua adds per decision against the built-in policy on the same dispatch
-# (workers), and the engine's own mean run duration (openaaa_policy_lua_run_duration_seconds).
+# runs, in an order that rotates from round to round (no variant always last on a machine
+# that drifts within a round), and reporting the medians: TPS, p99, server CPU µs per
+# transaction, the Lua runs and reuses, what Lua adds per decision against the built-in
+# policy on the same dispatch (workers) — the median of the rounds' paired differences, each
+# against builtin-workers of the same round — and the engine's own mean run duration
+# (openaaa_policy_lua_run_duration_seconds). Each round's order and differences: rounds.txt.
 #
 # Knobs (environment), as in hack/bench.sh:
 #   BENCH_DURATION=10s BENCH_WARMUP=3s BENCH_ROUNDS=3 BENCH_CONCURRENCY=16 BENCH_INTERIMS=5
@@ -97,8 +100,16 @@ flags() {
 	lua-memoized) echo "--set policy.lua.file=$SCRIPTS/builtin.lua --set policy.lua.memoize=true" ;;
 	esac
 }
+# order ROUND: the variants, rotated by ROUND − 1: each round starts one further, so that
+# a machine slowing (or speeding up) within a round does not always charge the same variant.
+order() {
+	local n=${#VARIANTS[@]} k
+	for ((k = 0; k < n; k++)); do echo "${VARIANTS[$(((($1 - 1) + k) % n))]}"; done
+}
 for i in $(seq 1 "$ROUNDS"); do
-	for v in "${VARIANTS[@]}"; do
+	mapfile -t ORDER < <(order "$i")
+	echo "bench-policy: round $i: ${ORDER[*]}"
+	for v in "${ORDER[@]}"; do
 		# shellcheck disable=SC2046 # flags are words
 		start_policing $(flags "$v")
 		run "$v" "$v-$i"
@@ -112,6 +123,28 @@ stat() { # VARIANT JQ-EXPR
 lua_stat() { # VARIANT COLUMN(1 runs, 2 reuses, 3 mean run µs)
 	for i in $(seq 1 "$ROUNDS"); do awk -v c="$2" '{print $c}' "$OUT/$1-$i.lua"; done | median
 }
+# per_decision VARIANT ROUND: what the variant's policy adds per decision in that round,
+# (its server CPU µs/tx − builtin-workers' in the same round) × transactions / decisions.
+per_decision() {
+	awk -v a="$(jq -r '.cpuMicrosPerTransaction // 0' "$OUT/$1-$2.json")" \
+		-v b="$(jq -r '.cpuMicrosPerTransaction // 0' "$OUT/builtin-workers-$2.json")" \
+		-v tx="$((3 + INTERIMS))" -v dec="$((2 + INTERIMS))" 'BEGIN { printf "%.3f\n", (a - b) * tx / dec }'
+}
+# paired VARIANT: the median over the rounds of per_decision.
+paired() {
+	for i in $(seq 1 "$ROUNDS"); do per_decision "$1" "$i"; done | median
+}
+{
+	echo "Per round: the order measured, then each variant's server CPU µs/tx and µs per decision against builtin-workers of the same round."
+	for i in $(seq 1 "$ROUNDS"); do
+		line="round $i ($(order "$i" | paste -sd' ' -)):"
+		for v in "${VARIANTS[@]}"; do
+			line+=" $v $(jq -r '.cpuMicrosPerTransaction // 0 | . * 10 | round / 10' "$OUT/$v-$i.json")"
+			[[ $v == builtin* ]] || line+=" ($(per_decision "$v" "$i" | awk '{printf "%+.1f", $1}'))"
+		done
+		echo "$line"
+	done
+} >"$OUT/rounds.txt"
 
 {
 	echo
@@ -122,7 +155,6 @@ lua_stat() { # VARIANT COLUMN(1 runs, 2 reuses, 3 mean run µs)
 	echo "| policy | TPS | vs built-in | p99 ms | server CPU µs/tx | Lua runs | Lua reuses | Lua CPU µs per decision (vs builtin-workers) | engine's mean run µs |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	base_tps=$(stat builtin '.incomingTPS')
-	base_cpu=$(stat builtin-workers '.cpuMicrosPerTransaction // 0')
 	for v in "${VARIANTS[@]}"; do
 		tps=$(stat "$v" '.incomingTPS')
 		p99=$(stat "$v" '.latency.all.p99Ms')
@@ -130,14 +162,16 @@ lua_stat() { # VARIANT COLUMN(1 runs, 2 reuses, 3 mean run µs)
 		runs=$(lua_stat "$v" 1)
 		reuses=$(lua_stat "$v" 2)
 		mean=$(lua_stat "$v" 3)
-		awk -v v="$v" -v tps="$tps" -v bt="$base_tps" -v p99="$p99" -v cpu="$cpu" -v bc="$base_cpu" -v mean="$mean" \
-			-v runs="$runs" -v reuses="$reuses" -v tx="$((3 + INTERIMS))" -v dec="$((2 + INTERIMS))" 'BEGIN {
-			per = v ~ /^builtin/ ? "—" : sprintf("%+.1f", (cpu - bc) * tx / dec)
+		pair=0
+		[[ $v == builtin* ]] || pair=$(paired "$v")
+		awk -v v="$v" -v tps="$tps" -v bt="$base_tps" -v p99="$p99" -v cpu="$cpu" -v pair="$pair" -v mean="$mean" \
+			-v runs="$runs" -v reuses="$reuses" 'BEGIN {
+			per = v ~ /^builtin/ ? "—" : sprintf("%+.1f", pair)
 			m = v ~ /^builtin/ ? "—" : sprintf("%.2f", mean)
 			printf "| %s | %.0f | %.1f %% | %.2f | %.1f | %d | %d | %s | %s |\n", v, tps, 100 * tps / bt, p99, cpu, runs, reuses, per, m
 		}'
 	done
 	echo
-	echo "Lua CPU per decision: (server CPU µs/tx − builtin-workers') × transactions / decisions: a Lua policy runs on the worker pool, so the built-in policy on the pool is the baseline."
+	echo "Lua CPU per decision: the median over the rounds of (server CPU µs/tx − builtin-workers' in the same round) × transactions / decisions: a Lua policy runs on the worker pool, so the built-in policy on the pool is the baseline; the order of the variants rotates from round to round (each round's order and differences: rounds.txt)."
 	echo "Engine's mean run: openaaa_policy_lua_run_duration_seconds sum / count at the end of the run (warm-up included; reuses excluded)."
 } | tee "$OUT/report.md"

@@ -132,6 +132,9 @@ func (a *Attr) fit(t radius.Type, hdr, v []byte) (Encoded, error) {
 		}
 		return Encoded{}, fmt.Errorf("value too long (at most %d octets here)", 253-len(hdr))
 	}
+	if len(hdr) == 0 {
+		return Encoded{Type: t, Value: v}, nil // v is the encoder's own: no copy
+	}
 	return Encoded{Type: t, Value: append(hdr, v...)}, nil
 }
 
@@ -155,7 +158,7 @@ func (a *Attr) encodeValue(text string) ([]byte, error) {
 		// FreeRADIUS sends the filter structure whole, zero-padded.
 		return append(b, make([]byte, ascendFilterLen-len(b))...), nil
 	case dictionary.AttributeInteger, dictionary.AttributeShort, dictionary.AttributeByte:
-		bits := map[dictionary.AttributeType]int{dictionary.AttributeInteger: 32, dictionary.AttributeShort: 16, dictionary.AttributeByte: 8}[a.kind]
+		bits := a.uintBits()
 		n, ok := a.values[text]
 		if !ok {
 			var err error
@@ -241,6 +244,39 @@ func (a *Attr) encodeValue(text string) ([]byte, error) {
 		return mac, nil
 	}
 	return nil, fmt.Errorf("type %s is not supported in replies", kindName(a.kind))
+}
+
+// uintBits is the width of an integer, short or byte attribute.
+func (a *Attr) uintBits() int {
+	switch a.kind {
+	case dictionary.AttributeShort:
+		return 16
+	case dictionary.AttributeByte:
+		return 8
+	}
+	return 32
+}
+
+// EncodeUint is Encode of a number given as one (a Lua policy's reply("Session-Timeout",
+// 3600)) without formatting it as text to parse it back. ok is false when the attribute is
+// not a plain integer, short or byte, or n does not fit: Encode the text then, which
+// encodes it or says why not.
+func (a *Attr) EncodeUint(n uint64) (e Encoded, ok bool, err error) {
+	switch a.kind {
+	case dictionary.AttributeInteger, dictionary.AttributeShort, dictionary.AttributeByte:
+	default:
+		return Encoded{}, false, nil
+	}
+	bits := a.uintBits()
+	if a.noWire != "" || a.tagged || n >= 1<<bits {
+		return Encoded{}, false, nil
+	}
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 8), n)
+	e, err = a.wrap(b[8-bits/8:])
+	if err != nil {
+		return Encoded{}, true, fmt.Errorf("attribute %s: %w", a.Name, err)
+	}
+	return e, true, nil
 }
 
 // ascendFilterLen is the size of an Ascend binary filter (FreeRADIUS's ascend_filter_t).

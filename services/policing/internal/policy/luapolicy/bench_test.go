@@ -77,7 +77,7 @@ func (o oneSubscriber) Lookup(_ context.Context, user string) (*subscriber.Subsc
 
 // discard is a ResponseWriter that checks the reply is an Accept of n attributes and drops it.
 type discard struct {
-	b *testing.B
+	b testing.TB
 	n int
 }
 
@@ -86,6 +86,29 @@ func (w *discard) Write(p *radius.Packet) error {
 		w.b.Fatalf("reply %v with %d attributes", p.Code, len(p.Attributes))
 	}
 	return nil
+}
+
+// authRequest is a PAP Access-Request of a subscriber with testdata/builtin.lua's three
+// reply attributes, as the server hands it to the auth handler.
+func authRequest(tb testing.TB) (*subscriber.Subscriber, *radiusd.Request) {
+	s := &subscriber.Subscriber{Username: "user00001", Password: "secret00001", Profile: subscriber.Profile{
+		FramedIPAddress: "10.0.0.1", SessionTimeout: 3600, AcctInterimInterval: 300}}
+	secret := []byte("secret")
+	p := radius.New(radius.CodeAccessRequest, secret)
+	rfc2865.UserName_SetString(p, s.Username)
+	_ = rfc2865.UserPassword_SetString(p, s.Password)
+	rfc2865.CallingStationID_SetString(p, "02-00-00-00-00-01")
+	rfc2865.NASPort_Set(p, 7)
+	wire, err := p.Encode()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req, err := radius.Parse(wire, secret)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	client := nas.NewTable(&nas.Client{Name: "bng", Prefix: netip.MustParsePrefix("192.0.2.0/24"), Secret: secret}).All()[0]
+	return s, &radiusd.Request{Packet: req, Client: client, RemoteAddr: netip.MustParseAddrPort("192.0.2.1:40000"), Received: time.Now()}
 }
 
 // fixed is a policy that accepts with attributes made once: the handler's cost without any
@@ -108,24 +131,7 @@ func (f fixed) Authorize(context.Context, *radius.Packet, *subscriber.Subscriber
 // bench-policy's figure from outside (docs/policy.md, Cost); minus "fixed", the memoized
 // path's whole cost.
 func BenchmarkAuthRequest(b *testing.B) {
-	s := &subscriber.Subscriber{Username: "user00001", Password: "secret00001", Profile: subscriber.Profile{
-		FramedIPAddress: "10.0.0.1", SessionTimeout: 3600, AcctInterimInterval: 300}}
-	secret := []byte("secret")
-	p := radius.New(radius.CodeAccessRequest, secret)
-	rfc2865.UserName_SetString(p, s.Username)
-	_ = rfc2865.UserPassword_SetString(p, s.Password)
-	rfc2865.CallingStationID_SetString(p, "02-00-00-00-00-01")
-	rfc2865.NASPort_Set(p, 7)
-	wire, err := p.Encode()
-	if err != nil {
-		b.Fatal(err)
-	}
-	req, err := radius.Parse(wire, secret) // as the server hands it over
-	if err != nil {
-		b.Fatal(err)
-	}
-	client := nas.NewTable(&nas.Client{Name: "bng", Prefix: netip.MustParsePrefix("192.0.2.0/24"), Secret: secret}).All()[0]
-	r := &radiusd.Request{Packet: req, Client: client, RemoteAddr: netip.MustParseAddrPort("192.0.2.1:40000"), Received: time.Now()}
+	s, r := authRequest(b)
 	log := slog.New(slog.DiscardHandler)
 	for _, variant := range []string{"none", "fixed", "lua-memoized", "lua", "lua-memoized-req"} {
 		var pol policy.Policy = builtin()

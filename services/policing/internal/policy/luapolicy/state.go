@@ -3,6 +3,7 @@ package luapolicy
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/services/policing/config"
+	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -31,6 +33,7 @@ type state struct {
 	inputs  []input // declared inputs: reads outside them fail; nil: any read
 	a       args
 	d       decision
+	avps    []radius.AVP // the AVPs of d's attributes (attr)
 	errKind string
 	took    time.Duration // the last call's duration (the run duration metric)
 }
@@ -234,11 +237,22 @@ func (st *state) attr(L *lua.LState, fn string, to radius.Attributes) radius.Att
 	if !ok {
 		st.fail(ErrKindDecision, "%s: no attribute %q in the dictionary", fn, name)
 	}
-	v, ok := text(L.Get(2))
-	if !ok {
-		st.fail(ErrKindDecision, "%s(%q): the value must be a string or a non-negative integer, not %s", fn, name, L.Get(2).Type())
+	var enc dict.Encoded
+	var err error
+	done := false
+	lv := L.Get(2)
+	// A number goes to the wire without a round trip through text (two allocations and a
+	// parse), unless selftest records its text.
+	if n, isNum := lv.(lua.LNumber); isNum && st.record == nil && n >= 0 && n <= math.MaxUint32 && n == lua.LNumber(math.Trunc(float64(n))) {
+		enc, done, err = a.EncodeUint(uint64(n))
 	}
-	enc, err := a.Encode(v)
+	v := ""
+	if !done {
+		if v, ok = text(lv); !ok {
+			st.fail(ErrKindDecision, "%s(%q): the value must be a string or a non-negative integer, not %s", fn, name, lv.Type())
+		}
+		enc, err = a.Encode(v)
+	}
 	if err != nil {
 		st.fail(ErrKindDecision, "%s: %v", fn, err)
 	}
@@ -250,8 +264,21 @@ func (st *state) attr(L *lua.LState, fn string, to radius.Attributes) radius.Att
 	if st.record != nil {
 		st.record(fn, name, v)
 	}
-	return append(to, &radius.AVP{Type: enc.Type, Attribute: enc.Value})
+	// The call's attributes share allocations: their AVPs one array, the list another (a
+	// decision has a few; an attribute each and a growing list were most of its allocations).
+	if len(st.avps) == cap(st.avps) {
+		st.avps = make([]radius.AVP, 0, avpsPerAlloc)
+	}
+	st.avps = append(st.avps, radius.AVP{Type: enc.Type, Attribute: enc.Value})
+	if to == nil {
+		to = make(radius.Attributes, 0, avpsPerAlloc)
+	}
+	return append(to, &st.avps[len(st.avps)-1])
 }
+
+// avpsPerAlloc: the reply or CoA attributes of a decision allocated at once (a memoized
+// decision keeps its array: a few, not the most a script could send).
+const avpsPerAlloc = 4
 
 // errNoHook is returned by call for a hook the script does not define.
 var errNoHook = errors.New("hook not defined")
@@ -283,7 +310,7 @@ func (st *state) call(h hook, a args, inputs []input) (decision, error) {
 	st.took = time.Duration(time.Now().UnixNano() - start)
 	L.SetTop(0)
 	d := st.d
-	st.a, st.d = args{}, decision{} // keep no request alive in the pool
+	st.a, st.d, st.avps = args{}, decision{}, nil // keep no request alive in the pool
 	if err != nil {
 		kind := st.errKind
 		switch {
