@@ -30,6 +30,9 @@ type record struct {
 	// Gx CCR-I) is on replicas of two DCs before Apply returns, so losing the DC that wrote
 	// it does not lose the session. Never spooled, never set in the spool.
 	Quorum bool `json:"-"`
+	// Push: a change the policy server pushed (session.Update.Push), not counted among the
+	// client's requests in the row's updates.
+	Push bool `json:"push,omitempty"`
 	// cacheable: a client's record as it arrives (not a Gx CCR, not replayed from the spool),
 	// which the row cache may serve (rowCache.standIn).
 	cacheable bool
@@ -45,7 +48,7 @@ func (st *Store) Apply(ctx context.Context, u *session.Update) error {
 // when nothing changed).
 func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session, error) {
 	now := st.o.Now()
-	rec := &record{Kind: u.Kind, Session: u.Session, Received: now}
+	rec := &record{Kind: u.Kind, Session: u.Session, Received: now, Push: u.Push}
 	if rec.Session.LastSeen.IsZero() {
 		rec.Session.LastSeen = now // what Merge would use: fixed now so a replay merges the same
 	}
@@ -135,7 +138,7 @@ func (st *Store) applyRecord(ctx context.Context, rec *record) (merged *session.
 // lookup, or refresh them, comes back undone (done false) to be applied onto the row read.
 func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Session, meta rowMeta, fromCache bool) (merged *session.Session, done bool, err error) {
 	wt := meta.wt
-	u := &session.Update{Kind: rec.Kind, Session: rec.Session}
+	u := &session.Update{Kind: rec.Kind, Session: rec.Session, Push: rec.Push}
 	// A stopped row takes a new session only by session.Reopens (a Start later than the
 	// Stop); any other record of it is late and goes to the history only.
 	reused := old != nil && old.State == session.Stopped && session.Reopens(old.StopTime, u, rec.Received)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,6 +109,20 @@ func Run(t *testing.T, st session.Store, prefix string) {
 		apply(t, session.KindStop, "late", 5, T0.Add(10*time.Second))
 		apply(t, session.KindInterim, "late", 5, T0.Add(5*time.Second))
 		stopped(t, "late", 5)
+	})
+	// A change the policy server pushed (a Gx RAR) is merged like a message of the session's
+	// client but is not one of its requests: Session.Updates counts those (a Gx CCR's
+	// CC-Request-Number is checked against it).
+	t.Run("pushed change not counted", func(t *testing.T) {
+		apply(t, session.KindStart, "push", 6, T0)
+		u := &session.Update{Kind: session.KindInterim, NoSpool: true, Push: true, Session: session.Session{
+			Key: key("push"), LastSeen: T0.Add(time.Minute), MonitoringExhausted: []string{"mk"}}}
+		if err := st.Apply(c, u); err != nil {
+			t.Fatalf("pushed Interim: %v", err)
+		}
+		if s := active(t, "push"); s.Updates != 1 || !slices.Equal(s.MonitoringExhausted, []string{"mk"}) {
+			t.Fatalf("after a pushed change: %d updates, exhausted %v; want 1, [mk]", s.Updates, s.MonitoringExhausted)
+		}
 	})
 	t.Run("ipv6", func(t *testing.T) { runIPv6(t, st, prefix) })
 	t.Run("calling station and gx", func(t *testing.T) { runCalling(t, st, prefix) })
