@@ -84,18 +84,14 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 		if sub := h.subscriber(ctx, u.Session.UserName); sub != nil {
 			h.Policy.Accounting(ctx, r.Packet, u, sub)
 		}
-		// An Interim replaces a stale session only when it is the first message of its own
-		// session (its Start was lost). A store that says whether it created the session
-		// spares the lookup for the others — most messages — and is asked after storing.
-		after := u.Kind == session.KindInterim && h.SupersedeStale && matcherOf(h.Store) != nil
-		if !after {
-			h.supersede(ctx, u)
-		}
 		if err := h.Store.Apply(ctx, u); err != nil {
 			h.fail(r, metrics.DropStoreError, err)
 			return
 		}
-		if after && u.Created {
+		// Once stored, a Start closes its line's stale sessions; an Interim only when it is the
+		// first message of its own session (its Start was lost). A store that says whether it
+		// created the session spares the lookup for the others — most messages.
+		if h.SupersedeStale && (u.Kind == session.KindStart || u.Kind == session.KindInterim && (u.Created || matcherOf(h.Store) == nil)) {
 			h.supersede(ctx, u)
 		}
 		if h.Stored != nil {

@@ -356,8 +356,8 @@ func TestAccountingOnClosesNAS(t *testing.T) {
 	}
 }
 
-// A new Start of a line supersedes the older session whose Stop was lost (aaa.Supersede,
-// through the store's lookups): the old row leaves the lookups and goes to the closed
+// A new Start of a line, once stored, supersedes the older session whose Stop was lost
+// (aaa.Supersede, through the store's lookups): the old row leaves the lookups and goes to the closed
 // sessions, and the framed-IP lookup points at the new session.
 func TestSupersedeStale(t *testing.T) {
 	cassandratest.Skip(t, cluster)
@@ -375,12 +375,12 @@ func TestSupersedeStale(t *testing.T) {
 		}
 	}
 	u := start("nas1", "new", "alice", "10.0.0.1", t0.Add(time.Hour))
+	if err := st.Apply(c, u); err != nil { // superseding follows the write
+		t.Fatal(err)
+	}
 	closed, err := aaa.Supersede(c, st, u)
 	if err != nil || len(closed) != 1 || closed[0] != (session.Key{NAS: "nas1", ID: "old"}) {
 		t.Fatalf("Supersede = %v, %v", closed, err)
-	}
-	if err := st.Apply(c, u); err != nil {
-		t.Fatal(err)
 	}
 	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "old"}); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("old session still active: %v", err)
