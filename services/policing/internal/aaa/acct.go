@@ -35,9 +35,10 @@ type Acct struct {
 	// Forward, when set, passes the request on after local processing succeeded (the
 	// accounting proxy, docs/proxy.md); an error means the NAS gets no reply.
 	Forward func(ctx context.Context, r *radiusd.Request) error
-	// Stored, when set, is the step after a Start, Interim or Stop the store accepted (the
-	// policy's Disconnect/CoA, coa.PolicyTrigger); it must not block the reply.
-	Stored func(u *session.Update)
+	// Stored, when set, is the step after a Start, Interim or Stop the store accepted: it
+	// carries out the policy's actions (Disconnect, CoA: coa.PolicyTrigger); it must not
+	// block the reply.
+	Stored func(u *session.Update, a policy.Actions)
 	// SupersedeStale closes the stale session a Start or Interim replaces (supersede.go): a
 	// lookup per Interim, for stores whose lookups are in memory.
 	SupersedeStale bool
@@ -81,21 +82,24 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 			h.fail(r, metrics.DropMalformed, err)
 			return
 		}
+		// One way: the message (u) → the policy's actions → the store → the steps after it.
+		var acts policy.Actions
 		if sub := h.subscriber(ctx, u.Session.UserName); sub != nil {
-			h.Policy.Accounting(ctx, r.Packet, u, sub)
+			acts = h.Policy.Accounting(ctx, r.Packet, u, sub)
 		}
-		if err := h.Store.Apply(ctx, u); err != nil {
+		res, err := h.Store.Apply(ctx, u, session.WriteOptions{DisconnectReason: acts.Disconnect})
+		if err != nil {
 			h.fail(r, metrics.DropStoreError, err)
 			return
 		}
 		// Once stored, a Start closes its line's stale sessions; an Interim only when it is the
-		// first message of its own session (its Start was lost). A store that says whether it
-		// created the session spares the lookup for the others — most messages.
-		if h.SupersedeStale && (u.Kind == session.KindStart || u.Kind == session.KindInterim && (u.Created || matcherOf(h.Store) == nil)) {
+		// first message of its own session (its Start was lost), which the store says: the
+		// Interims of a stored session — most messages — cost no lookup.
+		if h.SupersedeStale && (u.Kind == session.KindStart || u.Kind == session.KindInterim && res.Created) {
 			h.supersede(ctx, u)
 		}
 		if h.Stored != nil {
-			h.Stored(u)
+			h.Stored(u, acts)
 		}
 	case statusOn, statusOff:
 		cause := uint32(causeNASReboot)

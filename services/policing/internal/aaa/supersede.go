@@ -98,7 +98,8 @@ func staleSessions(ctx context.Context, st session.Store, in *session.Session, s
 }
 
 func closeStale(ctx context.Context, st session.Store, k session.Key, at time.Time) error {
-	return st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k, LastSeen: at}})
+	_, err := st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k, LastSeen: at}}, session.WriteOptions{})
+	return err
 }
 
 // matcherOf returns the store's FramedIPMatcher, or nil.

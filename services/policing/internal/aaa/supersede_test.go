@@ -149,19 +149,19 @@ func (s *claimStore) ByUser(_ context.Context, user string) ([]*session.Session,
 	return out, nil
 }
 
-func (s *claimStore) Apply(ctx context.Context, u *session.Update) error {
+func (s *claimStore) Apply(ctx context.Context, u *session.Update, o session.WriteOptions) (session.Result, error) {
 	if u.Kind == session.KindStart && s.startErr != nil {
-		return s.startErr
+		return session.Result{}, s.startErr
 	}
 	if u.Kind == session.KindStop {
 		if s.stopErr != nil {
-			return s.stopErr
+			return session.Result{}, s.stopErr
 		}
 		if !s.spooled {
 			s.active = slices.DeleteFunc(s.active, func(x *session.Session) bool { return x.Key == u.Session.Key })
 		}
 	}
-	return s.fakeStore.Apply(ctx, u)
+	return s.fakeStore.Apply(ctx, u, o)
 }
 
 func claimant(id string, at time.Time) *session.Session {
@@ -222,14 +222,14 @@ func TestSupersedeChainInPlace(t *testing.T) {
 	ctx := context.Background()
 	for i, at := range []time.Time{received.Add(-2 * time.Hour), received.Add(-time.Hour)} {
 		s := claimant(fmt.Sprintf("s%d", i+1), at)
-		if err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *s}); err != nil {
+		if _, err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *s}, session.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another user's session on the same address (another VRF) is not the line's.
 	other := claimant("bob1", received.Add(-time.Hour))
 	other.UserName = "bob"
-	if err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *other}); err != nil {
+	if _, err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *other}, session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.Store = inPlaceOnly{Store: st, t: t}
@@ -384,12 +384,12 @@ type ordered struct {
 	writes []string
 }
 
-func (o *ordered) Apply(ctx context.Context, u *session.Update) error {
-	err := o.Store.Apply(ctx, u)
+func (o *ordered) Apply(ctx context.Context, u *session.Update, opt session.WriteOptions) (session.Result, error) {
+	res, err := o.Store.Apply(ctx, u, opt)
 	if err == nil {
 		o.writes = append(o.writes, u.Kind.String()+" "+u.Session.ID)
 	}
-	return err
+	return res, err
 }
 
 // Superseding runs after the write, on every store: a Start closes its line's stale sessions

@@ -166,11 +166,12 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	s := session.Session{Key: session.Key{NAS: NAS, ID: r.SessionID}, UserName: r.Subscriber(),
 		ClientName: h.node(), NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP, FramedIPv6Prefix: r.FramedIPv6Prefix,
 		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now, MonitoringExhausted: d.Exhausted}
+	o := gxWrite
 	if d.Throttled {
-		s.DisconnectReason = policy.QuotaReason
+		o.DisconnectReason = policy.QuotaReason
 	}
 	s.InterimInterval = idleSeconds(d)
-	u := &session.Update{Kind: session.KindStart, Session: s, NoSpool: true}
+	u := &session.Update{Kind: session.KindStart, Session: s}
 	if h.Hooks != nil {
 		if l, ok := h.Hooks.Gx(ctx, true, u, sub); ok {
 			if l.Reject {
@@ -180,7 +181,7 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 			d = withHook(d, l)
 		}
 	}
-	if err := h.Store.Apply(ctx, u); err != nil {
+	if _, err := h.Store.Apply(ctx, u, o); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
@@ -270,8 +271,9 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	upd := session.Session{Key: key, InputOctets: in, OutputOctets: out, LastSeen: now,
 		SessionTime: max(elapsed, s.SessionTime), ClientName: h.node(), NASIdentifier: peer.OriginHost,
 		MonitoringUsage: keys, MonitoringExhausted: d.Exhausted}
+	o := gxWrite
 	if d.Throttled && !throttled {
-		upd.DisconnectReason = policy.QuotaReason
+		o.DisconnectReason = policy.QuotaReason
 		throttles.Inc()
 	}
 	if h.Hooks != nil && sub != nil {
@@ -288,11 +290,11 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	if repeated {
 		return d, diam.Success
 	}
-	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd, NoSpool: true}); err != nil {
+	if _, err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd}, o); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
-	if upd.DisconnectReason == policy.QuotaReason && h.Throttled != nil {
+	if o.DisconnectReason == policy.QuotaReason && h.Throttled != nil {
 		h.Throttled(sub)
 	}
 	if kind == session.KindStop || sub == nil || d.Throttled {
@@ -302,6 +304,9 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	}
 	return d, diam.Success
 }
+
+// gxWrite is how a CCR's session is written: never to the spool (session.WriteOptions.NoSpool).
+var gxWrite = session.WriteOptions{NoSpool: true}
 
 // ruleLevel reports whether key is one of the data policy's rule-level Monitoring-Keys, whose
 // usage is counted apart; any other report (the session-level key, none) adds to the session's

@@ -157,11 +157,12 @@ func (h *Handler) push(ctx context.Context, id string, t tracked, sub *subscribe
 	}
 	if code == diam.Success && (d.Throttled || len(d.Exhausted) > 0) {
 		upd := session.Session{Key: session.Key{NAS: NAS, ID: id}, MonitoringExhausted: d.Exhausted, LastSeen: now}
+		o := session.WriteOptions{NoSpool: true, Push: true}
 		if d.Throttled {
-			upd.DisconnectReason = policy.QuotaReason
+			o.DisconnectReason = policy.QuotaReason
 			throttles.Inc()
 		}
-		if err := h.Store.Apply(rctx, &session.Update{Kind: session.KindInterim, NoSpool: true, Push: true, Session: upd}); err != nil {
+		if _, err := h.Store.Apply(rctx, &session.Update{Kind: session.KindInterim, Session: upd}, o); err != nil {
 			// The PCEF has the new rules; its next CCA-U sends the change again, which it
 			// reports as rules it did not have.
 			h.Log.Warn("gx: pushed policy not stored", "sessionId", id, "err", err.Error())

@@ -64,7 +64,7 @@ func apply(t *testing.T, s *Store, kind session.Kind, k session.Key, f func(x *s
 	if f != nil {
 		f(&u.Session)
 	}
-	if err := s.Apply(ctx, u); err != nil {
+	if _, err := s.Apply(ctx, u, session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -428,7 +428,7 @@ func TestClosedStore(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal("second Close:", err)
 	}
-	if err := s.Apply(ctx, &session.Update{Kind: session.KindStart, Session: session.Session{Key: key("a", "b")}}); !errors.Is(err, ErrClosed) {
+	if _, err := s.Apply(ctx, &session.Update{Kind: session.KindStart, Session: session.Session{Key: key("a", "b")}}, session.WriteOptions{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Apply after Close: %v", err)
 	}
 	if _, err := s.CloseNAS(ctx, "a", t0, 1); !errors.Is(err, ErrClosed) {
@@ -560,14 +560,14 @@ func TestConcurrentApply(t *testing.T) {
 				k := key(fmt.Sprintf("bng-%d", w%2), fmt.Sprintf("w%d-%d", w, i))
 				u := &session.Update{Kind: session.KindStart, Session: session.Session{Key: k, UserName: fmt.Sprintf("u%d", i%10),
 					FramedIP: netip.AddrFrom4([4]byte{10, byte(w), byte(i >> 8), byte(i)})}}
-				if err := s.Apply(ctx, u); err != nil {
+				if _, err := s.Apply(ctx, u, session.WriteOptions{}); err != nil {
 					t.Error(err)
 					return
 				}
 				// A shared hot key updated by everyone.
-				_ = s.Apply(ctx, &session.Update{Kind: session.KindInterim, Session: session.Session{Key: key("hot", "h"), SessionTime: uint32(i), InputOctets: uint64(i)}})
+				_, _ = s.Apply(ctx, &session.Update{Kind: session.KindInterim, Session: session.Session{Key: key("hot", "h"), SessionTime: uint32(i), InputOctets: uint64(i)}}, session.WriteOptions{})
 				if i%4 == 0 {
-					_ = s.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k}})
+					_, _ = s.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k}}, session.WriteOptions{})
 				}
 				_, _ = s.ByUser(ctx, "u1")
 				_, _ = s.ByFramedIP(ctx, u.Session.FramedIP)
@@ -679,10 +679,11 @@ func TestCreatedAndMatchFramedIP(t *testing.T) {
 	created := func(kind session.Kind, k session.Key) bool {
 		t.Helper()
 		u := &session.Update{Kind: kind, Session: session.Session{Key: k, UserName: "alice", FramedIP: ip}}
-		if err := s.Apply(ctx, u); err != nil {
+		res, err := s.Apply(ctx, u, session.WriteOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		return u.Created
+		return res.Created
 	}
 	if !created(session.KindStart, key("bng", "a")) {
 		t.Fatal("Start of a new session: Created false")
