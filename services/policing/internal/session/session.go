@@ -71,8 +71,12 @@ type Session struct {
 	// policy swapped: done once. Never written into, like MonitoringUsage.
 	MonitoringExhausted []string `json:"monitoringExhausted,omitempty"`
 	// DisconnectReason is why the policy had the session disconnected (e.g. "quota"): recorded
-	// with the write (WriteOptions.DisconnectReason), never cleared.
+	// with the write (WriteOptions.DisconnectReason), never cleared. RADIUS only.
 	DisconnectReason string `json:"disconnectReason,omitempty"`
+	// GxThrottled: a Gx session whose data policy's quota is used, on the throttle rule in
+	// place of its rules (internal/gx). Set once, never cleared. Before it, the RADIUS field
+	// DisconnectReason marked it (ReadLegacy).
+	GxThrottled bool `json:"gxThrottled,omitempty"`
 
 	// The IPv6 side of a dual-stack session (RFC 3162, 4818, 6911): the prefix delegated by
 	// DHCPv6-PD (the subscriber's main IPv6 identifier on a fixed BNG), the prefix and the
@@ -254,6 +258,9 @@ func Merge(s *Session, u *Update, o WriteOptions, now time.Time) {
 		s.MonitoringExhausted = union(s.MonitoringExhausted, in.MonitoringExhausted)
 	}
 	setU32(&s.InterimInterval, in.InterimInterval)
+	if in.GxThrottled {
+		s.GxThrottled = true
+	}
 	setStr(&s.DisconnectReason, o.DisconnectReason) // the policy's, not the message's
 	at := u.At(now)
 	if s.StartTime.IsZero() {
@@ -276,6 +283,20 @@ func Merge(s *Session, u *Update, o WriteOptions, now time.Time) {
 		setU32(&s.TerminateCause, in.TerminateCause)
 	default:
 		s.State = Active
+	}
+}
+
+// legacyGxThrottled is how a Gx session on the throttle rule was marked before GxThrottled:
+// DisconnectReason "quota" (policy.QuotaReason), a RADIUS field.
+const legacyGxThrottled = "quota"
+
+// ReadLegacy brings a session that an older version kept to today's fields; the stores call it
+// on every session they read back from where it outlives the process (Cassandra's rows, the
+// embedded store's snapshot). A Gx session marked throttled the old way is GxThrottled; its
+// next write stores the mark in its own field.
+func ReadLegacy(s *Session) {
+	if s.NAS == GxNAS && s.DisconnectReason == legacyGxThrottled {
+		s.GxThrottled, s.DisconnectReason = true, ""
 	}
 }
 

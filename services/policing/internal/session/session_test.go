@@ -157,3 +157,24 @@ func TestMergePushNotCounted(t *testing.T) {
 		t.Fatalf("after a pushed change: updates %d, reason %q, last seen %s", s.Updates, s.DisconnectReason, s.LastSeen)
 	}
 }
+
+// GxThrottled is set once and kept; a session marked the old way (DisconnectReason "quota" on
+// a Gx session) reads as throttled, a RADIUS session's reason stays its own.
+func TestGxThrottled(t *testing.T) {
+	var s Session
+	Merge(&s, upd(KindStart, t0, func(x *Session) { x.Key.NAS = GxNAS; x.GxThrottled = true }), WriteOptions{}, t0)
+	Merge(&s, upd(KindInterim, t0.Add(time.Minute), nil), WriteOptions{}, t0)
+	if !s.GxThrottled {
+		t.Fatal("GxThrottled cleared by an update that does not carry it")
+	}
+	old := Session{Key: Key{NAS: GxNAS, ID: "1"}, DisconnectReason: "quota"}
+	ReadLegacy(&old)
+	if !old.GxThrottled || old.DisconnectReason != "" {
+		t.Fatalf("a Gx session marked the old way: %+v", old)
+	}
+	radius := Session{Key: Key{NAS: "bng", ID: "1"}, DisconnectReason: "quota"}
+	ReadLegacy(&radius)
+	if radius.GxThrottled || radius.DisconnectReason != "quota" {
+		t.Fatalf("a RADIUS session: %+v", radius)
+	}
+}

@@ -589,6 +589,42 @@ func metricValue(m *dto.Metric) float64 {
 	return 0
 }
 
+// A Gx row written before gx_throttled (migration 0012) marked the throttle with
+// disconnect_reason 'quota': it reads as throttled, and its next write sets gx_throttled. A
+// RADIUS row's reason stays its own.
+func TestLegacyGxThrottle(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	st := migratedStore(t, cassandra.Options{})
+	c := ctx(t)
+	gx := session.Key{NAS: session.GxNAS, ID: "pgw;legacy;1"}
+	if _, err := st.Apply(c, &session.Update{Kind: session.KindStart, Session: session.Session{Key: gx, UserName: "imsi9",
+		StartTime: t0, LastSeen: t0}}, session.WriteOptions{NoSpool: true}); err != nil {
+		t.Fatal(err)
+	}
+	// What a CCR-U that used the quota wrote before 0012.
+	if err := st.Session().Query("UPDATE sessions SET disconnect_reason = 'quota' WHERE nas = ? AND acct_session_id = ?", gx.NAS, gx.ID).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := st.Get(c, gx); err != nil || !s.GxThrottled || s.DisconnectReason != "" {
+		t.Fatalf("legacy Gx row = %+v, %v; want throttled, no disconnect reason", s, err)
+	}
+	if _, err := st.Apply(c, &session.Update{Kind: session.KindInterim, Session: session.Session{Key: gx, LastSeen: t0.Add(time.Minute),
+		OutputOctets: 10}}, session.WriteOptions{NoSpool: true}); err != nil {
+		t.Fatal(err)
+	}
+	var throttled bool
+	if err := st.Session().Query("SELECT gx_throttled FROM sessions WHERE nas = ? AND acct_session_id = ?", gx.NAS, gx.ID).Scan(&throttled); err != nil || !throttled {
+		t.Fatalf("gx_throttled after the next write = %v, %v; want true", throttled, err)
+	}
+	radius := start("nas1", "r9", "imsi9", "10.9.0.9", t0)
+	if _, err := st.Apply(c, radius, session.WriteOptions{DisconnectReason: "quota"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := st.Get(c, radius.Session.Key); err != nil || s.GxThrottled || s.DisconnectReason != "quota" {
+		t.Fatalf("RADIUS row = %+v, %v; want its disconnect reason, not throttled", s, err)
+	}
+}
+
 func TestNoOpWriteSkipped(t *testing.T) {
 	cassandratest.Skip(t, cluster)
 	st := migratedStore(t, cassandra.Options{})

@@ -784,3 +784,27 @@ func TestSnapshotIPv6(t *testing.T) {
 		t.Fatalf("a snapshot of the previous version: %+v, %v", x, err)
 	}
 }
+
+// A snapshot written before Session.GxThrottled marked a throttled Gx session with the RADIUS
+// field DisconnectReason "quota": it loads throttled, active or in the history, while a RADIUS
+// session's reason stays its own.
+func TestSnapshotLegacyGxThrottle(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "snap.jsonl")
+	content := `{"format":"openaaa-sessions/v1","active":2,"history":1}` + "\n" +
+		`{"nas":"gx","acctSessionId":"pgw;1","userName":"imsi1","state":"active","disconnectReason":"quota"}` + "\n" +
+		`{"nas":"bng","acctSessionId":"r1","userName":"imsi1","state":"active","disconnectReason":"quota"}` + "\n" +
+		`{"nas":"gx","acctSessionId":"pgw;0","userName":"imsi1","state":"stopped","disconnectReason":"quota"}` + "\n"
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := open(t, Options{SnapshotFile: file, HistorySize: 10})
+	if gx, err := s.Get(ctx, key("gx", "pgw;1")); err != nil || !gx.GxThrottled || gx.DisconnectReason != "" {
+		t.Fatalf("Gx session = %+v, %v; want throttled, no disconnect reason", gx, err)
+	}
+	if r, err := s.Get(ctx, key("bng", "r1")); err != nil || r.GxThrottled || r.DisconnectReason != "quota" {
+		t.Fatalf("RADIUS session = %+v, %v; want its disconnect reason, not throttled", r, err)
+	}
+	if h, _ := s.History(ctx, "imsi1", 0); len(h) != 1 || !h[0].GxThrottled {
+		t.Fatalf("history = %+v; want the Gx session throttled", h)
+	}
+}
