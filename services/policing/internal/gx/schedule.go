@@ -124,7 +124,7 @@ func (h *Handler) PushPolicy(ctx context.Context, concurrency int) int {
 
 // push sends one session its policy change and records the outcome; true when a RAR left. A
 // session the RAR throttled is marked so in the store (GxThrottled, as a CCR-U that used the
-// quota would), without counting as one of the PCEF's requests (Update.Push): its
+// quota would), without counting as one of the PCEF's requests (WriteOptions.Push): its
 // next CCA-U must not remove the rules again, nor its next CC-Request-Number look repeated.
 func (h *Handler) push(ctx context.Context, id string, t tracked, sub *subscriber.Subscriber, d Decision, now time.Time) bool {
 	cause := "window"

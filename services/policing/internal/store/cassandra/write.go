@@ -26,7 +26,7 @@ type record struct {
 	// its replay reads the row it already merged into, from which that can no longer be told.
 	HistoryLookups lookupSet `json:"historyLookups,omitempty"`
 	// Quorum: the row is written at QUORUM across data centers, not at the configured
-	// (local) consistency — the Start of a session that must not spool (Update.NoSpool: a
+	// (local) consistency — the Start of a session that must not spool (WriteOptions.NoSpool: a
 	// Gx CCR-I) is on replicas of two DCs before Apply returns, so losing the DC that wrote
 	// it does not lose the session. Never spooled, never set in the spool.
 	Quorum bool `json:"-"`
