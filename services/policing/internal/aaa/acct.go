@@ -39,8 +39,8 @@ type Acct struct {
 	// carries out the policy's actions (Disconnect, CoA: coa.PolicyTrigger); it must not
 	// block the reply.
 	Stored func(u *session.Update, a policy.Actions)
-	// SupersedeStale closes the stale session a Start or Interim replaces (supersede.go): a
-	// lookup per Interim, for stores whose lookups are in memory.
+	// SupersedeStale closes the stale sessions a Start, or an Interim that created its
+	// session, replaces once it is stored (supersede.go).
 	SupersedeStale bool
 }
 
