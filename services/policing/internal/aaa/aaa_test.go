@@ -66,6 +66,7 @@ type fakeStore struct {
 	mu      sync.Mutex
 	fail    error
 	updates []*session.Update
+	options []session.WriteOptions // of each update
 	closed  []closeCall
 }
 
@@ -75,14 +76,15 @@ type closeCall struct {
 	cause uint32
 }
 
-func (s *fakeStore) Apply(_ context.Context, u *session.Update) error {
+func (s *fakeStore) Apply(_ context.Context, u *session.Update, o session.WriteOptions) (session.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
-		return s.fail
+		return session.Result{}, s.fail
 	}
 	s.updates = append(s.updates, u)
-	return nil
+	s.options = append(s.options, o)
+	return session.Result{}, nil
 }
 
 func (s *fakeStore) CloseNAS(_ context.Context, nas string, at time.Time, cause uint32) (int, error) {
@@ -646,11 +648,16 @@ func TestAcctQuotaMark(t *testing.T) {
 	if len(st.updates) != 2 {
 		t.Fatal("not stored")
 	}
-	if r := st.updates[0].Session.DisconnectReason; r != "" {
+	if r := st.options[0].DisconnectReason; r != "" {
 		t.Fatalf("below quota marked %q", r)
 	}
-	if r := st.updates[1].Session.DisconnectReason; r != policy.QuotaReason {
+	if r := st.options[1].DisconnectReason; r != policy.QuotaReason {
 		t.Fatalf("at quota: %q", r)
+	}
+	for _, u := range st.updates {
+		if u.Session.DisconnectReason != "" {
+			t.Fatalf("the policy wrote into the update: %q", u.Session.DisconnectReason)
+		}
 	}
 	src.err = subscriber.ErrNotFound
 	w := &recWriter{}
@@ -678,7 +685,7 @@ func TestAcctStoredStepRunsAfterTheWrite(t *testing.T) {
 	st := &fakeStore{}
 	h := acctHandler(st, &fakeSource{})
 	var seen []*session.Update
-	h.Stored = func(u *session.Update) {
+	h.Stored = func(u *session.Update, _ policy.Actions) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if !slices.Contains(st.updates, u) {

@@ -35,11 +35,12 @@ type Acct struct {
 	// Forward, when set, passes the request on after local processing succeeded (the
 	// accounting proxy, docs/proxy.md); an error means the NAS gets no reply.
 	Forward func(ctx context.Context, r *radiusd.Request) error
-	// Stored, when set, is the step after a Start, Interim or Stop the store accepted (the
-	// policy's Disconnect/CoA, coa.PolicyTrigger); it must not block the reply.
-	Stored func(u *session.Update)
-	// SupersedeStale closes the stale session a Start or Interim replaces (supersede.go): a
-	// lookup per Interim, for stores whose lookups are in memory.
+	// Stored, when set, is the step after a Start, Interim or Stop the store accepted: it
+	// carries out the policy's actions (Disconnect, CoA: coa.PolicyTrigger); it must not
+	// block the reply.
+	Stored func(u *session.Update, a policy.Actions)
+	// SupersedeStale closes the stale sessions a Start, or an Interim that created its
+	// session, replaces once it is stored (supersede.go).
 	SupersedeStale bool
 }
 
@@ -81,25 +82,24 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 			h.fail(r, metrics.DropMalformed, err)
 			return
 		}
+		// One way: the message (u) → the policy's actions → the store → the steps after it.
+		var acts policy.Actions
 		if sub := h.subscriber(ctx, u.Session.UserName); sub != nil {
-			h.Policy.Accounting(ctx, r.Packet, u, sub)
+			acts = h.Policy.Accounting(ctx, r.Packet, u, sub)
 		}
-		// An Interim replaces a stale session only when it is the first message of its own
-		// session (its Start was lost). A store that says whether it created the session
-		// spares the lookup for the others — most messages — and is asked after storing.
-		after := u.Kind == session.KindInterim && h.SupersedeStale && matcherOf(h.Store) != nil
-		if !after {
-			h.supersede(ctx, u)
-		}
-		if err := h.Store.Apply(ctx, u); err != nil {
+		res, err := h.Store.Apply(ctx, u, session.WriteOptions{DisconnectReason: acts.Disconnect})
+		if err != nil {
 			h.fail(r, metrics.DropStoreError, err)
 			return
 		}
-		if after && u.Created {
+		// Once stored, a Start closes its line's stale sessions; an Interim only when it is the
+		// first message of its own session (its Start was lost), which the store says: the
+		// Interims of a stored session — most messages — cost no lookup.
+		if h.SupersedeStale && (u.Kind == session.KindStart || u.Kind == session.KindInterim && res.Created) {
 			h.supersede(ctx, u)
 		}
 		if h.Stored != nil {
-			h.Stored(u)
+			h.Stored(u, acts)
 		}
 	case statusOn, statusOff:
 		cause := uint32(causeNASReboot)

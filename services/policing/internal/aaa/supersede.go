@@ -2,7 +2,6 @@ package aaa
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
@@ -21,19 +20,13 @@ import (
 
 // maxSuperseded bounds the stale sessions one Start closes. Usually there is one; there can
 // be a few when several sessions of the line lost their Stop and their Start too (an Interim
-// created them). A store that matches in place (session.FramedIPMatcher) returns them all at
-// once; through ByFramedIP, which returns the one seen last, closing one reveals the next.
+// created them).
 const maxSuperseded = 4
 
-// supersede closes the sessions the Start or Interim u makes stale: before u is stored when
-// the store answers through ByFramedIP (once stored, that lookup points at u and no longer
-// finds them); after, for an Interim that created its session, when the store matches in
-// place (acct.go). Its failures are counted and logged, never the update's: u is still
-// stored and acknowledged.
+// supersede closes the sessions the Start or Interim u makes stale, once u is stored: the
+// same step, in the same place, whatever the store (acct.go). Its failures are counted and
+// logged, never the update's: u is stored and acknowledged all the same.
 func (h *Acct) supersede(ctx context.Context, u *session.Update) {
-	if !h.SupersedeStale {
-		return
-	}
 	closed, err := Supersede(ctx, h.Store, u)
 	metrics.SessionsSuperseded.Add(float64(len(closed)))
 	for _, k := range closed {
@@ -46,11 +39,14 @@ func (h *Acct) supersede(ctx context.Context, u *session.Update) {
 	}
 }
 
-// Supersede closes, through st, the active sessions that the Accounting-Start u replaces
-// and returns their keys. Only a Start or an Interim-Update with a framed IP and a User-Name
-// can replace one. An Interim counts because, under loss, it is often the first message of
-// a session whose Start was lost (the store creates the session from it); the Interims of a
-// session already stored find it as the address's freshest claimant and close nothing.
+// Supersede closes, through st, the active sessions that the Accounting-Start u, stored
+// already, replaces and returns their keys. Only a Start or an Interim-Update with a framed IP
+// and a User-Name can replace one. An Interim counts because, under loss, it is often the
+// first message of a session whose Start was lost (the store creates the session from it).
+//
+// The stale sessions are found among the user's (ByUser), or among the address's claimants by
+// a store that matches in place (session.FramedIPMatcher: no copy); u's own session is never
+// one of them. Not through ByFramedIP: once u is stored, that lookup names u's session.
 //
 // The close is a Stop at the new session's start time without Acct-Terminate-Cause: the NAS
 // never said why the old session ended, so no cause is invented (Lost-Service is what expiry
@@ -71,41 +67,39 @@ func Supersede(ctx context.Context, st session.Store, u *session.Update) ([]sess
 		}
 		started = in.LastSeen.Add(-time.Duration(in.SessionTime) * time.Second)
 	}
-	if m := matcherOf(st); m != nil {
-		stale := m.MatchFramedIP(in.FramedIP, maxSuperseded, func(old *session.Session) bool { return replaces(in, started, old) })
-		var closed []session.Key
-		for _, k := range stale {
-			if err := closeStale(ctx, st, k, started); err != nil {
-				return closed, err
-			}
-			closed = append(closed, k)
-		}
-		return closed, nil
-	}
+	stale, err := staleSessions(ctx, st, in, started)
 	var closed []session.Key
-	for range maxSuperseded {
-		old, err := st.ByFramedIP(ctx, in.FramedIP)
-		if errors.Is(err, session.ErrNotFound) {
-			return closed, nil
-		}
-		if err != nil {
+	for _, k := range stale {
+		if err := closeStale(ctx, st, k, started); err != nil {
 			return closed, err
 		}
-		// A store that took the Stop without applying it yet (the Cassandra spool) still
-		// shows the session just closed: nothing more to do.
-		if !replaces(in, started, old) || len(closed) > 0 && old.Key == closed[len(closed)-1] {
-			return closed, nil
-		}
-		if err := closeStale(ctx, st, old.Key, started); err != nil {
-			return closed, err
-		}
-		closed = append(closed, old.Key)
+		closed = append(closed, k)
 	}
-	return closed, nil
+	return closed, err
+}
+
+// staleSessions are the keys of the sessions that in, started at started, replaces (at most
+// maxSuperseded).
+func staleSessions(ctx context.Context, st session.Store, in *session.Session, started time.Time) ([]session.Key, error) {
+	if m := matcherOf(st); m != nil {
+		return m.MatchFramedIP(in.FramedIP, maxSuperseded, func(old *session.Session) bool { return replaces(in, started, old) }), nil
+	}
+	sessions, err := st.ByUser(ctx, in.UserName)
+	if err != nil {
+		return nil, err
+	}
+	var stale []session.Key
+	for _, old := range sessions {
+		if len(stale) < maxSuperseded && old.FramedIP == in.FramedIP && replaces(in, started, old) {
+			stale = append(stale, old.Key)
+		}
+	}
+	return stale, nil
 }
 
 func closeStale(ctx context.Context, st session.Store, k session.Key, at time.Time) error {
-	return st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k, LastSeen: at}})
+	_, err := st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k, LastSeen: at}}, session.WriteOptions{})
+	return err
 }
 
 // matcherOf returns the store's FramedIPMatcher, or nil.

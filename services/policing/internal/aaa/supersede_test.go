@@ -124,43 +124,44 @@ func TestSupersedeStale(t *testing.T) {
 	}
 }
 
-// claimStore holds active sessions that may claim one framed IP together (the embedded store
-// keeps one claimant per shard) and, like it, answers ByFramedIP with the one seen last.
+// claimStore holds active sessions that may claim one framed IP together, and answers ByUser
+// with them.
 type claimStore struct {
 	fakeStore
 	active    []*session.Session
 	lookupErr error
 	stopErr   error
+	startErr  error
 	spooled   bool // a Stop is accepted but not applied yet
 }
 
-func (s *claimStore) ByFramedIP(_ context.Context, ip netip.Addr) (*session.Session, error) {
+func (s *claimStore) ByUser(_ context.Context, user string) ([]*session.Session, error) {
 	if s.lookupErr != nil {
 		return nil, s.lookupErr
 	}
-	var last *session.Session
+	var out []*session.Session
 	for _, x := range s.active {
-		if x.FramedIP == ip && (last == nil || x.LastSeen.After(last.LastSeen)) {
-			last = x
+		if x.UserName == user {
+			c := *x
+			out = append(out, &c)
 		}
 	}
-	if last == nil {
-		return nil, session.ErrNotFound
-	}
-	c := *last
-	return &c, nil
+	return out, nil
 }
 
-func (s *claimStore) Apply(ctx context.Context, u *session.Update) error {
+func (s *claimStore) Apply(ctx context.Context, u *session.Update, o session.WriteOptions) (session.Result, error) {
+	if u.Kind == session.KindStart && s.startErr != nil {
+		return session.Result{}, s.startErr
+	}
 	if u.Kind == session.KindStop {
 		if s.stopErr != nil {
-			return s.stopErr
+			return session.Result{}, s.stopErr
 		}
 		if !s.spooled {
 			s.active = slices.DeleteFunc(s.active, func(x *session.Session) bool { return x.Key == u.Session.Key })
 		}
 	}
-	return s.fakeStore.Apply(ctx, u)
+	return s.fakeStore.Apply(ctx, u, o)
 }
 
 func claimant(id string, at time.Time) *session.Session {
@@ -177,21 +178,21 @@ func kinds(st *claimStore) []string {
 	return out
 }
 
-// Several stale sessions of the line (each lost its Stop): the Start closes them all, the
-// newest first, as each close reveals the next.
+// Several stale sessions of the line (each lost its Stop): the Start, once stored, closes
+// them all.
 func TestSupersedeChain(t *testing.T) {
 	st := &claimStore{active: []*session.Session{claimant("s1", received.Add(-2*time.Hour)), claimant("s2", received.Add(-time.Hour))}}
 	h := acctHandler(st, &fakeSource{})
 	h.SupersedeStale = true
 	before := testutil.ToFloat64(metrics.SessionsSuperseded)
 	send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
-	if got := kinds(st); !slices.Equal(got, []string{"stop s2", "stop s1", "start new"}) {
+	if got := kinds(st); !slices.Equal(got, []string{"start new", "stop s1", "stop s2"}) {
 		t.Fatalf("updates %v", got)
 	}
 	if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != 2 {
 		t.Fatalf("superseded delta %v", d)
 	}
-	if stop := st.updates[0].Session; !stop.LastSeen.Equal(received) || stop.TerminateCause != 0 {
+	if stop := st.updates[1].Session; !stop.LastSeen.Equal(received) || stop.TerminateCause != 0 {
 		t.Fatalf("stop %+v: want at the new Start's time, no cause", stop)
 	}
 
@@ -199,7 +200,7 @@ func TestSupersedeChain(t *testing.T) {
 	st = &claimStore{active: []*session.Session{claimant("s1", received.Add(-time.Hour))}, spooled: true}
 	h.Store = st
 	send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
-	if got := kinds(st); !slices.Equal(got, []string{"stop s1", "start new"}) {
+	if got := kinds(st); !slices.Equal(got, []string{"start new", "stop s1"}) {
 		t.Fatalf("spooling store: updates %v", got)
 	}
 }
@@ -221,14 +222,14 @@ func TestSupersedeChainInPlace(t *testing.T) {
 	ctx := context.Background()
 	for i, at := range []time.Time{received.Add(-2 * time.Hour), received.Add(-time.Hour)} {
 		s := claimant(fmt.Sprintf("s%d", i+1), at)
-		if err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *s}); err != nil {
+		if _, err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *s}, session.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another user's session on the same address (another VRF) is not the line's.
 	other := claimant("bob1", received.Add(-time.Hour))
 	other.UserName = "bob"
-	if err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *other}); err != nil {
+	if _, err := st.Apply(ctx, &session.Update{Kind: session.KindStart, Session: *other}, session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.Store = inPlaceOnly{Store: st, t: t}
@@ -375,4 +376,63 @@ func TestLateInterimDoesNotSupersedeItsSuccessor(t *testing.T) {
 			t.Fatalf("%s: the late Interim of the superseded session closed its successor: %v", name, err)
 		}
 	}
+}
+
+// ordered records, in order, the writes a store took, for a store that matches in place.
+type ordered struct {
+	*embedded.Store
+	writes []string
+}
+
+func (o *ordered) Apply(ctx context.Context, u *session.Update, opt session.WriteOptions) (session.Result, error) {
+	res, err := o.Store.Apply(ctx, u, opt)
+	if err == nil {
+		o.writes = append(o.writes, u.Kind.String()+" "+u.Session.ID)
+	}
+	return res, err
+}
+
+// Superseding runs after the write, on every store: a Start closes its line's stale sessions
+// only once it is stored itself, whether the store matches in place or answers through its
+// lookups (it ran before the write on the latter, and for a Start on the former).
+func TestSupersedeAfterTheWrite(t *testing.T) {
+	start := rfc2866.AcctStatusType_Value_Start
+	t.Run("lookups", func(t *testing.T) {
+		st := &claimStore{active: []*session.Session{claimant("s1", received.Add(-time.Hour))}}
+		h := acctHandler(st, &fakeSource{})
+		h.SupersedeStale = true
+		send(t, h, start, "new", "alice", nasA, received)
+		if got := kinds(st); !slices.Equal(got, []string{"start new", "stop s1"}) {
+			t.Fatalf("updates %v, want the Start, then the stale session's Stop", got)
+		}
+	})
+	t.Run("in place", func(t *testing.T) {
+		h, emb := supersedeHandler(t)
+		st := &ordered{Store: emb}
+		h.Store = st
+		send(t, h, start, "old", "alice", nasA, received.Add(-time.Hour))
+		send(t, h, start, "new", "alice", nasA, received)
+		if !slices.Equal(st.writes, []string{"start old", "start new", "stop old"}) {
+			t.Fatalf("writes %v, want the new Start, then the stale session's Stop", st.writes)
+		}
+	})
+	// A Start the store refuses is not acknowledged (the NAS sends it again): it has not
+	// replaced anything yet, and the line's session stays active.
+	t.Run("refused", func(t *testing.T) {
+		st := &claimStore{active: []*session.Session{claimant("s1", received.Add(-time.Hour))}, startErr: errors.New("store down")}
+		h := acctHandler(st, &fakeSource{})
+		h.SupersedeStale = true
+		w := &recWriter{}
+		h.ServeRADIUS(w, acctRequest(start, "new", func(p *radius.Packet) {
+			_ = rfc2865.NASIPAddress_Set(p, nasA)
+			_ = rfc2865.FramedIPAddress_Set(p, lineIP)
+			_ = rfc2869.EventTimestamp_Set(p, received)
+		}))
+		if len(w.replies) != 0 {
+			t.Fatal("a Start the store refused was acknowledged")
+		}
+		if got := kinds(st); len(got) != 0 || len(st.active) != 1 {
+			t.Fatalf("updates %v, %d active; want none written and s1 still active", got, len(st.active))
+		}
+	})
 }

@@ -118,7 +118,7 @@ func serveSessions(t *testing.T, sessions ...session.Session) *httptest.Server {
 	}
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
 	for _, s := range sessions {
-		if err := st.Apply(context.Background(), &session.Update{Kind: session.KindStart, Session: s}); err != nil {
+		if _, err := st.Apply(context.Background(), &session.Update{Kind: session.KindStart, Session: s}, session.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

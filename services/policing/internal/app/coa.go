@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -42,7 +43,7 @@ func (p *coaPart) Stop(ctx context.Context) error {
 }
 
 // stored is the accounting step after the store write; nil when policy disconnects are off.
-func (p *coaPart) stored() func(*session.Update) {
+func (p *coaPart) stored() func(*session.Update, policy.Actions) {
 	if p.trigger == nil {
 		return nil
 	}

@@ -8,14 +8,15 @@ import (
 
 	"layeh.com/radius"
 
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
-// PolicyTrigger is the accounting pipeline's step after the store write (aaa.Acct.Stored):
-// when an update that the store accepted carries a DisconnectReason set by the policy (e.g.
-// quota exhausted), a Disconnect-Request goes to the session's NAS in the background; when
-// it carries CoA attributes (a Lua policy's coa()), a CoA-Request with them. The accounting
-// reply never waits for it. One session is not disconnected again within ResendAfter (the
+// PolicyTrigger is the accounting pipeline's step after the store write (aaa.Acct.Stored): it
+// carries out what the policy decided on an update the store accepted (policy.Actions) — a
+// Disconnect-Request to the session's NAS (e.g. quota exhausted), or a CoA-Request with the
+// policy's attributes (a Lua policy's coa()) — in the background. The accounting reply never
+// waits for it. One session is not disconnected again within ResendAfter (the
 // NAS may keep sending interims until it acts, and each would otherwise trigger a new
 // request).
 type PolicyTrigger struct {
@@ -40,14 +41,14 @@ func NewPolicyTrigger(st session.Store, s *Sender, resendAfter time.Duration, co
 	return p
 }
 
-// Stored acts on an update the store accepted; it never blocks.
-func (p *PolicyTrigger) Stored(u *session.Update) {
+// Stored carries out the policy's actions on an update the store accepted; it never blocks.
+func (p *PolicyTrigger) Stored(u *session.Update, a policy.Actions) {
 	switch {
 	case u.Kind == session.KindStop:
-	case u.Session.DisconnectReason != "":
-		p.trigger(u.Session.Key, u.Session.DisconnectReason, TriggerPolicy, nil)
-	case len(u.CoA) > 0:
-		p.trigger(u.Session.Key, "coa", TriggerPolicy, u.CoA)
+	case a.Disconnect != "":
+		p.trigger(u.Session.Key, a.Disconnect, TriggerPolicy, nil)
+	case len(a.CoA) > 0:
+		p.trigger(u.Session.Key, "coa", TriggerPolicy, a.CoA)
 	}
 }
 

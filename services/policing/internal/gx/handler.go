@@ -13,7 +13,6 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
@@ -165,12 +164,10 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 	d := Decide(p, Initial, Used{Octets: sub.Profile.UsedOctets}, now, now)
 	s := session.Session{Key: session.Key{NAS: NAS, ID: r.SessionID}, UserName: r.Subscriber(),
 		ClientName: h.node(), NASIdentifier: peer.OriginHost, FramedIP: r.FramedIP, FramedIPv6Prefix: r.FramedIPv6Prefix,
-		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now, MonitoringExhausted: d.Exhausted}
-	if d.Throttled {
-		s.DisconnectReason = policy.QuotaReason
-	}
+		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now, MonitoringExhausted: d.Exhausted,
+		GxThrottled: d.Throttled}
 	s.InterimInterval = idleSeconds(d)
-	u := &session.Update{Kind: session.KindStart, Session: s, NoSpool: true}
+	u := &session.Update{Kind: session.KindStart, Session: s}
 	if h.Hooks != nil {
 		if l, ok := h.Hooks.Gx(ctx, true, u, sub); ok {
 			if l.Reject {
@@ -180,7 +177,7 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 			d = withHook(d, l)
 		}
 	}
-	if err := h.Store.Apply(ctx, u); err != nil {
+	if _, err := h.Store.Apply(ctx, u, gxWrite); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
@@ -256,7 +253,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 			"rules", rep.Rules, "status", rep.Status, "failureCode", rep.FailureCode)
 	}
 	var d Decision
-	throttled := s.DisconnectReason == policy.QuotaReason
+	throttled := s.GxThrottled
 	used := Used{Octets: in + out, Throttled: throttled, Keys: keys, Exhausted: s.MonitoringExhausted, Failed: failed}
 	if code == diam.Success {
 		used.Octets += sub.Profile.UsedOctets
@@ -270,8 +267,8 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	upd := session.Session{Key: key, InputOctets: in, OutputOctets: out, LastSeen: now,
 		SessionTime: max(elapsed, s.SessionTime), ClientName: h.node(), NASIdentifier: peer.OriginHost,
 		MonitoringUsage: keys, MonitoringExhausted: d.Exhausted}
-	if d.Throttled && !throttled {
-		upd.DisconnectReason = policy.QuotaReason
+	if d.Throttled && !throttled { // the session's state, set once: its next CCA changes nothing
+		upd.GxThrottled = true
 		throttles.Inc()
 	}
 	if h.Hooks != nil && sub != nil {
@@ -288,11 +285,11 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	if repeated {
 		return d, diam.Success
 	}
-	if err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd, NoSpool: true}); err != nil {
+	if _, err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd}, gxWrite); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
-	if upd.DisconnectReason == policy.QuotaReason && h.Throttled != nil {
+	if upd.GxThrottled && h.Throttled != nil {
 		h.Throttled(sub)
 	}
 	if kind == session.KindStop || sub == nil || d.Throttled {
@@ -302,6 +299,9 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	}
 	return d, diam.Success
 }
+
+// gxWrite is how a CCR's session is written: never to the spool (session.WriteOptions.NoSpool).
+var gxWrite = session.WriteOptions{NoSpool: true}
 
 // ruleLevel reports whether key is one of the data policy's rule-level Monitoring-Keys, whose
 // usage is counted apart; any other report (the session-level key, none) adds to the session's

@@ -21,7 +21,6 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
@@ -278,7 +277,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if grant(t, a) != 0 || testutil.ToFloat64(throttles) != throttled+1 {
 		t.Fatal("still granting after the quota, or the throttle not counted")
 	}
-	if s, _ := r.store.Get(context.Background(), session.Key{NAS: NAS, ID: sid}); s.DisconnectReason != policy.QuotaReason || s.InputOctets+s.OutputOctets != 1000 {
+	if s, _ := r.store.Get(context.Background(), session.Key{NAS: NAS, ID: sid}); !s.GxThrottled || s.DisconnectReason != "" || s.InputOctets+s.OutputOctets != 1000 {
 		t.Fatalf("session after the quota: %+v", s)
 	}
 	// Once throttled, a further report changes nothing.

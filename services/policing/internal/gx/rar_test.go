@@ -56,13 +56,10 @@ func TestRAR(t *testing.T) {
 		t.Fatalf("RAR: %d, %v", res.code, res.err)
 	}
 	// Another node holds the PCEF's connection.
-	must := func(err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if _, err := st.Apply(context.Background(), &session.Update{Kind: session.KindStart, Session: session.Session{
+		Key: session.Key{NAS: NAS, ID: "pgw.test;rar;2"}, UserName: "x", ClientName: "pcrf.other", NASIdentifier: "pgw.test"}}, session.WriteOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	must(st.Apply(context.Background(), &session.Update{Kind: session.KindStart, Session: session.Session{
-		Key: session.Key{NAS: NAS, ID: "pgw.test;rar;2"}, UserName: "x", ClientName: "pcrf.other", NASIdentifier: "pgw.test"}}))
 	if _, err := h.RAR(context.Background(), "pgw.test;rar;2", []string{"a"}, nil); !errors.Is(err, ErrElsewhere) {
 		t.Fatalf("RAR for a connection held elsewhere: %v", err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
@@ -124,8 +123,8 @@ func (h *Handler) PushPolicy(ctx context.Context, concurrency int) int {
 }
 
 // push sends one session its policy change and records the outcome; true when a RAR left. A
-// session the RAR throttled is marked so in the store (the quota reason, as a CCR-U that
-// used the quota would), without counting as one of the PCEF's requests (Update.Push): its
+// session the RAR throttled is marked so in the store (GxThrottled, as a CCR-U that used the
+// quota would), without counting as one of the PCEF's requests (WriteOptions.Push): its
 // next CCA-U must not remove the rules again, nor its next CC-Request-Number look repeated.
 func (h *Handler) push(ctx context.Context, id string, t tracked, sub *subscriber.Subscriber, d Decision, now time.Time) bool {
 	cause := "window"
@@ -156,12 +155,11 @@ func (h *Handler) push(ctx context.Context, id string, t tracked, sub *subscribe
 		scheduledRARs.WithLabelValues(cause, "answered").Inc()
 	}
 	if code == diam.Success && (d.Throttled || len(d.Exhausted) > 0) {
-		upd := session.Session{Key: session.Key{NAS: NAS, ID: id}, MonitoringExhausted: d.Exhausted, LastSeen: now}
+		upd := session.Session{Key: session.Key{NAS: NAS, ID: id}, MonitoringExhausted: d.Exhausted, LastSeen: now, GxThrottled: d.Throttled}
 		if d.Throttled {
-			upd.DisconnectReason = policy.QuotaReason
 			throttles.Inc()
 		}
-		if err := h.Store.Apply(rctx, &session.Update{Kind: session.KindInterim, NoSpool: true, Push: true, Session: upd}); err != nil {
+		if _, err := h.Store.Apply(rctx, &session.Update{Kind: session.KindInterim, Session: upd}, session.WriteOptions{NoSpool: true, Push: true}); err != nil {
 			// The PCEF has the new rules; its next CCA-U sends the change again, which it
 			// reports as rules it did not have.
 			h.Log.Warn("gx: pushed policy not stored", "sessionId", id, "err", err.Error())

@@ -15,7 +15,6 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
-	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
@@ -185,8 +184,8 @@ func TestQuotaRAR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.OutputOctets != 310 || s.DisconnectReason != policy.QuotaReason {
-		t.Fatalf("session: %d octets, reason %q; want 310 (the CCR-U after the RAR applied), %q", s.OutputOctets, s.DisconnectReason, policy.QuotaReason)
+	if s.OutputOctets != 310 || !s.GxThrottled || s.DisconnectReason != "" {
+		t.Fatalf("session: %d octets, throttled %v, reason %q; want 310 (the CCR-U after the RAR applied), throttled, none", s.OutputOctets, s.GxThrottled, s.DisconnectReason)
 	}
 }
 

@@ -39,9 +39,21 @@ type Policy interface {
 	Authorize(ctx context.Context, req *radius.Packet, sub *subscriber.Subscriber) AuthDecision
 	// Reject builds the reply for a failed authentication.
 	Reject(reason string) AuthDecision
-	// Accounting may set u.Session.DisconnectReason (a Disconnect-Request) or u.CoA (a
-	// CoA-Request); it must not block on remote systems. req is the Accounting-Request.
-	Accounting(ctx context.Context, req *radius.Packet, u *session.Update, sub *subscriber.Subscriber)
+	// Accounting decides on an accounting update, which it only reads, what to do once the
+	// store took it (a Disconnect-Request, a CoA-Request); it must not block on remote
+	// systems. req is the Accounting-Request.
+	Accounting(ctx context.Context, req *radius.Packet, u *session.Update, sub *subscriber.Subscriber) Actions
+}
+
+// Actions are what the policy decided on an accounting update: the step after the store's
+// carries them out (coa.PolicyTrigger), once the store accepted the update.
+type Actions struct {
+	// Disconnect, when set, is why the session is to be disconnected (a Disconnect-Request
+	// to its NAS); the store records it in the row (session.WriteOptions.DisconnectReason).
+	Disconnect string
+	// CoA are the attributes of a CoA-Request to the session's NAS (e.g. a throttled rate);
+	// read-only.
+	CoA radius.Attributes
 }
 
 // Default is the built-in policy.
@@ -228,18 +240,18 @@ func (d *Default) CheckProfile(p *subscriber.Profile) error {
 	return nil
 }
 
-// QuotaReason is the DisconnectReason set when a session used its quota.
+// QuotaReason is the Disconnect reason of a session that used its quota.
 const QuotaReason = "quota"
 
 // Accounting implements Policy: a session past its profile's octet quota (counting the
-// period's usage before it, UsedOctets) is marked for disconnect (the CoA sender acts on the
-// mark).
-func (d *Default) Accounting(_ context.Context, _ *radius.Packet, u *session.Update, sub *subscriber.Subscriber) {
+// period's usage before it, UsedOctets) is to be disconnected.
+func (d *Default) Accounting(_ context.Context, _ *radius.Packet, u *session.Update, sub *subscriber.Subscriber) Actions {
 	if sub == nil || u.Kind == session.KindStop || sub.Profile.QuotaOctets == 0 {
-		return
+		return Actions{}
 	}
 	if sub.Profile.UsedOctets+u.Session.InputOctets+u.Session.OutputOctets >= sub.Profile.QuotaOctets {
-		u.Session.DisconnectReason = QuotaReason
 		metrics.PolicyDisconnects.WithLabelValues(QuotaReason).Inc()
+		return Actions{Disconnect: QuotaReason}
 	}
+	return Actions{}
 }

@@ -238,9 +238,9 @@ func TestAccountingQuota(t *testing.T) {
 	marked := 0
 	for i, c := range cases {
 		u := &session.Update{Kind: c.kind, Session: session.Session{InputOctets: c.in, OutputOctets: c.out}}
-		d.Accounting(context.Background(), nil, u, c.sub)
-		if u.Session.DisconnectReason != c.want {
-			t.Errorf("case %d: DisconnectReason %q, want %q", i, u.Session.DisconnectReason, c.want)
+		acts := d.Accounting(context.Background(), nil, u, c.sub)
+		if acts.Disconnect != c.want || u.Session.DisconnectReason != "" {
+			t.Errorf("case %d: Disconnect %q (update's %q), want %q", i, acts.Disconnect, u.Session.DisconnectReason, c.want)
 		}
 		if c.want != "" {
 			marked++

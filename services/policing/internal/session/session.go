@@ -9,8 +9,6 @@ import (
 	"net/netip"
 	"slices"
 	"time"
-
-	"layeh.com/radius"
 )
 
 // GxNAS is the NAS part of every Gx session's key (internal/gx): the Diameter Session-Id is
@@ -72,9 +70,13 @@ type Session struct {
 	// MonitoringExhausted are the rule-level keys whose quota was used and whose rules the
 	// policy swapped: done once. Never written into, like MonitoringUsage.
 	MonitoringExhausted []string `json:"monitoringExhausted,omitempty"`
-	// DisconnectReason is set by the policy (e.g. "quota") when the session should be
-	// disconnected; the CoA sender acts on it.
+	// DisconnectReason is why the policy had the session disconnected (e.g. "quota"): recorded
+	// with the write (WriteOptions.DisconnectReason), never cleared. RADIUS only.
 	DisconnectReason string `json:"disconnectReason,omitempty"`
+	// GxThrottled: a Gx session whose data policy's quota is used, on the throttle rule in
+	// place of its rules (internal/gx). Set once, never cleared. Before it, the RADIUS field
+	// DisconnectReason marked it (ReadLegacy).
+	GxThrottled bool `json:"gxThrottled,omitempty"`
 
 	// The IPv6 side of a dual-stack session (RFC 3162, 4818, 6911): the prefix delegated by
 	// DHCPv6-PD (the subscriber's main IPv6 identifier on a fixed BNG), the prefix and the
@@ -86,17 +88,17 @@ type Session struct {
 	NASIPv6Address      netip.Addr   `json:"nasIpv6Address,omitzero"`
 }
 
-// Update is one accounting message applied to a session. The store merges it into the row
-// (creating the row when the Start was lost: out-of-order messages never fail).
+// Update is one message applied to a session: what the message said, nothing more. The
+// store merges it into the row (creating the row when the Start was lost: out-of-order
+// messages never fail) and never writes into it; what the write did comes back as a Result.
 type Update struct {
 	Kind    Kind
 	Session Session // fields as carried by the message; zero values mean "not carried"
-	// Created is set by Apply of the stores that implement FramedIPMatcher: true when the
-	// update created the session (a Start, or an Interim whose Start was lost).
-	Created bool
-	// CoA, set by the policy, are the attributes of a CoA-Request to send to the session's
-	// NAS once the update is stored (e.g. a throttled rate). Not stored; read-only.
-	CoA radius.Attributes
+}
+
+// WriteOptions say how a store takes an update: where its write may go, how it counts, and
+// what the node decided beside the message.
+type WriteOptions struct {
 	// NoSpool asks for the update to be in the shared store when Apply returns, or an error:
 	// never the local spool; on Cassandra a Start so is on replicas of two data centers
 	// (QUORUM). A Gx CCR sets it: the PCEF's next request may reach another DC, which must
@@ -107,6 +109,18 @@ type Update struct {
 	// of its client: merged like one, but not counted in Session.Updates, which counts the
 	// client's requests (a Gx CCR's CC-Request-Number is checked against it).
 	Push bool
+	// DisconnectReason is the policy's Disconnect of the session (policy.Actions), recorded
+	// in the row (Session.DisconnectReason) when set; the Disconnect-Request itself is the
+	// step after the store's.
+	DisconnectReason string
+}
+
+// Result is what a store's write did.
+type Result struct {
+	// Created: the update created its session (a Start, or an Interim whose Start was lost);
+	// false when it merged into a stored one, went to the history only (a late message of a
+	// stopped session), or was queued rather than applied (a spool: not known yet).
+	Created bool
 }
 
 // Kind of accounting update.
@@ -136,10 +150,11 @@ var ErrNotFound = errors.New("session not found")
 // Store keeps sessions. Every write returns only after the store has durably accepted it
 // (the Accounting-Response depends on that). Implementations must be safe for concurrent use.
 type Store interface {
-	// Apply merges an accounting update into the session it names. Start and Interim leave
-	// the session active (creating it if needed); Stop closes it: it leaves the active set and
-	// the lookups (framed IP and IPv6 prefixes freed) and goes to the history.
-	Apply(ctx context.Context, u *Update) error
+	// Apply merges an accounting update into the session it names, as o says, and returns
+	// what it did; u is only read. Start and Interim leave the session active (creating it if
+	// needed); Stop closes it: it leaves the active set and the lookups (framed IP and IPv6
+	// prefixes freed) and goes to the history.
+	Apply(ctx context.Context, u *Update, o WriteOptions) (Result, error)
 	// CloseNAS closes every active session of a NAS (Accounting-On/Off) and returns how many.
 	CloseNAS(ctx context.Context, nas string, at time.Time, cause uint32) (int, error)
 	// Get returns an active session by key, or ErrNotFound.
@@ -187,9 +202,9 @@ func union(a, b []string) []string {
 	return slices.Compact(out)
 }
 
-// Merge applies the non-zero fields of u onto s and the kind's state change. It is the one
-// definition of merge semantics, shared by every store implementation.
-func Merge(s *Session, u *Update, now time.Time) {
+// Merge applies the non-zero fields of u onto s, the kind's state change, and what o adds. It
+// is the one definition of merge semantics, shared by every store implementation.
+func Merge(s *Session, u *Update, o WriteOptions, now time.Time) {
 	in := &u.Session
 	if s.NAS == "" {
 		s.Key = in.Key
@@ -243,7 +258,10 @@ func Merge(s *Session, u *Update, now time.Time) {
 		s.MonitoringExhausted = union(s.MonitoringExhausted, in.MonitoringExhausted)
 	}
 	setU32(&s.InterimInterval, in.InterimInterval)
-	setStr(&s.DisconnectReason, in.DisconnectReason)
+	if in.GxThrottled {
+		s.GxThrottled = true
+	}
+	setStr(&s.DisconnectReason, o.DisconnectReason) // the policy's, not the message's
 	at := u.At(now)
 	if s.StartTime.IsZero() {
 		// Without a Start the best estimate is now minus the reported session time.
@@ -255,7 +273,7 @@ func Merge(s *Session, u *Update, now time.Time) {
 	if at.After(s.LastSeen) { // an old retransmission must not move it back (expiry uses it)
 		s.LastSeen = at
 	}
-	if !u.Push {
+	if !o.Push {
 		s.Updates++
 	}
 	switch u.Kind {
@@ -265,6 +283,20 @@ func Merge(s *Session, u *Update, now time.Time) {
 		setU32(&s.TerminateCause, in.TerminateCause)
 	default:
 		s.State = Active
+	}
+}
+
+// legacyGxThrottled is how a Gx session on the throttle rule was marked before GxThrottled:
+// DisconnectReason "quota" (policy.QuotaReason), a RADIUS field.
+const legacyGxThrottled = "quota"
+
+// ReadLegacy brings a session that an older version kept to today's fields; the stores call it
+// on every session they read back from where it outlives the process (Cassandra's rows, the
+// embedded store's snapshot). A Gx session marked throttled the old way is GxThrottled; its
+// next write stores the mark in its own field.
+func ReadLegacy(s *Session) {
+	if s.NAS == GxNAS && s.DisconnectReason == legacyGxThrottled {
+		s.GxThrottled, s.DisconnectReason = true, ""
 	}
 }
 
@@ -313,10 +345,9 @@ type AuthRecord struct {
 
 // FramedIPMatcher is implemented by stores that can pick, among the active sessions holding a
 // framed IP, those a predicate selects, without copying them (the embedded store). Closing
-// stale sessions asks on every Start and Interim; through ByFramedIP each ask copied a
-// session. match runs under the store's lock on the live session and must only read it.
-// At most max keys are returned. Such a store also sets Update.Created in Apply, so that an
-// Interim looks for stale sessions only when it created its own.
+// stale sessions asks on every Start (and on an Interim that created its session); through
+// ByUser each ask copies the user's sessions. match runs under the store's lock on the live session and must only read it.
+// At most max keys are returned.
 type FramedIPMatcher interface {
 	MatchFramedIP(ip netip.Addr, max int, match func(*Session) bool) []Key
 }

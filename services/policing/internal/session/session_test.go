@@ -26,14 +26,14 @@ func TestMergeLifecycle(t *testing.T) {
 		x.FramedIP = netip.MustParseAddr("10.0.0.1")
 		x.Class = []byte("gold")
 		x.NASPort = 7
-	}), t0)
+	}), WriteOptions{}, t0)
 	if s.Key != (Key{NAS: "bng", ID: "s1"}) || s.State != Active || !s.StartTime.Equal(t0) || s.Updates != 1 {
 		t.Fatalf("after Start: %+v", s)
 	}
 	Merge(&s, upd(KindInterim, t0.Add(5*time.Minute), func(x *Session) {
 		x.SessionTime = 300
 		x.InputOctets, x.OutputOctets, x.InputPackets, x.OutputPackets = 100, 200, 3, 4
-	}), t0)
+	}), WriteOptions{}, t0)
 	if s.InputOctets != 100 || s.OutputOctets != 200 || s.InputPackets != 3 || s.OutputPackets != 4 || s.SessionTime != 300 {
 		t.Fatalf("counters: %+v", s)
 	}
@@ -48,7 +48,7 @@ func TestMergeLifecycle(t *testing.T) {
 		x.SessionTime = 600
 		x.InputOctets = 1000
 		x.TerminateCause = 1
-	}), t0)
+	}), WriteOptions{}, t0)
 	if s.State != Stopped || !s.StopTime.Equal(t0.Add(10*time.Minute)) || s.TerminateCause != 1 || s.InputOctets != 1000 {
 		t.Fatalf("after Stop: %+v", s)
 	}
@@ -65,11 +65,11 @@ func TestMergeOldRetransmission(t *testing.T) {
 	Merge(&s, upd(KindInterim, t0.Add(10*time.Minute), func(x *Session) {
 		x.SessionTime = 600
 		x.InputOctets, x.OutputOctets, x.InputPackets, x.OutputPackets = 1000, 2000, 30, 40
-	}), t0)
+	}), WriteOptions{}, t0)
 	Merge(&s, upd(KindInterim, t0.Add(5*time.Minute), func(x *Session) {
 		x.SessionTime = 300
 		x.InputOctets, x.OutputOctets, x.InputPackets, x.OutputPackets = 500, 900, 10, 20
-	}), t0)
+	}), WriteOptions{}, t0)
 	if s.SessionTime != 600 || s.InputOctets != 1000 || s.OutputOctets != 2000 || s.InputPackets != 30 || s.OutputPackets != 40 {
 		t.Fatalf("counters rolled back: %+v", s)
 	}
@@ -80,7 +80,7 @@ func TestMergeOldRetransmission(t *testing.T) {
 	Merge(&s, upd(KindInterim, t0.Add(10*time.Minute), func(x *Session) {
 		x.SessionTime = 600
 		x.InputOctets, x.OutputOctets = 999, 2500
-	}), t0)
+	}), WriteOptions{}, t0)
 	if s.InputOctets != 1000 || s.OutputOctets != 2500 {
 		t.Fatalf("max per counter: in %d out %d", s.InputOctets, s.OutputOctets)
 	}
@@ -90,17 +90,17 @@ func TestMergeOldRetransmission(t *testing.T) {
 // arriving later sets it exactly.
 func TestMergeStartTimeEstimate(t *testing.T) {
 	var s Session
-	Merge(&s, upd(KindInterim, t0.Add(time.Hour), func(x *Session) { x.SessionTime = 1800 }), t0)
+	Merge(&s, upd(KindInterim, t0.Add(time.Hour), func(x *Session) { x.SessionTime = 1800 }), WriteOptions{}, t0)
 	if want := t0.Add(30 * time.Minute); !s.StartTime.Equal(want) {
 		t.Fatalf("estimated start %v, want %v", s.StartTime, want)
 	}
-	Merge(&s, upd(KindStart, t0.Add(29*time.Minute), nil), t0)
+	Merge(&s, upd(KindStart, t0.Add(29*time.Minute), nil), WriteOptions{}, t0)
 	if !s.StartTime.Equal(t0.Add(29 * time.Minute)) {
 		t.Fatalf("Start did not set start time: %v", s.StartTime)
 	}
 	// A message with no time uses now.
 	var n Session
-	Merge(&n, &Update{Kind: KindInterim, Session: Session{Key: Key{NAS: "b", ID: "x"}}}, t0)
+	Merge(&n, &Update{Kind: KindInterim, Session: Session{Key: Key{NAS: "b", ID: "x"}}}, WriteOptions{}, t0)
 	if !n.LastSeen.Equal(t0) || !n.StartTime.Equal(t0) {
 		t.Fatalf("now not used: %+v", n)
 	}
@@ -112,10 +112,9 @@ func TestMergeKeepsKeyAndCopiesClass(t *testing.T) {
 	u := upd(KindInterim, t0, func(x *Session) {
 		x.Key = Key{NAS: "other", ID: "2"}
 		x.Class = class
-		x.DisconnectReason = "quota"
 		x.InterimInterval = 300
 	})
-	Merge(&s, u, t0)
+	Merge(&s, u, WriteOptions{DisconnectReason: "quota"}, t0)
 	if s.Key != (Key{NAS: "a", ID: "1"}) {
 		t.Fatalf("key of an existing row changed: %+v", s.Key)
 	}
@@ -127,13 +126,13 @@ func TestMergeKeepsKeyAndCopiesClass(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 	// A later message without the mark keeps it.
-	Merge(&s, upd(KindInterim, t0.Add(time.Minute), nil), t0)
+	Merge(&s, upd(KindInterim, t0.Add(time.Minute), nil), WriteOptions{}, t0)
 	if s.DisconnectReason != "quota" {
 		t.Fatal("DisconnectReason cleared by a message that does not carry it")
 	}
 	// An Interim after a Stop in the same row reopens it (the store decides whether to apply it).
-	Merge(&s, upd(KindStop, t0.Add(2*time.Minute), nil), t0)
-	Merge(&s, upd(KindInterim, t0.Add(3*time.Minute), nil), t0)
+	Merge(&s, upd(KindStop, t0.Add(2*time.Minute), nil), WriteOptions{}, t0)
+	Merge(&s, upd(KindInterim, t0.Add(3*time.Minute), nil), WriteOptions{}, t0)
 	if s.State != Active {
 		t.Fatalf("state %v", s.State)
 	}
@@ -151,11 +150,31 @@ func TestKindString(t *testing.T) {
 // client's requests: Updates is what a CCR's CC-Request-Number is checked against.
 func TestMergePushNotCounted(t *testing.T) {
 	var s Session
-	Merge(&s, upd(KindStart, t0, nil), t0)
-	u := upd(KindInterim, t0.Add(time.Minute), func(x *Session) { x.DisconnectReason = "quota" })
-	u.Push = true
-	Merge(&s, u, t0)
+	Merge(&s, upd(KindStart, t0, nil), WriteOptions{}, t0)
+	u := upd(KindInterim, t0.Add(time.Minute), nil)
+	Merge(&s, u, WriteOptions{Push: true, DisconnectReason: "quota"}, t0)
 	if s.Updates != 1 || s.DisconnectReason != "quota" || !s.LastSeen.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("after a pushed change: updates %d, reason %q, last seen %s", s.Updates, s.DisconnectReason, s.LastSeen)
+	}
+}
+
+// GxThrottled is set once and kept; a session marked the old way (DisconnectReason "quota" on
+// a Gx session) reads as throttled, a RADIUS session's reason stays its own.
+func TestGxThrottled(t *testing.T) {
+	var s Session
+	Merge(&s, upd(KindStart, t0, func(x *Session) { x.Key.NAS = GxNAS; x.GxThrottled = true }), WriteOptions{}, t0)
+	Merge(&s, upd(KindInterim, t0.Add(time.Minute), nil), WriteOptions{}, t0)
+	if !s.GxThrottled {
+		t.Fatal("GxThrottled cleared by an update that does not carry it")
+	}
+	old := Session{Key: Key{NAS: GxNAS, ID: "1"}, DisconnectReason: "quota"}
+	ReadLegacy(&old)
+	if !old.GxThrottled || old.DisconnectReason != "" {
+		t.Fatalf("a Gx session marked the old way: %+v", old)
+	}
+	radius := Session{Key: Key{NAS: "bng", ID: "1"}, DisconnectReason: "quota"}
+	ReadLegacy(&radius)
+	if radius.GxThrottled || radius.DisconnectReason != "quota" {
+		t.Fatalf("a RADIUS session: %+v", radius)
 	}
 }

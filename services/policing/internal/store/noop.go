@@ -12,7 +12,9 @@ import (
 // itself costs (the benchmark's ceiling run); it is never a production store.
 type Noop struct{}
 
-func (Noop) Apply(context.Context, *session.Update) error { return nil }
+func (Noop) Apply(context.Context, *session.Update, session.WriteOptions) (session.Result, error) {
+	return session.Result{}, nil
+}
 func (Noop) CloseNAS(context.Context, string, time.Time, uint32) (int, error) {
 	return 0, nil
 }

@@ -154,33 +154,34 @@ func (e *Engine) Authorize(ctx context.Context, req *radius.Packet, sub *subscri
 }
 
 // Accounting implements policy.Policy: the accounting hook (not on Stop), or the built-in
-// policy. A failed hook leaves the update as it is: it is still stored and acknowledged.
-func (e *Engine) Accounting(ctx context.Context, req *radius.Packet, u *session.Update, sub *subscriber.Subscriber) {
+// policy. A failed hook decides nothing: the update is still stored and acknowledged.
+func (e *Engine) Accounting(ctx context.Context, req *radius.Packet, u *session.Update, sub *subscriber.Subscriber) policy.Actions {
 	p := e.prog.Load()
 	if !p.hooks[hookAccounting] {
-		e.opt.Builtin.Accounting(ctx, req, u, sub)
-		return
+		return e.opt.Builtin.Accounting(ctx, req, u, sub)
 	}
 	key := memoKey{a: u.Session.NAS, b: u.Session.ID}
 	if u.Kind == session.KindStop {
 		if p.memo != nil {
 			p.memo.forget(key)
 		}
-		return
+		return policy.Actions{}
 	}
 	a := args{req: req.Attributes, sub: sub, sess: u, clock: e.opt.Now}
 	d, err := e.decide(ctx, p, hookAccounting, key, a)
 	if err != nil {
 		Failed.WithLabelValues("acct").Inc()
-		return
+		return policy.Actions{}
 	}
+	var acts policy.Actions
 	if d.disconnect != "" {
-		u.Session.DisconnectReason = d.disconnect
+		acts.Disconnect = d.disconnect
 		metrics.PolicyDisconnects.WithLabelValues("lua").Inc() // the script's reason is free text: not a label
 	}
 	if len(d.coa) > 0 {
-		u.CoA = slices.Clip(d.coa)
+		acts.CoA = slices.Clip(d.coa)
 	}
+	return acts
 }
 
 // decide reuses the memoized decision of key when the hook's inputs hash as last time,

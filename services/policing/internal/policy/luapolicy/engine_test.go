@@ -140,9 +140,8 @@ func TestAbsentHooksFallBackToBuiltin(t *testing.T) {
 	}
 	u := &session.Update{Kind: session.KindInterim}
 	u.Session.InputOctets = 6 << 30
-	e.Accounting(context.Background(), request(t, "alice"), u, s)
-	if u.Session.DisconnectReason != policy.QuotaReason {
-		t.Fatalf("built-in accounting not applied: %q", u.Session.DisconnectReason)
+	if a := e.Accounting(context.Background(), request(t, "alice"), u, s); a.Disconnect != policy.QuotaReason {
+		t.Fatalf("built-in accounting not applied: %q", a.Disconnect)
 	}
 }
 
@@ -255,14 +254,14 @@ func TestFailOpenUsesBuiltin(t *testing.T) {
 	}
 }
 
-func TestAccountingErrorLeavesUpdate(t *testing.T) {
+func TestAccountingErrorDecidesNothing(t *testing.T) {
 	e := newEngine(t, `function accounting(req, session, sub) error("boom") end`)
 	u := &session.Update{Kind: session.KindInterim}
 	u.Session.Key = session.Key{NAS: "n", ID: "1"}
 	u.Session.InputOctets = 1 << 40
-	e.Accounting(context.Background(), request(t, "alice"), u, sub("gold", ""))
-	if u.Session.DisconnectReason != "" || u.CoA != nil || u.Session.InputOctets != 1<<40 {
-		t.Fatalf("update changed by a failed hook: %+v", u)
+	a := e.Accounting(context.Background(), request(t, "alice"), u, sub("gold", ""))
+	if a.Disconnect != "" || a.CoA != nil || u.Session.InputOctets != 1<<40 {
+		t.Fatalf("a failed hook decided %+v, update %+v", a, u)
 	}
 }
 
@@ -273,23 +272,22 @@ function accounting(req, session, sub)
   if session.octetsGiB >= 10 then disconnect("hard cap")
   elseif session.octetsGiB * 2^30 >= sub.quotaOctets then coa("Mikrotik-Rate-Limit", "1M/1M") end
 end`)
-	upd := func(gb uint64) *session.Update {
+	upd := func(gb uint64) policy.Actions {
 		u := &session.Update{Kind: session.KindInterim}
 		u.Session.Key = session.Key{NAS: "n", ID: "1"}
 		u.Session.InputOctets = gb << 30
-		e.Accounting(context.Background(), request(t, "alice"), u, sub("gold", ""))
-		return u
+		return e.Accounting(context.Background(), request(t, "alice"), u, sub("gold", ""))
 	}
-	if u := upd(1); u.CoA != nil || u.Session.DisconnectReason != "" {
-		t.Fatalf("under quota: %+v", u)
+	if acts := upd(1); acts.CoA != nil || acts.Disconnect != "" {
+		t.Fatalf("under quota: %+v", acts)
 	}
-	u := upd(5)
+	acts := upd(5)
 	a, _ := dict.Builtin.Lookup("Mikrotik-Rate-Limit")
-	if raw, ok := a.Find(u.CoA); !ok || string(raw) != "1M/1M" {
-		t.Fatalf("over quota: CoA %v", u.CoA)
+	if raw, ok := a.Find(acts.CoA); !ok || string(raw) != "1M/1M" {
+		t.Fatalf("over quota: CoA %v", acts.CoA)
 	}
-	if u := upd(12); u.Session.DisconnectReason != "hard cap" {
-		t.Fatalf("hard cap: %+v", u)
+	if acts := upd(12); acts.Disconnect != "hard cap" {
+		t.Fatalf("hard cap: %+v", acts)
 	}
 }
 
@@ -357,9 +355,9 @@ func TestQuotaPercentInput(t *testing.T) {
 		u := &session.Update{Kind: session.KindInterim}
 		u.Session.Key = session.Key{NAS: "n", ID: "q"}
 		u.Session.InputOctets = c.octets
-		e.Accounting(context.Background(), request(t, "alice"), u, s)
-		if u.Session.DisconnectReason != c.want || runs()-r0 != c.runs {
-			t.Fatalf("%d octets of 1000: reason %q after %v runs, want %q after %v", c.octets, u.Session.DisconnectReason, runs()-r0, c.want, c.runs)
+		a := e.Accounting(context.Background(), request(t, "alice"), u, s)
+		if a.Disconnect != c.want || runs()-r0 != c.runs {
+			t.Fatalf("%d octets of 1000: reason %q after %v runs, want %q after %v", c.octets, a.Disconnect, runs()-r0, c.want, c.runs)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -25,20 +26,19 @@ function authorize(req, sub)
   reply("Delegated-IPv6-Prefix", sub.delegatedIPv6Prefix)
   reply("DNS-Server-IPv6-Address", "2001:db8::53")
 end`)
-	upd := func(pd string) *session.Update {
+	upd := func(pd string) policy.Actions {
 		u := &session.Update{Kind: session.KindInterim}
 		u.Session.Key = session.Key{NAS: "n", ID: pd}
 		u.Session.DelegatedIPv6Prefix = netip.MustParsePrefix(pd)
 		u.Session.NASIPv6Address = netip.MustParseAddr("2001:db8:ffff::1")
 		u.Session.FramedIPv6Address = netip.MustParseAddr("2001:db8:0:7::1")
-		e.Accounting(context.Background(), request(t, "alice"), u, sub("gold", ""))
-		return u
+		return e.Accounting(context.Background(), request(t, "alice"), u, sub("gold", ""))
 	}
-	if u := upd("2001:db8:1ab:cd00::/56"); u.Session.DisconnectReason != "v6 block" {
-		t.Fatalf("a prefix inside the block: %+v", u.Session)
+	if a := upd("2001:db8:1ab:cd00::/56"); a.Disconnect != "v6 block" {
+		t.Fatalf("a prefix inside the block: %+v", a)
 	}
-	if u := upd("2001:db8:200:cd00::/56"); u.Session.DisconnectReason != "" {
-		t.Fatalf("a prefix outside the block: %+v", u.Session)
+	if a := upd("2001:db8:200:cd00::/56"); a.Disconnect != "" {
+		t.Fatalf("a prefix outside the block: %+v", a)
 	}
 	s := sub("gold", "")
 	s.Profile.DelegatedIPv6Prefix = "2001:db8:100:ab00::/56"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
@@ -55,12 +56,11 @@ func TestSampleSpeedTier(t *testing.T) {
 func TestSampleFairUsage(t *testing.T) {
 	e := sample(t, "fair-usage.lua", 12)
 	rate, _ := dict.Builtin.Lookup("Mikrotik-Rate-Limit")
-	interim := func(id string, octets, quota, used uint64) *session.Update {
+	interim := func(id string, octets, quota, used uint64) policy.Actions {
 		u := &session.Update{Kind: session.KindInterim}
 		u.Session.Key = session.Key{NAS: "bng", ID: id}
 		u.Session.InputOctets, u.Session.OutputOctets = octets/2, octets-octets/2
-		e.Accounting(context.Background(), request(t, "alice"), u, &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: quota, UsedOctets: used}})
-		return u
+		return e.Accounting(context.Background(), request(t, "alice"), u, &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: quota, UsedOctets: used}})
 	}
 	if u := interim("a", 49<<30, 0, 0); u.CoA != nil {
 		t.Fatalf("49 GiB of 50: CoA %v", u.CoA)

@@ -148,15 +148,15 @@ func (st *Store) checkSchema(ctx context.Context) error {
 	if n != 5 {
 		return fmt.Errorf("cassandra store: keyspace %s has no (or an old) session schema: run `policing migrate`", st.o.Conn.Keyspace)
 	}
-	// The newest columns the statements name (migrations 0006, 0007): without them every
+	// The newest columns the statements name (migrations 0006, 0007, 0012): without them every
 	// accounting write would fail at its first read, not here.
-	err = st.s.Query("SELECT count(*) FROM system_schema.columns WHERE keyspace_name = ? AND table_name = 'sessions' AND column_name IN ('monitoring', 'lookups_until')",
+	err = st.s.Query("SELECT count(*) FROM system_schema.columns WHERE keyspace_name = ? AND table_name = 'sessions' AND column_name IN ('monitoring', 'lookups_until', 'gx_throttled')",
 		st.o.Conn.Keyspace).Consistency(gocql.One).ScanContext(ctx, &n)
 	if err != nil {
 		return fmt.Errorf("cassandra store: reading the schema: %w", err)
 	}
-	if n != 2 {
-		return fmt.Errorf("cassandra store: keyspace %s has an old session schema (no sessions.lookups_until): run `policing migrate`", st.o.Conn.Keyspace)
+	if n != 3 {
+		return fmt.Errorf("cassandra store: keyspace %s has an old session schema (no sessions.gx_throttled or lookups_until): run `policing migrate`", st.o.Conn.Keyspace)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ var sessionCols = []string{
 	"output_octets", "input_packets", "output_packets", "terminate_cause", "interim_interval",
 	"updates", "disconnect_reason",
 	"delegated_ipv6_prefix", "framed_ipv6_address", "framed_interface_id", "nas_ipv6_address",
-	"monitoring",
+	"monitoring", "gx_throttled",
 }
 
 func colList(extra ...string) string {
@@ -105,6 +105,13 @@ func uTime(t time.Time) any {
 	return t
 }
 
+func uBool(v bool) any {
+	if !v {
+		return unset
+	}
+	return true
+}
+
 func uBytes(b []byte) any {
 	if len(b) == 0 {
 		return unset
@@ -124,7 +131,7 @@ func values(s *session.Session) []any {
 		uInt(s.OutputPackets), uInt(s.TerminateCause), uInt(s.InterimInterval),
 		uInt(s.Updates), uStr(s.DisconnectReason),
 		uPrefix(s.DelegatedIPv6Prefix), uIP(s.FramedIPv6Address), uStr(s.FramedInterfaceID), uIP(s.NASIPv6Address),
-		uMonitoring(s),
+		uMonitoring(s), uBool(s.GxThrottled),
 	}
 }
 
@@ -172,12 +179,14 @@ func (r *row) dest() []any {
 		&s.Class, &s.StartTime, &s.LastSeen, &s.StopTime, &r.sessTim, &r.inOct, &r.outOct,
 		&r.inPkt, &r.outPkt, &r.cause, &r.interim, &r.updates, &s.DisconnectReason,
 		&r.delegatedIPv6Prefix, &r.framedIPv6, &s.FramedInterfaceID, &r.nasIPv6,
-		&r.monitoring,
+		&r.monitoring, &s.GxThrottled,
 	}
 }
 
-func (r *row) session() *session.Session {
+// session is the row's session, of key k.
+func (r *row) session(k session.Key) *session.Session {
 	s := r.s
+	s.Key = k
 	s.State = session.State(r.state)
 	s.NASIPAddress = ipFrom(r.nasIP)
 	s.FramedIP = ipFrom(r.framedIP)
@@ -204,6 +213,7 @@ func (r *row) session() *session.Session {
 	if len(s.Class) == 0 {
 		s.Class = nil
 	}
+	session.ReadLegacy(&s) // a Gx row written before gx_throttled (migration 0012)
 	return &s
 }
 
@@ -286,5 +296,5 @@ func sameRow(a, b *session.Session) bool {
 		a.DisconnectReason == b.DisconnectReason && a.DelegatedIPv6Prefix == b.DelegatedIPv6Prefix &&
 		a.FramedIPv6Address == b.FramedIPv6Address && a.FramedInterfaceID == b.FramedInterfaceID &&
 		a.NASIPv6Address == b.NASIPv6Address && maps.Equal(a.MonitoringUsage, b.MonitoringUsage) &&
-		slices.Equal(a.MonitoringExhausted, b.MonitoringExhausted)
+		slices.Equal(a.MonitoringExhausted, b.MonitoringExhausted) && a.GxThrottled == b.GxThrottled
 }

@@ -120,6 +120,8 @@ func TestSameRowSeesEveryField(t *testing.T) {
 			*x = map[string]uint64{"mk": 7}
 		case *[]string:
 			*x = []string{"mk"}
+		case *bool:
+			*x = true
 		default:
 			t.Fatalf("field %s: type %s not covered by this test", f.Name, f.Type)
 		}

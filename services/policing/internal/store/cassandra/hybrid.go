@@ -70,8 +70,8 @@ func (h *Hybrid) lookup(k session.Key) (*session.Session, bool) {
 func (h *Hybrid) Len() int { return h.cache.Len() }
 
 // Apply writes through to Cassandra and caches the result.
-func (h *Hybrid) Apply(ctx context.Context, u *session.Update) error {
-	merged, err := h.Store.apply(ctx, u)
+func (h *Hybrid) Apply(ctx context.Context, u *session.Update, o session.WriteOptions) (session.Result, error) {
+	merged, res, err := h.Store.apply(ctx, u, o)
 	switch {
 	case err != nil || merged == nil: // failed or spooled: the row is not known here
 		h.remove(u.Session.Key)
@@ -80,7 +80,7 @@ func (h *Hybrid) Apply(ctx context.Context, u *session.Update) error {
 	default:
 		h.put(merged)
 	}
-	return err
+	return res, err
 }
 
 // Get answers from a fresh entry, else from Cassandra (a stale entry when Cassandra fails).

@@ -133,11 +133,17 @@ func TestSessionFlowAndLookups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(st.Apply(c, start("nas1", "s1", "alice", "10.0.0.1", t0)))
-	must(st.Apply(c, start("nas1", "s2", "alice", "10.0.0.2", t0)))
-	must(st.Apply(c, start("nas2", "s3", "bob", "10.0.0.3", t0)))
+	apply := func(u *session.Update) {
+		t.Helper()
+		if _, err := st.Apply(c, u, session.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(start("nas1", "s1", "alice", "10.0.0.1", t0))
+	apply(start("nas1", "s2", "alice", "10.0.0.2", t0))
+	apply(start("nas2", "s3", "bob", "10.0.0.3", t0))
 	for i := 1; i <= 5; i++ {
-		must(st.Apply(c, interim("nas1", "s1", i, t0.Add(time.Duration(i)*time.Minute))))
+		apply(interim("nas1", "s1", i, t0.Add(time.Duration(i)*time.Minute)))
 	}
 	s, err := st.Get(c, session.Key{NAS: "nas1", ID: "s1"})
 	must(err)
@@ -156,7 +162,7 @@ func TestSessionFlowAndLookups(t *testing.T) {
 		t.Fatalf("ByNAS(nas1) = %d, %v", len(got), err)
 	}
 
-	must(st.Apply(c, stop("nas1", "s1", 6, t0.Add(6*time.Minute))))
+	apply(stop("nas1", "s1", 6, t0.Add(6*time.Minute)))
 	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "s1"}); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("Get after Stop: %v", err)
 	}
@@ -171,8 +177,8 @@ func TestSessionFlowAndLookups(t *testing.T) {
 	}
 	// A late interim (sent between the 4th and the 5th, delayed on the way) does not bring the
 	// stopped session back; a late copy of the 4th is the 4th's record, not a new one.
-	must(st.Apply(c, interim("nas1", "s1", 4, t0.Add(4*time.Minute+30*time.Second))))
-	must(st.Apply(c, interim("nas1", "s1", 4, t0.Add(4*time.Minute))))
+	apply(interim("nas1", "s1", 4, t0.Add(4*time.Minute+30*time.Second)))
+	apply(interim("nas1", "s1", 4, t0.Add(4*time.Minute)))
 	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "s1"}); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("late interim revived the session: %v", err)
 	}
@@ -210,21 +216,21 @@ func TestSessionFlowAndLookups(t *testing.T) {
 	if n := count("SELECT count(*) FROM acct_history_by_hour WHERE hour = ? AND shard IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)", t0); n != 3 {
 		t.Fatalf("acct_history_by_hour(12:00) = %d rows, want 3 (s1, s2, s3)", n)
 	}
-	must(st.Apply(c, interim("nas2", "s3", 1, t0.Add(time.Hour+time.Minute))))
+	apply(interim("nas2", "s3", 1, t0.Add(time.Hour+time.Minute)))
 	if n := count("SELECT count(*) FROM acct_history_by_hour WHERE hour = ? AND shard IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)", t0.Add(time.Hour)); n != 1 {
 		t.Fatalf("acct_history_by_hour(13:00) = %d rows, want 1 (s3)", n)
 	}
 	// A session that runs past midnight is listed on both days: its first Interim of the new
 	// day writes the lookups again; an address change lists it under the new address.
 	day2 := time.Date(t0.Year(), t0.Month(), t0.Day()+1, 0, 0, 0, 0, time.UTC)
-	must(st.Apply(c, interim("nas1", "s2", 1, day2.Add(time.Minute))))
-	must(st.Apply(c, interim("nas1", "s2", 2, day2.Add(2*time.Minute))))
+	apply(interim("nas1", "s2", 1, day2.Add(time.Minute)))
+	apply(interim("nas1", "s2", 2, day2.Add(2*time.Minute)))
 	if n := count("SELECT count(*) FROM acct_history_by_user WHERE user_name = ? AND day = ?", "alice", day2); n != 1 {
 		t.Fatalf("acct_history_by_user(alice, next day) = %d rows, want 1", n)
 	}
 	moved := interim("nas1", "s2", 3, day2.Add(3*time.Minute))
 	moved.Session.FramedIP = netip.MustParseAddr("10.0.0.22")
-	must(st.Apply(c, moved))
+	apply(moved)
 	if n := count("SELECT count(*) FROM acct_history_by_framed_ip WHERE framed_ip = ? AND day = ?", "10.0.0.22", day2); n != 1 {
 		t.Fatalf("acct_history_by_framed_ip(new address) = %d rows, want 1", n)
 	}
@@ -249,7 +255,7 @@ func TestHistoryOnlyReplayKeepsItsLookups(t *testing.T) {
 	for _, lookups := range []bool{false, true} {
 		user := fmt.Sprintf("dave-%v", lookups)
 		u := start("nas1", "h-"+user, user, "10.0.3.1", t0)
-		if err := st.Apply(c, u); err != nil {
+		if _, err := st.Apply(c, u, session.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// As if the history had not been written: its lookup deleted just after it, so that
@@ -283,7 +289,7 @@ func TestHistoryTTLAndAuthLog(t *testing.T) {
 	defer st.Close(context.Background())
 	c := ctx(t)
 	now := time.Now().UTC()
-	if err := st.Apply(c, start("nas1", "s1", "carol", "10.0.1.1", now)); err != nil {
+	if _, err := st.Apply(c, start("nas1", "s1", "carol", "10.0.1.1", now), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.LogAuth(c, cassandra.AuthRecord{UserName: "carol", NAS: "nas1", Result: "accept", At: now}); err != nil {
@@ -333,11 +339,11 @@ func TestAccountingOnClosesNAS(t *testing.T) {
 	st := migratedStore(t, cassandra.Options{})
 	c := ctx(t)
 	for i := range 5 {
-		if err := st.Apply(c, start("nasA", fmt.Sprintf("a%d", i), fmt.Sprintf("u%d", i), fmt.Sprintf("10.1.0.%d", i+1), t0)); err != nil {
+		if _, err := st.Apply(c, start("nasA", fmt.Sprintf("a%d", i), fmt.Sprintf("u%d", i), fmt.Sprintf("10.1.0.%d", i+1), t0), session.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Apply(c, start("nasB", "b0", "u0", "10.2.0.1", t0)); err != nil {
+	if _, err := st.Apply(c, start("nasB", "b0", "u0", "10.2.0.1", t0), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := st.CloseNAS(c, "nasA", t0.Add(time.Hour), 11)
@@ -356,14 +362,14 @@ func TestAccountingOnClosesNAS(t *testing.T) {
 	}
 }
 
-// A new Start of a line supersedes the older session whose Stop was lost (aaa.Supersede,
-// through the store's lookups): the old row leaves the lookups and goes to the closed
+// A new Start of a line, once stored, supersedes the older session whose Stop was lost
+// (aaa.Supersede, through the store's lookups): the old row leaves the lookups and goes to the closed
 // sessions, and the framed-IP lookup points at the new session.
 func TestSupersedeStale(t *testing.T) {
 	cassandratest.Skip(t, cluster)
 	st := migratedStore(t, cassandra.Options{})
 	c := ctx(t)
-	if err := st.Apply(c, start("nas1", "old", "alice", "10.0.0.1", t0)); err != nil {
+	if _, err := st.Apply(c, start("nas1", "old", "alice", "10.0.0.1", t0), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, other := range []*session.Update{
@@ -375,12 +381,12 @@ func TestSupersedeStale(t *testing.T) {
 		}
 	}
 	u := start("nas1", "new", "alice", "10.0.0.1", t0.Add(time.Hour))
+	if _, err := st.Apply(c, u, session.WriteOptions{}); err != nil { // superseding follows the write
+		t.Fatal(err)
+	}
 	closed, err := aaa.Supersede(c, st, u)
 	if err != nil || len(closed) != 1 || closed[0] != (session.Key{NAS: "nas1", ID: "old"}) {
 		t.Fatalf("Supersede = %v, %v", closed, err)
-	}
-	if err := st.Apply(c, u); err != nil {
-		t.Fatal(err)
 	}
 	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "old"}); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("old session still active: %v", err)
@@ -399,7 +405,7 @@ func TestSupersedeStale(t *testing.T) {
 		t.Fatalf("History = %+v, %v", h, err)
 	}
 	// A late Interim of the superseded session does not revive it.
-	if err := st.Apply(c, interim("nas1", "old", 1, t0.Add(30*time.Minute))); err != nil {
+	if _, err := st.Apply(c, interim("nas1", "old", 1, t0.Add(30*time.Minute)), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Get(c, session.Key{NAS: "nas1", ID: "old"}); !errors.Is(err, session.ErrNotFound) {
@@ -458,7 +464,7 @@ func TestInterimWritesItsRowOnly(t *testing.T) {
 	apply := func(u *session.Update) map[string]uint64 {
 		t.Helper()
 		before := statements(t)
-		if err := st.Apply(c, u); err != nil {
+		if _, err := st.Apply(c, u, session.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		d := statements(t)
@@ -524,7 +530,7 @@ func TestAccountingOnSkipsExpiredRows(t *testing.T) {
 	cassandratest.Skip(t, cluster)
 	st := migratedStore(t, cassandra.Options{})
 	c := ctx(t)
-	if err := st.Apply(c, start("nasX", "live", "erin", "10.3.0.1", t0)); err != nil {
+	if _, err := st.Apply(c, start("nasX", "live", "erin", "10.3.0.1", t0), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// What a row that expired leaves behind: its by-NAS lookup only.
@@ -583,14 +589,50 @@ func metricValue(m *dto.Metric) float64 {
 	return 0
 }
 
+// A Gx row written before gx_throttled (migration 0012) marked the throttle with
+// disconnect_reason 'quota': it reads as throttled, and its next write sets gx_throttled. A
+// RADIUS row's reason stays its own.
+func TestLegacyGxThrottle(t *testing.T) {
+	cassandratest.Skip(t, cluster)
+	st := migratedStore(t, cassandra.Options{})
+	c := ctx(t)
+	gx := session.Key{NAS: session.GxNAS, ID: "pgw;legacy;1"}
+	if _, err := st.Apply(c, &session.Update{Kind: session.KindStart, Session: session.Session{Key: gx, UserName: "imsi9",
+		StartTime: t0, LastSeen: t0}}, session.WriteOptions{NoSpool: true}); err != nil {
+		t.Fatal(err)
+	}
+	// What a CCR-U that used the quota wrote before 0012.
+	if err := st.Session().Query("UPDATE sessions SET disconnect_reason = 'quota' WHERE nas = ? AND acct_session_id = ?", gx.NAS, gx.ID).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := st.Get(c, gx); err != nil || !s.GxThrottled || s.DisconnectReason != "" {
+		t.Fatalf("legacy Gx row = %+v, %v; want throttled, no disconnect reason", s, err)
+	}
+	if _, err := st.Apply(c, &session.Update{Kind: session.KindInterim, Session: session.Session{Key: gx, LastSeen: t0.Add(time.Minute),
+		OutputOctets: 10}}, session.WriteOptions{NoSpool: true}); err != nil {
+		t.Fatal(err)
+	}
+	var throttled bool
+	if err := st.Session().Query("SELECT gx_throttled FROM sessions WHERE nas = ? AND acct_session_id = ?", gx.NAS, gx.ID).Scan(&throttled); err != nil || !throttled {
+		t.Fatalf("gx_throttled after the next write = %v, %v; want true", throttled, err)
+	}
+	radius := start("nas1", "r9", "imsi9", "10.9.0.9", t0)
+	if _, err := st.Apply(c, radius, session.WriteOptions{DisconnectReason: "quota"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := st.Get(c, radius.Session.Key); err != nil || s.GxThrottled || s.DisconnectReason != "quota" {
+		t.Fatalf("RADIUS row = %+v, %v; want its disconnect reason, not throttled", s, err)
+	}
+}
+
 func TestNoOpWriteSkipped(t *testing.T) {
 	cassandratest.Skip(t, cluster)
 	st := migratedStore(t, cassandra.Options{})
 	c := ctx(t)
-	if err := st.Apply(c, start("nas1", "s1", "dave", "10.3.0.1", t0)); err != nil {
+	if _, err := st.Apply(c, start("nas1", "s1", "dave", "10.3.0.1", t0), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Apply(c, interim("nas1", "s1", 1, t0.Add(time.Minute))); err != nil {
+	if _, err := st.Apply(c, interim("nas1", "s1", 1, t0.Add(time.Minute)), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var wt1, wt2 int64
@@ -600,7 +642,7 @@ func TestNoOpWriteSkipped(t *testing.T) {
 	}
 	skipped := counterValue(t, "openaaa_store_writes_skipped_total")
 	// The same interim again (a retransmission the RADIUS layer did not catch): no write.
-	if err := st.Apply(c, interim("nas1", "s1", 1, t0.Add(time.Minute))); err != nil {
+	if _, err := st.Apply(c, interim("nas1", "s1", 1, t0.Add(time.Minute)), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := counterValue(t, "openaaa_store_writes_skipped_total"); got != skipped+1 {
@@ -622,7 +664,7 @@ func TestNoOpWriteSkipped(t *testing.T) {
 		recs[1].ID).Exec(); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Apply(c, interim("nas1", "s1", 1, t0.Add(time.Minute))); err != nil {
+	if _, err := st.Apply(c, interim("nas1", "s1", 1, t0.Add(time.Minute)), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := st.SessionHistory(c, session.Key{NAS: "nas1", ID: "s1"}); len(got) != 2 || got[1].ID != recs[1].ID ||
@@ -636,10 +678,10 @@ func TestNoOpWriteSkipped(t *testing.T) {
 	// An older record after a newer one (a spool replayed after the session's next messages
 	// were applied in another DC): the row is not rolled back nor rewritten, but the record
 	// is history all the same.
-	if err := st.Apply(c, interim("nas1", "s1", 3, t0.Add(3*time.Minute))); err != nil {
+	if _, err := st.Apply(c, interim("nas1", "s1", 3, t0.Add(3*time.Minute)), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Apply(c, interim("nas1", "s1", 2, t0.Add(2*time.Minute))); err != nil {
+	if _, err := st.Apply(c, interim("nas1", "s1", 2, t0.Add(2*time.Minute)), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.Get(c, session.Key{NAS: "nas1", ID: "s1"})
@@ -681,7 +723,7 @@ func TestHybridAcrossNodes(t *testing.T) {
 		{a, interim("nas1", "h1", 4, t0.Add(4*time.Minute))},
 	}
 	for i, s := range steps {
-		if err := s.h.Apply(c, s.u); err != nil {
+		if _, err := s.h.Apply(c, s.u, session.WriteOptions{}); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
 	}
@@ -695,10 +737,10 @@ func TestHybridAcrossNodes(t *testing.T) {
 	}
 	// Stop through b: a's cached entry is now stale; its next read is cut short by the TTL in
 	// production; here the stop on b is seen by a's accounting path at once.
-	if err := b.Apply(c, stop("nas1", "h1", 5, t0.Add(5*time.Minute))); err != nil {
+	if _, err := b.Apply(c, stop("nas1", "h1", 5, t0.Add(5*time.Minute)), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Apply(c, interim("nas1", "h1", 4, t0.Add(4*time.Minute))); err != nil {
+	if _, err := a.Apply(c, interim("nas1", "h1", 4, t0.Add(4*time.Minute)), session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Get(c, k); !errors.Is(err, session.ErrNotFound) {
@@ -730,7 +772,7 @@ func TestSpoolFillAndReplayAcrossRestart(t *testing.T) {
 	c := ctx(t)
 	const sessions = 20
 	for i := range sessions {
-		if err := st.Apply(c, start("nas1", fmt.Sprint(i), fmt.Sprintf("user%d", i), fmt.Sprintf("10.5.0.%d", i+1), t0)); err != nil {
+		if _, err := st.Apply(c, start("nas1", fmt.Sprint(i), fmt.Sprintf("user%d", i), fmt.Sprintf("10.5.0.%d", i+1), t0), session.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -748,11 +790,11 @@ func TestSpoolFillAndReplayAcrossRestart(t *testing.T) {
 	// Accounting keeps being acknowledged: 2 interims and a stop per session.
 	for i := range sessions {
 		for n := 1; n <= 2; n++ {
-			if err := st.Apply(c, interim("nas1", fmt.Sprint(i), n, t0.Add(time.Duration(n)*time.Minute))); err != nil {
+			if _, err := st.Apply(c, interim("nas1", fmt.Sprint(i), n, t0.Add(time.Duration(n)*time.Minute)), session.WriteOptions{}); err != nil {
 				t.Fatalf("interim while Cassandra is down: %v", err)
 			}
 		}
-		if err := st.Apply(c, stop("nas1", fmt.Sprint(i), 3, t0.Add(3*time.Minute))); err != nil {
+		if _, err := st.Apply(c, stop("nas1", fmt.Sprint(i), 3, t0.Add(3*time.Minute)), session.WriteOptions{}); err != nil {
 			t.Fatalf("stop while Cassandra is down: %v", err)
 		}
 	}
@@ -986,7 +1028,7 @@ func TestContract(t *testing.T) {
 	t.Run("cassandra nodes", func(t *testing.T) { storetest.RunNodes(t, st, "cas") })
 	t.Run("wide read", func(t *testing.T) {
 		k := session.Key{NAS: "wide", ID: "w1"}
-		if err := st.Apply(context.Background(), &session.Update{Kind: session.KindStart, Session: session.Session{Key: k, UserName: "w"}, NoSpool: true}); err != nil {
+		if _, err := st.Apply(context.Background(), &session.Update{Kind: session.KindStart, Session: session.Session{Key: k, UserName: "w"}}, session.WriteOptions{NoSpool: true}); err != nil {
 			t.Fatal(err)
 		}
 		if s, err := st.GetWide(context.Background(), k); err != nil || s.UserName != "w" {
@@ -995,7 +1037,7 @@ func TestContract(t *testing.T) {
 		if _, err := st.GetWide(context.Background(), session.Key{NAS: "wide", ID: "none"}); !errors.Is(err, session.ErrNotFound) {
 			t.Fatalf("GetWide of no session: %v", err)
 		}
-		if err := st.Apply(context.Background(), &session.Update{Kind: session.KindStop, Session: session.Session{Key: k}, NoSpool: true}); err != nil {
+		if _, err := st.Apply(context.Background(), &session.Update{Kind: session.KindStop, Session: session.Session{Key: k}}, session.WriteOptions{NoSpool: true}); err != nil {
 			t.Fatal(err)
 		}
 		if s, err := st.GetWide(context.Background(), k); err != nil || s.State != session.Stopped {

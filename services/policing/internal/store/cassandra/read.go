@@ -30,9 +30,7 @@ func (st *Store) readRow(ctx context.Context, k session.Key, cons gocql.Consiste
 	if err != nil {
 		return nil, rowMeta{}, err
 	}
-	s := r.session()
-	s.Key = k
-	return s, m, nil
+	return r.session(k), m, nil
 }
 
 func (st *Store) nasIDs(ctx context.Context, nas string) ([]string, error) {
@@ -198,9 +196,7 @@ func (st *Store) History(ctx context.Context, user string, limit int) ([]*sessio
 		if !it.Scan(append([]any{&k.NAS, &k.ID}, r.dest()...)...) {
 			break
 		}
-		s := r.session()
-		s.Key = k
-		out = append(out, s)
+		out = append(out, r.session(k))
 	}
 	err := it.Close()
 	observe("read_history", start, err)
@@ -226,8 +222,7 @@ func (st *Store) SessionHistory(ctx context.Context, k session.Key) ([]HistoryRe
 		if !it.Scan(append([]any{&h.ID, &h.Kind, &h.At}, r.dest()...)...) {
 			break
 		}
-		h.Session = r.session()
-		h.Session.Key = k
+		h.Session = r.session(k)
 		h.At = h.At.UTC()
 		out = append(out, h)
 	}

@@ -22,10 +22,10 @@ func rowCacheResults(t *testing.T) map[string]float64 {
 
 // applyCounting applies u and returns the requests it sent by kind and the row cache's
 // results it counted.
-func applyCounting(t *testing.T, st session.Store, u *session.Update) (map[string]uint64, map[string]float64) {
+func applyCounting(t *testing.T, st session.Store, u *session.Update, o ...session.WriteOptions) (map[string]uint64, map[string]float64) {
 	t.Helper()
 	reqs, res := statements(t), rowCacheResults(t)
-	if err := st.Apply(ctx(t), u); err != nil {
+	if _, err := st.Apply(ctx(t), u, append(o, session.WriteOptions{})[0]); err != nil {
 		t.Fatal(err)
 	}
 	d := statements(t)
@@ -106,9 +106,7 @@ func TestRowCacheInterimReadsNothing(t *testing.T) {
 	}
 	// A Gx CCR-U (NoSpool): Gx counts its requests in the row, which a stale view would roll back.
 	clk.Set(at(86))
-	gx := tick("nasR", "r1", t0, 86)
-	gx.NoSpool = true
-	if n, _ := applyCounting(t, st, gx); n["read_session"] != 1 {
+	if n, _ := applyCounting(t, st, tick("nasR", "r1", t0, 86), session.WriteOptions{NoSpool: true}); n["read_session"] != 1 {
 		t.Fatalf("NoSpool Interim: requests %v; want a read", n)
 	}
 	// A Stop reads (its lookups' deletes need the row), and drops the cached row: a late
@@ -140,7 +138,7 @@ func TestRowCacheStaleAcrossNodes(t *testing.T) {
 	k := session.Key{NAS: "nasS", ID: "x1"}
 	mustApply := func(st *cassandra.Store, u *session.Update) {
 		t.Helper()
-		if err := st.Apply(c, u); err != nil {
+		if _, err := st.Apply(c, u, session.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -42,7 +42,7 @@ func TestOlderRecordOnStaleReplicaKeepsSessionStopped(t *testing.T) {
 			st := migratedStore(t, cassandra.Options{Now: clk.Now})
 			c := ctx(t)
 			k := session.Key{NAS: "nas1", ID: "st1"}
-			if err := st.Apply(c, start("nas1", "st1", "gus", "10.7.0.1", t0)); err != nil {
+			if _, err := st.Apply(c, start("nas1", "st1", "gus", "10.7.0.1", t0), session.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			before, wt, err := cassandra.ReadRow(c, st, k) // the replica as it will stay
@@ -53,13 +53,13 @@ func TestOlderRecordOnStaleReplicaKeepsSessionStopped(t *testing.T) {
 				before, wt = nil, 0
 			}
 			clk.Set(t0.Add(10 * time.Second))
-			if err := st.Apply(c, stop("nas1", "st1", 2, t0.Add(10*time.Second))); err != nil {
+			if _, err := st.Apply(c, stop("nas1", "st1", 2, t0.Add(10*time.Second)), session.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			// The older record is processed 10 s after the Stop, on a replica without it.
 			clk.Set(t0.Add(20 * time.Second))
 			undo := cassandra.SetStaleRead(st, k, before, wt)
-			err = st.Apply(c, tc.late)
+			_, err = st.Apply(c, tc.late, session.WriteOptions{})
 			undo()
 			if err != nil {
 				t.Fatal(err)

@@ -26,36 +26,56 @@ type record struct {
 	// its replay reads the row it already merged into, from which that can no longer be told.
 	HistoryLookups lookupSet `json:"historyLookups,omitempty"`
 	// Quorum: the row is written at QUORUM across data centers, not at the configured
-	// (local) consistency — the Start of a session that must not spool (Update.NoSpool: a
+	// (local) consistency — the Start of a session that must not spool (WriteOptions.NoSpool: a
 	// Gx CCR-I) is on replicas of two DCs before Apply returns, so losing the DC that wrote
 	// it does not lose the session. Never spooled, never set in the spool.
 	Quorum bool `json:"-"`
+	// Push: a change the policy server pushed (session.WriteOptions.Push), not counted among
+	// the client's requests in the row's updates.
+	Push bool `json:"push,omitempty"`
 	// cacheable: a client's record as it arrives (not a Gx CCR, not replayed from the spool),
 	// which the row cache may serve (rowCache.standIn).
 	cacheable bool
+	// created: applying it wrote a new session's row (session.Result.Created).
+	created bool
+}
+
+// options are the write options the record was taken with. The policy's Disconnect reason
+// travels in the record's session, where the spool has always kept it.
+func (r *record) options() session.WriteOptions {
+	return session.WriteOptions{Push: r.Push, DisconnectReason: r.Session.DisconnectReason}
 }
 
 // Apply merges an accounting update into its session (session.Store).
-func (st *Store) Apply(ctx context.Context, u *session.Update) error {
-	_, err := st.apply(ctx, u)
-	return err
+func (st *Store) Apply(ctx context.Context, u *session.Update, o session.WriteOptions) (session.Result, error) {
+	_, res, err := st.apply(ctx, u, o)
+	return res, err
 }
 
 // apply returns the merged session when it was written to Cassandra (nil when spooled or
-// when nothing changed).
-func (st *Store) apply(ctx context.Context, u *session.Update) (*session.Session, error) {
+// when nothing changed), and what the write did.
+func (st *Store) apply(ctx context.Context, u *session.Update, o session.WriteOptions) (*session.Session, session.Result, error) {
 	now := st.o.Now()
-	rec := &record{Kind: u.Kind, Session: u.Session, Received: now}
+	rec := &record{Kind: u.Kind, Session: u.Session, Received: now, Push: o.Push}
+	rec.Session.DisconnectReason = o.DisconnectReason
 	if rec.Session.LastSeen.IsZero() {
 		rec.Session.LastSeen = now // what Merge would use: fixed now so a replay merges the same
 	}
 	rec.ID = historyID(rec.Kind, &rec.Session)
-	if u.NoSpool {
+	merged, err := st.applyUpdate(ctx, rec, o.NoSpool)
+	// Spooled (merged nil), it is not known yet whether it creates its session.
+	return merged, session.Result{Created: err == nil && merged != nil && rec.created}, err
+}
+
+// applyUpdate writes a record of an update, or spools it; noSpool: never spooled
+// (session.WriteOptions.NoSpool).
+func (st *Store) applyUpdate(ctx context.Context, rec *record, noSpool bool) (*session.Session, error) {
+	if noSpool {
 		// The session's creation, the one write whose loss no later write repairs (a CCR-U
 		// or CCR-T lost with its DC leaves the session; the next CCR or the expiry mends it).
 		// Reads and the other writes stay local: QUORUM on every CCR would add a cross-DC
 		// round trip to each, and needs both surviving DCs' replicas while one DC is down.
-		rec.Quorum = u.Kind == session.KindStart
+		rec.Quorum = rec.Kind == session.KindStart
 		return st.applyRecord(ctx, rec)
 	}
 	rec.cacheable = true
@@ -140,10 +160,11 @@ func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Sessio
 	// Stop); any other record of it is late and goes to the history only.
 	reused := old != nil && old.State == session.Stopped && session.Reopens(old.StopTime, u, rec.Received)
 	late := old != nil && old.State == session.Stopped && !reused
+	rec.created = old == nil || reused
 	switch {
-	case old == nil || reused:
+	case rec.created:
 		merged = &session.Session{}
-		session.Merge(merged, u, rec.Received)
+		session.Merge(merged, u, rec.options(), rec.Received)
 		if old != nil && old.State == session.Stopped {
 			old = nil // the NAS reused the id: a new session
 		}
@@ -151,7 +172,7 @@ func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Sessio
 		c := *old
 		c.Class = append([]byte(nil), old.Class...)
 		merged = &c
-		session.Merge(merged, u, rec.Received)
+		session.Merge(merged, u, rec.options(), rec.Received)
 	}
 	if late {
 		// A late message of a stopped session: history only, the row stays stopped.
@@ -535,9 +556,9 @@ func (st *Store) CloseNAS(ctx context.Context, nas string, at time.Time, cause u
 		} else if err != nil {
 			return err
 		}
-		err := st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{
+		_, err := st.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{
 			Key: k, LastSeen: at, TerminateCause: cause,
-		}})
+		}}, session.WriteOptions{})
 		if err == nil {
 			n.Add(1)
 		}

@@ -210,13 +210,12 @@ func (s *Store) ipShardOf(ip netip.Addr) *ipShard {
 }
 
 // Apply implements session.Store.
-func (s *Store) Apply(_ context.Context, u *session.Update) error {
+func (s *Store) Apply(_ context.Context, u *session.Update, o session.WriteOptions) (session.Result, error) {
 	if s.closed.Load() {
-		return ErrClosed
+		return session.Result{}, ErrClosed
 	}
 	k := u.Session.Key
 	now := s.opt.Now()
-	u.Created = false
 	sh := s.shardOf(k)
 	sh.mu.Lock()
 	cur, ok := sh.sessions[k]
@@ -227,18 +226,18 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 				// The Stop of a session already closed (a retransmission, or the real Stop of a
 				// session closed by expiry or Accounting-On): it completes that history record
 				// rather than adding a second one.
-				s.history.mergeStop(u, now)
+				s.history.mergeStop(u, o, now)
 			}
 			// A late Interim-Update, or a Start no later than the Stop (replayed, retransmitted),
 			// of a session already stopped: acknowledge, keep it closed.
-			return nil
+			return session.Result{}, nil
 		}
 		delete(sh.stopped, k)
 		delete(sh.stoppedOld, k)
 		cur = &session.Session{}
 	}
 	was := entryOf(cur)
-	session.Merge(cur, u, now)
+	session.Merge(cur, u, o, now)
 	if cur.State == session.Stopped {
 		if ok {
 			s.unindex(sh, was)
@@ -249,10 +248,9 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 		s.tombstone(sh, k, now, cur.StopTime)
 		sh.mu.Unlock()
 		s.history.add(cur)
-		return nil
+		return session.Result{}, nil
 	}
 	if !ok {
-		u.Created = true
 		sh.sessions[k] = cur
 		s.active.Add(1)
 		metrics.SessionsActive.Inc()
@@ -262,7 +260,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update) error {
 		s.index(sh, e)
 	}
 	sh.mu.Unlock()
-	return nil
+	return session.Result{Created: !ok}, nil
 }
 
 // entry is what the lookups hold of a session.
@@ -642,19 +640,19 @@ func (h *history) add(x *session.Session) {
 
 // mergeStop merges a Stop into the newest history record of its session, or records it
 // when the history no longer holds one.
-func (h *history) mergeStop(u *session.Update, now time.Time) {
+func (h *history) mergeStop(u *session.Update, o session.WriteOptions, now time.Time) {
 	h.mu.Lock()
 	n := len(h.ring)
 	for i := 0; i < n; i++ {
 		if x := h.ring[(h.next+n-1-i)%n]; x.Key == u.Session.Key {
-			session.Merge(x, u, now)
+			session.Merge(x, u, o, now)
 			h.mu.Unlock()
 			return
 		}
 	}
 	h.mu.Unlock()
 	x := &session.Session{}
-	session.Merge(x, u, now)
+	session.Merge(x, u, o, now)
 	h.add(x)
 }
 

@@ -64,7 +64,7 @@ func apply(t *testing.T, s *Store, kind session.Kind, k session.Key, f func(x *s
 	if f != nil {
 		f(&u.Session)
 	}
-	if err := s.Apply(ctx, u); err != nil {
+	if _, err := s.Apply(ctx, u, session.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -428,7 +428,7 @@ func TestClosedStore(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal("second Close:", err)
 	}
-	if err := s.Apply(ctx, &session.Update{Kind: session.KindStart, Session: session.Session{Key: key("a", "b")}}); !errors.Is(err, ErrClosed) {
+	if _, err := s.Apply(ctx, &session.Update{Kind: session.KindStart, Session: session.Session{Key: key("a", "b")}}, session.WriteOptions{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Apply after Close: %v", err)
 	}
 	if _, err := s.CloseNAS(ctx, "a", t0, 1); !errors.Is(err, ErrClosed) {
@@ -560,14 +560,14 @@ func TestConcurrentApply(t *testing.T) {
 				k := key(fmt.Sprintf("bng-%d", w%2), fmt.Sprintf("w%d-%d", w, i))
 				u := &session.Update{Kind: session.KindStart, Session: session.Session{Key: k, UserName: fmt.Sprintf("u%d", i%10),
 					FramedIP: netip.AddrFrom4([4]byte{10, byte(w), byte(i >> 8), byte(i)})}}
-				if err := s.Apply(ctx, u); err != nil {
+				if _, err := s.Apply(ctx, u, session.WriteOptions{}); err != nil {
 					t.Error(err)
 					return
 				}
 				// A shared hot key updated by everyone.
-				_ = s.Apply(ctx, &session.Update{Kind: session.KindInterim, Session: session.Session{Key: key("hot", "h"), SessionTime: uint32(i), InputOctets: uint64(i)}})
+				_, _ = s.Apply(ctx, &session.Update{Kind: session.KindInterim, Session: session.Session{Key: key("hot", "h"), SessionTime: uint32(i), InputOctets: uint64(i)}}, session.WriteOptions{})
 				if i%4 == 0 {
-					_ = s.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k}})
+					_, _ = s.Apply(ctx, &session.Update{Kind: session.KindStop, Session: session.Session{Key: k}}, session.WriteOptions{})
 				}
 				_, _ = s.ByUser(ctx, "u1")
 				_, _ = s.ByFramedIP(ctx, u.Session.FramedIP)
@@ -679,10 +679,11 @@ func TestCreatedAndMatchFramedIP(t *testing.T) {
 	created := func(kind session.Kind, k session.Key) bool {
 		t.Helper()
 		u := &session.Update{Kind: kind, Session: session.Session{Key: k, UserName: "alice", FramedIP: ip}}
-		if err := s.Apply(ctx, u); err != nil {
+		res, err := s.Apply(ctx, u, session.WriteOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		return u.Created
+		return res.Created
 	}
 	if !created(session.KindStart, key("bng", "a")) {
 		t.Fatal("Start of a new session: Created false")
@@ -781,5 +782,29 @@ func TestSnapshotIPv6(t *testing.T) {
 	o, _ := open(t, Options{SnapshotFile: oldFile})
 	if x, err := o.ByIPv6(ctx, netip.MustParsePrefix("2001:db8:9:1::1/128")); err != nil || x.ID != "v1" {
 		t.Fatalf("a snapshot of the previous version: %+v, %v", x, err)
+	}
+}
+
+// A snapshot written before Session.GxThrottled marked a throttled Gx session with the RADIUS
+// field DisconnectReason "quota": it loads throttled, active or in the history, while a RADIUS
+// session's reason stays its own.
+func TestSnapshotLegacyGxThrottle(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "snap.jsonl")
+	content := `{"format":"openaaa-sessions/v1","active":2,"history":1}` + "\n" +
+		`{"nas":"gx","acctSessionId":"pgw;1","userName":"imsi1","state":"active","disconnectReason":"quota"}` + "\n" +
+		`{"nas":"bng","acctSessionId":"r1","userName":"imsi1","state":"active","disconnectReason":"quota"}` + "\n" +
+		`{"nas":"gx","acctSessionId":"pgw;0","userName":"imsi1","state":"stopped","disconnectReason":"quota"}` + "\n"
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := open(t, Options{SnapshotFile: file, HistorySize: 10})
+	if gx, err := s.Get(ctx, key("gx", "pgw;1")); err != nil || !gx.GxThrottled || gx.DisconnectReason != "" {
+		t.Fatalf("Gx session = %+v, %v; want throttled, no disconnect reason", gx, err)
+	}
+	if r, err := s.Get(ctx, key("bng", "r1")); err != nil || r.GxThrottled || r.DisconnectReason != "quota" {
+		t.Fatalf("RADIUS session = %+v, %v; want its disconnect reason, not throttled", r, err)
+	}
+	if h, _ := s.History(ctx, "imsi1", 0); len(h) != 1 || !h[0].GxThrottled {
+		t.Fatalf("history = %+v; want the Gx session throttled", h)
 	}
 }

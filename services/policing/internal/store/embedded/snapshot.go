@@ -107,6 +107,7 @@ func (s *Store) loadSnapshot(path string) (int, error) {
 		if err := dec.Decode(x); err != nil {
 			return 0, fmt.Errorf("session snapshot %s: record %d: %w", path, i+1, err)
 		}
+		session.ReadLegacy(x) // a snapshot written before Session.GxThrottled
 		if i >= h.Active {
 			s.history.add(x)
 			continue

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"hash/fnv"
 	"net/netip"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,7 +36,7 @@ func Run(t *testing.T, st session.Store, prefix string) {
 		if kind == session.KindStart {
 			u.Session.StartTime = at
 		}
-		if err := st.Apply(c, u); err != nil {
+		if _, err := st.Apply(c, u, session.WriteOptions{}); err != nil {
 			t.Fatalf("%s %s: %v", kind, id, err)
 		}
 	}
@@ -109,6 +111,53 @@ func Run(t *testing.T, st session.Store, prefix string) {
 		apply(t, session.KindInterim, "late", 5, T0.Add(5*time.Second))
 		stopped(t, "late", 5)
 	})
+	// The write's result says whether it created the session (superseding asks it of an
+	// Interim), and the store never writes into the update it was given.
+	t.Run("result and update", func(t *testing.T) {
+		write := func(kind session.Kind, id string, at time.Time) bool {
+			t.Helper()
+			u := &session.Update{Kind: kind, Session: session.Session{Key: key(id), UserName: user(id), FramedIP: ip(7),
+				LastSeen: at, SessionTime: uint32(at.Sub(T0) / time.Second)}}
+			was := *u
+			res, err := st.Apply(c, u, session.WriteOptions{DisconnectReason: "test"})
+			if err != nil {
+				t.Fatalf("%s %s: %v", kind, id, err)
+			}
+			if !reflect.DeepEqual(*u, was) {
+				t.Fatalf("%s %s: the store wrote into the update: %+v, was %+v", kind, id, *u, was)
+			}
+			return res.Created
+		}
+		if !write(session.KindStart, "made", T0) {
+			t.Fatal("Start of a new session: Created false")
+		}
+		if write(session.KindInterim, "made", T0.Add(time.Minute)) {
+			t.Fatal("Interim of a stored session: Created true")
+		}
+		if s := active(t, "made"); s.DisconnectReason != "test" {
+			t.Fatalf("DisconnectReason %q: the write's not recorded", s.DisconnectReason)
+		}
+		if !write(session.KindInterim, "lost", T0.Add(time.Minute)) { // its Start was lost
+			t.Fatal("Interim of an unknown session: Created false")
+		}
+		if write(session.KindStop, "made", T0.Add(2*time.Minute)) || write(session.KindInterim, "made", T0.Add(3*time.Minute)) {
+			t.Fatal("Stop, or a late Interim of a stopped session: Created true")
+		}
+	})
+	// A change the policy server pushed (a Gx RAR) is merged like a message of the session's
+	// client but is not one of its requests: Session.Updates counts those (a Gx CCR's
+	// CC-Request-Number is checked against it).
+	t.Run("pushed change not counted", func(t *testing.T) {
+		apply(t, session.KindStart, "push", 6, T0)
+		u := &session.Update{Kind: session.KindInterim, Session: session.Session{
+			Key: key("push"), LastSeen: T0.Add(time.Minute), MonitoringExhausted: []string{"mk"}}}
+		if _, err := st.Apply(c, u, session.WriteOptions{NoSpool: true, Push: true}); err != nil {
+			t.Fatalf("pushed Interim: %v", err)
+		}
+		if s := active(t, "push"); s.Updates != 1 || !slices.Equal(s.MonitoringExhausted, []string{"mk"}) {
+			t.Fatalf("after a pushed change: %d updates, exhausted %v; want 1, [mk]", s.Updates, s.MonitoringExhausted)
+		}
+	})
 	t.Run("ipv6", func(t *testing.T) { runIPv6(t, st, prefix) })
 	t.Run("calling station and gx", func(t *testing.T) { runCalling(t, st, prefix) })
 }
@@ -128,7 +177,7 @@ func runCalling(t *testing.T, st session.Store, prefix string) {
 		if kind == session.KindStart {
 			u.Session.StartTime = at
 		}
-		if err := st.Apply(c, u); err != nil {
+		if _, err := st.Apply(c, u, session.WriteOptions{}); err != nil {
 			t.Fatalf("%s %v: %v", kind, k, err)
 		}
 	}
@@ -195,7 +244,7 @@ func runIPv6(t *testing.T, st session.Store, prefix string) {
 		if f != nil {
 			f(&u.Session)
 		}
-		if err := st.Apply(c, u); err != nil {
+		if _, err := st.Apply(c, u, session.WriteOptions{}); err != nil {
 			t.Fatalf("%s %s: %v", kind, id, err)
 		}
 	}
