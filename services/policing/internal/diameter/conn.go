@@ -3,12 +3,14 @@ package diameter
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -46,6 +48,11 @@ type peerConn struct {
 	kick    chan struct{} // wakes the writer (buffered 1)
 	stop    chan struct{} // ends the writer (closed by Close)
 	once    sync.Once
+
+	// ctx is the parent of the connection's requests: cancelled when the peer's end closes
+	// (their answers have nowhere to go) or the server's requests are.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newPeerConn(nc net.Conn) *peerConn {
@@ -158,6 +165,7 @@ func (s *Server) acceptOn(ln net.Listener, overTLS bool) {
 			}
 			c := newPeerConn(conn)
 			c.certNames = names
+			c.ctx, c.cancel = context.WithCancel(s.ctx)
 			s.mu.Lock()
 			if s.closing { // Close ran during the handshake
 				s.mu.Unlock()
@@ -195,6 +203,7 @@ func (s *Server) read(c *peerConn) {
 	var handlers sync.WaitGroup
 	defer func() {
 		handlers.Wait()
+		c.cancel()
 		_ = c.Close()
 		s.mu.Lock()
 		var gone *PeerInfo
@@ -216,6 +225,15 @@ func (s *Server) read(c *peerConn) {
 	for {
 		frame, err := readFrameInto(r, hdr)
 		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing && errors.Is(err, os.ErrDeadlineExceeded) {
+				// Shutdown stopped the reading (a read deadline): the requests in flight
+				// are answered on the connection, which is still open.
+				return
+			}
+			c.cancel() // the peer went away: its requests have no one to answer
 			// A peer that closes or resets its end is gone, not malformed.
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
 				malformed.Inc()

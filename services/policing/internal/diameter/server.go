@@ -5,6 +5,7 @@
 package diameter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,10 +44,34 @@ const (
 	cmdDPR = 282
 )
 
-// Handler answers the application requests of an accepted peer. It returns the answer
-// without Origin-Host/Origin-Realm (the server adds them) and its Result-Code (for metrics).
+// Handler answers the application requests of an accepted peer, as radiusd's handlers
+// answer RADIUS ones (net/http's shape). It returns the answer without
+// Origin-Host/Origin-Realm (the server adds them) and its Result-Code (for metrics).
 type Handler interface {
-	ServeApp(peer PeerInfo, req *diam.Message) (ans *diam.Message, resultCode uint32)
+	ServeDiameter(r *Request) (ans *diam.Message, resultCode uint32)
+}
+
+// Request is one application request of an accepted peer. It is valid until ServeDiameter
+// returns.
+type Request struct {
+	Peer    PeerInfo
+	Message *diam.Message
+	ctx     context.Context
+}
+
+// NewRequest is a request as the server builds it, for tests and other front ends.
+func NewRequest(ctx context.Context, peer PeerInfo, m *diam.Message) *Request {
+	return &Request{Peer: peer, Message: m, ctx: ctx}
+}
+
+// Context ends at the request's deadline (diameter.requestTimeout), when the peer's
+// connection ends (nothing can take the answer), or when a shutdown's budget is spent. A
+// Request built without one has context.Background, as net/http's.
+func (r *Request) Context() context.Context {
+	if r.ctx == nil {
+		return context.Background()
+	}
+	return r.ctx
 }
 
 // PeerInfo is what the server knows of the peer a request came from.
@@ -77,7 +102,10 @@ type Options struct {
 	// MaxInFlight bounds the application requests processed at once over all connections;
 	// past it requests are answered 3004 DIAMETER_TOO_BUSY rather than left unanswered.
 	MaxInFlight int
-	Log         *slog.Logger
+	// RequestTimeout is an application request's deadline from when it was read
+	// (diameter.requestTimeout): its context ends then. 0 takes the configuration's default.
+	RequestTimeout time.Duration
+	Log            *slog.Logger
 	// TLS, when set, also serves Diameter over TLS on TLSAddress (RFC 6733 §2.1: the TLS
 	// handshake right after the connection opens, the port apart from the TCP one): the
 	// peer's certificate must chain to the CA file and name the Origin-Host of its CER.
@@ -101,6 +129,9 @@ type Server struct {
 	out      pending // requests this node sent (request.go)
 	done     chan struct{}
 	wg       sync.WaitGroup
+	// ctx is every request's parent: cancelled when a shutdown's budget is spent.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 type peerState struct {
@@ -135,6 +166,9 @@ func New(opt Options) (*Server, error) {
 	if opt.MaxInFlight <= 0 {
 		opt.MaxInFlight = config.Default().Diameter.MaxInFlight
 	}
+	if opt.RequestTimeout <= 0 {
+		opt.RequestTimeout = config.Default().Diameter.RequestTimeout.D()
+	}
 	if opt.TLS != nil && opt.TLS.Config() == nil {
 		if _, err := opt.TLS.Reload(); err != nil {
 			return nil, fmt.Errorf("tls: %w", err)
@@ -144,8 +178,10 @@ func New(opt Options) (*Server, error) {
 	if opt.Apps == nil {
 		opt.Apps = map[uint32]Handler{}
 	}
-	return &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{}),
-		handlers: workers{work: make(chan func())}}, nil
+	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{}),
+		handlers: workers{work: make(chan func())}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
 }
 
 // Handle serves the application id with h; called before Listen.
@@ -183,22 +219,63 @@ func (s *Server) TLSAddr() net.Addr {
 	return s.tlsLn.Addr()
 }
 
-// Close stops accepting and closes every peer connection (after DPR in an orderly shutdown;
-// peers reconnect to another node).
-func (s *Server) Close() error {
+// Shutdown stops accepting and reading, answers the requests in flight, then closes every
+// peer connection (peers reconnect to another node). Requests still running when ctx ends
+// are cancelled: their handlers answer what a cancelled request gets (Gx: 3004
+// DIAMETER_TOO_BUSY, which sends the PCEF to another peer, RFC 6733 §7.1.3), and the
+// connections close at most closeFlushWait later whatever the handlers do.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	s.mu.Unlock()
+	if s.ln == nil { // never listened
+		s.cancel()
+		return nil
+	}
 	err := s.ln.Close()
 	if s.tlsLn != nil {
 		_ = s.tlsLn.Close()
 	}
 	<-s.done
 	s.mu.Lock()
-	s.closing = true
 	for c := range s.conns {
-		_ = c.Close()
+		// Unblocks the reader: the connection stays open for the answers in flight.
+		_ = c.SetReadDeadline(time.Now())
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
+	drained := make(chan struct{})
+	go func() { s.wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("diameter drain: %w", ctx.Err())
+		s.cancel()
+		select { // the cancelled handlers' answers leave before the connections close
+		case <-drained:
+		case <-time.After(closeFlushWait):
+		}
+		s.mu.Lock()
+		for c := range s.conns {
+			_ = c.Close()
+		}
+		s.mu.Unlock()
+	}
+	s.cancel()
 	return err
+}
+
+// Close is Shutdown without a budget: the requests in flight are cancelled at once.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 func (s *Server) state(c *peerConn) (PeerInfo, bool) {
@@ -243,7 +320,7 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean []byte) {
 		if open && s.replay(c, info, m, start) {
 			return
 		}
-		ans, code, closeIt = s.app(info, open, m, lean)
+		ans, code, closeIt = s.app(c, info, open, m, lean, start)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	transactions.Inc()
@@ -368,8 +445,9 @@ func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) 
 }
 
 // app serves an application request of the peer info (open: its capabilities exchange
-// succeeded); lean is the request's frame when m is only its head (decodeLean).
-func (s *Server) app(info PeerInfo, open bool, m *diam.Message, lean []byte) (*diam.Message, uint32, bool) {
+// succeeded) on c, read at start; lean is the request's frame when m is only its head
+// (decodeLean).
+func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean []byte, start time.Time) (*diam.Message, uint32, bool) {
 	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true
@@ -386,9 +464,12 @@ func (s *Server) app(info PeerInfo, open bool, m *diam.Message, lean []byte) (*d
 		return s.id.Answer(m, ResultTooBusy), ResultTooBusy, false
 	}
 	defer s.inFlight.Add(-1)
+	ctx, cancel := context.WithDeadline(c.ctx, start.Add(s.opt.RequestTimeout))
+	defer cancel()
+	r := Request{Peer: info, Message: m, ctx: ctx}
 	if lean != nil {
 		if lh, isLean := h.(LeanHandler); isLean {
-			if ans, code, ok := lh.ServeLean(info, m, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID}); ok {
+			if ans, code, ok := lh.ServeLean(&r, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID}); ok {
 				return ans, code, false
 			}
 		}
@@ -397,9 +478,9 @@ func (s *Server) app(info PeerInfo, open bool, m *diam.Message, lean []byte) (*d
 		if code != 0 {
 			return s.id.undecodableAnswer(lean, code, failed), code, false
 		}
-		m = full
+		r.Message = full
 	}
-	ans, code := h.ServeApp(info, m)
+	ans, code := h.ServeDiameter(&r)
 	return ans, code, false
 }
 

@@ -25,7 +25,8 @@ import (
 // echoApp answers every Gx request 2001 and counts them.
 type echoApp struct{ calls *atomic.Int64 }
 
-func (e echoApp) ServeApp(_ PeerInfo, m *diam.Message) (*diam.Message, uint32) {
+func (e echoApp) ServeDiameter(r *Request) (*diam.Message, uint32) {
+	m := r.Message
 	e.calls.Add(1)
 	return Identity{Host: "pcrf.test", Realm: "test"}.Answer(m, diam.Success), diam.Success
 }
