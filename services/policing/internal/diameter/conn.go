@@ -127,31 +127,23 @@ func (c *peerConn) Close() error {
 
 const closeFlushWait = time.Second
 
-// accept takes the connections of both listeners; s.done closes when both have stopped.
-func (s *Server) accept() {
-	defer close(s.done)
-	var wg sync.WaitGroup
-	for _, ln := range []net.Listener{s.ln, s.tlsLn} {
-		if ln == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.acceptOn(ln, ln == s.tlsLn)
-		}()
-	}
-	wg.Wait()
-}
-
-func (s *Server) acceptOn(ln net.Listener, overTLS bool) {
+// acceptOn takes ln's connections until it closes: ErrServerClosed after Shutdown, else
+// the listener's error.
+func (s *Server) acceptOn(ln net.Listener, overTLS bool) error {
+	defer s.accepting.Done()
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
 			if !errors.Is(err, net.ErrClosed) {
 				s.opt.Log.Error("diameter listener failed", "err", err)
 			}
-			return
+			return err
 		}
 		s.wg.Add(1)
 		go func() {

@@ -115,20 +115,22 @@ type Options struct {
 
 // Server is a running Diameter listener.
 type Server struct {
-	opt      Options
-	id       Identity
-	ln       net.Listener
-	tlsLn    net.Listener // nil without TLS
-	hostIP   net.IP
-	inFlight atomic.Int64
-	mu       sync.Mutex
-	closing  bool
-	conns    map[*peerConn]*peerState
-	dups     *dupCache
-	handlers workers // run the requests (conn.go)
-	out      pending // requests this node sent (request.go)
-	done     chan struct{}
-	wg       sync.WaitGroup
+	opt   Options
+	id    Identity
+	ln    net.Listener // the first TCP listener (Addr)
+	tlsLn net.Listener // nil without TLS
+	lns   []net.Listener
+	// accepting are the accept loops (Serve): Shutdown closes their listeners and waits.
+	accepting sync.WaitGroup
+	hostIP    net.IP
+	inFlight  atomic.Int64
+	mu        sync.Mutex
+	closing   bool
+	conns     map[*peerConn]*peerState
+	dups      *dupCache
+	handlers  workers // run the requests (conn.go)
+	out       pending // requests this node sent (request.go)
+	wg        sync.WaitGroup
 	// ctx is every request's parent: cancelled when a shutdown's budget is spent.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -178,7 +180,7 @@ func New(opt Options) (*Server, error) {
 	if opt.Apps == nil {
 		opt.Apps = map[uint32]Handler{}
 	}
-	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{}),
+	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second),
 		handlers: workers{work: make(chan func())}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
@@ -187,29 +189,75 @@ func New(opt Options) (*Server, error) {
 // Handle serves the application id with h; called before Listen.
 func (s *Server) Handle(id uint32, h Handler) { s.opt.Apps[id] = h }
 
-// Listen opens the TCP listener (and the TLS one) and serves until Close.
+// ErrServerClosed is what Serve returns once Shutdown stopped it.
+var ErrServerClosed = errors.New("diameter: server closed")
+
+// Listen opens the TCP listener (and the TLS one) and serves them in the background until
+// Shutdown.
 func (s *Server) Listen(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
+	var tlsLn net.Listener
 	if s.opt.TLS != nil {
-		if s.tlsLn, err = net.Listen("tcp", s.opt.TLSAddress); err != nil {
+		if tlsLn, err = net.Listen("tcp", s.opt.TLSAddress); err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("tls address: %w", err)
 		}
 	}
-	s.ln = ln
-	s.hostIP = sourceIP(ln.Addr())
-	if s.hostIP == nil || s.hostIP.IsUnspecified() {
-		s.hostIP = net.IPv4(127, 0, 0, 1)
+	if !s.track(ln, false) {
+		if tlsLn != nil {
+			_ = tlsLn.Close()
+		}
+		return ErrServerClosed
 	}
-	go s.accept()
+	go func() { _ = s.acceptOn(ln, false) }()
+	if tlsLn != nil && s.track(tlsLn, true) {
+		go func() { _ = s.acceptOn(tlsLn, true) }()
+	}
 	return nil
 }
 
+// Serve accepts Diameter peers on ln (TCP; TLS connections come through Listen's
+// diameter.tls listener) until Shutdown, and returns ErrServerClosed then: radiusd's Serve,
+// layeh/radius's PacketServer.Serve.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(ln, false) {
+		return ErrServerClosed
+	}
+	return s.acceptOn(ln, false)
+}
+
+// track adds ln to the listeners Shutdown closes and counts its accept loop; false (ln
+// closed) once the server is shutting down.
+func (s *Server) track(ln net.Listener, overTLS bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		_ = ln.Close()
+		return false
+	}
+	s.lns = append(s.lns, ln)
+	if overTLS {
+		s.tlsLn = ln
+	} else if s.ln == nil {
+		s.ln = ln
+		s.hostIP = sourceIP(ln.Addr())
+		if s.hostIP == nil || s.hostIP.IsUnspecified() {
+			s.hostIP = net.IPv4(127, 0, 0, 1)
+		}
+	}
+	s.accepting.Add(1)
+	return true
+}
+
 // Addr is the listening address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock() // set by Listen, or by a Serve that may run on another goroutine
+	defer s.mu.Unlock()
+	return s.ln.Addr()
+}
 
 // TLSAddr is the TLS listening address (nil without TLS).
 func (s *Server) TLSAddr() net.Addr {
@@ -231,16 +279,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.closing = true
+	lns := s.lns
 	s.mu.Unlock()
-	if s.ln == nil { // never listened
-		s.cancel()
-		return nil
+	for _, ln := range lns {
+		_ = ln.Close()
 	}
-	err := s.ln.Close()
-	if s.tlsLn != nil {
-		_ = s.tlsLn.Close()
-	}
-	<-s.done
+	s.accepting.Wait()
+	var err error
 	s.mu.Lock()
 	for c := range s.conns {
 		// Unblocks the reader: the connection stays open for the answers in flight.

@@ -180,9 +180,24 @@ func (s *Server) SetClients(t *nas.Table) { s.clients.Store(t) }
 // Clients returns the table in force.
 func (s *Server) Clients() *nas.Table { return s.clients.Load() }
 
+// ErrServerClosed is what Serve returns once Shutdown stopped it.
+var ErrServerClosed = errors.New("radius: server closed")
+
 // Listen opens a UDP socket on addr and serves it in the background.
 func (s *Server) Listen(addr string, kind Kind, h Handler) (*net.UDPConn, error) {
 	return s.listen(addr, kind, h, nil)
+}
+
+// Serve serves the requests of kind that conn receives with h until Shutdown, which closes
+// conn, and returns ErrServerClosed then: layeh/radius's PacketServer.Serve, and
+// diameter.Server.Serve.
+func (s *Server) Serve(conn *net.UDPConn, kind Kind, h Handler) error {
+	readers, ok := s.serveConn(conn, kind, h, nil, false)
+	if !ok {
+		return ErrServerClosed
+	}
+	readers.Wait()
+	return ErrServerClosed
 }
 
 // ListenAs opens an auth socket whose every request comes from client, whatever its source
@@ -202,18 +217,38 @@ func (s *Server) listen(addr string, kind Kind, h Handler, client *nas.Client) (
 	if err != nil {
 		return nil, fmt.Errorf("radius %s listener: %w", kind, err)
 	}
+	if _, ok := s.serveConn(conn, kind, h, client, ua.IP == nil || ua.IP.IsUnspecified()); !ok {
+		return nil, fmt.Errorf("radius %s listener: %w", kind, ErrServerClosed)
+	}
+	return conn, nil
+}
+
+// serveConn starts conn's readers (wildcard: the socket is bound to every address, and
+// replies leave from the one each request was sent to); false when the server is shut down
+// (conn closed). The returned group ends with the readers.
+func (s *Server) serveConn(conn *net.UDPConn, kind Kind, h Handler, client *nas.Client, wildcard bool) (*sync.WaitGroup, bool) {
 	if s.opt.SocketBuffer > 0 {
 		_ = conn.SetReadBuffer(s.opt.SocketBuffer) // best effort: the kernel caps it
 		_ = conn.SetWriteBuffer(s.opt.SocketBuffer)
 	}
 	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		_ = conn.Close()
+		return nil, false
+	}
 	s.conns = append(s.conns, conn)
+	readers := new(sync.WaitGroup)
+	readers.Add(s.opt.Readers)
+	s.readers.Add(s.opt.Readers)
 	s.mu.Unlock()
-	enableRxMeta(conn, ua.IP == nil || ua.IP.IsUnspecified())
+	enableRxMeta(conn, wildcard)
 	bufDrops := new(atomic.Uint32)
 	for i := 0; i < s.opt.Readers; i++ {
-		s.readers.Add(1)
-		go s.read(conn, kind, h, client, bufDrops)
+		go func() {
+			defer readers.Done()
+			s.read(conn, kind, h, client, bufDrops)
+		}()
 	}
 	if s.opt.Inline {
 		metrics.Workers.Add(float64(s.opt.Readers))
@@ -223,7 +258,7 @@ func (s *Server) listen(addr string, kind Kind, h Handler, client *nas.Client) (
 		s.opt.Log.Info("radius listener started", "kind", kind.String(), "address", conn.LocalAddr().String(),
 			"dispatch", "workers", "readers", s.opt.Readers, "workers", s.opt.Workers, "queue", s.opt.QueueSize)
 	}
-	return conn, nil
+	return readers, true
 }
 
 func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, client *nas.Client, bufDrops *atomic.Uint32) {
@@ -603,10 +638,11 @@ func (s *Server) drop(reason string, from netip.AddrPort, err error) {
 // Shutdown stops reading, answers what is queued and in flight, then closes the sockets.
 // Requests still unanswered when ctx ends are abandoned (the NAS retransmits elsewhere).
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock() // no listener is added from now on (serveConn)
 	if !s.closing.CompareAndSwap(false, true) {
+		s.mu.Unlock()
 		return nil
 	}
-	s.mu.Lock()
 	conns := append([]*net.UDPConn(nil), s.conns...)
 	s.mu.Unlock()
 	for _, c := range conns {

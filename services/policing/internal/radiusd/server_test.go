@@ -796,3 +796,37 @@ func drainWhileServing(t *testing.T, s *Server, auth *recorder) {
 		t.Fatal("Shutdown did not return")
 	}
 }
+
+// Serve, as layeh/radius's PacketServer.Serve: it serves a socket the caller opened until
+// Shutdown, returns ErrServerClosed then, and at once when the server is shut down already.
+func TestServeUntilShutdown(t *testing.T) {
+	s := New(Options{Workers: 1, Readers: 1, Log: quietLog()}, clientTable(t, loopbackClient()))
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(conn, Auth, newRecorder(radius.CodeAccessAccept)) }()
+	p := roundTrip(t, dial(t, conn), request(t, reqOpt{code: radius.CodeStatusServer, withMA: true}))
+	if p.Code != radius.CodeAccessAccept {
+		t.Fatalf("Status-Server answered %v", p.Code)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-served:
+		if !errors.Is(err, ErrServerClosed) {
+			t.Fatalf("Serve returned %v, want ErrServerClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve still serving after Shutdown")
+	}
+	late, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(late, Auth, newRecorder(radius.CodeAccessAccept)); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve after Shutdown returned %v, want ErrServerClosed", err)
+	}
+}
