@@ -253,10 +253,7 @@ func (s *Server) read(c *peerConn) {
 		}
 		c.sem <- struct{}{}
 		handlers.Add(1)
-		s.handlers.run(func() {
-			defer func() { <-c.sem; handlers.Done() }()
-			s.serve(c, m, lean)
-		})
+		s.handlers.Submit(appRequest{c: c, m: m, lean: lean, done: &handlers}, nil)
 	}
 }
 
@@ -350,34 +347,20 @@ func (id Identity) undecodableAnswer(frame []byte, code uint32, failed *diam.AVP
 	return ans
 }
 
-// workers runs the requests of every connection on goroutines that live on between requests:
-// a new goroutine per request grew its stack anew each time (newstack and copystack were a
-// tenth of the Gx CPU). A request goes to an idle worker, or a new one; a worker idle for
-// workerIdle ends. How many run at once is bounded by the connections' semaphores.
-type workers struct {
-	work chan func() // unbuffered: a send succeeds only when a worker waits
+// appRequest is a request handed to the server's workers (internal/workpool, on demand:
+// how many run at once is bounded by the connections' semaphores); done counts the
+// connection's requests in flight.
+type appRequest struct {
+	c    *peerConn
+	m    *diam.Message
+	lean []byte
+	done *sync.WaitGroup
 }
 
 const workerIdle = 10 * time.Second
 
-func (w *workers) run(fn func()) {
-	select {
-	case w.work <- fn:
-	default:
-		go w.loop(fn)
-	}
-}
-
-func (w *workers) loop(fn func()) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		fn()
-		idle.Reset(workerIdle)
-		select {
-		case fn = <-w.work:
-		case <-idle.C:
-			return
-		}
-	}
+// serveQueued serves one request on a worker.
+func (s *Server) serveQueued(_ *struct{}, r appRequest) {
+	defer func() { <-r.c.sem; r.done.Done() }()
+	s.serve(r.c, r.m, r.lean)
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
+	"github.com/openaaa/openaaa/services/policing/internal/workpool"
 )
 
 // Identifiers of the Gx application (3GPP TS 29.212).
@@ -128,8 +129,8 @@ type Server struct {
 	closing   bool
 	conns     map[*peerConn]*peerState
 	dups      *dupCache
-	handlers  workers // run the requests (conn.go)
-	out       pending // requests this node sent (request.go)
+	handlers  *workpool.Pool[appRequest, struct{}] // run the requests (conn.go)
+	out       pending                              // requests this node sent (request.go)
 	wg        sync.WaitGroup
 	// ctx is every request's parent: cancelled when a shutdown's budget is spent.
 	ctx    context.Context
@@ -180,8 +181,9 @@ func New(opt Options) (*Server, error) {
 	if opt.Apps == nil {
 		opt.Apps = map[uint32]Handler{}
 	}
-	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second),
-		handlers: workers{work: make(chan func())}}
+	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, conns: map[*peerConn]*peerState{},
+		dups: newDupCache(8192, 30*time.Second)}
+	s.handlers = workpool.New(workpool.Options{Idle: workerIdle}, s.serveQueued)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -389,7 +391,7 @@ func codeLabel(code uint32) string {
 // replay answers a retransmitted application request of an accepted peer from the cache
 // (counted, not processed again); now is when the request was read.
 func (s *Server) replay(c *peerConn, info PeerInfo, m *diam.Message, now time.Time) bool {
-	b, ok := s.dups.get(info.OriginHost, sessionID(m), m.Header.EndToEndID, m.Header.HopByHopID, now)
+	b, ok := cachedAnswer(s.dups, dupKey{info.OriginHost, sessionID(m), m.Header.EndToEndID}, m.Header.HopByHopID, now)
 	if !ok {
 		return false
 	}
@@ -411,7 +413,7 @@ func (s *Server) write(c *peerConn, req, ans *diam.Message, name string, read ti
 	}
 	b := serialize(ans)
 	if req.Header.ApplicationID != 0 && open {
-		s.dups.put(info.OriginHost, sessionID(req), req.Header.EndToEndID, b, read)
+		putAnswer(s.dups, dupKey{info.OriginHost, sessionID(req), req.Header.EndToEndID}, b, read)
 	}
 	if _, err := c.Write(b); err != nil {
 		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
