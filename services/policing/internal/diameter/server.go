@@ -58,6 +58,7 @@ type Request struct {
 	Peer    PeerInfo
 	Message *diam.Message
 	ctx     context.Context
+	rc      requestContext // the server's requests' ctx (reqctx.go)
 }
 
 // NewRequest is a request as the server builds it, for tests and other front ends.
@@ -511,12 +512,13 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 		return s.id.Answer(m, ResultTooBusy), ResultTooBusy, false
 	}
 	defer s.inFlight.Add(-1)
-	ctx, cancel := context.WithDeadline(c.ctx, start.Add(s.opt.RequestTimeout))
-	defer cancel()
-	r := Request{Peer: info, Message: m, ctx: ctx}
+	r := &Request{Peer: info, Message: m}
+	r.rc.parent, r.rc.read, r.rc.timeout = c.ctx, start, s.opt.RequestTimeout
+	r.ctx = &r.rc
+	defer r.rc.release()
 	if lean != nil {
 		if lh, isLean := h.(LeanHandler); isLean {
-			if ans, code, ok := lh.ServeLean(&r, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID}); ok {
+			if ans, code, ok := lh.ServeLean(r, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID}); ok {
 				return ans, code, false
 			}
 		}
@@ -527,7 +529,7 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 		}
 		r.Message = full
 	}
-	ans, code := h.ServeDiameter(&r)
+	ans, code := h.ServeDiameter(r)
 	return ans, code, false
 }
 
