@@ -38,6 +38,11 @@ type Diameter struct {
 	// PCEF's connection by it, and a RAR is forwarded to that node. Default: the host name and
 	// the Diameter port ("host:3868"; in Kubernetes the pod's name).
 	NodeName string `json:"nodeName,omitempty"`
+	// RequestTimeout bounds one application request (a Gx CCR) from when it was read: the
+	// subscriber lookup, the Lua hooks, the store. Past it the request's context ends and Gx
+	// answers 3004 DIAMETER_TOO_BUSY (RFC 6733 §7.1.3: the PCEF tries another peer); RFC 4006
+	// §13 recommends a Tx timer of 10 s, after which the PCEF has given up on the answer.
+	RequestTimeout Duration `json:"requestTimeout"`
 	// ScheduleInterval is how often a node decides the Gx sessions it holds again and pushes
 	// by RAR what changed between CCRs: rule windows (dataPolicy.windows) that opened or
 	// closed, quotas that ran out.
@@ -66,7 +71,8 @@ type DiameterPeer struct {
 }
 
 func defaultDiameter() Diameter {
-	return Diameter{Address: fmt.Sprintf(":%d", DefaultDiameterPort), MaxInFlight: 1024, ScheduleInterval: Duration(30 * time.Second)}
+	return Diameter{Address: fmt.Sprintf(":%d", DefaultDiameterPort), MaxInFlight: 1024, RequestTimeout: Duration(10 * time.Second),
+		ScheduleInterval: Duration(30 * time.Second)}
 }
 
 // Network parses Address (an IP or a CIDR); nil when unset.
@@ -111,6 +117,9 @@ func (d Diameter) validate(key string) []error {
 	}
 	if d.MaxInFlight < 1 {
 		bad("maxInFlight", "must be at least 1")
+	}
+	if d.RequestTimeout <= 0 {
+		bad("requestTimeout", "must be positive")
 	}
 	if d.ScheduleInterval < Duration(time.Second) {
 		bad("scheduleInterval", "must be at least 1s")

@@ -47,7 +47,7 @@ func (p *diameterPart) Start(context.Context) error {
 		peers = append(peers, diameter.Peer{OriginHost: peer.OriginHost, OriginRealm: peer.OriginRealm, Network: netw})
 	}
 	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm, ServedHosts: c.ServedHosts, VendorID: c.VendorID,
-		Peers: peers, MaxInFlight: c.MaxInFlight, Log: p.d.log}
+		Peers: peers, MaxInFlight: c.MaxInFlight, RequestTimeout: c.RequestTimeout.D(), Log: p.d.log}
 	if t := c.TLS; t.Address != "" {
 		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: p.d.log}
 		opt.TLSAddress = t.Address
@@ -79,14 +79,15 @@ func (p *diameterPart) Start(context.Context) error {
 	return nil
 }
 
-// Stop closes the peer connections (PCEFs reconnect to another node) before the store
-// closes.
-func (p *diameterPart) Stop(context.Context) error {
+// Stop answers the requests in flight within ctx (the shutdown's budget), cancelling
+// those left, and closes the peer connections (PCEFs reconnect to another node) before the
+// store closes.
+func (p *diameterPart) Stop(ctx context.Context) error {
 	if p.server == nil {
 		return nil
 	}
 	p.stopPush()
-	return p.server.Close()
+	return p.server.Shutdown(ctx)
 }
 
 // gxHandler is the Gx application, sending its RARs through s. With policy requests on

@@ -3,12 +3,14 @@ package diameter
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -46,6 +48,11 @@ type peerConn struct {
 	kick    chan struct{} // wakes the writer (buffered 1)
 	stop    chan struct{} // ends the writer (closed by Close)
 	once    sync.Once
+
+	// ctx is the parent of the connection's requests: cancelled when the peer's end closes
+	// (their answers have nowhere to go) or the server's requests are.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newPeerConn(nc net.Conn) *peerConn {
@@ -120,31 +127,23 @@ func (c *peerConn) Close() error {
 
 const closeFlushWait = time.Second
 
-// accept takes the connections of both listeners; s.done closes when both have stopped.
-func (s *Server) accept() {
-	defer close(s.done)
-	var wg sync.WaitGroup
-	for _, ln := range []net.Listener{s.ln, s.tlsLn} {
-		if ln == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.acceptOn(ln, ln == s.tlsLn)
-		}()
-	}
-	wg.Wait()
-}
-
-func (s *Server) acceptOn(ln net.Listener, overTLS bool) {
+// acceptOn takes ln's connections until it closes: ErrServerClosed after Shutdown, else
+// the listener's error.
+func (s *Server) acceptOn(ln net.Listener, overTLS bool) error {
+	defer s.accepting.Done()
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
 			if !errors.Is(err, net.ErrClosed) {
 				s.opt.Log.Error("diameter listener failed", "err", err)
 			}
-			return
+			return err
 		}
 		s.wg.Add(1)
 		go func() {
@@ -158,6 +157,7 @@ func (s *Server) acceptOn(ln net.Listener, overTLS bool) {
 			}
 			c := newPeerConn(conn)
 			c.certNames = names
+			c.ctx, c.cancel = context.WithCancel(s.ctx)
 			s.mu.Lock()
 			if s.closing { // Close ran during the handshake
 				s.mu.Unlock()
@@ -195,6 +195,7 @@ func (s *Server) read(c *peerConn) {
 	var handlers sync.WaitGroup
 	defer func() {
 		handlers.Wait()
+		c.cancel()
 		_ = c.Close()
 		s.mu.Lock()
 		var gone *PeerInfo
@@ -216,6 +217,15 @@ func (s *Server) read(c *peerConn) {
 	for {
 		frame, err := readFrameInto(r, hdr)
 		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing && errors.Is(err, os.ErrDeadlineExceeded) {
+				// Shutdown stopped the reading (a read deadline): the requests in flight
+				// are answered on the connection, which is still open.
+				return
+			}
+			c.cancel() // the peer went away: its requests have no one to answer
 			// A peer that closes or resets its end is gone, not malformed.
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
 				malformed.Inc()
@@ -243,10 +253,7 @@ func (s *Server) read(c *peerConn) {
 		}
 		c.sem <- struct{}{}
 		handlers.Add(1)
-		s.handlers.run(func() {
-			defer func() { <-c.sem; handlers.Done() }()
-			s.serve(c, m, lean)
-		})
+		s.handlers.Submit(appRequest{c: c, m: m, lean: lean, done: &handlers}, nil)
 	}
 }
 
@@ -340,34 +347,20 @@ func (id Identity) undecodableAnswer(frame []byte, code uint32, failed *diam.AVP
 	return ans
 }
 
-// workers runs the requests of every connection on goroutines that live on between requests:
-// a new goroutine per request grew its stack anew each time (newstack and copystack were a
-// tenth of the Gx CPU). A request goes to an idle worker, or a new one; a worker idle for
-// workerIdle ends. How many run at once is bounded by the connections' semaphores.
-type workers struct {
-	work chan func() // unbuffered: a send succeeds only when a worker waits
+// appRequest is a request handed to the server's workers (internal/workpool, on demand:
+// how many run at once is bounded by the connections' semaphores); done counts the
+// connection's requests in flight.
+type appRequest struct {
+	c    *peerConn
+	m    *diam.Message
+	lean []byte
+	done *sync.WaitGroup
 }
 
 const workerIdle = 10 * time.Second
 
-func (w *workers) run(fn func()) {
-	select {
-	case w.work <- fn:
-	default:
-		go w.loop(fn)
-	}
-}
-
-func (w *workers) loop(fn func()) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		fn()
-		idle.Reset(workerIdle)
-		select {
-		case fn = <-w.work:
-		case <-idle.C:
-			return
-		}
-	}
+// serveQueued serves one request on a worker.
+func (s *Server) serveQueued(_ *struct{}, r appRequest) {
+	defer func() { <-r.c.sem; r.done.Done() }()
+	s.serve(r.c, r.m, r.lean)
 }

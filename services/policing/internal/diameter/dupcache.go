@@ -3,90 +3,56 @@ package diameter
 import (
 	"encoding/binary"
 	"hash/maphash"
-	"sync"
 	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/dedup"
 )
 
-// dupCache keeps the answers of recent application requests by the requester's Origin-Host
-// and End-to-End-Id (RFC 6733 §6.2: together they identify a request across retransmissions,
-// even over another connection), so that a retransmitted CCR is answered without being
-// processed twice. Bounded in size and age. The key holds the Session-Id as well, which a
-// retransmission repeats: End-to-End-Ids are 32 bits that many peers draw at random
-// (go-diameter's diam.NewRequest does), so two requests of different sessions share one every
-// few hundred thousand, and the second must not get the first's answer unprocessed.
-type dupCache struct {
-	mu   sync.Mutex
-	ttl  time.Duration
-	size int
-	seed maphash.Seed
-	// entries is a ring of the last 2×size answers, indexed by a hash of their key (an entry
-	// holds its key, compared on a hit) in two generations: cur indexes the new answers and,
-	// once it has indexed size of them, prev is cleared and the two swap. So the size most
-	// recent answers are always held; an index never names a slot the ring has reused (a slot
-	// is reused 2×size answers later, its generation cleared by then); and nothing is deleted
-	// one by one (deleting the oldest entry on every put filled the map with tombstones that
-	// made every lookup probe long: 8 % of a CCR-U's CPU in BenchmarkCCRUpdate). The indexes'
-	// slots are 12 bytes, so a lookup that misses (every request but a retransmission) stays
-	// in the CPU's cache.
-	entries   []dupEntry
-	next      int // the ring's next slot
-	indexed   int // answers cur indexes
-	cur, prev map[uint64]uint32
-}
-
+// dupKey identifies an application request across retransmissions, even over another
+// connection: the requester's Origin-Host and End-to-End-Id (RFC 6733 §6.2), so that a
+// retransmitted CCR is answered without being processed twice. The key holds the Session-Id
+// as well, which a retransmission repeats: End-to-End-Ids are 32 bits that many peers draw
+// at random (go-diameter's diam.NewRequest does), so two requests of different sessions
+// share one every few hundred thousand, and the second must not get the first's answer
+// unprocessed. The cache is the one RADIUS uses (internal/dedup): bounded in size and age,
+// with no in-flight entries (a copy that comes while the first is processed is processed
+// again; Gx tells repeats apart by CC-Request-Number).
 type dupKey struct {
 	host, session string
 	e2e           uint32
 }
 
-type dupEntry struct {
-	key    dupKey
-	answer []byte
-	at     time.Time
+// The cache's slot is a hash of the key, the key what tells requests in a slot apart: two
+// keys of one hash share a slot, the later replacing the earlier, whose retransmission is
+// then processed again, never answered with the other's answer. Slots of 8 bytes hashed
+// once cost a lookup less than the key's two strings hashed by the map (BenchmarkDupCache).
+type dupCache = dedup.Cache[uint64, dupKey]
+
+var dupSeed = maphash.MakeSeed()
+
+func (k dupKey) slot() uint64 {
+	return maphash.String(dupSeed, k.session) ^ maphash.String(dupSeed, k.host)*31 ^ uint64(k.e2e)
 }
 
+// newDupCache holds the size most recent answers at least, 2×size at most, none older than
+// ttl.
 func newDupCache(size int, ttl time.Duration) *dupCache {
-	return &dupCache{ttl: ttl, size: size, seed: maphash.MakeSeed(), entries: make([]dupEntry, 2*size),
-		cur: make(map[uint64]uint32, size), prev: make(map[uint64]uint32, size)}
+	return dedup.New[uint64, dupKey](dedup.Options[uint64]{Size: size, TTL: ttl})
 }
 
-func (d *dupCache) hash(k dupKey) uint64 {
-	return maphash.String(d.seed, k.session) ^ maphash.String(d.seed, k.host)*31 ^ uint64(k.e2e)
+// putAnswer keeps the answer to k, read at now.
+func putAnswer(d *dupCache, k dupKey, answer []byte, now time.Time) {
+	d.Finish(k.slot(), k, answer, now)
 }
 
-// get returns the cached answer re-addressed to the retransmission's Hop-by-Hop-Id.
-func (d *dupCache) get(host, session string, e2e, hopByHop uint32, now time.Time) ([]byte, bool) {
-	k := dupKey{host, session, e2e}
-	h := d.hash(k)
-	var e dupEntry
-	d.mu.Lock()
-	i, ok := d.cur[h]
-	if !ok || d.entries[i].key != k {
-		i, ok = d.prev[h]
-	}
-	if ok {
-		e = d.entries[i]
-	}
-	d.mu.Unlock()
-	if !ok || e.key != k || now.Sub(e.at) > d.ttl {
+// cachedAnswer is the answer to k read at now, re-addressed to the retransmission's
+// Hop-by-Hop-Id.
+func cachedAnswer(d *dupCache, k dupKey, hopByHop uint32, now time.Time) ([]byte, bool) {
+	a, st := d.Begin(k.slot(), k, now)
+	if st != dedup.Answered {
 		return nil, false
 	}
-	b := append([]byte(nil), e.answer...)
+	b := append([]byte(nil), a...)
 	binary.BigEndian.PutUint32(b[12:16], hopByHop)
 	return b, true
-}
-
-func (d *dupCache) put(host, session string, e2e uint32, answer []byte, now time.Time) {
-	k := dupKey{host, session, e2e}
-	h := d.hash(k)
-	d.mu.Lock()
-	if d.indexed == d.size {
-		clear(d.prev) // keeps its buckets: no allocation, no tombstones
-		d.cur, d.prev, d.indexed = d.prev, d.cur, 0
-	}
-	d.entries[d.next] = dupEntry{key: k, answer: answer, at: now}
-	d.cur[h] = uint32(d.next) // a colliding key's entry is lost to a later miss, never answered wrongly
-	d.next = (d.next + 1) % len(d.entries)
-	d.indexed++
-	d.mu.Unlock()
 }

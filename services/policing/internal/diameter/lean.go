@@ -18,10 +18,10 @@ import (
 // LeanHandler is a Handler that can serve requests from their bytes.
 type LeanHandler interface {
 	Handler
-	// ServeLean serves req from its AVPs as bytes (sound: checkAVPs and leanAVPs passed them);
-	// req has the header and the top-level Session-Id AVPs only. ok false: the request is
-	// decoded whole and served by ServeApp.
-	ServeLean(peer PeerInfo, req *diam.Message, avps AVPs) (ans *diam.Message, resultCode uint32, ok bool)
+	// ServeLean serves r from its AVPs as bytes (sound: checkAVPs and leanAVPs passed them);
+	// r.Message has the header and the top-level Session-Id AVPs only. ok false: the request
+	// is decoded whole and served by ServeDiameter.
+	ServeLean(r *Request, avps AVPs) (ans *diam.Message, resultCode uint32, ok bool)
 }
 
 // AVPs is a list of AVPs as bytes: a request's body, or a grouped AVP's payload.

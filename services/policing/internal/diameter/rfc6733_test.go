@@ -332,7 +332,7 @@ func TestDestination(t *testing.T) {
 
 type handlerFunc func(PeerInfo, *diam.Message) (*diam.Message, uint32)
 
-func (f handlerFunc) ServeApp(p PeerInfo, m *diam.Message) (*diam.Message, uint32) { return f(p, m) }
+func (f handlerFunc) ServeDiameter(r *Request) (*diam.Message, uint32) { return f(r.Peer, r.Message) }
 
 // RFC 6733 §5.3.3: the CEA's Vendor-Id is the enterprise number of the Diameter software's
 // vendor, and "a Vendor-Id value of zero in the CER or CEA message is reserved and indicates

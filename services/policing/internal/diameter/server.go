@@ -5,6 +5,7 @@
 package diameter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
+	"github.com/openaaa/openaaa/services/policing/internal/workpool"
 )
 
 // Identifiers of the Gx application (3GPP TS 29.212).
@@ -43,10 +45,35 @@ const (
 	cmdDPR = 282
 )
 
-// Handler answers the application requests of an accepted peer. It returns the answer
-// without Origin-Host/Origin-Realm (the server adds them) and its Result-Code (for metrics).
+// Handler answers the application requests of an accepted peer, as radiusd's handlers
+// answer RADIUS ones (net/http's shape). It returns the answer without
+// Origin-Host/Origin-Realm (the server adds them) and its Result-Code (for metrics).
 type Handler interface {
-	ServeApp(peer PeerInfo, req *diam.Message) (ans *diam.Message, resultCode uint32)
+	ServeDiameter(r *Request) (ans *diam.Message, resultCode uint32)
+}
+
+// Request is one application request of an accepted peer. It is valid until ServeDiameter
+// returns.
+type Request struct {
+	Peer    PeerInfo
+	Message *diam.Message
+	ctx     context.Context
+	rc      requestContext // the server's requests' ctx (reqctx.go)
+}
+
+// NewRequest is a request as the server builds it, for tests and other front ends.
+func NewRequest(ctx context.Context, peer PeerInfo, m *diam.Message) *Request {
+	return &Request{Peer: peer, Message: m, ctx: ctx}
+}
+
+// Context ends at the request's deadline (diameter.requestTimeout), when the peer's
+// connection ends (nothing can take the answer), or when a shutdown's budget is spent. A
+// Request built without one has context.Background, as net/http's.
+func (r *Request) Context() context.Context {
+	if r.ctx == nil {
+		return context.Background()
+	}
+	return r.ctx
 }
 
 // PeerInfo is what the server knows of the peer a request came from.
@@ -77,7 +104,10 @@ type Options struct {
 	// MaxInFlight bounds the application requests processed at once over all connections;
 	// past it requests are answered 3004 DIAMETER_TOO_BUSY rather than left unanswered.
 	MaxInFlight int
-	Log         *slog.Logger
+	// RequestTimeout is an application request's deadline from when it was read
+	// (diameter.requestTimeout): its context ends then. 0 takes the configuration's default.
+	RequestTimeout time.Duration
+	Log            *slog.Logger
 	// TLS, when set, also serves Diameter over TLS on TLSAddress (RFC 6733 §2.1: the TLS
 	// handshake right after the connection opens, the port apart from the TCP one): the
 	// peer's certificate must chain to the CA file and name the Origin-Host of its CER.
@@ -87,20 +117,25 @@ type Options struct {
 
 // Server is a running Diameter listener.
 type Server struct {
-	opt      Options
-	id       Identity
-	ln       net.Listener
-	tlsLn    net.Listener // nil without TLS
-	hostIP   net.IP
-	inFlight atomic.Int64
-	mu       sync.Mutex
-	closing  bool
-	conns    map[*peerConn]*peerState
-	dups     *dupCache
-	handlers workers // run the requests (conn.go)
-	out      pending // requests this node sent (request.go)
-	done     chan struct{}
-	wg       sync.WaitGroup
+	opt   Options
+	id    Identity
+	ln    net.Listener // the first TCP listener (Addr)
+	tlsLn net.Listener // nil without TLS
+	lns   []net.Listener
+	// accepting are the accept loops (Serve): Shutdown closes their listeners and waits.
+	accepting sync.WaitGroup
+	hostIP    net.IP
+	inFlight  atomic.Int64
+	mu        sync.Mutex
+	closing   bool
+	conns     map[*peerConn]*peerState
+	dups      *dupCache
+	handlers  *workpool.Pool[appRequest, struct{}] // run the requests (conn.go)
+	out       pending                              // requests this node sent (request.go)
+	wg        sync.WaitGroup
+	// ctx is every request's parent: cancelled when a shutdown's budget is spent.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 type peerState struct {
@@ -135,6 +170,9 @@ func New(opt Options) (*Server, error) {
 	if opt.MaxInFlight <= 0 {
 		opt.MaxInFlight = config.Default().Diameter.MaxInFlight
 	}
+	if opt.RequestTimeout <= 0 {
+		opt.RequestTimeout = config.Default().Diameter.RequestTimeout.D()
+	}
 	if opt.TLS != nil && opt.TLS.Config() == nil {
 		if _, err := opt.TLS.Reload(); err != nil {
 			return nil, fmt.Errorf("tls: %w", err)
@@ -144,36 +182,85 @@ func New(opt Options) (*Server, error) {
 	if opt.Apps == nil {
 		opt.Apps = map[uint32]Handler{}
 	}
-	return &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, conns: map[*peerConn]*peerState{}, dups: newDupCache(8192, 30*time.Second), done: make(chan struct{}),
-		handlers: workers{work: make(chan func())}}, nil
+	s := &Server{opt: opt, id: Identity{Host: opt.OriginHost, Realm: opt.OriginRealm}, conns: map[*peerConn]*peerState{},
+		dups: newDupCache(8192, 30*time.Second)}
+	s.handlers = workpool.New(workpool.Options{Idle: workerIdle}, s.serveQueued)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
 }
 
 // Handle serves the application id with h; called before Listen.
 func (s *Server) Handle(id uint32, h Handler) { s.opt.Apps[id] = h }
 
-// Listen opens the TCP listener (and the TLS one) and serves until Close.
+// ErrServerClosed is what Serve returns once Shutdown stopped it.
+var ErrServerClosed = errors.New("diameter: server closed")
+
+// Listen opens the TCP listener (and the TLS one) and serves them in the background until
+// Shutdown.
 func (s *Server) Listen(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
+	var tlsLn net.Listener
 	if s.opt.TLS != nil {
-		if s.tlsLn, err = net.Listen("tcp", s.opt.TLSAddress); err != nil {
+		if tlsLn, err = net.Listen("tcp", s.opt.TLSAddress); err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("tls address: %w", err)
 		}
 	}
-	s.ln = ln
-	s.hostIP = sourceIP(ln.Addr())
-	if s.hostIP == nil || s.hostIP.IsUnspecified() {
-		s.hostIP = net.IPv4(127, 0, 0, 1)
+	if !s.track(ln, false) {
+		if tlsLn != nil {
+			_ = tlsLn.Close()
+		}
+		return ErrServerClosed
 	}
-	go s.accept()
+	go func() { _ = s.acceptOn(ln, false) }()
+	if tlsLn != nil && s.track(tlsLn, true) {
+		go func() { _ = s.acceptOn(tlsLn, true) }()
+	}
 	return nil
 }
 
+// Serve accepts Diameter peers on ln (TCP; TLS connections come through Listen's
+// diameter.tls listener) until Shutdown, and returns ErrServerClosed then: radiusd's Serve,
+// layeh/radius's PacketServer.Serve.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(ln, false) {
+		return ErrServerClosed
+	}
+	return s.acceptOn(ln, false)
+}
+
+// track adds ln to the listeners Shutdown closes and counts its accept loop; false (ln
+// closed) once the server is shutting down.
+func (s *Server) track(ln net.Listener, overTLS bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		_ = ln.Close()
+		return false
+	}
+	s.lns = append(s.lns, ln)
+	if overTLS {
+		s.tlsLn = ln
+	} else if s.ln == nil {
+		s.ln = ln
+		s.hostIP = sourceIP(ln.Addr())
+		if s.hostIP == nil || s.hostIP.IsUnspecified() {
+			s.hostIP = net.IPv4(127, 0, 0, 1)
+		}
+	}
+	s.accepting.Add(1)
+	return true
+}
+
 // Addr is the listening address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock() // set by Listen, or by a Serve that may run on another goroutine
+	defer s.mu.Unlock()
+	return s.ln.Addr()
+}
 
 // TLSAddr is the TLS listening address (nil without TLS).
 func (s *Server) TLSAddr() net.Addr {
@@ -183,22 +270,60 @@ func (s *Server) TLSAddr() net.Addr {
 	return s.tlsLn.Addr()
 }
 
-// Close stops accepting and closes every peer connection (after DPR in an orderly shutdown;
-// peers reconnect to another node).
-func (s *Server) Close() error {
-	err := s.ln.Close()
-	if s.tlsLn != nil {
-		_ = s.tlsLn.Close()
-	}
-	<-s.done
+// Shutdown stops accepting and reading, answers the requests in flight, then closes every
+// peer connection (peers reconnect to another node). Requests still running when ctx ends
+// are cancelled: their handlers answer what a cancelled request gets (Gx: 3004
+// DIAMETER_TOO_BUSY, which sends the PCEF to another peer, RFC 6733 §7.1.3), and the
+// connections close at most closeFlushWait later whatever the handlers do.
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
 	s.closing = true
+	lns := s.lns
+	s.mu.Unlock()
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+	s.accepting.Wait()
+	var err error
+	s.mu.Lock()
 	for c := range s.conns {
-		_ = c.Close()
+		// Unblocks the reader: the connection stays open for the answers in flight.
+		_ = c.SetReadDeadline(time.Now())
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
+	drained := make(chan struct{})
+	go func() { s.wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("diameter drain: %w", ctx.Err())
+		s.cancel()
+		select { // the cancelled handlers' answers leave before the connections close
+		case <-drained:
+		case <-time.After(closeFlushWait):
+		}
+		s.mu.Lock()
+		for c := range s.conns {
+			_ = c.Close()
+		}
+		s.mu.Unlock()
+	}
+	s.cancel()
 	return err
+}
+
+// Close is Shutdown without a budget: the requests in flight are cancelled at once.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 func (s *Server) state(c *peerConn) (PeerInfo, bool) {
@@ -243,7 +368,7 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean []byte) {
 		if open && s.replay(c, info, m, start) {
 			return
 		}
-		ans, code, closeIt = s.app(info, open, m, lean)
+		ans, code, closeIt = s.app(c, info, open, m, lean, start)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	transactions.Inc()
@@ -267,7 +392,7 @@ func codeLabel(code uint32) string {
 // replay answers a retransmitted application request of an accepted peer from the cache
 // (counted, not processed again); now is when the request was read.
 func (s *Server) replay(c *peerConn, info PeerInfo, m *diam.Message, now time.Time) bool {
-	b, ok := s.dups.get(info.OriginHost, sessionID(m), m.Header.EndToEndID, m.Header.HopByHopID, now)
+	b, ok := cachedAnswer(s.dups, dupKey{info.OriginHost, sessionID(m), m.Header.EndToEndID}, m.Header.HopByHopID, now)
 	if !ok {
 		return false
 	}
@@ -289,7 +414,7 @@ func (s *Server) write(c *peerConn, req, ans *diam.Message, name string, read ti
 	}
 	b := serialize(ans)
 	if req.Header.ApplicationID != 0 && open {
-		s.dups.put(info.OriginHost, sessionID(req), req.Header.EndToEndID, b, read)
+		putAnswer(s.dups, dupKey{info.OriginHost, sessionID(req), req.Header.EndToEndID}, b, read)
 	}
 	if _, err := c.Write(b); err != nil {
 		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
@@ -368,8 +493,9 @@ func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) 
 }
 
 // app serves an application request of the peer info (open: its capabilities exchange
-// succeeded); lean is the request's frame when m is only its head (decodeLean).
-func (s *Server) app(info PeerInfo, open bool, m *diam.Message, lean []byte) (*diam.Message, uint32, bool) {
+// succeeded) on c, read at start; lean is the request's frame when m is only its head
+// (decodeLean).
+func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean []byte, start time.Time) (*diam.Message, uint32, bool) {
 	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true
@@ -386,9 +512,13 @@ func (s *Server) app(info PeerInfo, open bool, m *diam.Message, lean []byte) (*d
 		return s.id.Answer(m, ResultTooBusy), ResultTooBusy, false
 	}
 	defer s.inFlight.Add(-1)
+	r := &Request{Peer: info, Message: m}
+	r.rc.parent, r.rc.read, r.rc.timeout = c.ctx, start, s.opt.RequestTimeout
+	r.ctx = &r.rc
+	defer r.rc.release()
 	if lean != nil {
 		if lh, isLean := h.(LeanHandler); isLean {
-			if ans, code, ok := lh.ServeLean(info, m, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID}); ok {
+			if ans, code, ok := lh.ServeLean(r, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID}); ok {
 				return ans, code, false
 			}
 		}
@@ -397,9 +527,9 @@ func (s *Server) app(info PeerInfo, open bool, m *diam.Message, lean []byte) (*d
 		if code != 0 {
 			return s.id.undecodableAnswer(lean, code, failed), code, false
 		}
-		m = full
+		r.Message = full
 	}
-	ans, code := h.ServeApp(info, m)
+	ans, code := h.ServeDiameter(r)
 	return ans, code, false
 }
 

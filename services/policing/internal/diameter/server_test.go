@@ -2,6 +2,7 @@ package diameter
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,7 +26,8 @@ import (
 // echoApp answers every Gx request 2001 and counts them.
 type echoApp struct{ calls *atomic.Int64 }
 
-func (e echoApp) ServeApp(_ PeerInfo, m *diam.Message) (*diam.Message, uint32) {
+func (e echoApp) ServeDiameter(r *Request) (*diam.Message, uint32) {
+	m := r.Message
 	e.calls.Add(1)
 	return Identity{Host: "pcrf.test", Realm: "test"}.Answer(m, diam.Success), diam.Success
 }
@@ -399,4 +401,47 @@ func TestWritesCoalesced(t *testing.T) {
 		t.Fatalf("%d socket writes for %d messages: not coalesced", len(sc.writes), writers*each)
 	}
 	t.Logf("%d messages in %d socket writes", writers*each, len(sc.writes))
+}
+
+// Serve, as radiusd's: it accepts peers on a listener the caller opened until Shutdown,
+// returns ErrServerClosed then, and at once when the server is shut down already.
+func TestServeUntilShutdown(t *testing.T) {
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	s, err := New(Options{OriginHost: "pcrf.test", OriginRealm: "test",
+		Peers: []Peer{{OriginHost: "pcef.test", Network: loopback}},
+		Apps:  map[uint32]Handler{GxApplicationID: echoApp{new(atomic.Int64)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if code := resultCode(t, exchange(t, c, cer("pcef.test", GxApplicationID))); code != diam.Success {
+		t.Fatalf("CEA %d", code)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; !errors.Is(err, ErrServerClosed) { // Shutdown waited for its accept loop
+		t.Fatalf("Serve returned %v, want ErrServerClosed", err)
+	}
+	if _, err := diam.ReadMessage(c, dict.Default); err == nil {
+		t.Fatal("the peer's connection is still open after Shutdown")
+	}
+	late, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(late); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve after Shutdown returned %v, want ErrServerClosed", err)
+	}
 }

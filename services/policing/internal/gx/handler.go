@@ -74,24 +74,26 @@ func withHook(d Decision, l luapolicy.GxDecision) Decision {
 	return d
 }
 
-// ServeApp implements diameter.Handler. Every CCA, whatever its Result-Code, carries the
-// CCR's identifiers (ccaHead).
-func (h *Handler) ServeApp(peer diameter.PeerInfo, m *diam.Message) (*diam.Message, uint32) {
+// ServeDiameter implements diameter.Handler. Every CCA, whatever its Result-Code, carries
+// the CCR's identifiers (ccaHead).
+func (h *Handler) ServeDiameter(r *diameter.Request) (*diam.Message, uint32) {
+	m := r.Message
 	if m.Header.CommandCode != 272 {
 		return h.Identity.Answer(m, resultCommandUnsupported), resultCommandUnsupported
 	}
 	ccr := DecodeCCR(m)
-	return h.serve(peer, m, &ccr)
+	return h.serve(r, &ccr)
 }
 
 // ServeLean implements diameter.LeanHandler: a CCR read from its bytes (its AVP tree is not
 // built) when it is a plain one, with its mandatory AVPs and a CC-Request-Type of ours; any
-// other request is left to ServeApp, which answers its faults from the decoded message.
-func (h *Handler) ServeLean(peer diameter.PeerInfo, m *diam.Message, avps diameter.AVPs) (*diam.Message, uint32, bool) {
+// other request is left to ServeDiameter, which answers its faults from the decoded message.
+func (h *Handler) ServeLean(req *diameter.Request, avps diameter.AVPs) (*diam.Message, uint32, bool) {
+	m := req.Message
 	if m.Header.CommandCode != 272 {
 		return nil, 0, false
 	}
-	known := [2]string{1: peer.OriginHost}
+	known := [2]string{1: req.Peer.OriginHost}
 	if sid := diameter.SessionIDAVP(m); sid != nil {
 		known[0] = diameter.String(sid)
 	}
@@ -99,16 +101,18 @@ func (h *Handler) ServeLean(peer diameter.PeerInfo, m *diam.Message, avps diamet
 	if ccr.Missing != 0 || ccr.RequestType < Initial || ccr.RequestType > Termination {
 		return nil, 0, false
 	}
-	ans, code := h.serve(peer, m, &ccr)
+	ans, code := h.serve(req, &ccr)
 	return ans, code, true
 }
 
-// serve answers the CCR r read from m (decoded whole, or its head only: ServeLean).
-func (h *Handler) serve(peer diameter.PeerInfo, m *diam.Message, r *CCR) (*diam.Message, uint32) {
+// serve answers the CCR r read from req's message (decoded whole, or its head only:
+// ServeLean), within req's context: its deadline, the peer's connection, the node's shutdown.
+func (h *Handler) serve(req *diameter.Request, r *CCR) (*diam.Message, uint32) {
+	m, peer := req.Message, req.Peer
 	if r.Missing != 0 {
 		return h.answer(r, h.Identity.FailedAVP(m, diam.MissingAVP, r.Missing)), diam.MissingAVP
 	}
-	ctx := context.Background()
+	ctx := req.Context()
 	if h.StoreTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.StoreTimeout)
@@ -378,6 +382,11 @@ func (h *Handler) get(ctx context.Context, key session.Key) (*session.Session, e
 	for wait := time.Duration(0); time.Now().Before(deadline); wait = min(max(2*wait, 10*time.Millisecond), 200*time.Millisecond) {
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				// Cancelled (shutdown, the peer gone), not timed out: the session may well
+				// exist, and 5002 would end the PCEF's bearer.
+				return nil, ctx.Err()
+			}
 			replicaWaits.WithLabelValues("not_found").Inc()
 			return nil, session.ErrNotFound
 		case <-time.After(wait):

@@ -2,6 +2,7 @@ package gx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -77,6 +78,15 @@ func newServerWith(t testing.TB, hooks Hooks, subscribers string, peers ...strin
 // which the test may rewrite and reload (the returned source).
 func newServerOnFile(t testing.TB, hooks Hooks, path string, peers ...string) (*embedded.Store, net.Addr, *Handler, *subscriber.File) {
 	t.Helper()
+	src, st := openSources(t, path)
+	addr, h := serveOn(t, st, src, hooks, "pcrf.test", peers...)
+	return st, addr, h, src
+}
+
+// openSources opens the subscriber file at path and an embedded store, with the Gx
+// dictionary loaded.
+func openSources(t testing.TB, path string) (*subscriber.File, *embedded.Store) {
+	t.Helper()
 	if err := LoadDictionary(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +99,7 @@ func newServerOnFile(t testing.TB, hooks Hooks, path string, peers ...string) (*
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
-	addr, h := serveOn(t, st, src, hooks, "pcrf.test", peers...)
-	return st, addr, h, src
+	return src, st
 }
 
 // serveOn starts a Gx server named host on the store st: two of them on one store are two
@@ -382,19 +391,19 @@ func TestCCRWaitsForTheReplica(t *testing.T) {
 	h.Store, h.ReplicaWait = store, 2*time.Second
 	peer := diameter.PeerInfo{OriginHost: "pgw.test", OriginRealm: "test"}
 	sid := "pgw.test;lag;1"
-	if _, code := h.ServeApp(peer, ccr(sid, Initial, 0, initialAVPs()...)); code != diam.Success {
+	if _, code := h.ServeDiameter(diameter.NewRequest(context.Background(), peer, ccr(sid, Initial, 0, initialAVPs()...))); code != diam.Success {
 		t.Fatalf("CCA-I %d", code)
 	}
 	store.misses.Store(3)
 	found := testutil.ToFloat64(replicaWaits.WithLabelValues("found"))
-	if _, code := h.ServeApp(peer, ccr(sid, Update, 1, usedOctets(10))); code != diam.Success {
+	if _, code := h.ServeDiameter(diameter.NewRequest(context.Background(), peer, ccr(sid, Update, 1, usedOctets(10)))); code != diam.Success {
 		t.Fatalf("CCA-U %d after 3 reads that missed, want 2001", code)
 	}
 	if testutil.ToFloat64(replicaWaits.WithLabelValues("found")) != found+1 {
 		t.Fatal("the wait not counted")
 	}
 	h.ReplicaWait = 100 * time.Millisecond
-	if _, code := h.ServeApp(peer, ccr("pgw.test;lag;unknown", Update, 1, usedOctets(10))); code != diam.UnknownSessionID {
+	if _, code := h.ServeDiameter(diameter.NewRequest(context.Background(), peer, ccr("pgw.test;lag;unknown", Update, 1, usedOctets(10)))); code != diam.UnknownSessionID {
 		t.Fatalf("CCA-U %d for a session no store has, want 5002", code)
 	}
 }
@@ -433,13 +442,13 @@ func TestRepeatedTerminationFromAnotherDC(t *testing.T) {
 	h.Store, h.ReplicaWait = closedElsewhere{h.Store}, time.Second
 	peer := diameter.PeerInfo{OriginHost: "pgw.test", OriginRealm: "test"}
 	before := testutil.ToFloat64(retransmittedTerminations)
-	if _, code := h.ServeApp(peer, ccr("pgw.test;t;1", Termination, 2, usedOctets(10))); code != diam.Success {
+	if _, code := h.ServeDiameter(diameter.NewRequest(context.Background(), peer, ccr("pgw.test;t;1", Termination, 2, usedOctets(10)))); code != diam.Success {
 		t.Fatalf("CCA-T %d, want 2001", code)
 	}
 	if testutil.ToFloat64(retransmittedTerminations) != before+1 {
 		t.Fatal("not counted")
 	}
-	if _, code := h.ServeApp(peer, ccr("pgw.test;t;1", Update, 1, usedOctets(10))); code != diam.UnknownSessionID {
+	if _, code := h.ServeDiameter(diameter.NewRequest(context.Background(), peer, ccr("pgw.test;t;1", Update, 1, usedOctets(10)))); code != diam.UnknownSessionID {
 		t.Fatalf("CCA-U %d for a closed session, want 5002", code)
 	}
 }
@@ -557,3 +566,146 @@ func TestDataPolicyFromLDAP(t *testing.T) {
 
 // Flags of the 3GPP AVPs the tests' PCEF sends.
 const mv = avp.Mbit | avp.Vbit
+
+// stuck is a store whose writes wait for their context to end: a Cassandra that stopped
+// answering. entered receives once per write that started, left the error each returned.
+type stuck struct {
+	session.Store
+	entered chan struct{}
+	left    chan error
+}
+
+func (s *stuck) Apply(ctx context.Context, _ *session.Update) error {
+	s.entered <- struct{}{}
+	<-ctx.Done()
+	s.left <- ctx.Err()
+	return ctx.Err()
+}
+
+// stuckServer serves Gx over the stuck store and returns the server and a connection whose
+// CER was accepted.
+func stuckServer(t *testing.T, opt diameter.Options) (*diameter.Server, *rig, *stuck) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "subscribers.yaml")
+	if err := os.WriteFile(path, []byte(subscribersYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, emb := openSources(t, path)
+	st := &stuck{Store: emb, entered: make(chan struct{}, 8), left: make(chan error, 8)}
+	id := diameter.Identity{Host: "pcrf.test", Realm: "test"}
+	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default()}
+	opt.OriginHost, opt.OriginRealm = id.Host, id.Realm
+	opt.Peers = allowPeers([]string{"pgw.test"})
+	opt.Apps = map[uint32]diameter.Handler{diameter.GxApplicationID: h}
+	srv, err := diameter.Listen("127.0.0.1:0", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, dialRig(t, emb, srv.Addr()), st
+}
+
+// sendAsync writes m and returns a channel that gets its answer's Result-Code, or 0 when the
+// connection closed without one.
+func (r *rig) sendAsync(m *diam.Message) <-chan uint32 {
+	r.t.Helper()
+	if _, err := m.WriteTo(r.conn); err != nil {
+		r.t.Fatal(err)
+	}
+	out := make(chan uint32, 1)
+	go func() {
+		a, err := diam.ReadMessage(r.conn, dict.Default)
+		if err != nil {
+			out <- 0
+			return
+		}
+		out <- resultCodeOf(a)
+	}()
+	return out
+}
+
+func resultCodeOf(a *diam.Message) uint32 {
+	rc, err := a.FindAVP(avp.ResultCode, 0)
+	if err != nil {
+		return 0
+	}
+	v, _ := rc.Data.(datatype.Unsigned32)
+	return uint32(v)
+}
+
+// A CCR blocked in the store does not hold a shutdown: once the shutdown's budget is spent,
+// its context is cancelled, the store gives up, and the PCEF is answered 3004
+// DIAMETER_TOO_BUSY (RFC 6733 §7.1.3: it sends the request to another peer) before the
+// connection closes. Before, Gx ran on context.Background() and Close waited for it forever.
+func TestShutdownCancelsABlockedCCR(t *testing.T) {
+	srv, r, st := stuckServer(t, diameter.Options{})
+	answered := r.sendAsync(ccr("pgw.test;stuck;1", Initial, 0, initialAVPs()...))
+	<-st.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- srv.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown: %v, want the budget's deadline exceeded", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("Shutdown took %s with a budget of 200ms", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown still waiting for the blocked CCR after 5s")
+	}
+	select {
+	case code := <-answered:
+		if code != diameter.ResultTooBusy {
+			t.Errorf("the blocked CCR answered %d, want 3004", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer and no close for the blocked CCR")
+	}
+}
+
+// A CCR is bounded by diameter.requestTimeout even when its store has no deadline of its
+// own (the embedded store's StoreTimeout is 0): past it, 3004 DIAMETER_TOO_BUSY, and the
+// connection lives on.
+func TestCCRRequestTimeout(t *testing.T) {
+	_, r, st := stuckServer(t, diameter.Options{RequestTimeout: 300 * time.Millisecond})
+	start := time.Now()
+	answered := r.sendAsync(ccr("pgw.test;stuck;2", Initial, 0, initialAVPs()...))
+	<-st.entered
+	select {
+	case code := <-answered:
+		if code != diameter.ResultTooBusy {
+			t.Errorf("answered %d, want 3004", code)
+		}
+		if took := time.Since(start); took < 300*time.Millisecond {
+			t.Errorf("answered after %s, before the request timeout", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer 5s after the request's deadline")
+	}
+	dwr := diam.NewRequest(280, 0, dict.Default)
+	dwr.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity("pgw.test"))
+	dwr.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity("test"))
+	if code := r.code(r.send(dwr)); code != diam.Success {
+		t.Fatalf("DWA %d after the timed-out CCR: the connection should live on", code)
+	}
+}
+
+// A CCR whose peer went away is cancelled: nothing can take its answer.
+func TestPeerGoneCancelsItsCCR(t *testing.T) {
+	srv, r, st := stuckServer(t, diameter.Options{})
+	t.Cleanup(func() { _ = srv.Close() })
+	r.sendAsync(ccr("pgw.test;stuck;3", Initial, 0, initialAVPs()...))
+	<-st.entered
+	_ = r.conn.Close()
+	select {
+	case err := <-st.left:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the store's write ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the CCR of a peer that went away still runs after 5s")
+	}
+}

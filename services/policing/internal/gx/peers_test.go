@@ -225,8 +225,8 @@ func TestErlangPCEFReportsWrongAnswers(t *testing.T) {
 
 type appFunc func(diameter.PeerInfo, *diam.Message) (*diam.Message, uint32)
 
-func (f appFunc) ServeApp(p diameter.PeerInfo, m *diam.Message) (*diam.Message, uint32) {
-	return f(p, m)
+func (f appFunc) ServeDiameter(r *diameter.Request) (*diam.Message, uint32) {
+	return f(r.Peer, r.Message)
 }
 
 // pcefSession runs a PCEF's session (pcef: pythonPCEF, erlangPCEF) against a Gx server on

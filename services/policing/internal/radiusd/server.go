@@ -23,8 +23,10 @@ import (
 
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/services/policing/config"
+	"github.com/openaaa/openaaa/services/policing/internal/dedup"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
+	"github.com/openaaa/openaaa/services/policing/internal/workpool"
 )
 
 // Handler answers one request. It writes at most one reply; writing none means no answer
@@ -83,11 +85,10 @@ type Options struct {
 type Server struct {
 	opt     Options
 	clients atomic.Pointer[nas.Table]
-	queue   chan *job
 	dups    *dupCache
 	ctx     context.Context
 	cancel  context.CancelFunc
-	workers sync.WaitGroup
+	pool    *workpool.Pool[*job, arena] // nil: inline dispatch
 	readers sync.WaitGroup
 	mu      sync.Mutex
 	conns   []*net.UDPConn
@@ -157,8 +158,7 @@ func New(opt Options, clients *nas.Table) *Server {
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
-	s := &Server{opt: opt, queue: make(chan *job, opt.QueueSize), dups: newDupCache(opt.DuplicateWindow),
-		stopReading: make(chan struct{})}
+	s := &Server{opt: opt, dups: newDupCache(opt.DuplicateWindow), stopReading: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.bufs.New = func() any { return new([radius.MaxPacketLength]byte) }
 	s.clients.Store(clients)
@@ -167,10 +167,7 @@ func New(opt Options, clients *nas.Table) *Server {
 		return s
 	}
 	metrics.Workers.Set(float64(opt.Workers))
-	for i := 0; i < opt.Workers; i++ {
-		s.workers.Add(1)
-		go s.work()
-	}
+	s.pool = workpool.New(workpool.Options{Workers: opt.Workers, Queue: opt.QueueSize}, s.work)
 	return s
 }
 
@@ -180,9 +177,24 @@ func (s *Server) SetClients(t *nas.Table) { s.clients.Store(t) }
 // Clients returns the table in force.
 func (s *Server) Clients() *nas.Table { return s.clients.Load() }
 
+// ErrServerClosed is what Serve returns once Shutdown stopped it.
+var ErrServerClosed = errors.New("radius: server closed")
+
 // Listen opens a UDP socket on addr and serves it in the background.
 func (s *Server) Listen(addr string, kind Kind, h Handler) (*net.UDPConn, error) {
 	return s.listen(addr, kind, h, nil)
+}
+
+// Serve serves the requests of kind that conn receives with h until Shutdown, which closes
+// conn, and returns ErrServerClosed then: layeh/radius's PacketServer.Serve, and
+// diameter.Server.Serve.
+func (s *Server) Serve(conn *net.UDPConn, kind Kind, h Handler) error {
+	readers, ok := s.serveConn(conn, kind, h, nil, false)
+	if !ok {
+		return ErrServerClosed
+	}
+	readers.Wait()
+	return ErrServerClosed
 }
 
 // ListenAs opens an auth socket whose every request comes from client, whatever its source
@@ -202,18 +214,38 @@ func (s *Server) listen(addr string, kind Kind, h Handler, client *nas.Client) (
 	if err != nil {
 		return nil, fmt.Errorf("radius %s listener: %w", kind, err)
 	}
+	if _, ok := s.serveConn(conn, kind, h, client, ua.IP == nil || ua.IP.IsUnspecified()); !ok {
+		return nil, fmt.Errorf("radius %s listener: %w", kind, ErrServerClosed)
+	}
+	return conn, nil
+}
+
+// serveConn starts conn's readers (wildcard: the socket is bound to every address, and
+// replies leave from the one each request was sent to); false when the server is shut down
+// (conn closed). The returned group ends with the readers.
+func (s *Server) serveConn(conn *net.UDPConn, kind Kind, h Handler, client *nas.Client, wildcard bool) (*sync.WaitGroup, bool) {
 	if s.opt.SocketBuffer > 0 {
 		_ = conn.SetReadBuffer(s.opt.SocketBuffer) // best effort: the kernel caps it
 		_ = conn.SetWriteBuffer(s.opt.SocketBuffer)
 	}
 	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		_ = conn.Close()
+		return nil, false
+	}
 	s.conns = append(s.conns, conn)
+	readers := new(sync.WaitGroup)
+	readers.Add(s.opt.Readers)
+	s.readers.Add(s.opt.Readers)
 	s.mu.Unlock()
-	enableRxMeta(conn, ua.IP == nil || ua.IP.IsUnspecified())
+	enableRxMeta(conn, wildcard)
 	bufDrops := new(atomic.Uint32)
 	for i := 0; i < s.opt.Readers; i++ {
-		s.readers.Add(1)
-		go s.read(conn, kind, h, client, bufDrops)
+		go func() {
+			defer readers.Done()
+			s.read(conn, kind, h, client, bufDrops)
+		}()
 	}
 	if s.opt.Inline {
 		metrics.Workers.Add(float64(s.opt.Readers))
@@ -223,7 +255,7 @@ func (s *Server) listen(addr string, kind Kind, h Handler, client *nas.Client) (
 		s.opt.Log.Info("radius listener started", "kind", kind.String(), "address", conn.LocalAddr().String(),
 			"dispatch", "workers", "readers", s.opt.Readers, "workers", s.opt.Workers, "queue", s.opt.QueueSize)
 	}
-	return conn, nil
+	return readers, true
 }
 
 func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, client *nas.Client, bufDrops *atomic.Uint32) {
@@ -277,15 +309,13 @@ func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, client *nas.Clien
 		// reading on: what we cannot take stays in the kernel's buffer, and beyond it the
 		// kernel drops it (counted as socket_buffer_full) without costing us any CPU, so
 		// the CPU goes to requests that will be answered.
-		select {
-		case s.queue <- j:
-			metrics.QueueDepth.Inc()
-			buf = nil
-		case <-s.stopReading:
+		if !s.pool.Submit(j, s.stopReading) {
 			// Shutting down with every worker busy: not taken, not answered; the NAS
 			// retransmits to another node.
 			return
 		}
+		metrics.QueueDepth.Inc()
+		buf = nil
 	}
 }
 
@@ -305,19 +335,16 @@ func countBufferDrops(last *atomic.Uint32, drops uint32) {
 	}
 }
 
-func (s *Server) work() {
-	defer s.workers.Done()
-	var mem arena // this worker's request memory
-	for j := range s.queue {
-		metrics.QueueDepth.Dec()
-		if time.Since(j.at) > s.opt.MaxQueueWait {
-			// The NAS has likely retransmitted or given up already: answering late only adds load.
-			s.drop(metrics.DropOverload, j.from, errors.New("waited too long for a worker"))
-		} else {
-			s.serveCounted(j, &mem)
-		}
-		s.bufs.Put(j.buf)
+// work serves one queued datagram; mem is the worker's request memory.
+func (s *Server) work(mem *arena, j *job) {
+	metrics.QueueDepth.Dec()
+	if time.Since(j.at) > s.opt.MaxQueueWait {
+		// The NAS has likely retransmitted or given up already: answering late only adds load.
+		s.drop(metrics.DropOverload, j.from, errors.New("waited too long for a worker"))
+	} else {
+		s.serveCounted(j, mem)
 	}
+	s.bufs.Put(j.buf)
 }
 
 func (s *Server) serveCounted(j *job, mem *arena) {
@@ -387,12 +414,12 @@ func (s *Server) handle(in *inbound, mem *arena) {
 	if in.dups != nil {
 		key = dupKey{from: in.from, id: pkt[1], code: pkt[0]}
 		copy(key.auth[:], pkt[4:20])
-		reply, state := in.dups.begin(key, in.at)
+		reply, state := in.dups.Begin(key.slot(), key.auth, in.at)
 		switch state {
-		case dupInFlight:
+		case dedup.InFlight:
 			s.drop(metrics.DropDuplicate, in.from, nil)
 			return
-		case dupAnswered:
+		case dedup.Answered:
 			metrics.DuplicatesAnswered.Inc()
 			_ = in.out.send(reply)
 			return
@@ -400,11 +427,11 @@ func (s *Server) handle(in *inbound, mem *arena) {
 	}
 	p, err := mem.parse(pkt, in.client.Secret)
 	if err != nil {
-		in.dups.abort(key)
+		in.dups.Abort(key.slot(), key.auth)
 		s.drop(metrics.DropMalformed, in.from, err)
 		return
 	}
-	mem.w = responseWriter{s: s, out: in.out, to: in.from, client: in.client.Name, dups: in.dups, secret: in.client.Secret, key: key, req: p}
+	mem.w = responseWriter{s: s, out: in.out, to: in.from, client: in.client.Name, dups: in.dups, secret: in.client.Secret, key: key, at: in.at, req: p}
 	w := &mem.w
 	if radius.Code(pkt[0]) == radius.CodeStatusServer {
 		s.statusServer(w, p, in.kind)
@@ -413,7 +440,7 @@ func (s *Server) handle(in *inbound, mem *arena) {
 		in.handler.ServeRADIUS(w, &mem.req)
 	}
 	if !w.wrote {
-		in.dups.abort(key)
+		in.dups.Abort(key.slot(), key.auth)
 	}
 	// The request's memory is reused from now on. Zeroing the packet makes anything kept
 	// by mistake read as empty (tests catch it) and leaves no password behind.
@@ -496,6 +523,7 @@ type responseWriter struct {
 	dups   *dupCache
 	secret []byte
 	key    dupKey
+	at     time.Time // when the request was read
 	req    *radius.Packet
 	wrote  bool
 }
@@ -520,7 +548,7 @@ func (w *responseWriter) Write(reply *radius.Packet) error {
 		return err
 	}
 	w.wrote = true
-	w.dups.finish(w.key, b)
+	w.dups.Finish(w.key.slot(), w.key.auth, b, w.at)
 	if err := w.out.send(b); err != nil {
 		w.s.opt.Log.Warn("radius reply not sent", "to", w.to.String(), "err", err)
 		return err
@@ -603,10 +631,11 @@ func (s *Server) drop(reason string, from netip.AddrPort, err error) {
 // Shutdown stops reading, answers what is queued and in flight, then closes the sockets.
 // Requests still unanswered when ctx ends are abandoned (the NAS retransmits elsewhere).
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock() // no listener is added from now on (serveConn)
 	if !s.closing.CompareAndSwap(false, true) {
+		s.mu.Unlock()
 		return nil
 	}
-	s.mu.Lock()
 	conns := append([]*net.UDPConn(nil), s.conns...)
 	s.mu.Unlock()
 	for _, c := range conns {
@@ -616,8 +645,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		s.readers.Wait() // inline readers finish the request they are serving
-		close(s.queue)
-		s.workers.Wait()
+		if s.pool != nil {
+			s.pool.Close()
+			s.pool.Wait()
+		}
 		close(done)
 	}()
 	var err error
@@ -630,7 +661,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	s.dups.close()
 	s.cancel()
 	return err
 }
