@@ -175,7 +175,11 @@ func WaitPart(t testing.TB, part string) {
 		t.Fatal(err)
 	}
 	if waited > time.Second {
-		t.Logf("waited %s for make test's build of %s (beside the cluster tests)", waited.Round(time.Second), part)
+		what := part
+		if part == partAll {
+			what = "every add-on"
+		}
+		t.Logf("waited %s for make test's build of %s (beside the cluster tests)", waited.Round(time.Second), what)
 	}
 }
 

@@ -575,11 +575,11 @@ type stuck struct {
 	left    chan error
 }
 
-func (s *stuck) Apply(ctx context.Context, _ *session.Update) error {
+func (s *stuck) Apply(ctx context.Context, _ *session.Update, _ session.WriteOptions) (session.Result, error) {
 	s.entered <- struct{}{}
 	<-ctx.Done()
 	s.left <- ctx.Err()
-	return ctx.Err()
+	return session.Result{}, ctx.Err()
 }
 
 // stuckServer serves Gx over the stuck store and returns the server and a connection whose
