@@ -13,7 +13,7 @@
 #      (three Cassandra nodes, one of them killed and restarted under load; a Kubernetes node
 #      with its add-ons) never run at once. Beside each other they starved Cassandra's restart
 #      (4 min instead of 1) and the multi-DC test's outage phase grew with it. The cluster's
-#      and the add-ons' builds run niced (PATH_NICE, BUILD_NICE) so that they yield to the
+#      and the add-ons' builds run niced (BUILD_NICE) so that they yield to the
 #      tests;
 #   C. after provision-cluster: the add-ons' build, what managed Cassandra needs first
 #      (`make addons-k8ssandra cassandra-image`: a debootstrap when cold), then the rest
@@ -50,13 +50,11 @@ status="$(mktemp -t openaaa-addons-build.XXXXXX)"
 
 # The builds run at a lower priority than the tests: on a cold machine they compile for many
 # minutes beside the multi-DC test, whose Cassandra nodes and timeouts must not starve (it
-# failed so: a killed node took 3.5 min to come back). The cluster's and the add-ons' builds
-# are on the cluster tests' path (the longest lane): they yield less (PATH_NICE) than Argo
-# CD's, which no cluster test waits on (BUILD_NICE). Cold run of 2026-11-29 with the cluster's
-# at nice 10: provisioned 96 s after the multi-DC test ended, which the cluster tests wait on
-# too, having had 3-19 % of the CPU beside the other packages' compiles.
-PATH_NICE=5
-BUILD_NICE=10
+# failed so: a killed node took 3.5 min to come back). Not much lower: the cluster's, the
+# add-ons' and Argo CD's builds are each on the cluster tests' path (cold runs of 2026-11-29
+# at nice 10: the cluster provisioned 96 s after the multi-DC test ended, with 3-19 % of the
+# CPU beside the other packages' compiles; Argo CD built at 28 min, the lane waiting on it).
+BUILD_NICE=5
 # The provisioning's compilers collect no garbage until their heap reaches BUILD_MEMLIMIT: a
 # quarter less compiler CPU (measured: the operator from an empty cache, 316 → 236 s user),
 # with each compile's memory bounded. Only the provisioning's builds: the tests' own binaries
@@ -117,21 +115,20 @@ done
 	env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" -run "^(${e2e_gate})\$" "${e2e_pkgs[@]}" &
 	e2e=$!
 	rc=0
-	nice -n "$PATH_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory provision-cluster || rc=$?
+	nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory provision-cluster || rc=$?
 	at "cluster provisioned (rc=${rc})"
 	(
 		# What managed Cassandra needs first (cert-manager, cass-operator, k8ssandra-operator,
 		# the Cassandra images): the managed-Cassandra test, the cluster package's longest,
 		# starts on that part alone; then the monitoring add-ons. The status file gets a line
 		# per part (test/addons BuildStatusEnv).
-		if ((rc == 0)) && nice -n "$PATH_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons-k8ssandra cassandra-image &&
+		if ((rc == 0)) && nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons-k8ssandra cassandra-image &&
 			echo k8ssandra >>"$status" && at "managed Cassandra's add-ons built" &&
-			nice -n "$PATH_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
+			nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
 			echo ok >>"$status"
 			at "add-ons built"
-			# Argo CD once the add-ons are built: only the serial lane's last cluster test
-			# (TestArgoCDOnCluster) waits on it, so its ~11 min of compiling when cold run beside
-			# the cluster tests at BUILD_NICE; its status line releases that test.
+			# Argo CD once the add-ons are built: the serial lane's last cluster test
+			# (TestArgoCDOnCluster) waits on it, its status line releasing that test.
 			argocd_rc=0
 			nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory argocd || argocd_rc=$?
 			at "Argo CD built (rc=${argocd_rc})"

@@ -51,15 +51,14 @@ const (
 // what docs/argocd.md says stays.
 func TestArgoCDOnCluster(t *testing.T) {
 	clustertest.Skip(t, cluster)
-	inSerialLane(t, needArgoCD)
-	root, _, tag := needOperatorImages(t)
-	gitops.Need(t, root)
+	// Argo CD and the repository first, while the lane's other tests run: they touch nothing of
+	// theirs (namespace argocd, a temporary directory).
+	var g argoRun
+	inSerialLane(t, needArgoCD, g.start)
+	root, repo, start := g.root, g.repo, g.started
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	c := aaaClient(t)
-	start := time.Now()
-	// The operator's Application turns its ServiceMonitor and PrometheusRule on.
-	monitoringCRDs(t, root)
 	cassandraUp(t)
 
 	// What stays out of Git: the namespace, Cassandra's credentials, the subscribers.
@@ -68,36 +67,12 @@ func TestArgoCDOnCluster(t *testing.T) {
 		StringData: map[string]string{"username": "cassandra", "password": "cassandra"}})
 	mustApply(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subscribers", Namespace: aaaNS, Labels: watched},
 		Data: map[string]string{"subscribers.yaml": subscribersYAML(0, "")}})
-
-	// The repository: charts/ (hack/argocd.sh gitrepo), the user's values, the Applications.
-	tmp := t.TempDir()
-	repo := filepath.Join(tmp, "gitops")
-	url := strings.TrimSpace(gitops.Script(t, root, time.Minute, "gitrepo", repo))
-	writeRepo(t, repo, "values/openaaa-operator.yaml", fmt.Sprintf(
-		"image: {tag: %q}\npolicingImage: {tag: %q}\nloadgenImage: {tag: %q}\nreplicaCount: 1\n# the other lane's AAACluster is not this operator's (parallel_test.go)\nwatchNamespace: %s\n",
-		tag, tag, tag, aaaNS))
-	writeRepo(t, repo, "values/radius.yaml", aaaclusterValues())
-	writeRepo(t, repo, appsDir+"/applications.yaml", openaaaApplications(t, root, url))
-	gitops.Git(t, repo, "add", "-A")
-	gitops.Git(t, repo, "commit", "-q", "-m", "OpenAAA: operator and AAACluster")
 	head := gitops.Git(t, repo, "rev-parse", "HEAD")
-
-	state := filepath.Join(tmp, "argocd")
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, name := range []string{"repo-server", "controller"} {
-				b, _ := os.ReadFile(filepath.Join(state, "log", name+".log"))
-				t.Logf("Argo CD's %s log (tail):\n%s", name, gitops.Tail(string(b), 60))
-			}
-		}
-		gitops.Script(t, root, time.Minute, "down", state)
-	})
-	gitops.Script(t, root, 3*time.Minute, "up", cluster.Kubeconfig, state)
-	t.Logf("Argo CD up after %s", time.Since(start).Round(time.Second))
+	turn := time.Now()
 
 	// The docs' parent Application, as a user applies it.
 	parent := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(docParentApplication(t, root, url)), &parent.Object); err != nil {
+	if err := yaml.Unmarshal([]byte(docParentApplication(t, root, g.url)), &parent.Object); err != nil {
 		t.Fatalf("docs/argocd.md's parent Application: %v", err)
 	}
 	if err := c.Create(ctx, parent); err != nil {
@@ -130,7 +105,7 @@ func TestArgoCDOnCluster(t *testing.T) {
 		s := gitops.StateOf(app)
 		if s.Health != "" && (len(healths) == 0 || healths[len(healths)-1] != s.Health) {
 			healths = append(healths, s.Health)
-			t.Logf("Application radius: %s at %s", s.Health, time.Since(start).Round(time.Second))
+			t.Logf("Application radius: %s at %s", s.Health, time.Since(turn).Round(time.Second))
 		}
 		return s.Health == "Healthy", s.String()
 	})
@@ -163,8 +138,12 @@ func TestArgoCDOnCluster(t *testing.T) {
 	writeRepo(t, repo, "values/radius.yaml", two)
 	gitops.Git(t, repo, "commit", "-q", "-am", "radius: two policing replicas in dc1")
 	head = gitops.Git(t, repo, "rev-parse", "HEAD")
-	if err := gitops.Refresh(ctx, c, argoRadius); err != nil {
-		t.Fatal(err)
+	// A webhook refreshes every Application of the repository: the parent and the AAACluster's
+	// (the operator's source, charts/, did not change).
+	for _, name := range []string{"openaaa-platform", argoRadius} {
+		if err := gitops.Refresh(ctx, c, name); err != nil {
+			t.Fatal(err)
+		}
 	}
 	gitops.WaitSynced(t, c, argoRadius, head, 2*time.Minute)
 	eventually(t, 3*time.Minute, "two policing pods ready in dc1", func() error {
@@ -180,9 +159,21 @@ func TestArgoCDOnCluster(t *testing.T) {
 	waitAppHealth(t, c, argoRadius, "Healthy", "", 2*time.Minute)
 
 	// No perpetual diff: with the operator's defaults and status written, every Application
-	// stays Synced at the last commit and no sync runs again (self-heal would show one).
+	// stays Synced at the last commit and no sync runs again (self-heal would show one). The
+	// parent may sync the new commit too (its Applications did not change), its wave waiting
+	// for radius to be Healthy: settled first.
+	for _, name := range []string{"openaaa-platform", "openaaa-operator", argoRadius} {
+		gitops.Eventually(t, 3*time.Minute, "Application "+name+" Synced at the last commit, no sync running", func() (bool, string) {
+			app, err := gitops.Get(ctx, c, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			s := gitops.StateOf(app)
+			return s.Sync == "Synced" && s.Revision == head && s.Phase != "Running", s.String()
+		})
+	}
 	finished := map[string]string{}
-	for i := 0; i < 30; i++ {
+	for i := 0; i < 15; i++ {
 		for _, name := range []string{"openaaa-platform", "openaaa-operator", argoRadius} {
 			app, err := gitops.Get(ctx, c, name)
 			if err != nil {
@@ -200,7 +191,7 @@ func TestArgoCDOnCluster(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	t.Logf("installed, degraded, recovered and scaled through Argo CD in %s", time.Since(start).Round(time.Second))
+	t.Logf("installed, degraded, recovered and scaled through Argo CD in %s (Argo CD up %s before)", time.Since(turn).Round(time.Second), turn.Sub(start).Round(time.Second))
 
 	// Uninstall through Argo CD, in the order docs/argocd.md gives. The parent first: without a
 	// finalizer its Applications stay. The AAACluster's Application has none either: deleting it
@@ -226,7 +217,49 @@ func TestArgoCDOnCluster(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "aaaclusters.aaa.openaaa.io"}, crd); err != nil || crd.DeletionTimestamp != nil {
 		t.Errorf("the AAACluster CRD should stay after the operator's Application is deleted: %v", err)
 	}
-	t.Logf("uninstalled through Argo CD; the whole test took %s", time.Since(start).Round(time.Second))
+	t.Logf("uninstalled through Argo CD, %s after the test's turn came", time.Since(turn).Round(time.Second))
+}
+
+// argoRun is the Argo CD and the repository of TestArgoCDOnCluster, made by start before the
+// test's turn in the serial lane.
+type argoRun struct {
+	root, repo, url string
+	started         time.Time
+}
+
+// start makes the repository (charts/ from hack/argocd.sh gitrepo; the user's values; the
+// Applications, committed) and starts Argo CD against the cluster; the test's end stops it.
+func (g *argoRun) start(t *testing.T) {
+	t.Helper()
+	g.started = time.Now()
+	root, _, tag := needOperatorImages(t)
+	gitops.Need(t, root)
+	g.root = root
+	// The operator's Application turns its ServiceMonitor and PrometheusRule on.
+	monitoringCRDs(t, root)
+	tmp := t.TempDir()
+	g.repo = filepath.Join(tmp, "gitops")
+	g.url = strings.TrimSpace(gitops.Script(t, root, time.Minute, "gitrepo", g.repo))
+	writeRepo(t, g.repo, "values/openaaa-operator.yaml", fmt.Sprintf(
+		"image: {tag: %q}\npolicingImage: {tag: %q}\nloadgenImage: {tag: %q}\nreplicaCount: 1\n# the other lane's AAACluster is not this operator's (parallel_test.go)\nwatchNamespace: %s\n",
+		tag, tag, tag, aaaNS))
+	writeRepo(t, g.repo, "values/radius.yaml", aaaclusterValues())
+	writeRepo(t, g.repo, appsDir+"/applications.yaml", openaaaApplications(t, root, g.url))
+	gitops.Git(t, g.repo, "add", "-A")
+	gitops.Git(t, g.repo, "commit", "-q", "-m", "OpenAAA: operator and AAACluster")
+
+	state := filepath.Join(tmp, "argocd")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, name := range []string{"repo-server", "controller"} {
+				b, _ := os.ReadFile(filepath.Join(state, "log", name+".log"))
+				t.Logf("Argo CD's %s log (tail):\n%s", name, gitops.Tail(string(b), 60))
+			}
+		}
+		gitops.Script(t, root, time.Minute, "down", state)
+	})
+	gitops.Script(t, root, 3*time.Minute, "up", cluster.Kubeconfig, state)
+	t.Logf("Argo CD up and the repository made in %s", time.Since(g.started).Round(time.Second))
 }
 
 // writeRepo writes rel in the repository (its directories made).
