@@ -68,7 +68,7 @@ cassandra:
     contactPoints: [%q]
     credentialsSecret: {name: cassandra-credentials}
 sessionStore: cassandra
-spool: {terminationGracePeriodSeconds: 300}
+spool: {terminationGracePeriodSeconds: %d}
 subscribers:
   file: {configMap: {name: subscribers, key: subscribers.yaml}}
 nasClients:
@@ -76,8 +76,12 @@ nasClients:
   clients:
     - {name: nas, address: %s, secret: %s}
     - {name: loadtests, address: %s, secret: %s}
-`, cassandraContact, clustertest.NASIP, nasSecret, clustertest.PodCIDR, loadtestSecret)
+`, cassandraContact, spoolGraceSeconds, clustertest.NASIP, nasSecret, clustertest.PodCIDR, loadtestSecret)
 }
+
+// spoolGraceSeconds is the policing pods' termination grace period in aaaclusterValues: a
+// stopping pod delivers its spool within it.
+const spoolGraceSeconds = 300
 
 // TestAAAClusterOnCluster installs the operator chart and the aaacluster chart as a user would,
 // with Cassandra stopped at first: the AAACluster says Cassandra is unreachable; once
@@ -597,7 +601,9 @@ func noAccountingLost(t *testing.T, ctx context.Context, c client.Client, helm, 
 	// stopped have delivered theirs and exited (within their grace period), and the spool of
 	// the running one is empty.
 	waited := time.Now()
-	eventually(t, 3*time.Minute, "the stopped policing pods gone", func() error {
+	// Bounded by the grace period they have: under a cold make test's load a pod's drain took
+	// over 3 minutes (2026-11-29).
+	eventually(t, spoolGraceSeconds*time.Second+30*time.Second, "the stopped policing pods gone", func() error {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(aaaNS), client.MatchingLabels{"app.kubernetes.io/component": "radius"}); err != nil {
 			return err
