@@ -141,16 +141,16 @@ func NeedBuilt(t testing.TB) {
 // images are hack/addons.sh install-k8ssandra's to find).
 func NeedBuiltK8ssandra(t testing.TB) {
 	t.Helper()
-	needBuilt(t, PartK8ssandra, InK8ssandraPart, "make addons-k8ssandra")
+	needBuilt(t, PartK8ssandra, inK8ssandraPart, "make addons-k8ssandra")
 }
 
-// InK8ssandraPart: the add-on images of PartK8ssandra (hack/make/addons.mk K8SSANDRA_ADDONS,
+// inK8ssandraPart: the add-on images of PartK8ssandra (hack/make/addons.mk K8SSANDRA_ADDONS,
 // the ones hack/addons.sh install-k8ssandra imports).
-func InK8ssandraPart(img Image) bool {
+func inK8ssandraPart(img Image) bool {
 	return img.Name == "cass-operator" || img.Name == "k8ssandra-operator" || strings.HasPrefix(img.Name, "cert-manager-")
 }
 
-func needBuilt(t testing.TB, part string, in func(Image) bool, make string) {
+func needBuilt(t testing.TB, part string, in func(Image) bool, target string) {
 	t.Helper()
 	WaitPart(t, part)
 	missing := ""
@@ -159,11 +159,11 @@ func needBuilt(t testing.TB, part string, in func(Image) bool, make string) {
 			missing += " " + img.Name
 		}
 	}
-	testenv.Need(t, missing == "", "the add-on images"+missing+" in "+CacheDir()+" ("+make+")")
+	testenv.Need(t, missing == "", "the add-on images"+missing+" in "+CacheDir()+" ("+target+")")
 }
 
 // WaitPart waits, under make test, until the build beside the tests has built part (a Part
-// constant); elsewhere it returns at once.
+// constant, or partAll); elsewhere it returns at once.
 func WaitPart(t testing.TB, part string) {
 	t.Helper()
 	f := os.Getenv(BuildStatusEnv)
@@ -184,8 +184,8 @@ func WaitPart(t testing.TB, part string) {
 }
 
 // waitBuildStatus waits (at most buildWait, or until ctx ends) for the build that make test
-// runs beside the tests to have built part: nil once the status file has its line (or "ok",
-// for an add-on part), an error once it says "failed" without it.
+// runs beside the tests to have built part: nil once the status file has its line (hack/test.sh
+// writes them in build order), an error once it says "failed" without it.
 func waitBuildStatus(ctx context.Context, status, part string) (time.Duration, error) {
 	start := time.Now()
 	for {
@@ -195,7 +195,7 @@ func waitBuildStatus(ctx context.Context, status, part string) (time.Duration, e
 		}
 		lines := strings.Fields(string(b))
 		switch {
-		case slices.Contains(lines, part) || part != PartArgoCD && slices.Contains(lines, partAll):
+		case slices.Contains(lines, part):
 			return time.Since(start), nil
 		case slices.Contains(lines, "failed"):
 			return time.Since(start), fmt.Errorf("the add-ons' build failed (%s says %q): see `make addons` in make test's output", status, b)

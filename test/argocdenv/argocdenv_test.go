@@ -107,10 +107,7 @@ func TestSyncOperatorChart(t *testing.T) {
 	var pids []int
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, name := range []string{"repo-server", "controller"} {
-				b, _ := os.ReadFile(filepath.Join(state, "log", name+".log"))
-				t.Logf("%s log (tail):\n%s", name, gitops.Tail(string(b), 40))
-			}
+			gitops.LogTails(t, state, 40)
 		}
 		gitops.Script(t, root, time.Minute, "down", state)
 		for _, pid := range pids {

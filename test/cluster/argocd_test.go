@@ -251,10 +251,7 @@ func (g *argoRun) start(t *testing.T) {
 	state := filepath.Join(tmp, "argocd")
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, name := range []string{"repo-server", "controller"} {
-				b, _ := os.ReadFile(filepath.Join(state, "log", name+".log"))
-				t.Logf("Argo CD's %s log (tail):\n%s", name, gitops.Tail(string(b), 60))
-			}
+			gitops.LogTails(t, state, 60)
 		}
 		gitops.Script(t, root, time.Minute, "down", state)
 	})

@@ -170,8 +170,18 @@ func Refresh(ctx context.Context, c client.Client, name string) error {
 	return c.Patch(ctx, app, client.RawPatch(types.MergePatchType, patch))
 }
 
-// Tail is the last n lines of s.
-func Tail(s string, n int) string {
+// LogTails logs the last n lines of the repo server's and the controller's logs in STATE_DIR
+// (hack/argocd.sh up): what a failed test shows of Argo CD.
+func LogTails(t testing.TB, state string, n int) {
+	t.Helper()
+	for _, name := range []string{"repo-server", "controller"} {
+		b, _ := os.ReadFile(filepath.Join(state, "log", name+".log"))
+		t.Logf("Argo CD's %s log (tail):\n%s", name, tail(string(b), n))
+	}
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
