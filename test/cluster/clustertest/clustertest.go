@@ -99,24 +99,42 @@ func lockPath() string {
 	return DefaultLock
 }
 
-// takeLock waits (bounded) for the machine-wide lock.
-func takeLock() (*os.File, error) {
-	wait := defaultLockFor
-	if d, err := time.ParseDuration(os.Getenv(lockWaitEnv)); err == nil {
-		wait = d
-	}
-	return takeLockFor(wait)
-}
-
 // Lock takes the machine-wide cluster lock as Up does, waiting up to wait (unless
 // OPENAAA_CLUSTER_LOCK_WAIT says otherwise); closing the file releases it. For a test that
 // starts and stops the cluster itself with hack/cluster.sh and CLUSTER_LOCK_HELD=1
 // (test/cluster/lifecycle runs docs/local-cluster.md's first block so).
 func Lock(wait time.Duration) (*os.File, error) {
-	if d, err := time.ParseDuration(os.Getenv(lockWaitEnv)); err == nil {
-		wait = d
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
 	}
-	return takeLockFor(wait)
+	return lockCleared(lockWait(wait), filepath.Join(root, "hack", "cluster.sh"))
+}
+
+// lockWait is how long to wait for the lock: def, unless OPENAAA_CLUSTER_LOCK_WAIT says.
+func lockWait(def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(lockWaitEnv)); err == nil {
+		return d
+	}
+	return def
+}
+
+// lockCleared takes the lock, then tears down what a cluster whose owner died left (a killed
+// test run): the host state a test takes next must be the host's own. Left to `up`, that
+// teardown would come after the test's snapshot and restore the sysctls the orphan found,
+// which the snapshot had seen changed by the orphan's kubelet.
+func lockCleared(wait time.Duration, script string) (*os.File, error) {
+	f, err := takeLockFor(wait)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(script, "down")
+	cmd.Env = append(os.Environ(), "CLUSTER_LOCK_HELD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("tearing down a cluster left behind (hack/cluster.sh down): %v\n%s", err, out)
+	}
+	return f, nil
 }
 
 func takeLockFor(wait time.Duration) (*os.File, error) {
@@ -182,17 +200,21 @@ func Up() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	return up(root, filepath.Join(root, "hack", "cluster.sh"))
+}
+
+func up(root, script string) (*Cluster, error) {
 	waitStart := time.Now()
-	lock, err := takeLock()
+	lock, err := lockCleared(lockWait(defaultLockFor), script)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{
 		LockWait: time.Since(waitStart),
 		NodeIP:   NodeIP, NASIP: NASIP, NASNetns: NASNetns, DNSIP: DNSIP,
-		root: root, script: filepath.Join(root, "hack", "cluster.sh"), lock: lock,
+		root: root, script: script, lock: lock,
 	}
-	c.before = hostState()
+	c.before = readHost()
 	start := time.Now()
 	out, err := c.run("up")
 	if err != nil {
@@ -259,7 +281,7 @@ func (c *Cluster) Stop() error {
 		return err
 	}
 	// Still holding the lock: nobody else's cluster can be there.
-	if left := hostState().diff(c.before); left != "" {
+	if left := readHost().diff(c.before); left != "" {
 		return fmt.Errorf("hack/cluster.sh down left the host changed: %s", left)
 	}
 	return nil
@@ -273,6 +295,9 @@ type host struct {
 
 var hostSysctls = []string{"vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
 	"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes", "net.ipv4.ip_forward", "net.ipv4.conf.all.route_localnet"}
+
+// readHost reads the host's state (a variable: the unit test records when it is read).
+var readHost = hostState
 
 func hostState() host {
 	h := host{sysctls: map[string]string{}}
@@ -300,10 +325,10 @@ func hostState() host {
 type HostState struct{ h host }
 
 // SnapshotHost returns the host's state now.
-func SnapshotHost() HostState { return HostState{hostState()} }
+func SnapshotHost() HostState { return HostState{readHost()} }
 
 // Changed names what differs on the host now from s ("" when it is as it was).
-func (s HostState) Changed() string { return hostState().diff(s.h) }
+func (s HostState) Changed() string { return readHost().diff(s.h) }
 
 func (h host) diff(before host) string {
 	var d []string
