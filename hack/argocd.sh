@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Argo CD (issue 36) as one static multi-call binary, built from the Go module proxy by the module
+# Argo CD (issue 36) as static multi-call binaries, built from the Go module proxy by the module
 # hack/argocd (its go.mod pins github.com/argoproj/argo-cd/v3 v3.2.11 and every dependency; its
-# main.go picks the role from the name the binary runs as, or ARGOCD_BINARY_NAME). `make test`
-# runs our AAACluster health check through it (test/argocd, docs/argocd.md).
+# main.go picks the role from the name the binary runs as, or ARGOCD_BINARY_NAME): argocd-gitops,
+# a local Argo CD's components (application controller, repo server), built first; argocd, the
+# same plus the CLI and the API server (build tag cli: nearly all of Argo CD). `make test` runs
+# our AAACluster health check through the CLI (test/argocd, docs/argocd.md).
 #
-# Cached like the add-ons (hack/addons.sh): the binary with a stamp of the version, the Go
+# Cached like the add-ons (hack/addons.sh): each binary with a stamp of the version, the Go
 # version, the flags and hack/argocd's files; a warm run takes a second.
 #
-#   $ARGOCD_CACHE/bin/argocd        the binary ($ARGOCD_CACHE default $CACHE/argocd, $CACHE
+#   $ARGOCD_CACHE/bin/argocd-gitops the components ($ARGOCD_CACHE default $CACHE/argocd, $CACHE
 #                                   default ~/.cache/openaaa)
+#   $ARGOCD_CACHE/bin/argocd        the CLI and every role
 #   $ARGOCD_CACHE/build-times       seconds of each build (cold when the Go cache was cold)
 #
 # A local Argo CD (issue 36), as Argo CD's own e2e runs it: the components are host processes
@@ -26,8 +29,8 @@
 #   STATE_DIR/{bin,tmp,tls,ssh,gpg,redis}          the role links, helm, temporary clones
 #
 # Usage: hack/argocd.sh COMMAND
-#   build                    build the binary unless the cached one is up to date
-#   path                     print the binary's path (built or not)
+#   build [gitops|cli]       build both binaries (or one) unless the cached ones are up to date
+#   path [gitops]            print the CLI's path (or the components'), built or not
 #   version                  the binary's `argocd version --client --short`
 #   install-redis            apt-get install redis-server if missing (no system service left running)
 #   up KUBECONFIG STATE_DIR  start redis, the repo server and the application controller (above)
@@ -40,6 +43,7 @@ SRC="${HERE}/argocd"
 CACHE="${CACHE:-${HOME}/.cache/openaaa}"
 ARGOCD_CACHE="${ARGOCD_CACHE:-${CACHE}/argocd}"
 BIN="${ARGOCD_CACHE}/bin/argocd"
+GITOPS_BIN="${ARGOCD_CACHE}/bin/argocd-gitops"
 GO="${GO:-go}"
 
 log() { echo "argocd: $*" >&2; }
@@ -59,25 +63,46 @@ export GOGC="${GOGC:-off}" GOMEMLIMIT="${GOMEMLIMIT:-3GiB}"
 # -s -w: no symbol table or DWARF (a smaller binary, a shorter link); the version Argo CD reports.
 LDFLAGS="-s -w -X github.com/argoproj/argo-cd/v3/common.version=${ARGOCD_VERSION#v}"
 
-stamp() {
-  echo "argocd=${ARGOCD_VERSION} go=$(${GO} env GOVERSION) ldflags=${LDFLAGS} src=$(cd "$SRC" && cat go.mod go.sum ./*.go | sha256sum | cut -c1-16)"
+# bin_of / tags_of VARIANT: the binary and the build tags of gitops or cli.
+bin_of() { if [[ $1 == cli ]]; then echo "$BIN"; else echo "$GITOPS_BIN"; fi; }
+tags_of() { if [[ $1 == cli ]]; then echo cli; fi; }
+
+stamp() { # VARIANT
+  echo "argocd=${ARGOCD_VERSION} go=$(${GO} env GOVERSION) tags=$(tags_of "$1") ldflags=${LDFLAGS} src=$(cd "$SRC" && cat go.mod go.sum ./*.go | sha256sum | cut -c1-16)"
 }
 
-built() { [[ -x "$BIN" && -f "${BIN}.stamp" && "$(cat "${BIN}.stamp")" == "$(stamp)" ]]; }
+built() { # VARIANT
+  local bin
+  bin="$(bin_of "$1")"
+  [[ -x "$bin" && -f "${bin}.stamp" && "$(cat "${bin}.stamp")" == "$(stamp "$1")" ]]
+}
 
-build() {
-  if built; then
-    log "${BIN} is up to date (Argo CD ${ARGOCD_VERSION})"
+build_one() { # VARIANT
+  local bin start=$SECONDS
+  bin="$(bin_of "$1")"
+  if built "$1"; then
+    log "${bin} is up to date (Argo CD ${ARGOCD_VERSION})"
     return
   fi
-  local start=$SECONDS tmp="${BIN}.tmp"
-  mkdir -p "$(dirname "$BIN")"
-  log "building Argo CD ${ARGOCD_VERSION} (cold: about 11 min of compiling on 2 cores)..."
-  (cd "$SRC" && ${GO} build -trimpath -ldflags="$LDFLAGS" -o "$tmp" .)
-  mv -f "$tmp" "$BIN"
-  stamp >"${BIN}.stamp"
-  echo "$(date -u +%FT%TZ) argocd ${ARGOCD_VERSION}: $((SECONDS - start))s $(stat -c %s "$BIN") bytes" >>"${ARGOCD_CACHE}/build-times"
-  log "built ${BIN} in $((SECONDS - start))s"
+  mkdir -p "$(dirname "$bin")"
+  if [[ $1 == cli ]]; then
+    log "building Argo CD ${ARGOCD_VERSION}'s CLI (after the components: about 2 min of compiling on 2 cores)..."
+  else
+    log "building Argo CD ${ARGOCD_VERSION}'s components (cold: about 9 min of compiling on 2 cores)..."
+  fi
+  (cd "$SRC" && ${GO} build -trimpath -tags="$(tags_of "$1")" -ldflags="$LDFLAGS" -o "${bin}.tmp" .)
+  mv -f "${bin}.tmp" "$bin"
+  stamp "$1" >"${bin}.stamp"
+  echo "$(date -u +%FT%TZ) argocd ${ARGOCD_VERSION} $1: $((SECONDS - start))s $(stat -c %s "$bin") bytes" >>"${ARGOCD_CACHE}/build-times"
+  log "built ${bin} in $((SECONDS - start))s"
+}
+
+build() { # [gitops|cli]: the components first, whose packages the CLI's build then reuses
+  case "${1:-}" in
+    gitops | cli) build_one "$1" ;;
+    "") build_one gitops && build_one cli ;;
+    *) die "build: gitops or cli, not $1" ;;
+  esac
 }
 
 ROOT="$(cd "${HERE}/.." && pwd)"
@@ -225,7 +250,7 @@ up() {
   STATE="$(realpath "$2")"
   [[ -x "$REDIS_BIN" ]] || die "no ${REDIS_BIN}: hack/argocd.sh install-redis"
   command -v git >/dev/null || die "no git"
-  built || die "${BIN} is not built or out of date: make argocd"
+  built gitops || die "${GITOPS_BIN} is not built or out of date: make argocd-gitops"
   READY_SECONDS="${READY_SECONDS:-120}" # the controller first syncs its caches of every API group
   local kubectl helm role
   kubectl="$(kubectl_bin)"
@@ -234,8 +259,8 @@ up() {
   chmod 700 "${STATE}/gpg/keys" "${STATE}/redis"
   # The role follows argv[0] (hack/argocd/main.go): a link of each name, on the components'
   # PATH, where the repo server also finds argocd-git-ask-pass and helm.
-  for role in argocd argocd-repo-server argocd-application-controller argocd-git-ask-pass; do
-    ln -sfn "$BIN" "${STATE}/bin/${role}"
+  for role in argocd-repo-server argocd-application-controller argocd-git-ask-pass; do
+    ln -sfn "$GITOPS_BIN" "${STATE}/bin/${role}"
   done
   ln -sfn "$helm" "${STATE}/bin/helm"
   # Ports and password are kept, so that a second `up` (some components running) agrees.
@@ -328,8 +353,8 @@ YAML
 }
 
 case "${1:-build}" in
-  build) build ;;
-  path) echo "$BIN" ;;
+  build) build "${2:-}" ;;
+  path) bin_of "${2:-cli}" ;;
   version) "$BIN" version --client --short ;;
   install-redis) install_redis ;;
   up) shift; up "$@" ;;

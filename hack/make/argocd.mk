@@ -1,9 +1,11 @@
-# Argo CD v3.2.11 (issue 36), the real one: one static multi-call binary built from the Go module
-# proxy by hack/argocd.sh (module hack/argocd), cached under $(CACHE)/argocd with a stamp of its
-# version, the Go version, the flags and hack/argocd's files. Cold: about 11 min of compiling on
-# 2 cores; warm: a second. test/argocdcli runs our AAACluster health check through it
+# Argo CD v3.2.11 (issue 36), the real one: static multi-call binaries built from the Go module
+# proxy by hack/argocd.sh (module hack/argocd), cached under $(CACHE)/argocd with a stamp of their
+# version, the Go version, the flags and hack/argocd's files: argocd-gitops (the components a
+# local Argo CD runs; cold, about 9 min of compiling on 2 cores), then argocd (the CLI too, about
+# 2 min more); warm: a second. test/argocdcli runs our AAACluster health check through the CLI
 # (docs/argocd.md). Part of PROVISION, built in make test's add-ons lane once the add-ons are
-# (PROVISION_CLUSTER in the Makefile; hack/test.sh): no cluster test waits for it.
+# (PROVISION_CLUSTER in the Makefile; hack/test.sh): the cluster's Argo CD test waits for the
+# components alone.
 
 PROVISION    += argocd redis
 ADDONS_TESTS += ./test/argocdcli/... ./test/argocdenv/...
@@ -14,8 +16,12 @@ redis: ## Install redis-server from Debian, not started (idempotent): the local 
 
 ##@ Argo CD
 .PHONY: argocd
-argocd: ## Build Argo CD v3.2.11 into $(CACHE)/argocd/bin/argocd (cached; hack/argocd/go.mod).
-	GO=$(GO) hack/argocd.sh build
+argocd: argocd-gitops ## Build Argo CD v3.2.11 into $(CACHE)/argocd/bin/ (argocd and argocd-gitops; cached; hack/argocd/go.mod).
+	GO=$(GO) hack/argocd.sh build cli
+
+.PHONY: argocd-gitops
+argocd-gitops: ## Build Argo CD's components alone (application controller, repo server) into $(CACHE)/argocd/bin/argocd-gitops.
+	GO=$(GO) hack/argocd.sh build gitops
 
 .PHONY: argocd-test
 argocd-test: argocd ## The AAACluster health check through Argo CD itself (test/argocdcli).
@@ -26,7 +32,7 @@ argocd-test: argocd ## The AAACluster health check through Argo CD itself (test/
 ARGOCD_STATE ?= $(CACHE)/argocd/state
 
 .PHONY: argocd-up
-argocd-up: argocd helm redis ## Start a local Argo CD against KUBECONFIG (state and logs in ARGOCD_STATE).
+argocd-up: argocd-gitops helm redis ## Start a local Argo CD against KUBECONFIG (state and logs in ARGOCD_STATE).
 	HELM=$(BIN)/helm GO=$(GO) hack/argocd.sh up "$${KUBECONFIG:?set KUBECONFIG}" $(ARGOCD_STATE)
 
 .PHONY: argocd-down
@@ -36,5 +42,5 @@ argocd-down: ## Stop the local Argo CD of ARGOCD_STATE (its Kubernetes objects s
 # test/argocdenv, in make test's add-ons lane after Argo CD is built: about 40 s, most of it
 # envtest and Argo CD starting.
 .PHONY: argocd-env-test
-argocd-env-test: argocd helm envtest-assets redis ## Argo CD syncs the operator chart from a file:// git repository into envtest (test/argocdenv).
+argocd-env-test: argocd-gitops helm envtest-assets redis ## Argo CD syncs the operator chart from a file:// git repository into envtest (test/argocdenv).
 	HELM=$(BIN)/helm $(TEST_ENV) $(GO) test -count=1 -timeout 5m ./test/argocdenv/...

@@ -119,8 +119,8 @@ const BuildStatusEnv = "OPENAAA_ADDONS_BUILD_STATUS"
 // the monitoring add-ons: the managed-Cassandra test is the cluster package's longest.
 const PartK8ssandra = "k8ssandra"
 
-// PartArgoCD is Argo CD (`make argocd`), built after every add-on. Not an add-on, but made by
-// the same lane of make test.
+// PartArgoCD is Argo CD's components (`make argocd-gitops`: what a local Argo CD runs), built
+// after every add-on and before its CLI. Not an add-on, but made by the same lane of make test.
 const PartArgoCD = "argocd"
 
 // partAll: every add-on.

@@ -24,16 +24,16 @@ import (
 const Namespace = "argocd"
 
 // Need skips the test (fails it under OPENAAA_INTEGRATION=require) when what `hack/argocd.sh up`
-// runs is missing: the Argo CD binary (make argocd), redis-server (make redis), git, helm (make
+// runs is missing: Argo CD's components (make argocd-gitops), redis-server (make redis), git, helm (make
 // helm). It returns helm's path.
 func Need(t testing.TB, root string) (helm string) {
 	t.Helper()
-	out, err := exec.Command("bash", filepath.Join(root, "hack", "argocd.sh"), "path").Output()
+	out, err := exec.Command("bash", filepath.Join(root, "hack", "argocd.sh"), "path", "gitops").Output()
 	if err != nil {
-		t.Fatalf("hack/argocd.sh path: %v", err)
+		t.Fatalf("hack/argocd.sh path gitops: %v", err)
 	}
 	_, err = os.Stat(strings.TrimSpace(string(out)))
-	testenv.Need(t, err == nil, "the Argo CD binary (make argocd)")
+	testenv.Need(t, err == nil, "Argo CD's components (make argocd-gitops)")
 	_, err = os.Stat("/usr/bin/redis-server")
 	testenv.Need(t, err == nil, "redis-server (hack/argocd.sh install-redis)")
 	testenv.LookPath(t, "git", "apt-get install git")
