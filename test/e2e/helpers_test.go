@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,31 +74,7 @@ func contactPoint(i int) string {
 }
 
 // freePorts returns n loopback ports that were free a moment ago (UDP and TCP).
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var out []int
-	var closers []io.Closer
-	defer func() {
-		for _, c := range closers {
-			c.Close()
-		}
-	}()
-	for len(out) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		closers = append(closers, l)
-		p := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		closers = append(closers, u)
-		out = append(out, p)
-	}
-	return out
-}
+func freePorts(t *testing.T, n int) []int { return testenv.FreeTCPUDPPorts(t, n) }
 
 // policing is one policing process (one DC).
 type policing struct {
