@@ -14,8 +14,14 @@ import (
 // kind it hands out next for any process's outgoing socket, and under make test's load one
 // took a policing listener's port between the pick and the bind (a cold run, 2026-11-29:
 // "bind: address already in use"). Below that range only another test's pick can collide,
-// and the pick is random over thousands of ports. Not below pickLow: well-known services.
-const pickLow = 20000
+// and the pick is random over thousands of ports. Not below pickLow: well-known services and
+// the shared Cassandra node's (17000-19042); not from pickHigh: the benchmarks' fixed ports
+// (27000-29999) and the local cluster's NodePorts (31000-31999), which its iptables rules
+// take from 127.0.0.1 too (route_localnet).
+const (
+	pickLow  = 20000
+	pickHigh = 27000
+)
 
 var (
 	pickedMu sync.Mutex
@@ -38,9 +44,9 @@ func ephemeralLow() int {
 // or "tcp+udp": both) now, below the ephemeral range, none handed out before by this process.
 func pick(t testing.TB, network string, n int) int {
 	t.Helper()
-	hi := ephemeralLow()
-	if hi-pickLow < 1000 { // a range set so low that nothing is below it: the kernel's pick
-		hi = 65536
+	hi := min(ephemeralLow(), pickHigh)
+	if hi-pickLow < 1000 { // an ephemeral range set so low that nothing is below it
+		hi = pickHigh
 	}
 	pickedMu.Lock()
 	defer pickedMu.Unlock()
