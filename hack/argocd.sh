@@ -130,11 +130,12 @@ install_redis() {
 }
 
 # free_port [EXCEPT...]: a loopback TCP port nothing listens on, below the ephemeral range
-# (so no client connection takes it before the server binds it), not one of EXCEPT.
+# (so no client connection takes it before the server binds it) and the benchmarks' fixed
+# ports and the local cluster's NodePorts (internal/testenv's range), not one of EXCEPT.
 free_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 12000))
+    p=$((20000 + RANDOM % 7000))
     [[ " $* " == *" $p "* ]] && continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/${p}") 2>/dev/null; then
       echo "$p"
