@@ -720,6 +720,16 @@ type Duration time.Duration
 // D returns the time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
+// timeoutProblem is what is wrong with a timeout that is not positive or is past atMost, ""
+// when neither: the bound keeps a typo (2h for 2s) from holding a connection, a stop or a
+// push round that long.
+func timeoutProblem(d Duration, atMost time.Duration) string {
+	if d > 0 && d.D() <= atMost {
+		return ""
+	}
+	return fmt.Sprintf("must be positive and at most %v, got %v", atMost, d.D())
+}
+
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
 func (d *Duration) UnmarshalJSON(b []byte) error {

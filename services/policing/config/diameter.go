@@ -43,6 +43,14 @@ type Diameter struct {
 	// answers 3004 DIAMETER_TOO_BUSY (RFC 6733 §7.1.3: the PCEF tries another peer); RFC 4006
 	// §13 recommends a Tx timer of 10 s, after which the PCEF has given up on the answer.
 	RequestTimeout Duration `json:"requestTimeout"`
+	// RARTimeout bounds a RAR this node sends (the admin API's, a scheduled policy push)
+	// from the session's read to the RAA; past it the RAR counts as unanswered (a PCEF over
+	// a WAN may need longer).
+	RARTimeout Duration `json:"rarTimeout"`
+	// FlushTimeout is how long a closing connection waits for its queued messages to leave
+	// (a DPA, the answers of requests a shutdown cancelled): a peer that stopped reading
+	// holds a stop no longer than this.
+	FlushTimeout Duration `json:"flushTimeout"`
 	// ScheduleInterval is how often a node decides the Gx sessions it holds again and pushes
 	// by RAR what changed between CCRs: rule windows (dataPolicy.windows) that opened or
 	// closed, quotas that ran out.
@@ -60,6 +68,9 @@ type DiameterTLS struct {
 	CertFile string `json:"certFile,omitempty"`
 	KeyFile  string `json:"keyFile,omitempty"`
 	CAFile   string `json:"caFile,omitempty"`
+	// HandshakeTimeout bounds the TLS handshake: a peer cannot hold a connection by
+	// stalling it.
+	HandshakeTimeout Duration `json:"handshakeTimeout"`
 }
 
 // DiameterPeer is one allowed peer: every field that is set must match the CER.
@@ -72,7 +83,8 @@ type DiameterPeer struct {
 
 func defaultDiameter() Diameter {
 	return Diameter{Address: fmt.Sprintf(":%d", DefaultDiameterPort), MaxInFlight: 1024, RequestTimeout: Duration(10 * time.Second),
-		ScheduleInterval: Duration(30 * time.Second)}
+		RARTimeout: Duration(5 * time.Second), FlushTimeout: Duration(time.Second),
+		ScheduleInterval: Duration(30 * time.Second), TLS: DiameterTLS{HandshakeTimeout: Duration(10 * time.Second)}}
 }
 
 // Network parses Address (an IP or a CIDR); nil when unset.
@@ -120,6 +132,16 @@ func (d Diameter) validate(key string) []error {
 	}
 	if d.RequestTimeout <= 0 {
 		bad("requestTimeout", "must be positive")
+	}
+	for _, t := range []struct {
+		key    string
+		d      Duration
+		atMost time.Duration
+	}{{"rarTimeout", d.RARTimeout, time.Minute}, {"flushTimeout", d.FlushTimeout, 30 * time.Second},
+		{"tls.handshakeTimeout", d.TLS.HandshakeTimeout, time.Minute}} {
+		if p := timeoutProblem(t.d, t.atMost); p != "" {
+			bad(t.key, "%s", p)
+		}
 	}
 	if d.ScheduleInterval < Duration(time.Second) {
 		bad("scheduleInterval", "must be at least 1s")

@@ -21,13 +21,16 @@ type RadSec struct {
 	Secret string `json:"secret"`
 	// IdleTimeout closes a connection that carried nothing for this long.
 	IdleTimeout Duration `json:"idleTimeout"`
+	// HandshakeTimeout bounds the TLS handshake: a client cannot hold a connection (one of
+	// MaxConnections) by stalling it.
+	HandshakeTimeout Duration `json:"handshakeTimeout"`
 	// MaxConnections bounds the TLS connections open at once.
 	MaxConnections int `json:"maxConnections"`
 }
 
 func defaultRadSec() RadSec {
 	return RadSec{Secret: "radsec",
-		IdleTimeout: Duration(10 * time.Minute), MaxConnections: 1024}
+		IdleTimeout: Duration(10 * time.Minute), HandshakeTimeout: Duration(10 * time.Second), MaxConnections: 1024}
 }
 
 func (r RadSec) validate(key string) []error {
@@ -51,6 +54,9 @@ func (r RadSec) validate(key string) []error {
 	}
 	if r.IdleTimeout <= 0 {
 		bad("idleTimeout", "must be positive")
+	}
+	if p := timeoutProblem(r.HandshakeTimeout, time.Minute); p != "" {
+		bad("handshakeTimeout", "%s", p)
 	}
 	if r.MaxConnections < 1 {
 		bad("maxConnections", "must be at least 1")

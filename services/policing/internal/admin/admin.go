@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -38,6 +39,9 @@ type Server struct {
 	Dict *dict.Dict
 	// GxRAR pushes a RAR to the PCEF of a Gx session (admin/gx.go); nil: Diameter is off.
 	GxRAR GxRAR
+	// GxRARTimeout is diameter.rarTimeout, the holding node's own bound on a RAR: a forwarded
+	// RAR waits that long and forwardSlack more. 0 takes the configuration's default.
+	GxRARTimeout time.Duration
 	// GxNodes finds the node a RAR must leave from when this one does not hold the PCEF's
 	// connection; NodeName is this node's name (diameter.nodeName) for the forwarded mark.
 	GxNodes  GxNodes

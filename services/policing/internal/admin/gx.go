@@ -14,12 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
 // GxRAR sends a Re-Auth-Request to the PCEF of a Gx session and returns the RAA's
-// Result-Code (gx.Handler.RAR).
+// Result-Code (gx.Handler.RAR, which gives up at diameter.rarTimeout).
 type GxRAR func(ctx context.Context, sessionID string, install, remove []string) (uint32, error)
 
 // GxNodes finds the base URL of the admin API of a node by its name (diameter.nodeName),
@@ -32,6 +33,10 @@ type GxRARRequest struct {
 	Install   []string `json:"install,omitempty"`
 	Remove    []string `json:"remove,omitempty"`
 }
+
+// forwardSlack is what a forwarded RAR adds to the holding node's own bound: the registry
+// lookup and the HTTP hop, so that the holder's answer (a 504 included) is the one relayed.
+const forwardSlack = 3 * time.Second
 
 // forwardedHeader marks a RAR request one node forwarded to another (its value names the
 // first node): it is forwarded once at most, so two nodes that disagree cannot loop.
@@ -62,9 +67,7 @@ func (s *Server) gxRAR(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, `want {"sessionId": "...", "install": [...], "remove": [...]}`)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	code, err := s.GxRAR(ctx, req.SessionID, req.Install, req.Remove)
+	code, err := s.GxRAR(r.Context(), req.SessionID, req.Install, req.Remove)
 	var held holder
 	switch {
 	case errors.Is(err, session.ErrNotFound):
@@ -91,7 +94,11 @@ func (s *Server) forwardRAR(w http.ResponseWriter, r *http.Request, req *GxRARRe
 		httpError(w, http.StatusConflict, "node "+host+" holds the PCEF's connection; this store cannot find it")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 8*time.Second)
+	bound := s.GxRARTimeout
+	if bound <= 0 {
+		bound = config.Default().Diameter.RARTimeout.D()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), bound+forwardSlack)
 	defer cancel()
 	base, err := s.GxNodes(ctx, host)
 	if err != nil {

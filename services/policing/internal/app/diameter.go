@@ -47,7 +47,8 @@ func (p *diameterPart) Start(context.Context) error {
 		peers = append(peers, diameter.Peer{OriginHost: peer.OriginHost, OriginRealm: peer.OriginRealm, Network: netw})
 	}
 	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm, ServedHosts: c.ServedHosts, VendorID: c.VendorID,
-		Peers: peers, MaxInFlight: c.MaxInFlight, RequestTimeout: c.RequestTimeout.D(), Log: p.d.log}
+		Peers: peers, MaxInFlight: c.MaxInFlight, RequestTimeout: c.RequestTimeout.D(), FlushTimeout: c.FlushTimeout.D(),
+		HandshakeTimeout: c.TLS.HandshakeTimeout.D(), Log: p.d.log}
 	if t := c.TLS; t.Address != "" {
 		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: p.d.log}
 		opt.TLSAddress = t.Address
@@ -74,6 +75,9 @@ func (p *diameterPart) Start(context.Context) error {
 	}
 	p.server = s
 	p.d.listening("diameter.address", s.Addr())
+	if opt.TLS != nil {
+		p.d.listening("diameter.tls.address", s.TLSAddr())
+	}
 	p.stopPush = p.startPolicyPush()
 	p.d.register(p.registration)
 	return nil
@@ -97,7 +101,7 @@ func (p *diameterPart) gxHandler(s *diameter.Server) *gx.Handler {
 	c := p.d.cfg
 	h := &gx.Handler{Identity: diameter.Identity{Host: c.Diameter.OriginHost, Realm: c.Diameter.OriginRealm},
 		Node:        diameterNodeName(c.Diameter),
-		Subscribers: p.subs.source, Store: p.store.store, Log: p.d.log, Peers: s}
+		Subscribers: p.subs.source, Store: p.store.store, Log: p.d.log, Peers: s, RARTimeout: c.Diameter.RARTimeout.D()}
 	if !c.Session.InProcess() {
 		h.StoreTimeout = c.Session.Cassandra.WriteTimeout.D()
 		h.ReplicaWait = c.Session.Cassandra.ReplicaWait.D()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 
+	"github.com/openaaa/openaaa/internal/testpki"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
 )
 
@@ -142,5 +144,66 @@ func TestDiameterFromConfig(t *testing.T) {
 	must(t, err)
 	if r := <-done; r.status != http.StatusOK || r.body["resultCode"] != 2001 {
 		t.Fatalf("POST /api/v1/gx/rar: %d %v", r.status, r.body)
+	}
+}
+
+// diameter.rarTimeout bounds the wait for a RAA: a PCEF that takes the RAR and never answers
+// costs the admin API's caller the configured 300 ms, then a 504 (it was a hard-coded 5 s).
+func TestRARTimeoutFromConfig(t *testing.T) {
+	n := startNode(t, append([]string{"diameter.rarTimeout=300ms"}, diameterSets...)...)
+	if code := dialPCEF(t, n).send(ccr(1, "pgw.test;rar;1")); code != 2001 {
+		t.Fatalf("CCA-I %d", code)
+	}
+	start := time.Now()
+	code, body := adminCall(t, n, http.MethodPost, "/api/v1/gx/rar", adminToken, `{"sessionId": "pgw.test;rar;1", "install": ["boost"]}`)
+	took := time.Since(start)
+	if code != http.StatusGatewayTimeout {
+		t.Fatalf("POST /api/v1/gx/rar to a PCEF that never answers: %d %s, want 504", code, body)
+	}
+	t.Logf("504 after %v", took.Round(time.Millisecond))
+	if took < 250*time.Millisecond || took > 2500*time.Millisecond {
+		t.Errorf("504 after %v, want about diameter.rarTimeout (300ms)", took)
+	}
+}
+
+// diameter.tls.handshakeTimeout bounds the TLS handshake: a peer that connects to the TLS
+// port and says nothing is let go after the configured 300 ms (it was a hard-coded 10 s).
+func TestDiameterHandshakeTimeoutFromConfig(t *testing.T) {
+	dir := serverPKI(t, "pcrf.node.test")
+	n := startNode(t, append([]string{"diameter.tls.address=127.0.0.1:0", "diameter.tls.handshakeTimeout=300ms",
+		"diameter.tls.certFile=" + filepath.Join(dir, "server.pem"), "diameter.tls.keyFile=" + filepath.Join(dir, "server.key"),
+		"diameter.tls.caFile=" + filepath.Join(dir, "ca.pem")}, diameterSets...)...)
+	wantSilentPeerLetGo(t, n.Addr("diameter.tls.address"), 300*time.Millisecond)
+}
+
+// serverPKI writes a new directory's ca.pem and a server certificate of it for name
+// (server.pem, server.key), and returns the directory.
+func serverPKI(t *testing.T, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	ca := testpki.New(t, "OpenAAA test CA")
+	must(t, os.WriteFile(filepath.Join(dir, "ca.pem"), ca.PEM, 0o600))
+	cert, key := ca.Issue(t, name, 2)
+	writePEM(t, dir, "server", cert, key)
+	return dir
+}
+
+// wantSilentPeerLetGo connects to a TLS listener, sends nothing, and wants the connection
+// closed after about bound (the handshake timeout in force).
+func wantSilentPeerLetGo(t *testing.T, addr net.Addr, bound time.Duration) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr.String())
+	must(t, err)
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	start := time.Now()
+	_, err = c.Read(make([]byte, 1))
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("the server spoke before the peer's ClientHello")
+	}
+	t.Logf("closed after %v (%v)", took.Round(time.Millisecond), err)
+	if took < bound*5/6 || took > bound+2700*time.Millisecond {
+		t.Errorf("a silent peer was let go after %v, want about the handshake timeout (%v)", took, bound)
 	}
 }

@@ -26,7 +26,7 @@ func (p *radsecPart) Start(context.Context) error {
 	}
 	opt := radiusd.RadSecOptions{
 		CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, Secret: []byte(c.Secret),
-		IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections,
+		IdleTimeout: c.IdleTimeout.D(), HandshakeTimeout: c.HandshakeTimeout.D(), MaxConnections: c.MaxConnections,
 	}
 	p.d.reloader.Mark(c.CertFile, c.KeyFile, c.CAFile)
 	rs, err := p.radius.server.ListenRadSec(c.Address, opt, p.handlers.auth, p.handlers.acct)

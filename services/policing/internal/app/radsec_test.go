@@ -106,3 +106,13 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 		t.Fatalf("after rotation: no Access-Accept through FreeRADIUS:\n%s", out)
 	}
 }
+
+// radius.radsec.handshakeTimeout bounds the TLS handshake: a NAS that connects to the RadSec
+// port and says nothing is let go after the configured 300 ms (it was a hard-coded 10 s).
+func TestRadSecHandshakeTimeoutFromConfig(t *testing.T) {
+	dir := serverPKI(t, "policing")
+	n := startNode(t, "radius.radsec.address=127.0.0.1:0", "radius.radsec.handshakeTimeout=300ms",
+		"radius.radsec.certFile="+filepath.Join(dir, "server.pem"), "radius.radsec.keyFile="+filepath.Join(dir, "server.key"),
+		"radius.radsec.caFile="+filepath.Join(dir, "ca.pem"))
+	wantSilentPeerLetGo(t, n.Addr("radius.radsec.address"), 300*time.Millisecond)
+}

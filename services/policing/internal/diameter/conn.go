@@ -48,6 +48,7 @@ type peerConn struct {
 	kick    chan struct{} // wakes the writer (buffered 1)
 	stop    chan struct{} // ends the writer (closed by Close)
 	once    sync.Once
+	flush   time.Duration // Close's wait for pending (Options.FlushTimeout)
 
 	// ctx is the parent of the connection's requests: cancelled when the peer's end closes
 	// (their answers have nowhere to go) or the server's requests are.
@@ -55,8 +56,8 @@ type peerConn struct {
 	cancel context.CancelFunc
 }
 
-func newPeerConn(nc net.Conn) *peerConn {
-	c := &peerConn{Conn: nc, sem: make(chan struct{}, 64), kick: make(chan struct{}, 1), stop: make(chan struct{})}
+func newPeerConn(nc net.Conn, flush time.Duration) *peerConn {
+	c := &peerConn{Conn: nc, sem: make(chan struct{}, 64), kick: make(chan struct{}, 1), stop: make(chan struct{}), flush: flush}
 	go c.writer()
 	return c
 }
@@ -110,10 +111,10 @@ func (c *peerConn) writer() {
 }
 
 // Close closes the connection once the queued messages are sent (a DPA or a refused CEA
-// leaves before the close), waiting at most closeFlushWait for them: a peer that stopped
+// leaves before the close), waiting at most the flush timeout for them: a peer that stopped
 // reading must not hold a shutdown.
 func (c *peerConn) Close() error {
-	deadline := time.Now().Add(closeFlushWait)
+	deadline := time.Now().Add(c.flush)
 	c.wmu.Lock()
 	for (c.writing || len(c.pending) > 0) && c.werr == nil && time.Now().Before(deadline) {
 		c.wmu.Unlock()
@@ -124,8 +125,6 @@ func (c *peerConn) Close() error {
 	c.once.Do(func() { close(c.stop) })
 	return c.Conn.Close()
 }
-
-const closeFlushWait = time.Second
 
 // acceptOn takes ln's connections until it closes: ErrServerClosed after Shutdown, else
 // the listener's error.
@@ -155,7 +154,7 @@ func (s *Server) acceptOn(ln net.Listener, overTLS bool) error {
 					return
 				}
 			}
-			c := newPeerConn(conn)
+			c := newPeerConn(conn, s.opt.FlushTimeout)
 			c.certNames = names
 			c.ctx, c.cancel = context.WithCancel(s.ctx)
 			s.mu.Lock()
@@ -177,7 +176,7 @@ func (s *Server) acceptOn(ln net.Listener, overTLS bool) error {
 // nil when it failed.
 func (s *Server) handshake(nc net.Conn) (net.Conn, []string) {
 	tc := tls.Server(nc, s.opt.TLS.Config())
-	_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = tc.SetDeadline(time.Now().Add(s.opt.HandshakeTimeout))
 	if err := tc.Handshake(); err != nil {
 		peersRefused.WithLabelValues(refusedHandshake).Inc()
 		s.opt.Log.Warn("diameter: TLS handshake failed", "peer", nc.RemoteAddr().String(), "err", err.Error())

@@ -107,7 +107,13 @@ type Options struct {
 	// RequestTimeout is an application request's deadline from when it was read
 	// (diameter.requestTimeout): its context ends then. 0 takes the configuration's default.
 	RequestTimeout time.Duration
-	Log            *slog.Logger
+	// FlushTimeout is how long a closing connection waits for its queued messages to leave
+	// (diameter.flushTimeout). 0 takes the configuration's default.
+	FlushTimeout time.Duration
+	// HandshakeTimeout bounds a TLS connection's handshake (diameter.tls.handshakeTimeout).
+	// 0 takes the configuration's default.
+	HandshakeTimeout time.Duration
+	Log              *slog.Logger
 	// TLS, when set, also serves Diameter over TLS on TLSAddress (RFC 6733 §2.1: the TLS
 	// handshake right after the connection opens, the port apart from the TCP one): the
 	// peer's certificate must chain to the CA file and name the Origin-Host of its CER.
@@ -167,11 +173,18 @@ func New(opt Options) (*Server, error) {
 	if opt.ProductName == "" {
 		opt.ProductName = "OpenAAA"
 	}
+	def := config.Default().Diameter // what an option left 0 takes
 	if opt.MaxInFlight <= 0 {
-		opt.MaxInFlight = config.Default().Diameter.MaxInFlight
+		opt.MaxInFlight = def.MaxInFlight
 	}
 	if opt.RequestTimeout <= 0 {
-		opt.RequestTimeout = config.Default().Diameter.RequestTimeout.D()
+		opt.RequestTimeout = def.RequestTimeout.D()
+	}
+	if opt.FlushTimeout <= 0 {
+		opt.FlushTimeout = def.FlushTimeout.D()
+	}
+	if opt.HandshakeTimeout <= 0 {
+		opt.HandshakeTimeout = def.TLS.HandshakeTimeout.D()
 	}
 	if opt.TLS != nil && opt.TLS.Config() == nil {
 		if _, err := opt.TLS.Reload(); err != nil {
@@ -274,7 +287,7 @@ func (s *Server) TLSAddr() net.Addr {
 // peer connection (peers reconnect to another node). Requests still running when ctx ends
 // are cancelled: their handlers answer what a cancelled request gets (Gx: 3004
 // DIAMETER_TOO_BUSY, which sends the PCEF to another peer, RFC 6733 §7.1.3), and the
-// connections close at most closeFlushWait later whatever the handlers do.
+// connections close at most Options.FlushTimeout later whatever the handlers do.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closing {
@@ -304,7 +317,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cancel()
 		select { // the cancelled handlers' answers leave before the connections close
 		case <-drained:
-		case <-time.After(closeFlushWait):
+		case <-time.After(s.opt.FlushTimeout):
 		}
 		s.mu.Lock()
 		for c := range s.conns {

@@ -361,7 +361,7 @@ func (c *slowConn) Write(b []byte) (int, error) {
 // none lost, the writes of one writer in their order; Close sends what is queued first.
 func TestWritesCoalesced(t *testing.T) {
 	sc := &slowConn{}
-	c := newPeerConn(sc)
+	c := newPeerConn(sc, time.Second)
 	const writers, each = 16, 50
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -444,4 +444,48 @@ func TestServeUntilShutdown(t *testing.T) {
 	if err := s.Serve(late); !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("Serve after Shutdown returned %v, want ErrServerClosed", err)
 	}
+}
+
+// stuckApp is a handler that ignores its request's cancellation until released.
+type stuckApp struct{ started, release chan struct{} }
+
+func (a stuckApp) ServeDiameter(r *Request) (*diam.Message, uint32) {
+	a.started <- struct{}{}
+	<-a.release
+	return Identity{Host: "pcrf.test", Realm: "test"}.Answer(r.Message, diam.Success), diam.Success
+}
+
+// Options.FlushTimeout (diameter.flushTimeout) is how long a shutdown whose budget is spent
+// waits for the cancelled requests' answers before it closes the connections: a handler that
+// ignores its cancellation holds a shutdown the configured 2.5 s (a WAN's slower answers),
+// not the 1 s that was hard-coded.
+func TestShutdownWaitsFlushTimeout(t *testing.T) {
+	app := stuckApp{started: make(chan struct{}, 1), release: make(chan struct{})}
+	defer close(app.release)
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	s, err := Listen("127.0.0.1:0", Options{OriginHost: "pcrf.test", OriginRealm: "test", FlushTimeout: 2500 * time.Millisecond,
+		Peers: []Peer{{OriginHost: "pcef.test", Network: loopback}}, Apps: map[uint32]Handler{GxApplicationID: app}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	c := dialPeer(t, s)
+	if code := resultCode(t, exchange(t, c, cer("pcef.test", GxApplicationID))); code != diam.Success {
+		t.Fatalf("CEA %d", code)
+	}
+	gx := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;stuck")))
+	if _, err := gx.WriteTo(c); err != nil {
+		t.Fatal(err)
+	}
+	<-app.started
+	spent, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	_ = s.Shutdown(spent)
+	took := time.Since(start)
+	t.Logf("Shutdown returned after %v", took.Round(time.Millisecond))
+	if took < 2*time.Second || took > 6*time.Second {
+		t.Errorf("Shutdown returned after %v, want about the flush timeout (2.5s)", took)
+	}
+	wantClosed(t, c)
 }

@@ -48,6 +48,9 @@ type Handler struct {
 	Hooks Hooks
 	// Peers sends RARs (rar.go); set once the listener is up.
 	Peers Peers
+	// RARTimeout bounds a RAR from the session's read to its RAA, and a scheduled push's
+	// store write after it (diameter.rarTimeout); 0 takes the configuration's default.
+	RARTimeout time.Duration
 	// sched holds the sessions watched for their policy's changes between CCRs: rule windows,
 	// quotas (schedule.go).
 	sched schedule

@@ -10,6 +10,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
@@ -38,9 +39,21 @@ func (e *HeldElsewhere) Holder() string { return e.Node }
 func (e *HeldElsewhere) Is(target error) bool { return target == ErrElsewhere }
 
 // RAR pushes a policy change to the PCEF of an active Gx session (a Re-Auth-Request with
-// Charging-Rule-Install/Remove) and returns the RAA's Result-Code.
+// Charging-Rule-Install/Remove) and returns the RAA's Result-Code; it gives up at
+// RARTimeout (context.DeadlineExceeded).
 func (h *Handler) RAR(ctx context.Context, sessionID string, install, remove []string) (uint32, error) {
+	ctx, cancel := h.rarContext(ctx)
+	defer cancel()
 	return h.rarRules(ctx, sessionID, install, remove, nil)
+}
+
+// rarContext is ctx bounded by RARTimeout.
+func (h *Handler) rarContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := h.RARTimeout
+	if d <= 0 {
+		d = config.Default().Diameter.RARTimeout.D()
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // rarRules is RAR that also removes rule bases (Charging-Rule-Base-Name).

@@ -131,7 +131,7 @@ func (h *Handler) push(ctx context.Context, id string, t tracked, sub *subscribe
 	if d.Throttled || len(d.Exhausted) > 0 {
 		cause = "quota"
 	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	rctx, cancel := h.rarContext(ctx)
 	defer cancel()
 	code, err := h.rarRules(rctx, id, d.Install, d.Remove, d.RemoveBases)
 	var elsewhere *HeldElsewhere

@@ -38,7 +38,9 @@ type RadSecOptions struct {
 	CertFile, KeyFile, CAFile string
 	Secret                    []byte
 	IdleTimeout               time.Duration
-	MaxConnections            int
+	// HandshakeTimeout bounds a connection's TLS handshake (radius.radsec.handshakeTimeout).
+	HandshakeTimeout time.Duration
+	MaxConnections   int
 	// PerConnection bounds the requests processed at once on one connection (default 64).
 	PerConnection int
 }
@@ -66,6 +68,9 @@ func (s *Server) ListenRadSec(addr string, opt RadSecOptions, auth, acct Handler
 	}
 	if opt.IdleTimeout <= 0 {
 		opt.IdleTimeout = d.IdleTimeout.D()
+	}
+	if opt.HandshakeTimeout <= 0 {
+		opt.HandshakeTimeout = d.HandshakeTimeout.D()
 	}
 	if opt.MaxConnections <= 0 {
 		opt.MaxConnections = d.MaxConnections
@@ -138,7 +143,7 @@ func (r *RadSec) serveConn(raw net.Conn) {
 	defer raw.Close()
 	from := addrPortOf(raw.RemoteAddr())
 	c := tls.Server(raw, r.files.Config())
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(r.opt.HandshakeTimeout))
 	if err := c.Handshake(); err != nil {
 		r.s.drop("tls_handshake", from, err)
 		return
