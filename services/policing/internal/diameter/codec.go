@@ -141,15 +141,9 @@ func value(typ datatype.TypeID, payload []byte) datatype.Type {
 }
 
 // decodeType is the type go-diameter's decoding gives an AVP (dict.Parser.FindAVPByCode,
-// which DecodeAVP asks, not FindAVPWithVendor, which checkAVPs asks), cached as lookupType.
+// which DecodeAVP asks, not FindAVPWithVendor, which checkAVPs asks), cached (avpTypes).
 func decodeType(app, code, vendor uint32, d *dict.Parser) (datatype.TypeID, bool) {
-	return cachedType(typeKey{app, code, vendor, true}, d, func() typeEntry {
-		if def, err := d.FindAVPByCode(app, code, vendor); def != nil {
-			_ = err // go-diameter decodes with the definition it found, error or not
-			return typeEntry{def.Data.Type, true}
-		}
-		return typeEntry{typ: datatype.OctetStringType}
-	})
+	return typesIn(tableOf(app, d), app, code, vendor, d).decode()
 }
 
 // serialize is m's wire form, byte for byte what go-diameter's Serialize writes, in one

@@ -301,7 +301,7 @@ func decode(frame []byte) (m *diam.Message, code uint32, failed *diam.AVP) {
 		return nil, resultCommandUnsupported, nil
 	}
 	if h.CommandFlags&diam.RequestFlag != 0 {
-		if f := checkAVPs(frame[diam.HeaderLength:], h.ApplicationID, dict.Default); f != nil {
+		if f, _ := checkAVPs(frame[diam.HeaderLength:], h.ApplicationID, dict.Default); f != nil {
 			return nil, f.code, f.failed
 		}
 		if m = decodeChecked(h, frame, dict.Default); m != nil {

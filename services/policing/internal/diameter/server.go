@@ -21,6 +21,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
+	"github.com/fiorix/go-diameter/v4/diam/dict"
 
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
@@ -518,7 +519,7 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 	defer r.rc.release()
 	if lean != nil {
 		if lh, isLean := h.(LeanHandler); isLean {
-			if ans, code, ok := lh.ServeLean(r, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID}); ok {
+			if ans, code, ok := lh.ServeLean(r, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID, tableOf(m.Header.ApplicationID, dict.Default)}); ok {
 				return ans, code, false
 			}
 		}

@@ -244,7 +244,7 @@ type fields struct {
 }
 
 // field is one of fields: tree, else raw, read as go-diameter decodes its type
-// (diameter.leanAVPs lets through only types whose values the reads below take as
+// (diameter.DecodeLean lets through only types whose values the reads below take as
 // go-diameter's decoders do).
 type field struct {
 	tree *diam.AVP
@@ -416,7 +416,7 @@ func (a field) ipv4() netip.Addr {
 		case datatype.OctetStringType:
 			b = a.raw.Data
 		case datatype.AddressType:
-			b = a.raw.Data[2:] // the family (1 or 2: leanAVPs), then the address
+			b = a.raw.Data[2:] // the family (1 or 2: diameter.DecodeLean), then the address
 		}
 	}
 	if ip := net.IP(b).To4(); ip != nil {
