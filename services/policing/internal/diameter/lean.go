@@ -21,7 +21,14 @@ type LeanHandler interface {
 	// ServeLean serves r from its AVPs as bytes (sound and lean: checkAVPs passed them);
 	// r.Message has the header and the top-level Session-Id AVPs only. ok false: the request
 	// is decoded whole and served by ServeDiameter.
-	ServeLean(r *Request, avps AVPs) (ans *diam.Message, resultCode uint32, ok bool)
+	ServeLean(r *Request, avps AVPs) (ans Answer, resultCode uint32, ok bool)
+}
+
+// Answer is a LeanHandler's answer: a message, or its wire form when the handler wrote it
+// (Writer; Message nil), sent as it is.
+type Answer struct {
+	Message *diam.Message
+	Wire    []byte
 }
 
 // AVPs is a list of AVPs as bytes: a request's body, or a grouped AVP's payload.

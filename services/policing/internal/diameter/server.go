@@ -342,7 +342,7 @@ func (s *Server) state(c *peerConn) (PeerInfo, bool) {
 func (s *Server) serve(c *peerConn, m *diam.Message, lean []byte) {
 	start := time.Now()
 	var (
-		ans     *diam.Message
+		ans     Answer
 		code    uint32
 		closeIt bool
 		name    string
@@ -353,16 +353,16 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean []byte) {
 	case m.Header.CommandFlags&diam.ErrorFlag != 0:
 		// RFC 6733 §3: a request never has the E bit.
 		name = commandName(m)
-		ans, code = s.id.Answer(m, resultInvalidHdrBits), resultInvalidHdrBits
+		ans.Message, code = s.id.Answer(m, resultInvalidHdrBits), resultInvalidHdrBits
 	case m.Header.CommandCode == cmdCER:
 		name = "CER"
-		ans, code, closeIt = s.cer(c, m)
+		ans.Message, code, closeIt = s.cer(c, m)
 	case m.Header.CommandCode == cmdDWR:
 		name = "DWR"
-		ans, code, closeIt = s.base(open, m)
+		ans.Message, code, closeIt = s.base(open, m)
 	case m.Header.CommandCode == cmdDPR:
 		name = "DPR"
-		ans, code, _ = s.base(open, m)
+		ans.Message, code, _ = s.base(open, m)
 		closeIt = true // RFC 6733 §5.4: the connection closes after DPA
 	default:
 		name = commandName(m)
@@ -408,12 +408,15 @@ func (s *Server) replay(c *peerConn, info PeerInfo, m *diam.Message, now time.Ti
 // before it leaves: a peer that retransmits the moment it has the answer finds it cached,
 // dated when the request was read (read, the time serve took once for all it does). info and
 // open are the peer's state as serve read it.
-func (s *Server) write(c *peerConn, req, ans *diam.Message, name string, read time.Time, info PeerInfo, open bool) {
-	if !serializable(ans.AVP) {
-		s.opt.Log.Error("diameter: answer not serialized: an AVP without data", "command", name)
-		return
+func (s *Server) write(c *peerConn, req *diam.Message, ans Answer, name string, read time.Time, info PeerInfo, open bool) {
+	b := ans.Wire
+	if b == nil {
+		if !serializable(ans.Message.AVP) {
+			s.opt.Log.Error("diameter: answer not serialized: an AVP without data", "command", name)
+			return
+		}
+		b = serialize(ans.Message)
 	}
-	b := serialize(ans)
 	if req.Header.ApplicationID != 0 && open {
 		putAnswer(s.dups, dupKey{info.OriginHost, sessionID(req), req.Header.EndToEndID}, b, read)
 	}
@@ -496,21 +499,21 @@ func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) 
 // app serves an application request of the peer info (open: its capabilities exchange
 // succeeded) on c, read at start; lean is the request's frame when m is only its head
 // (decodeLean).
-func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean []byte, start time.Time) (*diam.Message, uint32, bool) {
+func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean []byte, start time.Time) (Answer, uint32, bool) {
 	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
-		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true
+		return Answer{Message: s.id.Answer(m, ResultUnknownPeer)}, ResultUnknownPeer, true
 	}
 	h := s.opt.Apps[m.Header.ApplicationID]
 	if h == nil {
-		return s.id.Answer(m, diam.ApplicationUnsupported), diam.ApplicationUnsupported, false
+		return Answer{Message: s.id.Answer(m, diam.ApplicationUnsupported)}, diam.ApplicationUnsupported, false
 	}
 	if code := s.destination(m); code != 0 {
-		return s.id.Answer(m, code), code, false
+		return Answer{Message: s.id.Answer(m, code)}, code, false
 	}
 	if s.inFlight.Add(1) > int64(s.opt.MaxInFlight) {
 		s.inFlight.Add(-1)
-		return s.id.Answer(m, ResultTooBusy), ResultTooBusy, false
+		return Answer{Message: s.id.Answer(m, ResultTooBusy)}, ResultTooBusy, false
 	}
 	defer s.inFlight.Add(-1)
 	r := &Request{Peer: info, Message: m}
@@ -526,12 +529,12 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 		// Decoded whole (it decodes: decodeLean checked it), for the handler's path of before.
 		full, code, failed := decode(lean)
 		if code != 0 {
-			return s.id.undecodableAnswer(lean, code, failed), code, false
+			return Answer{Message: s.id.undecodableAnswer(lean, code, failed)}, code, false
 		}
 		r.Message = full
 	}
 	ans, code := h.ServeDiameter(r)
-	return ans, code, false
+	return Answer{Message: ans}, code, false
 }
 
 // sharesApp reports whether the CER advertises Gx or the relay application.

@@ -2,8 +2,10 @@ package gx
 
 import (
 	"encoding/binary"
+	"maps"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
@@ -318,6 +320,34 @@ func (a field) keyText() string {
 }
 
 var keyTexts memo[string]
+
+// memo holds values made once per key, for keys of which there are few (a policy's
+// Monitoring-Keys): a map copied on write, read without a lock; past memoMax keys, new ones are
+// not kept.
+type memo[V any] struct{ m atomic.Pointer[map[string]V] }
+
+const memoMax = 1024
+
+func (c *memo[V]) load(key string) (V, bool) {
+	if m := c.m.Load(); m != nil {
+		v, ok := (*m)[key]
+		return v, ok
+	}
+	var zero V
+	return zero, false
+}
+
+func (c *memo[V]) store(key string, v V) {
+	old := c.m.Load()
+	if old == nil || len(*old) < memoMax {
+		next := make(map[string]V, 8)
+		if old != nil {
+			maps.Copy(next, *old)
+		}
+		next[key] = v
+		c.m.CompareAndSwap(old, &next)
+	}
+}
 
 // str is the text of a string-like AVP.
 func (a field) str() string {
