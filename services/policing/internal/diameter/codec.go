@@ -270,6 +270,17 @@ func (w *Writer) written() []byte {
 
 // AVP writes a.
 func (w *Writer) AVP(a *diam.AVP) {
+	switch v := a.Data.(type) { // an answer's head (Identity.WriteAnswer): no Len, no putAVP
+	case datatype.UTF8String:
+		w.String(a.Code, a.Flags, a.VendorID, string(v))
+		return
+	case datatype.DiameterIdentity:
+		w.String(a.Code, a.Flags, a.VendorID, string(v))
+		return
+	case datatype.Unsigned32:
+		w.U32(a.Code, a.Flags, a.VendorID, uint32(v))
+		return
+	}
 	n := a.Len()
 	if written := putAVP(w.grow(n), a); written != n {
 		panic("diameter: an AVP's length is not what it writes")

@@ -58,14 +58,15 @@ func (a RawAVP) Type() datatype.TypeID {
 // Group is the AVPs of a grouped AVP.
 func (a RawAVP) Group() AVPs { return AVPs{a.Data, a.app, a.t} }
 
-// Next is the first AVP of l, and l then holds the rest; false when l is empty. A cursor, not
-// an iterator function: the callers' values stay on their stacks.
-func (l *AVPs) Next() (RawAVP, bool) {
+// Next reads the first AVP of l into a, and l then holds the rest; false when l is empty. A
+// cursor, not an iterator function: the callers' values stay on their stacks (a, written in
+// place: a copy returned for every AVP read was a cost of its own).
+func (l *AVPs) Next(a *RawAVP) bool {
 	b := l.b
 	if len(b) < 8 {
-		return RawAVP{}, false
+		return false
 	}
-	a := RawAVP{Code: binary.BigEndian.Uint32(b[0:4]), Flags: b[4], app: l.app, t: l.t}
+	a.Code, a.Flags, a.app, a.t, a.Vendor = binary.BigEndian.Uint32(b[0:4]), b[4], l.app, l.t, 0
 	length := int(binary.BigEndian.Uint32(b[4:8]) & 0xffffff)
 	hdr := 8
 	if a.Flags&avp.Vbit != 0 {
@@ -73,7 +74,7 @@ func (l *AVPs) Next() (RawAVP, bool) {
 	}
 	a.Data = b[hdr:length:length]
 	l.b = b[min((length+3)&^3, len(b)):]
-	return a, true
+	return true
 }
 
 // leanValue reports whether the value of a sound AVP (checkAVPs) of the types t is one
@@ -153,9 +154,9 @@ func DecodeLean(frame []byte, addressed func(code uint32, value []byte) bool) (*
 	x.h.MessageLength = uint32(len(frame))
 	x.m.AVP = x.ptrs[:0]
 	all := AVPs{body, h.ApplicationID, t}
+	var a RawAVP
 	for l := all; ; {
-		a, ok := l.Next()
-		if !ok {
+		if !l.Next(&a) {
 			return &x.m, all
 		}
 		switch a.Code {

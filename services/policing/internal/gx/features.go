@@ -53,13 +53,10 @@ func (c *ccaWriter) supportedFeatures(r *CCR) {
 }
 
 // features is the Feature-List of a Supported-Features AVP when it is 3GPP's Gx list 1, else 0.
-func features(a field) uint32 {
+func features(a *field) uint32 {
 	var vendor, id, list uint32
-	for l := a.children(); ; {
-		c, ok := l.next()
-		if !ok {
-			break
-		}
+	var c field
+	for l := a.children(); l.next(&c); {
 		switch c.code() {
 		case avp.VendorID:
 			vendor = c.u32()
