@@ -240,6 +240,7 @@ type Writer struct {
 
 // Header starts the message.
 func (w *Writer) Header(flags uint8, cmd, app, hopByHop, endToEnd uint32) {
+	clear(w.first[:w.n]) // grow gives first's bytes as they are: zero unless written before
 	w.n, w.more, w.depth = 0, nil, 0
 	h := diam.Header{Version: 1, CommandFlags: flags, CommandCode: cmd, ApplicationID: app, HopByHopID: hopByHop, EndToEndID: endToEnd}
 	h.SerializeTo(w.grow(diam.HeaderLength))
@@ -249,9 +250,7 @@ func (w *Writer) Header(flags uint8, cmd, app, hopByHop, endToEnd uint32) {
 func (w *Writer) grow(n int) []byte {
 	if w.more == nil && w.n+n <= len(w.first) {
 		w.n += n
-		b := w.first[w.n-n : w.n]
-		clear(b)
-		return b
+		return w.first[w.n-n : w.n]
 	}
 	if w.more == nil {
 		w.more = append(make([]byte, 0, 2*len(w.first)), w.first[:w.n]...)

@@ -349,6 +349,10 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean []byte) {
 	)
 	// The peer's state, read once for the request (each read takes the server's lock).
 	info, open := s.state(c)
+	var ref dupRef // an accepted peer's request in the duplicate cache (replay, write)
+	if open {
+		ref = refOf(dupKey{info.OriginHost, sessionID(m), m.Header.EndToEndID})
+	}
 	switch {
 	case m.Header.CommandFlags&diam.ErrorFlag != 0:
 		// RFC 6733 §3: a request never has the E bit.
@@ -366,14 +370,14 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean []byte) {
 		closeIt = true // RFC 6733 §5.4: the connection closes after DPA
 	default:
 		name = commandName(m)
-		if open && s.replay(c, info, m, start) {
+		if open && s.replay(c, ref, m, start) {
 			return
 		}
 		ans, code, closeIt = s.app(c, info, open, m, lean, start)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	transactions.Inc()
-	s.write(c, m, ans, name, start, info, open)
+	s.write(c, m, ans, name, start, ref, open)
 	answered, took := requestMetrics(name, code)
 	answered.Inc()
 	took.Observe(time.Since(start).Seconds())
@@ -392,8 +396,8 @@ func codeLabel(code uint32) string {
 
 // replay answers a retransmitted application request of an accepted peer from the cache
 // (counted, not processed again); now is when the request was read.
-func (s *Server) replay(c *peerConn, info PeerInfo, m *diam.Message, now time.Time) bool {
-	b, ok := cachedAnswer(s.dups, dupKey{info.OriginHost, sessionID(m), m.Header.EndToEndID}, m.Header.HopByHopID, now)
+func (s *Server) replay(c *peerConn, ref dupRef, m *diam.Message, now time.Time) bool {
+	b, ok := cachedAnswer(s.dups, ref, m.Header.HopByHopID, now)
 	if !ok {
 		return false
 	}
@@ -406,9 +410,9 @@ func (s *Server) replay(c *peerConn, info PeerInfo, m *diam.Message, now time.Ti
 
 // write sends the answer; an application answer is kept for retransmissions of its request,
 // before it leaves: a peer that retransmits the moment it has the answer finds it cached,
-// dated when the request was read (read, the time serve took once for all it does). info and
-// open are the peer's state as serve read it.
-func (s *Server) write(c *peerConn, req *diam.Message, ans Answer, name string, read time.Time, info PeerInfo, open bool) {
+// dated when the request was read (read, the time serve took once for all it does). open is
+// the peer's state as serve read it, ref the request's key in the cache.
+func (s *Server) write(c *peerConn, req *diam.Message, ans Answer, name string, read time.Time, ref dupRef, open bool) {
 	b := ans.Wire
 	if b == nil {
 		if !serializable(ans.Message.AVP) {
@@ -418,7 +422,7 @@ func (s *Server) write(c *peerConn, req *diam.Message, ans Answer, name string, 
 		b = serialize(ans.Message)
 	}
 	if req.Header.ApplicationID != 0 && open {
-		putAnswer(s.dups, dupKey{info.OriginHost, sessionID(req), req.Header.EndToEndID}, b, read)
+		putAnswer(s.dups, ref, b, read)
 	}
 	if _, err := c.Write(b); err != nil {
 		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)

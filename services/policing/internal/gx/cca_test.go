@@ -37,6 +37,7 @@ func TestCCAWriterBytes(t *testing.T) {
 		return l
 	}
 	long := 0 // answers past the Writer's first bytes (its array), written on the heap
+	b := ccaWriter{wire: true}
 	for i := range 2000 {
 		id := diameter.Identity{Host: str(12), Realm: str(12)}
 		req := diam.NewRequest(272, diameter.GxApplicationID, dict.Default)
@@ -77,8 +78,7 @@ func TestCCAWriterBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := ccaWriter{wire: true}
-		id.WriteAnswer(&b.w, req, code)
+		id.WriteAnswer(&b.w, req, code) // one Writer for all: written over, what is left over must not show
 		b.cca(&r, d, code, now)
 		if got := b.w.Bytes(); !bytes.Equal(got, want) {
 			t.Fatalf("case %d: written\n%x\nserialized\n%x\nfrom %s", i, got, want, m.msg)
