@@ -111,15 +111,26 @@ func leanValue(t avpTypes, payload []byte) bool {
 // (LeanHandler, DecodeLean), nil when the request is to be decoded whole (decode): another
 // application's, or a Destination-Realm or -Host destination refuses (it answers from the
 // decoded AVPs; the head has none, so destination lets it through).
-func (s *Server) decodeLean(frame []byte) *diam.Message {
+func (s *Server) decodeLean(frame []byte) *leanHead {
 	if len(frame) < diam.HeaderLength {
 		return nil
 	}
 	if _, isLean := s.opt.Apps[binary.BigEndian.Uint32(frame[8:12])].(LeanHandler); !isLean {
 		return nil
 	}
-	head, _ := DecodeLean(frame, func(code uint32, value []byte) bool { return s.misaddressed(code, string(value)) == 0 })
-	return head
+	return decodeHead(frame, func(code uint32, value []byte) bool { return s.misaddressed(code, string(value)) == 0 })
+}
+
+// leanHead is a lean request as the server serves it, in one allocation: its frame and AVPs,
+// its head (m) and the Request its handler is given.
+type leanHead struct {
+	frame []byte
+	avps  AVPs
+	m     diam.Message
+	h     diam.Header
+	ptrs  [headMax]*diam.AVP
+	sids  [headMax]diam.AVP
+	req   Request
 }
 
 // headMax bounds the Session-Id AVPs of a lean request's head: more are decoded whole.
@@ -132,53 +143,56 @@ const headMax = 2
 // Proxy-Info (the answer carries it back decoded), a top-level Destination-Realm or -Host of
 // vendor 0 that addressed (nil: any) refuses.
 func DecodeLean(frame []byte, addressed func(code uint32, value []byte) bool) (*diam.Message, AVPs) {
-	var h diam.Header
-	if h.DecodeFromBytes(frame) != nil || h.CommandFlags&(diam.RequestFlag|diam.ErrorFlag) != diam.RequestFlag {
+	x := decodeHead(frame, addressed)
+	if x == nil {
 		return nil, AVPs{}
 	}
+	return &x.m, x.avps
+}
+
+// decodeHead is DecodeLean's.
+func decodeHead(frame []byte, addressed func(code uint32, value []byte) bool) *leanHead {
+	var h diam.Header
+	if h.DecodeFromBytes(frame) != nil || h.CommandFlags&(diam.RequestFlag|diam.ErrorFlag) != diam.RequestFlag {
+		return nil
+	}
 	if _, err := dict.Default.FindCommand(h.ApplicationID, h.CommandCode); err != nil {
-		return nil, AVPs{}
+		return nil
 	}
 	body := frame[diam.HeaderLength:]
 	t := tableOf(h.ApplicationID, dict.Default)
 	if f, lean := check(body, t, h.ApplicationID, dict.Default); f != nil || !lean {
-		return nil, AVPs{}
+		return nil
 	}
-	x := &struct {
-		m    diam.Message
-		h    diam.Header
-		ptrs [headMax]*diam.AVP
-		avps [headMax]diam.AVP
-	}{}
+	x := &leanHead{frame: frame, avps: AVPs{body, h.ApplicationID, t}}
 	initMessage(&x.m, &x.h, h.CommandCode, h.CommandFlags, h.ApplicationID, h.HopByHopID, h.EndToEndID, dict.Default)
 	x.h.MessageLength = uint32(len(frame))
 	x.m.AVP = x.ptrs[:0]
-	all := AVPs{body, h.ApplicationID, t}
 	var a RawAVP
-	for l := all; ; {
+	for l := x.avps; ; {
 		if !l.Next(&a) {
-			return &x.m, all
+			return x
 		}
 		switch a.Code {
 		case avp.ProxyInfo:
-			return nil, AVPs{}
+			return nil
 		case avp.DestinationRealm, avp.DestinationHost:
 			if a.Vendor == 0 && addressed != nil && (!StringType(a.Type()) || !addressed(a.Code, a.Data)) {
-				return nil, AVPs{}
+				return nil
 			}
 		case avp.SessionID:
 			n, typ := len(x.m.AVP), a.Type()
 			if n == headMax || typ == datatype.GroupedType {
-				return nil, AVPs{}
+				return nil
 			}
-			d := &x.avps[n]
+			d := &x.sids[n]
 			hdr := 8
 			if a.Flags&avp.Vbit != 0 {
 				hdr = 12
 			}
 			d.Code, d.Flags, d.VendorID, d.Length, d.Data = a.Code, a.Flags, a.Vendor, hdr+len(a.Data), value(typ, a.Data)
 			if d.Data == nil {
-				return nil, AVPs{}
+				return nil
 			}
 			x.m.AVP = append(x.m.AVP, d)
 		}

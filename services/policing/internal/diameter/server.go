@@ -21,7 +21,6 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
-	"github.com/fiorix/go-diameter/v4/diam/dict"
 
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
@@ -338,8 +337,8 @@ func (s *Server) state(c *peerConn) (PeerInfo, bool) {
 }
 
 // serve answers one request: thin, it picks the command's function and writes its answer.
-// lean is the request's frame when m is only its head (decodeLean), else nil.
-func (s *Server) serve(c *peerConn, m *diam.Message, lean []byte) {
+// lean is the request when m is only its head (decodeLean), else nil.
+func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead) {
 	start := time.Now()
 	var (
 		ans     Answer
@@ -501,9 +500,8 @@ func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) 
 }
 
 // app serves an application request of the peer info (open: its capabilities exchange
-// succeeded) on c, read at start; lean is the request's frame when m is only its head
-// (decodeLean).
-func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean []byte, start time.Time) (Answer, uint32, bool) {
+// succeeded) on c, read at start; lean is the request when m is only its head (decodeLean).
+func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean *leanHead, start time.Time) (Answer, uint32, bool) {
 	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return Answer{Message: s.id.Answer(m, ResultUnknownPeer)}, ResultUnknownPeer, true
@@ -520,20 +518,26 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 		return Answer{Message: s.id.Answer(m, ResultTooBusy)}, ResultTooBusy, false
 	}
 	defer s.inFlight.Add(-1)
-	r := &Request{Peer: info, Message: m}
+	var r *Request
+	if lean != nil {
+		r = &lean.req // allocated with the head
+	} else {
+		r = &Request{}
+	}
+	r.Peer, r.Message = info, m
 	r.rc.parent, r.rc.read, r.rc.timeout = c.ctx, start, s.opt.RequestTimeout
 	r.ctx = &r.rc
 	defer r.rc.release()
 	if lean != nil {
 		if lh, isLean := h.(LeanHandler); isLean {
-			if ans, code, ok := lh.ServeLean(r, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID, tableOf(m.Header.ApplicationID, dict.Default)}); ok {
+			if ans, code, ok := lh.ServeLean(r, lean.avps); ok {
 				return ans, code, false
 			}
 		}
 		// Decoded whole (it decodes: decodeLean checked it), for the handler's path of before.
-		full, code, failed := decode(lean)
+		full, code, failed := decode(lean.frame)
 		if code != 0 {
-			return Answer{Message: s.id.undecodableAnswer(lean, code, failed)}, code, false
+			return Answer{Message: s.id.undecodableAnswer(lean.frame, code, failed)}, code, false
 		}
 		r.Message = full
 	}
