@@ -24,11 +24,20 @@ type LeanHandler interface {
 	ServeLean(r *Request, avps AVPs) (ans Answer, resultCode uint32, ok bool)
 }
 
-// Answer is a LeanHandler's answer: a message, or its wire form when the handler wrote it
-// (Writer; Message nil), sent as it is.
+// Answer is a LeanHandler's or WireHandler's answer: a message, or its wire form when the
+// handler wrote it (Writer; Message nil), sent as it is.
 type Answer struct {
 	Message *diam.Message
 	Wire    []byte
+}
+
+// WireHandler is a Handler that can write its answers in wire form (Writer): the server serves
+// a request decoded whole with ServeWire rather than ServeDiameter (a LeanHandler's lean
+// requests with ServeLean), so that a request that is not lean gets its answer without AVP
+// objects either.
+type WireHandler interface {
+	Handler
+	ServeWire(r *Request) (ans Answer, resultCode uint32)
 }
 
 // AVPs is a list of AVPs as bytes: a request's body, or a grouped AVP's payload.

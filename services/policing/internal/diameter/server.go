@@ -541,6 +541,10 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 		}
 		r.Message = full
 	}
+	if wh, isWire := h.(WireHandler); isWire {
+		ans, code := wh.ServeWire(r)
+		return ans, code, false
+	}
 	ans, code := h.ServeDiameter(r)
 	return Answer{Message: ans}, code, false
 }

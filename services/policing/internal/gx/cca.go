@@ -71,9 +71,9 @@ func (c *ccaWriter) decision(d Decision, now time.Time) {
 	}
 }
 
-// ccaWriter is where a CCA's (or a RAR's) AVPs go: added to a message (msg: the answer to any
-// request but a lean one, RARs, tests), or written as its wire form (w: a lean request's
-// answer, diameter.Writer: no AVP objects). One encoding, two outputs, the same bytes
+// ccaWriter is where a CCA's (or a RAR's) AVPs go: added to a message (msg: ServeDiameter's
+// answers, for tests and other front ends, and RARs), or written as its wire form (w: the
+// server's answers, diameter.Writer: no AVP objects). One encoding, two outputs, the same bytes
 // (TestCCAWriterBytes); each AVP's flags, vendor and type come from the table (avps.go). A
 // concrete type, not an interface: the Writer stays on the stack.
 type ccaWriter struct {

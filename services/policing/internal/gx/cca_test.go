@@ -91,3 +91,51 @@ func TestCCAWriterBytes(t *testing.T) {
 		t.Fatalf("%d answers past 512 bytes", long)
 	}
 }
+
+// TestCCAOfARequestNotLean: a CCR that is not lean (a Proxy-Info) is decoded whole and its CCA
+// written as bytes too (diameter.WireHandler): 2001, the Proxy-Info echoed after our identity
+// (RFC 6733 §6.2), the decision's AVPs, every AVP as the spec table says (and tshark, recording
+// the connection, decodes it).
+func TestCCAOfARequestNotLean(t *testing.T) {
+	r := newRig(t)
+	proxy := diam.NewAVP(avp.ProxyInfo, avp.Mbit, 0, &diam.GroupedAVP{AVP: []*diam.AVP{
+		diam.NewAVP(avp.ProxyHost, avp.Mbit, 0, datatype.DiameterIdentity("dra.test")),
+		diam.NewAVP(avp.ProxyState, avp.Mbit, 0, datatype.OctetString("state-1")),
+	}})
+	sid := "pgw.test;proxied;1"
+	for _, c := range []struct {
+		m    *diam.Message
+		want uint32 // an AVP of the decision
+	}{
+		{ccr(sid, Initial, 0, append(initialAVPs(), proxy)...), avp.ChargingRuleInstall},
+		{ccr(sid, Update, 1, usedOctets(10), proxy), avp.UsageMonitoringInformation},
+	} {
+		if head, _ := diameter.DecodeLean(mustSerialize(t, c.m), nil); head != nil {
+			t.Fatal("the request is lean: the test does not test what it says")
+		}
+		a := r.send(c.m)
+		if code := r.code(a); code != diam.Success {
+			t.Fatalf("%d: %s", code, a)
+		}
+		if len(a.AVP) < 5 || a.AVP[4].Code != avp.ProxyInfo || a.AVP[4].Len() != proxy.Len() {
+			t.Fatalf("Proxy-Info not echoed after Origin-Realm: %s", a)
+		}
+		if got, err := a.FindAVP(c.want, Vendor3GPP); err != nil || got == nil {
+			t.Fatalf("no AVP %d in %s", c.want, a)
+		}
+		sent, _ := c.m.FindAVP(avp.CCRequestNumber, 0)
+		if got, err := a.FindAVP(avp.CCRequestNumber, 0); err != nil || got.Data != sent.Data {
+			t.Fatalf("CC-Request-Number %v, the CCR's %v (RFC 4006 §3.2)", got, sent)
+		}
+		checkAVPs(t, "CCA", a)
+	}
+}
+
+func mustSerialize(t *testing.T, m *diam.Message) []byte {
+	t.Helper()
+	b, err := m.Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

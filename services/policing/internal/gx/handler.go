@@ -74,8 +74,9 @@ func withHook(d Decision, l luapolicy.GxDecision) Decision {
 	return d
 }
 
-// ServeDiameter implements diameter.Handler. Every CCA, whatever its Result-Code, carries
-// the CCR's identifiers (ccaHead).
+// ServeDiameter implements diameter.Handler: the CCA as a message (tests, other front ends;
+// the server asks ServeWire and ServeLean). Every CCA, whatever its Result-Code, carries the
+// CCR's identifiers (ccaHead).
 func (h *Handler) ServeDiameter(r *diameter.Request) (*diam.Message, uint32) {
 	m := r.Message
 	if m.Header.CommandCode != 272 {
@@ -108,14 +109,32 @@ func (h *Handler) ServeLean(req *diameter.Request, avps diameter.AVPs) (diameter
 	if ccr.Missing != 0 || ccr.RequestType < Initial || ccr.RequestType > Termination {
 		return diameter.Answer{}, 0, false
 	}
-	d, code, now, failed := h.serve(req, &ccr)
+	ans, code := h.serveWire(req, &ccr)
+	return ans, code, true
+}
+
+// ServeWire implements diameter.WireHandler: ServeDiameter with the CCA written as bytes, for
+// a request decoded whole (one that is not lean, or that ServeLean left).
+func (h *Handler) ServeWire(req *diameter.Request) (diameter.Answer, uint32) {
+	m := req.Message
+	if m.Header.CommandCode != 272 {
+		return diameter.Answer{Message: h.Identity.Answer(m, resultCommandUnsupported)}, resultCommandUnsupported
+	}
+	ccr := DecodeCCR(m)
+	return h.serveWire(req, &ccr)
+}
+
+// serveWire answers the CCR r read from req, its CCA written as bytes (the answer to a CCR at
+// fault is a message: serve's).
+func (h *Handler) serveWire(req *diameter.Request, r *CCR) (diameter.Answer, uint32) {
+	d, code, now, failed := h.serve(req, r)
 	if failed != nil {
-		return diameter.Answer{Message: failed}, code, true
+		return diameter.Answer{Message: failed}, code
 	}
 	c := ccaWriter{wire: true} // its Writer on this stack
-	h.Identity.WriteAnswer(&c.w, m, code)
-	c.cca(&ccr, d, code, now)
-	return diameter.Answer{Wire: c.w.Bytes()}, code, true
+	h.Identity.WriteAnswer(&c.w, req.Message, code)
+	c.cca(r, d, code, now)
+	return diameter.Answer{Wire: c.w.Bytes()}, code
 }
 
 // cca writes a CCA after the answer's head (diameter.Identity's Answer or WriteAnswer): the
