@@ -20,7 +20,7 @@ type LeanHandler interface {
 	Handler
 	// ServeLean serves r from its AVPs as bytes (sound and lean: checkAVPs passed them);
 	// r.Message has the header and the top-level Session-Id AVPs only. ok false: the request
-	// is decoded whole and served by ServeDiameter.
+	// is decoded whole and served by ServeWire (a WireHandler's) or ServeDiameter.
 	ServeLean(r *Request, avps AVPs) (ans Answer, resultCode uint32, ok bool)
 }
 
