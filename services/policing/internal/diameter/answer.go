@@ -20,27 +20,43 @@ type Identity struct {
 // when the request has one, then Result-Code, our Origin-Host/Origin-Realm and the
 // request's Proxy-Info AVPs in their order (§6.2).
 func (id Identity) Answer(req *diam.Message, code uint32) *diam.Message {
+	a := newAnswer(req.Header.CommandCode, answerFlags(req, code), req.Header.ApplicationID,
+		req.Header.HopByHopID, req.Header.EndToEndID, req.Dictionary())
+	id.answerAVPs(req, code, a.AddAVP)
+	return a
+}
+
+// WriteAnswer is Answer written into w (Writer: its bytes are Answer's serialized).
+func (id Identity) WriteAnswer(w *Writer, req *diam.Message, code uint32) {
+	w.Header(answerFlags(req, code), req.Header.CommandCode, req.Header.ApplicationID,
+		req.Header.HopByHopID, req.Header.EndToEndID)
+	id.answerAVPs(req, code, w.AVP)
+}
+
+func answerFlags(req *diam.Message, code uint32) uint8 {
 	flags := req.Header.CommandFlags & diam.ProxiableFlag
 	if code >= 3000 && code < 4000 {
 		flags |= diam.ErrorFlag
 	}
-	a := newAnswer(req.Header.CommandCode, flags, req.Header.ApplicationID,
-		req.Header.HopByHopID, req.Header.EndToEndID, req.Dictionary())
+	return flags
+}
+
+// answerAVPs adds an answer's AVPs, in their order, to what add builds.
+func (id Identity) answerAVPs(req *diam.Message, code uint32, add func(*diam.AVP)) {
 	if sid := SessionIDAVP(req); sid != nil && sid.Flags == avp.Mbit {
-		a.AddAVP(sid) // as the answer sends it: shared, not copied (serializing only reads it)
+		add(sid) // as the answer sends it: shared, not copied (serializing only reads it)
 	} else if sid != nil {
-		a.AddAVP(diam.NewAVP(avp.SessionID, avp.Mbit, 0, sid.Data))
+		add(diam.NewAVP(avp.SessionID, avp.Mbit, 0, sid.Data))
 	}
-	a.AddAVP(resultCodeAVP(code))
+	add(resultCodeAVP(code))
 	host, realm := id.avps()
-	a.AddAVP(host)
-	a.AddAVP(realm)
+	add(host)
+	add(realm)
 	for _, p := range req.AVP {
 		if p.Code == avp.ProxyInfo && p.VendorID == 0 {
-			a.AddAVP(p)
+			add(p)
 		}
 	}
-	return a
 }
 
 // SessionIDAVP is the request's Session-Id AVP (nil without one): go-diameter's FindAVP

@@ -33,14 +33,26 @@ type fault struct {
 // or a fixed-size type (Unsigned32, Time…: §4.2) or an IPv4/IPv6 Address of another length,
 // is 5014 with the AVP (its header and a zero payload of its type's size) in Failed-AVP; an
 // AVP the dictionary does not know with the M bit is 5001 with the AVP as received. nil: the
-// AVPs are sound.
-func checkAVPs(body []byte, app uint32, d *dict.Parser) *fault {
+// AVPs are sound. In the same pass (one walk over the bytes, one type lookup per AVP) it
+// tells whether sound AVPs are lean (lean.go: a handler may read them from the bytes).
+func checkAVPs(body []byte, app uint32, d *dict.Parser) (f *fault, lean bool) {
+	return check(body, tableOf(app, d), app, d)
+}
+
+// noFault reports whether checkAVPs finds body sound.
+func noFault(body []byte, app uint32, d *dict.Parser) bool {
+	f, _ := checkAVPs(body, app, d)
+	return f == nil
+}
+
+func check(body []byte, t *appTable, app uint32, d *dict.Parser) (f *fault, lean bool) {
+	lean = true
 	for len(body) > 0 {
 		if len(body) < 8 {
 			h := make([]byte, 8)
 			copy(h, body)
 			code := binary.BigEndian.Uint32(h[0:4])
-			return &fault{resultInvalidAVPLength, example(code, h[4]&^avp.Vbit, 0, typeOf(app, code, 0, d))}
+			return &fault{resultInvalidAVPLength, example(code, h[4]&^avp.Vbit, 0, typeOf(app, code, 0, d))}, false
 		}
 		code, flags := binary.BigEndian.Uint32(body[0:4]), body[4]
 		length := int(binary.BigEndian.Uint32(body[4:8]) & 0xffffff)
@@ -48,31 +60,37 @@ func checkAVPs(body []byte, app uint32, d *dict.Parser) *fault {
 		if flags&avp.Vbit != 0 {
 			hdr = 12
 			if len(body) < 12 {
-				return &fault{resultInvalidAVPLength, example(code, flags&^avp.Vbit, 0, typeOf(app, code, 0, d))}
+				return &fault{resultInvalidAVPLength, example(code, flags&^avp.Vbit, 0, typeOf(app, code, 0, d))}, false
 			}
 			vendor = binary.BigEndian.Uint32(body[8:12])
 		}
-		typ, known := lookupType(app, code, vendor, d)
+		types := typesIn(t, app, code, vendor, d)
+		typ, known := types.check()
 		if length < hdr || length > len(body) {
-			return &fault{resultInvalidAVPLength, example(code, flags, vendor, typ)}
+			return &fault{resultInvalidAVPLength, example(code, flags, vendor, typ)}, false
 		}
 		payload := body[hdr:length]
+		next := (length + 3) &^ 3
 		switch {
 		case !known:
 			if flags&avp.Mbit != 0 {
-				return &fault{resultAVPUnsupported, diam.NewAVP(code, flags, vendor, datatype.OctetString(payload))}
+				return &fault{resultAVPUnsupported, diam.NewAVP(code, flags, vendor, datatype.OctetString(payload))}, false
 			}
 		case !lengthFits(typ, payload):
-			return &fault{resultInvalidAVPLength, example(code, flags, vendor, typ)}
+			return &fault{resultInvalidAVPLength, example(code, flags, vendor, typ)}, false
 		case typ == datatype.GroupedType:
-			if f := checkAVPs(payload, app, d); f != nil {
-				return f
+			f, inner := check(payload, t, app, d)
+			if f != nil {
+				return f, false
 			}
+			lean = lean && inner
 		}
-		next := min((length+3)&^3, len(body))
-		body = body[next:]
+		if lean {
+			lean = next <= len(body) && leanValue(types, payload)
+		}
+		body = body[min(next, len(body)):]
 	}
-	return nil
+	return nil, lean
 }
 
 // typeOf is the dictionary's type of an AVP (OctetString when unknown).
@@ -81,22 +99,41 @@ func typeOf(app, code, vendor uint32, d *dict.Parser) datatype.TypeID {
 	return typ
 }
 
-// typeKey names a cached dictionary answer: byCode for go-diameter's decoding's lookup
-// (FindAVPByCode, decodeType), else checkAVPs' (FindAVPWithVendor, lookupType).
-type typeKey struct {
-	app, code, vendor uint32
-	byCode            bool
+// avpTypes is what the request path asks the dictionary of one AVP, both answers in one word
+// (one cache slot, one lookup per AVP for checkAVPs and the decoding): its type and whether
+// the dictionary knows it as checkAVPs looks it up (FindAVPWithVendor; OctetString when not),
+// and as go-diameter's decoding does (FindAVPByCode, which DecodeAVP asks: it may find another
+// definition). Packed: 1<<31 | decodeKnown<<24 | decodeType<<16 | checkKnown<<8 | checkType.
+type avpTypes uint32
+
+func (t avpTypes) check() (datatype.TypeID, bool) {
+	return datatype.TypeID(t & 0xff), t&0x100 != 0
 }
 
-type typeEntry struct {
-	typ   datatype.TypeID
-	known bool
+func (t avpTypes) decode() (datatype.TypeID, bool) {
+	return datatype.TypeID(t >> 16 & 0xff), t&0x1000000 != 0
 }
+
+// findTypes asks the dictionary.
+func findTypes(app, code, vendor uint32, d *dict.Parser) avpTypes {
+	t := avpTypes(1<<31 | datatype.OctetStringType<<16 | datatype.OctetStringType)
+	if def, err := d.FindAVPWithVendor(app, code, vendor); err == nil && def != nil {
+		t = t&^0xff | 0x100 | avpTypes(def.Data.Type)&0xff
+	}
+	if def, err := d.FindAVPByCode(app, code, vendor); def != nil {
+		_ = err // go-diameter decodes with the definition it found, error or not
+		t = t&^0xff0000 | 0x1000000 | (avpTypes(def.Data.Type)&0xff)<<16
+	}
+	return t
+}
+
+// typeKey names a cached dictionary answer.
+type typeKey struct{ app, code, vendor uint32 }
 
 // types caches the dictionary's answers for the default dictionary (go-diameter's lookup
 // locks and probes several maps: 4% of a CCR-U's CPU), copied on write: a peer's AVPs are a
 // few dozen kinds, and an unknown one is cached only up to typesMax.
-var types atomic.Pointer[map[typeKey]typeEntry]
+var types atomic.Pointer[map[typeKey]avpTypes]
 
 const typesMax = 4096
 
@@ -108,11 +145,12 @@ func DictionaryChanged() {
 	lastTable.Store(nil)
 }
 
-// appTable is the cached types of one application's AVPs: [byCode][3GPP][code], 0 when not
-// looked up yet, else 1<<16 | known<<8 | type.
+// appTable is the cached types of one application's AVPs of the base protocol and Gx (codes
+// under 2048, no vendor or 3GPP): [3GPP][code], 0 when not looked up yet. An array, not the
+// map: the map's hashing was a sixth of a CCR-U's CPU.
 type appTable struct {
 	app uint32
-	e   [2][2][2048]atomic.Uint32
+	e   [2][2048]atomic.Uint32
 }
 
 // appTables are the tables of the applications seen (a node serves a few: the base protocol,
@@ -125,6 +163,8 @@ const appTablesMax = 8
 // application, and its lookups were a third of the types' cost.
 var lastTable atomic.Pointer[appTable]
 
+// appTypesOf is the table of app's AVPs in the default dictionary; nil past appTablesMax
+// applications.
 func appTypesOf(app uint32) *appTable {
 	if t := lastTable.Load(); t != nil && t.app == app {
 		return t
@@ -153,6 +193,37 @@ func appTypesOf(app uint32) *appTable {
 	}
 }
 
+// tableOf is the table for a request of app decoded with d: nil for another dictionary than
+// the default one (typesIn then asks it).
+func tableOf(app uint32, d *dict.Parser) *appTable {
+	if d != dict.Default {
+		return nil
+	}
+	return appTypesOf(app)
+}
+
+// lookupType is the dictionary's type of an AVP and whether the dictionary knows it
+// (OctetString when not), as checkAVPs looks it up.
+func lookupType(app, code, vendor uint32, d *dict.Parser) (datatype.TypeID, bool) {
+	return typesIn(tableOf(app, d), app, code, vendor, d).check()
+}
+
+// typesIn is an AVP's types (cached for the default dictionary only): from t, the table of
+// the request's application (tableOf, looked up once per request), when the AVP has a place
+// in it, else from the map.
+func typesIn(t *appTable, app, code, vendor uint32, d *dict.Parser) avpTypes {
+	if t != nil && code < 2048 && (vendor == 0 || vendor == Vendor3GPP) {
+		slot := &t.e[b2i(vendor != 0)][code]
+		if v := slot.Load(); v != 0 {
+			return avpTypes(v)
+		}
+		v := findTypes(app, code, vendor, d)
+		slot.Store(uint32(v))
+		return v
+	}
+	return mapTypes(typeKey{app, code, vendor}, d)
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -160,54 +231,29 @@ func b2i(b bool) int {
 	return 0
 }
 
-// lookupType is the dictionary's type of an AVP and whether the dictionary knows it
-// (OctetString when not).
-func lookupType(app, code, vendor uint32, d *dict.Parser) (datatype.TypeID, bool) {
-	return cachedType(typeKey{app, code, vendor, false}, d, func() typeEntry {
-		if def, err := d.FindAVPWithVendor(app, code, vendor); err == nil && def != nil {
-			return typeEntry{def.Data.Type, true}
-		}
-		return typeEntry{typ: datatype.OctetStringType}
-	})
-}
-
-// cachedType is the cached answer for k (the default dictionary's only), else find's. The
-// AVPs of the base protocol and of Gx (codes under 2048, no vendor or 3GPP) are looked up in
-// an array (the map's hashing was a sixth of a CCR-U's CPU once three lookups per AVP were
-// made), any other in the map.
-func cachedType(k typeKey, d *dict.Parser, find func() typeEntry) (datatype.TypeID, bool) {
-	if d == dict.Default && k.code < 2048 && (k.vendor == 0 || k.vendor == Vendor3GPP) {
-		if t := appTypesOf(k.app); t != nil {
-			slot := &t.e[b2i(k.byCode)][b2i(k.vendor != 0)][k.code]
-			if v := slot.Load(); v != 0 {
-				return datatype.TypeID(v & 0xff), v&0x100 != 0
-			}
-			e := find()
-			slot.Store(1<<16 | uint32(b2i(e.known))<<8 | uint32(e.typ)&0xff)
-			return e.typ, e.known
-		}
-	}
+// mapTypes is typesIn for the AVPs the tables have no place for.
+func mapTypes(k typeKey, d *dict.Parser) avpTypes {
 	cached := d == dict.Default
 	if cached {
 		if m := types.Load(); m != nil {
-			if e, ok := (*m)[k]; ok {
-				return e.typ, e.known
+			if v, ok := (*m)[k]; ok {
+				return v
 			}
 		}
 	}
-	e := find()
+	v := findTypes(k.app, k.code, k.vendor, d)
 	if cached {
 		old := types.Load()
 		if old == nil || len(*old) < typesMax {
-			next := make(map[typeKey]typeEntry, 16)
+			next := make(map[typeKey]avpTypes, 16)
 			if old != nil {
 				maps.Copy(next, *old)
 			}
-			next[k] = e
+			next[k] = v
 			types.CompareAndSwap(old, &next)
 		}
 	}
-	return e.typ, e.known
+	return v
 }
 
 // lengthFits reports whether a payload has a length its type allows.
@@ -284,7 +330,7 @@ func topLevel(body []byte, app uint32, d *dict.Parser) []*diam.AVP {
 			break
 		}
 		if code := binary.BigEndian.Uint32(body[0:4]); (code == avp.SessionID || code == avp.ProxyInfo) && body[4]&avp.Vbit == 0 &&
-			checkAVPs(body[:length], app, d) == nil && decodes(body[:length], app, d) {
+			noFault(body[:length], app, d) && decodes(body[:length], app, d) {
 			if a, err := diam.DecodeAVP(body[:length], app, d); err == nil {
 				out = append(out, a)
 			}

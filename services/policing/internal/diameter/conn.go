@@ -233,8 +233,11 @@ func (s *Server) read(c *peerConn) {
 			return
 		}
 		// A request its handler reads from its bytes needs only its head decoded (lean.go).
-		m, lean := s.decodeLean(frame), frame
-		if m == nil {
+		var m *diam.Message
+		lean := s.decodeLean(frame)
+		if lean != nil {
+			m = &lean.m
+		} else {
 			var (
 				code   uint32
 				failed *diam.AVP
@@ -244,7 +247,6 @@ func (s *Server) read(c *peerConn) {
 				s.answerUndecodable(c, frame, code, failed)
 				continue
 			}
-			lean = nil
 		}
 		if m.Header.CommandFlags&diam.RequestFlag == 0 {
 			s.out.deliver(m) // the answer to a request this node sent (request.go)
@@ -300,7 +302,7 @@ func decode(frame []byte) (m *diam.Message, code uint32, failed *diam.AVP) {
 		return nil, resultCommandUnsupported, nil
 	}
 	if h.CommandFlags&diam.RequestFlag != 0 {
-		if f := checkAVPs(frame[diam.HeaderLength:], h.ApplicationID, dict.Default); f != nil {
+		if f, _ := checkAVPs(frame[diam.HeaderLength:], h.ApplicationID, dict.Default); f != nil {
 			return nil, f.code, f.failed
 		}
 		if m = decodeChecked(h, frame, dict.Default); m != nil {
@@ -352,7 +354,7 @@ func (id Identity) undecodableAnswer(frame []byte, code uint32, failed *diam.AVP
 type appRequest struct {
 	c    *peerConn
 	m    *diam.Message
-	lean []byte
+	lean *leanHead
 	done *sync.WaitGroup
 }
 

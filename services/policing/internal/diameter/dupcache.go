@@ -40,15 +40,24 @@ func newDupCache(size int, ttl time.Duration) *dupCache {
 	return dedup.New[uint64, dupKey](dedup.Options[uint64]{Size: size, TTL: ttl})
 }
 
-// putAnswer keeps the answer to k, read at now.
-func putAnswer(d *dupCache, k dupKey, answer []byte, now time.Time) {
-	d.Finish(k.slot(), k, answer, now)
+// dupRef is a request's key with its slot, hashed once for the request's lookup and its
+// answer's keeping (the two hashes were a twentieth of a CCR-U's CPU).
+type dupRef struct {
+	k    dupKey
+	slot uint64
 }
 
-// cachedAnswer is the answer to k read at now, re-addressed to the retransmission's
+func refOf(k dupKey) dupRef { return dupRef{k, k.slot()} }
+
+// putAnswer keeps the answer to r, read at now.
+func putAnswer(d *dupCache, r dupRef, answer []byte, now time.Time) {
+	d.Finish(r.slot, r.k, answer, now)
+}
+
+// cachedAnswer is the answer to r read at now, re-addressed to the retransmission's
 // Hop-by-Hop-Id.
-func cachedAnswer(d *dupCache, k dupKey, hopByHop uint32, now time.Time) ([]byte, bool) {
-	a, st := d.Begin(k.slot(), k, now)
+func cachedAnswer(d *dupCache, r dupRef, hopByHop uint32, now time.Time) ([]byte, bool) {
+	a, st := d.Begin(r.slot, r.k, now)
 	if st != dedup.Answered {
 		return nil, false
 	}

@@ -20,14 +20,14 @@ func TestDupCache(t *testing.T) {
 		return b
 	}
 	found := func(i int) bool {
-		b, ok := cachedAnswer(d, dupKey{"pcef", fmt.Sprint("s", i), uint32(i)}, 0xabcd, now)
+		b, ok := cachedAnswer(d, refOf(dupKey{"pcef", fmt.Sprint("s", i), uint32(i)}), 0xabcd, now)
 		if ok && (binary.BigEndian.Uint32(b[12:16]) != 0xabcd || binary.BigEndian.Uint32(b[16:20]) != uint32(i)) {
 			t.Fatalf("answer %d: %x", i, b)
 		}
 		return ok
 	}
 	for i := range 3 * size {
-		putAnswer(d, dupKey{"pcef", fmt.Sprint("s", i), uint32(i)}, answer(i), now)
+		putAnswer(d, refOf(dupKey{"pcef", fmt.Sprint("s", i), uint32(i)}), answer(i), now)
 		for j := max(0, i-size+1); j <= i; j++ {
 			if !found(j) {
 				t.Fatalf("after %d puts, answer %d (of the last %d) not found", i+1, j, size)
@@ -40,10 +40,10 @@ func TestDupCache(t *testing.T) {
 		}
 	}
 	last := 3*size - 1
-	if _, ok := cachedAnswer(d, dupKey{"pcef", "another session", uint32(last)}, 1, now); ok {
+	if _, ok := cachedAnswer(d, refOf(dupKey{"pcef", "another session", uint32(last)}), 1, now); ok {
 		t.Fatal("another session's request with the same End-to-End-Id got the cached answer")
 	}
-	if _, ok := cachedAnswer(d, dupKey{"pcef", fmt.Sprint("s", last), uint32(last)}, 1, now.Add(31*time.Second)); ok {
+	if _, ok := cachedAnswer(d, refOf(dupKey{"pcef", fmt.Sprint("s", last), uint32(last)}), 1, now.Add(31*time.Second)); ok {
 		t.Fatal("an answer older than the TTL was replayed")
 	}
 }
@@ -60,16 +60,16 @@ func BenchmarkDupCache(b *testing.B) {
 	}
 	answer := make([]byte, 200)
 	for i := range 2 * 8192 {
-		putAnswer(d, dupKey{"pcef.loadgen", ids[i%sessions], uint32(i)}, answer, now)
+		putAnswer(d, refOf(dupKey{"pcef.loadgen", ids[i%sessions], uint32(i)}), answer, now)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		e2e := uint32(i + 2*8192)
 		sid := ids[i%sessions]
-		if _, ok := cachedAnswer(d, dupKey{"pcef.loadgen", sid, e2e}, 1, now); ok {
+		if _, ok := cachedAnswer(d, refOf(dupKey{"pcef.loadgen", sid, e2e}), 1, now); ok {
 			b.Fatal("hit")
 		}
-		putAnswer(d, dupKey{"pcef.loadgen", sid, e2e}, answer, now)
+		putAnswer(d, refOf(dupKey{"pcef.loadgen", sid, e2e}), answer, now)
 	}
 }

@@ -13,27 +13,45 @@ import (
 // few values Gx uses out of it was a fifth of a CCR-U's CPU and half its allocations. A
 // LeanHandler reads what it needs from the request's bytes instead, and the server decodes only
 // the head it reads itself. That is done only for a request that decodeChecked would decode
-// (leanAVPs): anything else takes the path of before, so answers do not change.
+// (checkAVPs, leanValue): anything else takes the path of before, so answers do not change.
 
 // LeanHandler is a Handler that can serve requests from their bytes.
 type LeanHandler interface {
 	Handler
-	// ServeLean serves r from its AVPs as bytes (sound: checkAVPs and leanAVPs passed them);
+	// ServeLean serves r from its AVPs as bytes (sound and lean: checkAVPs passed them);
 	// r.Message has the header and the top-level Session-Id AVPs only. ok false: the request
-	// is decoded whole and served by ServeDiameter.
-	ServeLean(r *Request, avps AVPs) (ans *diam.Message, resultCode uint32, ok bool)
+	// is decoded whole and served by ServeWire (a WireHandler's) or ServeDiameter.
+	ServeLean(r *Request, avps AVPs) (ans Answer, resultCode uint32, ok bool)
+}
+
+// Answer is a LeanHandler's or WireHandler's answer: a message, or its wire form when the
+// handler wrote it (Writer; Message nil), sent as it is.
+type Answer struct {
+	Message *diam.Message
+	Wire    []byte
+}
+
+// WireHandler is a Handler that can write its answers in wire form (Writer): the server serves
+// a request decoded whole with ServeWire rather than ServeDiameter (a LeanHandler's lean
+// requests with ServeLean), so that a request that is not lean gets its answer without AVP
+// objects either.
+type WireHandler interface {
+	Handler
+	ServeWire(r *Request) (ans Answer, resultCode uint32)
 }
 
 // AVPs is a list of AVPs as bytes: a request's body, or a grouped AVP's payload.
 type AVPs struct {
 	b   []byte
 	app uint32
+	t   *appTable // app's types (tableOf), looked up once per request
 }
 
 // RawAVP is one AVP as bytes.
 type RawAVP struct {
 	Code, Vendor uint32
 	app          uint32
+	t            *appTable
 	Flags        uint8
 	// Data is the payload without padding, aliasing the request's frame: copy what is kept.
 	Data []byte
@@ -42,21 +60,22 @@ type RawAVP struct {
 // Type is the AVP's data type as the request's decoding gives it (decodeType): looked up when
 // asked, for the AVPs a handler reads.
 func (a RawAVP) Type() datatype.TypeID {
-	t, _ := decodeType(a.app, a.Code, a.Vendor, dict.Default)
+	t, _ := typesIn(a.t, a.app, a.Code, a.Vendor, dict.Default).decode()
 	return t
 }
 
 // Group is the AVPs of a grouped AVP.
-func (a RawAVP) Group() AVPs { return AVPs{a.Data, a.app} }
+func (a RawAVP) Group() AVPs { return AVPs{a.Data, a.app, a.t} }
 
-// Next is the first AVP of l, and l then holds the rest; false when l is empty. A cursor, not
-// an iterator function: the callers' values stay on their stacks.
-func (l *AVPs) Next() (RawAVP, bool) {
+// Next reads the first AVP of l into a, and l then holds the rest; false when l is empty. A
+// cursor, not an iterator function: the callers' values stay on their stacks (a, written in
+// place: a copy returned for every AVP read was a cost of its own).
+func (l *AVPs) Next(a *RawAVP) bool {
 	b := l.b
 	if len(b) < 8 {
-		return RawAVP{}, false
+		return false
 	}
-	a := RawAVP{Code: binary.BigEndian.Uint32(b[0:4]), Flags: b[4], app: l.app}
+	a.Code, a.Flags, a.app, a.t, a.Vendor = binary.BigEndian.Uint32(b[0:4]), b[4], l.app, l.t, 0
 	length := int(binary.BigEndian.Uint32(b[4:8]) & 0xffffff)
 	hdr := 8
 	if a.Flags&avp.Vbit != 0 {
@@ -64,76 +83,63 @@ func (l *AVPs) Next() (RawAVP, bool) {
 	}
 	a.Data = b[hdr:length:length]
 	l.b = b[min((length+3)&^3, len(b)):]
-	return a, true
+	return true
 }
 
-// leanAVPs reports whether every AVP of body (checked by checkAVPs), grouped ones' included, is
-// of a type whose value decodeChecked takes without go-diameter's decoder failing on it — known
-// to the dictionary, a string, a grouped AVP whose padding adds up, a fixed-size number of its
-// size, an IPv4 or IPv6 Address — so that reading the bytes gives what decoding them gives.
-// Anything else (another type, another address family) is left to the path of before.
-func leanAVPs(body []byte, app uint32) bool {
-	for len(body) > 0 {
-		if len(body) < 8 {
-			return false
-		}
-		flags := body[4]
-		length := int(binary.BigEndian.Uint32(body[4:8]) & 0xffffff)
-		hdr, vendor := 8, uint32(0)
-		if flags&avp.Vbit != 0 {
-			if len(body) < 12 {
-				return false
-			}
-			hdr, vendor = 12, binary.BigEndian.Uint32(body[8:12])
-		}
-		next := (length + 3) &^ 3
-		if length < hdr || next > len(body) {
-			return false
-		}
-		typ, known := decodeType(app, binary.BigEndian.Uint32(body[0:4]), vendor, dict.Default)
-		payload := body[hdr:length]
-		switch typ {
-		case datatype.GroupedType:
-			if !leanAVPs(payload, app) {
-				return false
-			}
-		case datatype.OctetStringType, datatype.UTF8StringType, datatype.DiameterIdentityType:
-		case datatype.Unsigned32Type, datatype.Integer32Type, datatype.EnumeratedType, datatype.TimeType,
-			datatype.Unsigned64Type, datatype.Integer64Type:
-			if !lengthFits(typ, payload) {
-				return false
-			}
-		case datatype.AddressType:
-			if !lengthFits(typ, payload) { // its family's length when the family is 1 or 2
-				return false
-			}
-			if family := binary.BigEndian.Uint16(payload); family != 1 && family != 2 {
-				return false
-			}
-		default:
-			return false
-		}
-		if !known {
-			return false
-		}
-		body = body[next:]
+// leanValue reports whether the value of a sound AVP (checkAVPs) of the types t is one
+// decodeChecked takes without go-diameter's decoder failing on it — known to the dictionary, a
+// string, a grouped AVP (checkAVPs walked its AVPs: both lookups make it grouped), a
+// fixed-size number of its size, an IPv4 or IPv6 Address — so that reading the bytes gives
+// what decoding them gives. Anything else (another type, another address family) is left to
+// the path of before.
+func leanValue(t avpTypes, payload []byte) bool {
+	typ, known := t.decode()
+	if !known {
+		return false
 	}
-	return true
+	switch typ {
+	case datatype.GroupedType:
+		checked, _ := t.check()
+		return checked == datatype.GroupedType
+	case datatype.OctetStringType, datatype.UTF8StringType, datatype.DiameterIdentityType:
+		return true
+	case datatype.Unsigned32Type, datatype.Integer32Type, datatype.EnumeratedType, datatype.TimeType,
+		datatype.Unsigned64Type, datatype.Integer64Type:
+		return lengthFits(typ, payload)
+	case datatype.AddressType: // its family's length when the family is 1 or 2
+		if !lengthFits(typ, payload) {
+			return false
+		}
+		family := binary.BigEndian.Uint16(payload)
+		return family == 1 || family == 2
+	}
+	return false
 }
 
 // decodeLean is the head of a request the application's handler can serve from its bytes
 // (LeanHandler, DecodeLean), nil when the request is to be decoded whole (decode): another
 // application's, or a Destination-Realm or -Host destination refuses (it answers from the
 // decoded AVPs; the head has none, so destination lets it through).
-func (s *Server) decodeLean(frame []byte) *diam.Message {
+func (s *Server) decodeLean(frame []byte) *leanHead {
 	if len(frame) < diam.HeaderLength {
 		return nil
 	}
 	if _, isLean := s.opt.Apps[binary.BigEndian.Uint32(frame[8:12])].(LeanHandler); !isLean {
 		return nil
 	}
-	head, _ := DecodeLean(frame, func(code uint32, value []byte) bool { return s.misaddressed(code, string(value)) == 0 })
-	return head
+	return decodeHead(frame, func(code uint32, value []byte) bool { return s.misaddressed(code, string(value)) == 0 })
+}
+
+// leanHead is a lean request as the server serves it, in one allocation: its frame and AVPs,
+// its head (m) and the Request its handler is given.
+type leanHead struct {
+	frame []byte
+	avps  AVPs
+	m     diam.Message
+	h     diam.Header
+	ptrs  [headMax]*diam.AVP
+	sids  [headMax]diam.AVP
+	req   Request
 }
 
 // headMax bounds the Session-Id AVPs of a lean request's head: more are decoded whole.
@@ -142,56 +148,60 @@ const headMax = 2
 // DecodeLean is a request's head, its header and its top-level Session-Id AVPs decoded as
 // decodeChecked decodes them, and its AVPs as bytes, when it can be served from them; nil
 // when it is to be decoded whole: not a plain request (an answer, the E bit), a command the
-// dictionary does not know, AVPs checkAVPs faults or that are not lean (leanAVPs), a
+// dictionary does not know, AVPs checkAVPs faults or finds not lean, a
 // Proxy-Info (the answer carries it back decoded), a top-level Destination-Realm or -Host of
 // vendor 0 that addressed (nil: any) refuses.
 func DecodeLean(frame []byte, addressed func(code uint32, value []byte) bool) (*diam.Message, AVPs) {
+	x := decodeHead(frame, addressed)
+	if x == nil {
+		return nil, AVPs{}
+	}
+	return &x.m, x.avps
+}
+
+// decodeHead is DecodeLean's.
+func decodeHead(frame []byte, addressed func(code uint32, value []byte) bool) *leanHead {
 	var h diam.Header
 	if h.DecodeFromBytes(frame) != nil || h.CommandFlags&(diam.RequestFlag|diam.ErrorFlag) != diam.RequestFlag {
-		return nil, AVPs{}
+		return nil
 	}
 	if _, err := dict.Default.FindCommand(h.ApplicationID, h.CommandCode); err != nil {
-		return nil, AVPs{}
+		return nil
 	}
 	body := frame[diam.HeaderLength:]
-	if checkAVPs(body, h.ApplicationID, dict.Default) != nil || !leanAVPs(body, h.ApplicationID) {
-		return nil, AVPs{}
+	t := tableOf(h.ApplicationID, dict.Default)
+	if f, lean := check(body, t, h.ApplicationID, dict.Default); f != nil || !lean {
+		return nil
 	}
-	x := &struct {
-		m    diam.Message
-		h    diam.Header
-		ptrs [headMax]*diam.AVP
-		avps [headMax]diam.AVP
-	}{}
+	x := &leanHead{frame: frame, avps: AVPs{body, h.ApplicationID, t}}
 	initMessage(&x.m, &x.h, h.CommandCode, h.CommandFlags, h.ApplicationID, h.HopByHopID, h.EndToEndID, dict.Default)
 	x.h.MessageLength = uint32(len(frame))
 	x.m.AVP = x.ptrs[:0]
-	all := AVPs{body, h.ApplicationID}
-	for l := all; ; {
-		a, ok := l.Next()
-		if !ok {
-			return &x.m, all
+	var a RawAVP
+	for l := x.avps; ; {
+		if !l.Next(&a) {
+			return x
 		}
 		switch a.Code {
 		case avp.ProxyInfo:
-			return nil, AVPs{}
+			return nil
 		case avp.DestinationRealm, avp.DestinationHost:
 			if a.Vendor == 0 && addressed != nil && (!StringType(a.Type()) || !addressed(a.Code, a.Data)) {
-				return nil, AVPs{}
+				return nil
 			}
 		case avp.SessionID:
 			n, typ := len(x.m.AVP), a.Type()
 			if n == headMax || typ == datatype.GroupedType {
-				return nil, AVPs{}
+				return nil
 			}
-			d := &x.avps[n]
+			d := &x.sids[n]
 			hdr := 8
 			if a.Flags&avp.Vbit != 0 {
 				hdr = 12
 			}
 			d.Code, d.Flags, d.VendorID, d.Length, d.Data = a.Code, a.Flags, a.Vendor, hdr+len(a.Data), value(typ, a.Data)
 			if d.Data == nil {
-				return nil, AVPs{}
+				return nil
 			}
 			x.m.AVP = append(x.m.AVP, d)
 		}

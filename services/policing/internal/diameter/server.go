@@ -350,42 +350,46 @@ func (s *Server) state(c *peerConn) (PeerInfo, bool) {
 }
 
 // serve answers one request: thin, it picks the command's function and writes its answer.
-// lean is the request's frame when m is only its head (decodeLean), else nil.
-func (s *Server) serve(c *peerConn, m *diam.Message, lean []byte) {
+// lean is the request when m is only its head (decodeLean), else nil.
+func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead) {
 	start := time.Now()
 	var (
-		ans     *diam.Message
+		ans     Answer
 		code    uint32
 		closeIt bool
 		name    string
 	)
 	// The peer's state, read once for the request (each read takes the server's lock).
 	info, open := s.state(c)
+	var ref dupRef // an accepted peer's request in the duplicate cache (replay, write)
+	if open {
+		ref = refOf(dupKey{info.OriginHost, sessionID(m), m.Header.EndToEndID})
+	}
 	switch {
 	case m.Header.CommandFlags&diam.ErrorFlag != 0:
 		// RFC 6733 §3: a request never has the E bit.
 		name = commandName(m)
-		ans, code = s.id.Answer(m, resultInvalidHdrBits), resultInvalidHdrBits
+		ans.Message, code = s.id.Answer(m, resultInvalidHdrBits), resultInvalidHdrBits
 	case m.Header.CommandCode == cmdCER:
 		name = "CER"
-		ans, code, closeIt = s.cer(c, m)
+		ans.Message, code, closeIt = s.cer(c, m)
 	case m.Header.CommandCode == cmdDWR:
 		name = "DWR"
-		ans, code, closeIt = s.base(open, m)
+		ans.Message, code, closeIt = s.base(open, m)
 	case m.Header.CommandCode == cmdDPR:
 		name = "DPR"
-		ans, code, _ = s.base(open, m)
+		ans.Message, code, _ = s.base(open, m)
 		closeIt = true // RFC 6733 §5.4: the connection closes after DPA
 	default:
 		name = commandName(m)
-		if open && s.replay(c, info, m, start) {
+		if open && s.replay(c, ref, m, start) {
 			return
 		}
 		ans, code, closeIt = s.app(c, info, open, m, lean, start)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	transactions.Inc()
-	s.write(c, m, ans, name, start, info, open)
+	s.write(c, m, ans, name, start, ref, open)
 	answered, took := requestMetrics(name, code)
 	answered.Inc()
 	took.Observe(time.Since(start).Seconds())
@@ -404,8 +408,8 @@ func codeLabel(code uint32) string {
 
 // replay answers a retransmitted application request of an accepted peer from the cache
 // (counted, not processed again); now is when the request was read.
-func (s *Server) replay(c *peerConn, info PeerInfo, m *diam.Message, now time.Time) bool {
-	b, ok := cachedAnswer(s.dups, dupKey{info.OriginHost, sessionID(m), m.Header.EndToEndID}, m.Header.HopByHopID, now)
+func (s *Server) replay(c *peerConn, ref dupRef, m *diam.Message, now time.Time) bool {
+	b, ok := cachedAnswer(s.dups, ref, m.Header.HopByHopID, now)
 	if !ok {
 		return false
 	}
@@ -418,16 +422,19 @@ func (s *Server) replay(c *peerConn, info PeerInfo, m *diam.Message, now time.Ti
 
 // write sends the answer; an application answer is kept for retransmissions of its request,
 // before it leaves: a peer that retransmits the moment it has the answer finds it cached,
-// dated when the request was read (read, the time serve took once for all it does). info and
-// open are the peer's state as serve read it.
-func (s *Server) write(c *peerConn, req, ans *diam.Message, name string, read time.Time, info PeerInfo, open bool) {
-	if !serializable(ans.AVP) {
-		s.opt.Log.Error("diameter: answer not serialized: an AVP without data", "command", name)
-		return
+// dated when the request was read (read, the time serve took once for all it does). open is
+// the peer's state as serve read it, ref the request's key in the cache.
+func (s *Server) write(c *peerConn, req *diam.Message, ans Answer, name string, read time.Time, ref dupRef, open bool) {
+	b := ans.Wire
+	if b == nil {
+		if !serializable(ans.Message.AVP) {
+			s.opt.Log.Error("diameter: answer not serialized: an AVP without data", "command", name)
+			return
+		}
+		b = serialize(ans.Message)
 	}
-	b := serialize(ans)
 	if req.Header.ApplicationID != 0 && open {
-		putAnswer(s.dups, dupKey{info.OriginHost, sessionID(req), req.Header.EndToEndID}, b, read)
+		putAnswer(s.dups, ref, b, read)
 	}
 	if _, err := c.Write(b); err != nil {
 		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
@@ -506,44 +513,53 @@ func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) 
 }
 
 // app serves an application request of the peer info (open: its capabilities exchange
-// succeeded) on c, read at start; lean is the request's frame when m is only its head
-// (decodeLean).
-func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean []byte, start time.Time) (*diam.Message, uint32, bool) {
+// succeeded) on c, read at start; lean is the request when m is only its head (decodeLean).
+func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean *leanHead, start time.Time) (Answer, uint32, bool) {
 	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
-		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true
+		return Answer{Message: s.id.Answer(m, ResultUnknownPeer)}, ResultUnknownPeer, true
 	}
 	h := s.opt.Apps[m.Header.ApplicationID]
 	if h == nil {
-		return s.id.Answer(m, diam.ApplicationUnsupported), diam.ApplicationUnsupported, false
+		return Answer{Message: s.id.Answer(m, diam.ApplicationUnsupported)}, diam.ApplicationUnsupported, false
 	}
 	if code := s.destination(m); code != 0 {
-		return s.id.Answer(m, code), code, false
+		return Answer{Message: s.id.Answer(m, code)}, code, false
 	}
 	if s.inFlight.Add(1) > int64(s.opt.MaxInFlight) {
 		s.inFlight.Add(-1)
-		return s.id.Answer(m, ResultTooBusy), ResultTooBusy, false
+		return Answer{Message: s.id.Answer(m, ResultTooBusy)}, ResultTooBusy, false
 	}
 	defer s.inFlight.Add(-1)
-	r := &Request{Peer: info, Message: m}
+	var r *Request
+	if lean != nil {
+		r = &lean.req // allocated with the head
+	} else {
+		r = &Request{}
+	}
+	r.Peer, r.Message = info, m
 	r.rc.parent, r.rc.read, r.rc.timeout = c.ctx, start, s.opt.RequestTimeout
 	r.ctx = &r.rc
 	defer r.rc.release()
 	if lean != nil {
 		if lh, isLean := h.(LeanHandler); isLean {
-			if ans, code, ok := lh.ServeLean(r, AVPs{lean[diam.HeaderLength:], m.Header.ApplicationID}); ok {
+			if ans, code, ok := lh.ServeLean(r, lean.avps); ok {
 				return ans, code, false
 			}
 		}
 		// Decoded whole (it decodes: decodeLean checked it), for the handler's path of before.
-		full, code, failed := decode(lean)
+		full, code, failed := decode(lean.frame)
 		if code != 0 {
-			return s.id.undecodableAnswer(lean, code, failed), code, false
+			return Answer{Message: s.id.undecodableAnswer(lean.frame, code, failed)}, code, false
 		}
 		r.Message = full
 	}
+	if wh, isWire := h.(WireHandler); isWire {
+		ans, code := wh.ServeWire(r)
+		return ans, code, false
+	}
 	ans, code := h.ServeDiameter(r)
-	return ans, code, false
+	return Answer{Message: ans}, code, false
 }
 
 // sharesApp reports whether the CER advertises Gx or the relay application.

@@ -152,24 +152,37 @@ func specTable(rows ...AVPSpec) map[avpKey]AVPSpec {
 // only way the Gx server builds one, so that no flag is written twice. An AVP missing from
 // the table is a programming error.
 func avpOf(code uint32, data datatype.Type) *diam.AVP {
+	r := rowOf(code)
+	return diam.NewAVP(code, r.flags, r.vendor, data)
+}
+
+// rowOf is the row of code in the table (vendor 0 first, then 3GPP): what avpOf and
+// ccaWriter write an AVP of that code with. An AVP missing from the table is a programming
+// error.
+func rowOf(code uint32) row {
 	if code < uint32(len(byCode)) && byCode[code].known {
-		b := byCode[code]
-		return diam.NewAVP(code, b.flags, b.vendor, data)
+		return byCode[code]
 	}
 	panic(fmt.Sprintf("gx: AVP %d is not in the table (avps.go)", code))
 }
 
-// byCode is Specs by code (vendor 0 first, then 3GPP), for avpOf on every answer: an index,
-// not a map lookup (those were 5% of a CCR-U's CPU).
-var byCode = func() (t [2048]struct {
+type row struct {
 	known  bool
-	flags  uint8
+	flags  uint8 // the V bit with a vendor, as diam.NewAVP sets it
+	typ    datatype.TypeID
 	vendor uint32
-}) {
+}
+
+// byCode is Specs by code (vendor 0 first, then 3GPP), for rowOf on every answer: an index,
+// not a map lookup (those were 5% of a CCR-U's CPU).
+var byCode = func() (t [2048]row) {
 	for _, vendor := range []uint32{Vendor3GPP, 0} {
 		for k, s := range Specs {
 			if k.vendor == vendor && k.code < uint32(len(t)) {
-				t[k.code].known, t[k.code].flags, t[k.code].vendor = true, s.Must, s.Vendor
+				t[k.code] = row{known: true, flags: s.Must, typ: s.Type, vendor: s.Vendor}
+				if s.Vendor != 0 {
+					t[k.code].flags |= avp.Vbit
+				}
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package gx
 
 import (
-	"bytes"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -126,25 +125,6 @@ func TestSpecTableComplete(t *testing.T) {
 			if n := bits.OnesCount8(s.Must&f) + bits.OnesCount8(s.May&f) + bits.OnesCount8(s.MustNot&f); n != 1 {
 				t.Errorf("%s: flag %08b in %d of must, may and must not, want 1", s.Name, f, n)
 			}
-		}
-	}
-}
-
-// grantAVP builds what avpOf and group build, field for field.
-func TestGrantAVPAsBuiltByTheTable(t *testing.T) {
-	for _, level := range []datatype.Enumerated{usageLevelSession, usageLevelRule} {
-		want := group(avp.UsageMonitoringInformation,
-			avpOf(avp.MonitoringKey, datatype.OctetString("mk1")),
-			group(avp.GrantedServiceUnit, avpOf(avp.CCTotalOctets, datatype.Unsigned64(1<<30))),
-			avpOf(avp.UsageMonitoringLevel, level))
-		got := grantAVP("mk1", 1<<30, level)
-		if got.String() != want.String() || got.Length != want.Length {
-			t.Fatalf("grantAVP:\n%s\nthe table's:\n%s", got, want)
-		}
-		gb, _ := got.Serialize()
-		wb, _ := want.Serialize()
-		if !bytes.Equal(gb, wb) {
-			t.Fatalf("grantAVP %x, the table's %x", gb, wb)
 		}
 	}
 }

@@ -1,126 +1,173 @@
 package gx
 
 import (
-	"maps"
-	"sync/atomic"
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 
+	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
 // AddDecision appends the CCA's policy AVPs to ans (which starts with Session-Id,
 // Result-Code, our identity and the CCR's identifiers: ccaHead), pure: from the decision and
-// the time only. Every AVP comes from the specifications' table (avps.go): its flags too.
+// the time only.
 func AddDecision(ans *diam.Message, d Decision, now time.Time) {
+	c := ccaWriter{msg: ans}
+	c.decision(d, now)
+}
+
+// decision writes the CCA's policy AVPs. Every AVP comes from the specifications' table
+// (avps.go): its flags too.
+func (c *ccaWriter) decision(d Decision, now time.Time) {
 	if len(d.Remove)+len(d.RemoveBases) > 0 {
-		ans.AddAVP(group(avp.ChargingRuleRemove, names(d.Remove, d.RemoveBases)...))
+		c.begin(avp.ChargingRuleRemove)
+		c.names(d.Remove, d.RemoveBases)
+		c.end()
 	}
 	if len(d.Install)+len(d.Bases)+len(d.Dynamic) > 0 {
-		in := names(d.Install, d.Bases)
+		c.begin(avp.ChargingRuleInstall)
+		c.names(d.Install, d.Bases)
 		for _, r := range d.Dynamic {
-			in = append(in, avpOf(avp.ChargingRuleDefinition, ruleDefinition(r)))
+			c.ruleDefinition(r)
 		}
-		ans.AddAVP(group(avp.ChargingRuleInstall, in...))
+		c.end()
 	}
 	for _, t := range d.Triggers {
-		ans.AddAVP(avpOf(avp.EventTrigger, datatype.Enumerated(t)))
+		c.num(avp.EventTrigger, uint64(t))
 	}
 	if d.QCI != 0 {
-		ans.AddAVP(group(avp.DefaultEPSBearerQoS,
-			avpOf(avp.QoSClassIdentifier, datatype.Enumerated(d.QCI)),
-			arp(d.ARP)))
+		c.begin(avp.DefaultEPSBearerQoS)
+		c.num(avp.QoSClassIdentifier, uint64(d.QCI))
+		c.arp(d.ARP)
+		c.end()
 	}
 	if d.AMBRUp != 0 || d.AMBRDown != 0 {
-		ans.AddAVP(group(avp.QoSInformation,
-			avpOf(avp.APNAggregateMaxBitrateUL, datatype.Unsigned32(d.AMBRUp)),
-			avpOf(avp.APNAggregateMaxBitrateDL, datatype.Unsigned32(d.AMBRDown))))
+		c.begin(avp.QoSInformation)
+		c.num(avp.APNAggregateMaxBitrateUL, uint64(d.AMBRUp))
+		c.num(avp.APNAggregateMaxBitrateDL, uint64(d.AMBRDown))
+		c.end()
 	}
 	if d.Revalidate != 0 {
-		ans.AddAVP(avpOf(avp.RevalidationTime, datatype.Time(now.Add(time.Duration(d.Revalidate)*time.Second))))
+		c.time(avp.RevalidationTime, now.Add(time.Duration(d.Revalidate)*time.Second))
 	}
 	for _, g := range d.Grants {
 		if g.Octets == 0 {
 			continue
 		}
-		level := datatype.Enumerated(usageLevelRule)
+		level := uint64(usageLevelRule)
 		if g.SessionKey {
 			level = usageLevelSession
 		}
-		ans.AddAVP(grantAVP(g.Key, g.Octets, level))
+		c.begin(avp.UsageMonitoringInformation)
+		c.str(avp.MonitoringKey, g.Key)
+		c.begin(avp.GrantedServiceUnit)
+		c.num(avp.CCTotalOctets, g.Octets)
+		c.end()
+		c.num(avp.UsageMonitoringLevel, level)
+		c.end()
 	}
 }
 
-// grantAVP is a Usage-Monitoring-Information granting octets on key: its five AVPs, two
-// groups and their lists in one allocation (a CCA-U carries one or more; built AVP by AVP
-// they were a dozen allocations), flags from the table as avpOf's.
-func grantAVP(key string, octets uint64, level datatype.Enumerated) *diam.AVP {
-	x := &struct {
-		umi, key, gsu, total, level diam.AVP
-		umiG, gsuG                  diam.GroupedAVP
-		umiL                        [3]*diam.AVP
-		gsuL                        [1]*diam.AVP
-	}{}
-	set := func(a *diam.AVP, code uint32, data datatype.Type) *diam.AVP {
-		b := byCode[code]
-		a.Code, a.Flags, a.VendorID, a.Data = code, b.flags, b.vendor, data
-		a.Length = 8 + data.Len() // as diam.NewAVP sets it: the header and the data, no padding
-		if a.VendorID != 0 {
-			a.Length += 4
-			a.Flags |= avp.Vbit
-		}
-		return a
-	}
-	x.gsuL[0] = set(&x.total, avp.CCTotalOctets, datatype.Unsigned64(octets))
-	x.gsuG.AVP = x.gsuL[:]
-	x.umiL = [3]*diam.AVP{set(&x.key, avp.MonitoringKey, monitoringKey(key)), set(&x.gsu, avp.GrantedServiceUnit, &x.gsuG),
-		set(&x.level, avp.UsageMonitoringLevel, level)}
-	x.umiG.AVP = x.umiL[:]
-	return set(&x.umi, avp.UsageMonitoringInformation, &x.umiG)
+// ccaWriter is where a CCA's (or a RAR's) AVPs go: added to a message (msg: ServeDiameter's
+// answers, for tests and other front ends, and RARs), or written as its wire form (w: the
+// server's answers, diameter.Writer: no AVP objects). One encoding, two outputs, the same bytes
+// (TestCCAWriterBytes); each AVP's flags, vendor and type come from the table (avps.go). A
+// concrete type, not an interface: the Writer stays on the stack.
+type ccaWriter struct {
+	wire bool // written by w, else added to msg
+	w    diameter.Writer
+	msg  *diam.Message
+	// open are the grouped AVPs begun on msg and not ended: their codes and AVPs so far.
+	open []openGroup
 }
 
-// monitoringKey is the Monitoring-Key value of key, made once per key (a policy has a few):
-// an answer's AVPs are only read.
-func monitoringKey(key string) datatype.Type {
-	if v, ok := monitoringKeys.load(key); ok {
-		return v
-	}
-	v := datatype.Type(datatype.OctetString(key))
-	monitoringKeys.store(key, v)
-	return v
+type openGroup struct {
+	code uint32
+	avps []*diam.AVP
 }
 
-var monitoringKeys memo[datatype.Type]
-
-// memo holds values made once per key, for keys of which there are few (a policy's
-// Monitoring-Keys): a map copied on write, read without a lock; past memoMax keys, new ones are
-// not kept.
-type memo[V any] struct{ m atomic.Pointer[map[string]V] }
-
-const memoMax = 1024
-
-func (c *memo[V]) load(key string) (V, bool) {
-	if m := c.m.Load(); m != nil {
-		v, ok := (*m)[key]
-		return v, ok
+func (c *ccaWriter) add(a *diam.AVP) {
+	if n := len(c.open); n > 0 {
+		c.open[n-1].avps = append(c.open[n-1].avps, a)
+		return
 	}
-	var zero V
-	return zero, false
+	c.msg.AddAVP(a)
 }
 
-func (c *memo[V]) store(key string, v V) {
-	old := c.m.Load()
-	if old == nil || len(*old) < memoMax {
-		next := make(map[string]V, 8)
-		if old != nil {
-			maps.Copy(next, *old)
-		}
-		next[key] = v
-		c.m.CompareAndSwap(old, &next)
+// begin starts a grouped AVP: the AVPs until its end are its own.
+func (c *ccaWriter) begin(code uint32) {
+	if c.wire {
+		r := rowOf(code)
+		c.w.Begin(code, r.flags, r.vendor)
+		return
 	}
+	c.open = append(c.open, openGroup{code: code})
+}
+
+func (c *ccaWriter) end() {
+	if c.wire {
+		c.w.End()
+		return
+	}
+	g := c.open[len(c.open)-1]
+	c.open = c.open[:len(c.open)-1]
+	c.add(group(g.code, g.avps...))
+}
+
+// num writes a number AVP of the table's type (Unsigned32, Enumerated, Unsigned64).
+func (c *ccaWriter) num(code uint32, v uint64) {
+	r := rowOf(code)
+	switch {
+	case !c.wire:
+		c.add(avpOf(code, value(r.typ, v, "")))
+	case r.typ == datatype.Unsigned64Type:
+		c.w.U64(code, r.flags, r.vendor, v)
+	default:
+		c.w.U32(code, r.flags, r.vendor, uint32(v))
+	}
+}
+
+// str writes a string AVP of the table's type (OctetString, UTF8String, IPFilterRule…).
+func (c *ccaWriter) str(code uint32, s string) {
+	r := rowOf(code)
+	if c.wire {
+		c.w.String(code, r.flags, r.vendor, s)
+		return
+	}
+	c.add(avpOf(code, value(r.typ, 0, s)))
+}
+
+// value is an AVP's value of the type typ: n for a number, else s.
+func value(typ datatype.TypeID, n uint64, s string) datatype.Type {
+	switch typ {
+	case datatype.Unsigned32Type:
+		return datatype.Unsigned32(n)
+	case datatype.EnumeratedType:
+		return datatype.Enumerated(n)
+	case datatype.Unsigned64Type:
+		return datatype.Unsigned64(n)
+	case datatype.UTF8StringType:
+		return datatype.UTF8String(s)
+	case datatype.DiameterIdentityType:
+		return datatype.DiameterIdentity(s)
+	case datatype.IPFilterRuleType:
+		return datatype.IPFilterRule(s)
+	}
+	return datatype.OctetString(s)
+}
+
+// time writes a Time AVP: seconds since 1900 (RFC 6733 §4.3.1), as datatype.Time serializes.
+func (c *ccaWriter) time(code uint32, t time.Time) {
+	if c.wire {
+		const rfc868 = 2208988800 // 1900 to 1970, datatype's offset
+		r := rowOf(code)
+		c.w.U32(code, r.flags, r.vendor, uint32(t.Unix())+rfc868)
+		return
+	}
+	c.add(avpOf(code, datatype.Time(t)))
 }
 
 // Usage-Monitoring-Level values (TS 29.212 §5.3.61).
@@ -133,52 +180,32 @@ const (
 // Result-Code (RFC 4006 §3.2, TS 29.212 §5.6.3): Auth-Application-Id, CC-Request-Type and
 // CC-Request-Number, the last two echoing the CCR's when it had them (a CC-Request-Type
 // outside RFC 4006 §8.3's enumeration is not echoed: the 5004's Failed-AVP carries it).
-func ccaHead(ans *diam.Message, req *CCR) {
-	ans.AddAVP(authApplicationID)
-	if req.hasType && int(req.RequestType) < len(requestTypes) && requestTypes[req.RequestType] != nil {
-		ans.AddAVP(requestTypes[req.RequestType])
+func (c *ccaWriter) ccaHead(req *CCR) {
+	c.num(avp.AuthApplicationID, diameter.GxApplicationID)
+	if req.hasType && int(req.RequestType) < len(requestTypes) && requestTypes[req.RequestType] {
+		c.num(avp.CCRequestType, uint64(req.RequestType))
 	}
 	if req.hasNumber {
-		if int(req.RequestNumber) < len(requestNumbers) {
-			ans.AddAVP(requestNumbers[req.RequestNumber])
-		} else {
-			ans.AddAVP(avpOf(avp.CCRequestNumber, datatype.Unsigned32(req.RequestNumber)))
-		}
+		c.num(avp.CCRequestNumber, uint64(req.RequestNumber))
 	}
 }
 
-// AVPs every CCA carries, built once (an answer's AVPs are only read: serialized).
-var (
-	authApplicationID = avpOf(avp.AuthApplicationID, datatype.Unsigned32(16777238))
-	// requestTypes are the CC-Request-Type AVPs of RFC 4006 §8.3's enumeration, by value.
-	requestTypes = func() (t [5]*diam.AVP) {
-		for v := range t {
-			if Specs[avpKey{avp.CCRequestType, 0}].Enum[uint32(v)] != "" {
-				t[v] = avpOf(avp.CCRequestType, datatype.Enumerated(v))
-			}
-		}
-		return t
-	}()
-	// requestNumbers are the CC-Request-Number AVPs of a session's first requests (numbered from
-	// 0, RFC 4006 §8.2; a PCEF's session sends a few): one allocation less per CCA.
-	requestNumbers = func() (t [256]*diam.AVP) {
-		for v := range t {
-			t[v] = avpOf(avp.CCRequestNumber, datatype.Unsigned32(v))
-		}
-		return t
-	}()
-)
+// requestTypes are the values of RFC 4006 §8.3's CC-Request-Type enumeration.
+var requestTypes = func() (t [5]bool) {
+	for v := range t {
+		t[v] = Specs[avpKey{avp.CCRequestType, 0}].Enum[uint32(v)] != ""
+	}
+	return t
+}()
 
 // names are Charging-Rule-Name AVPs of rules, then Charging-Rule-Base-Name AVPs of bases.
-func names(rules, bases []string) []*diam.AVP {
-	out := make([]*diam.AVP, 0, len(rules)+len(bases))
+func (c *ccaWriter) names(rules, bases []string) {
 	for _, n := range rules {
-		out = append(out, avpOf(avp.ChargingRuleName, datatype.OctetString(n)))
+		c.str(avp.ChargingRuleName, n)
 	}
 	for _, n := range bases {
-		out = append(out, avpOf(avp.ChargingRuleBaseName, datatype.UTF8String(n)))
+		c.str(avp.ChargingRuleBaseName, n)
 	}
-	return out
 }
 
 // Pre-emption-Capability and -Vulnerability values (TS 29.212 §5.3.46, §5.3.47).
@@ -187,42 +214,45 @@ const (
 	preemptionVulnerabilityEnabled = 0
 )
 
-func arp(priority uint32) *diam.AVP {
+func (c *ccaWriter) arp(priority uint32) {
 	if priority == 0 {
 		priority = 15
 	}
-	return group(avp.AllocationRetentionPriority,
-		avpOf(avp.PriorityLevel, datatype.Unsigned32(priority)),
-		avpOf(avp.PreemptionCapability, datatype.Enumerated(preemptionCapabilityDisabled)),
-		avpOf(avp.PreemptionVulnerability, datatype.Enumerated(preemptionVulnerabilityEnabled)))
+	c.begin(avp.AllocationRetentionPriority)
+	c.num(avp.PriorityLevel, uint64(priority))
+	c.num(avp.PreemptionCapability, preemptionCapabilityDisabled)
+	c.num(avp.PreemptionVulnerability, preemptionVulnerabilityEnabled)
+	c.end()
 }
 
-func ruleDefinition(r subscriber.DynamicRule) *diam.GroupedAVP {
-	g := &diam.GroupedAVP{AVP: []*diam.AVP{
-		avpOf(avp.ChargingRuleName, datatype.OctetString(r.Name)),
-	}}
+func (c *ccaWriter) ruleDefinition(r subscriber.DynamicRule) {
+	c.begin(avp.ChargingRuleDefinition)
+	c.str(avp.ChargingRuleName, r.Name)
 	for _, f := range r.Flows {
-		g.AddAVP(group(avp.FlowInformation, avpOf(avp.FlowDescription, datatype.IPFilterRule(f))))
+		c.begin(avp.FlowInformation)
+		c.str(avp.FlowDescription, f)
+		c.end()
 	}
 	if r.QCI != 0 {
-		q := &diam.GroupedAVP{AVP: []*diam.AVP{avpOf(avp.QoSClassIdentifier, datatype.Enumerated(r.QCI))}}
+		c.begin(avp.QoSInformation)
+		c.num(avp.QoSClassIdentifier, uint64(r.QCI))
 		for _, b := range []struct {
 			code uint32
 			v    uint32
 		}{{avp.MaxRequestedBandwidthUL, r.MBRUplink}, {avp.MaxRequestedBandwidthDL, r.MBRDownlink},
 			{avp.GuaranteedBitrateUL, r.GBRUplink}, {avp.GuaranteedBitrateDL, r.GBRDownlink}} {
 			if b.v != 0 {
-				q.AddAVP(avpOf(b.code, datatype.Unsigned32(b.v)))
+				c.num(b.code, uint64(b.v))
 			}
 		}
-		q.AddAVP(arp(0))
-		g.AddAVP(avpOf(avp.QoSInformation, q))
+		c.arp(0)
+		c.end()
 	}
 	if r.Precedence != 0 {
-		g.AddAVP(avpOf(avp.Precedence, datatype.Unsigned32(r.Precedence)))
+		c.num(avp.Precedence, uint64(r.Precedence))
 	}
 	if r.MonitoringKey != "" {
-		g.AddAVP(avpOf(avp.MonitoringKey, datatype.OctetString(r.MonitoringKey)))
+		c.str(avp.MonitoringKey, r.MonitoringKey)
 	}
-	return g
+	c.end()
 }

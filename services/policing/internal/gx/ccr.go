@@ -2,8 +2,10 @@ package gx
 
 import (
 	"encoding/binary"
+	"maps"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
@@ -109,14 +111,15 @@ func decodeLean(avps diameter.AVPs, known [2]string) CCR {
 func decodeCCR(l fields) CCR {
 	var r CCR
 	var seen [7]bool
-	for a, ok := l.next(); ok; a, ok = l.next() {
+	var a field
+	for l.next(&a) {
 		switch a.code() {
 		case avp.SessionID:
-			r.SessionID, seen[0] = l.text(a), true
+			r.SessionID, seen[0] = l.text(&a), true
 		case avp.AuthApplicationID:
 			seen[1] = true
 		case avp.OriginHost:
-			r.OriginHost, seen[2] = l.text(a), true
+			r.OriginHost, seen[2] = l.text(&a), true
 		case avp.OriginRealm:
 			seen[3] = true
 		case avp.DestinationRealm:
@@ -126,7 +129,7 @@ func decodeCCR(l fields) CCR {
 		case avp.CCRequestNumber:
 			r.RequestNumber, seen[6] = a.u32(), true
 		case avp.SubscriptionID:
-			typ, data := subscription(a)
+			typ, data := subscription(&a)
 			switch typ {
 			case subscriptionIMSI:
 				r.IMSI = data
@@ -148,11 +151,11 @@ func decodeCCR(l fields) CCR {
 				r.EventTime = t
 			}
 		case avp.UsageMonitoringInformation:
-			r.Usage = append(r.Usage, usage(a))
+			r.Usage = append(r.Usage, usage(&a))
 		case 1018: // Charging-Rule-Report (our dictionary)
-			r.RuleReports = append(r.RuleReports, ruleReport(a))
+			r.RuleReports = append(r.RuleReports, ruleReport(&a))
 		case avp.SupportedFeatures:
-			list := features(a)
+			list := features(&a)
 			r.Features |= list
 			if a.mandatory() {
 				r.FeaturesRequired |= list
@@ -169,11 +172,11 @@ func decodeCCR(l fields) CCR {
 	return r
 }
 
-func subscription(a field) (typ uint32, data string) {
+func subscription(a *field) (typ uint32, data string) {
 	typ = ^uint32(0)
+	var c field
 	for l := a.children(); ; {
-		c, ok := l.next()
-		if !ok {
+		if !l.next(&c) {
 			return typ, data
 		}
 		switch c.code() {
@@ -185,22 +188,19 @@ func subscription(a field) (typ uint32, data string) {
 	}
 }
 
-func usage(a field) Usage {
+func usage(a *field) Usage {
 	var u Usage
+	var c field
 	for l := a.children(); ; {
-		c, ok := l.next()
-		if !ok {
+		if !l.next(&c) {
 			return u
 		}
 		switch c.code() {
 		case avp.MonitoringKey:
 			u.MonitoringKey = c.keyText()
 		case avp.UsedServiceUnit:
-			for ol := c.children(); ; {
-				o, ok := ol.next()
-				if !ok {
-					break
-				}
+			var o field
+			for ol := c.children(); ol.next(&o); {
 				switch o.code() {
 				case avp.CCTotalOctets:
 					u.Total += o.u64()
@@ -214,11 +214,11 @@ func usage(a field) Usage {
 	}
 }
 
-func ruleReport(a field) RuleReport {
+func ruleReport(a *field) RuleReport {
 	var r RuleReport
+	var c field
 	for l := a.children(); ; {
-		c, ok := l.next()
-		if !ok {
+		if !l.next(&c) {
 			return r
 		}
 		switch c.code() {
@@ -244,41 +244,43 @@ type fields struct {
 }
 
 // field is one of fields: tree, else raw, read as go-diameter decodes its type
-// (diameter.leanAVPs lets through only types whose values the reads below take as
+// (diameter.DecodeLean lets through only types whose values the reads below take as
 // go-diameter's decoders do).
 type field struct {
 	tree *diam.AVP
 	raw  diameter.RawAVP
 }
 
-func (l *fields) next() (field, bool) {
+// next reads the next AVP into a (its memory, not a copy returned: this runs for every AVP of
+// every CCR); false when there are no more.
+func (l *fields) next(a *field) bool {
 	if l.isRaw {
-		a, ok := l.raw.Next()
-		return field{raw: a}, ok
+		a.tree = nil
+		return l.raw.Next(&a.raw)
 	}
 	if len(l.tree) == 0 {
-		return field{}, false
+		return false
 	}
-	a := l.tree[0]
+	a.tree = l.tree[0]
 	l.tree = l.tree[1:]
-	return field{tree: a}, true
+	return true
 }
 
-func (a field) code() uint32 {
+func (a *field) code() uint32 {
 	if a.tree != nil {
 		return a.tree.Code
 	}
 	return a.raw.Code
 }
 
-func (a field) mandatory() bool {
+func (a *field) mandatory() bool {
 	if a.tree != nil {
 		return a.tree.Flags&avp.Mbit != 0
 	}
 	return a.raw.Flags&avp.Mbit != 0
 }
 
-func (a field) children() fields {
+func (a *field) children() fields {
 	if a.tree == nil {
 		if a.raw.Type() == datatype.GroupedType {
 			return fields{raw: a.raw.Group(), isRaw: true}
@@ -292,7 +294,7 @@ func (a field) children() fields {
 }
 
 // text is a.str(), or the string of l.known it equals.
-func (l *fields) text(a field) string {
+func (l *fields) text(a *field) string {
 	if a.tree == nil {
 		for _, k := range l.known {
 			if string(a.raw.Data) == k && diameter.StringType(a.raw.Type()) {
@@ -305,7 +307,7 @@ func (l *fields) text(a field) string {
 
 // keyText is str() for a Monitoring-Key: a policy has a few, which every CCR-U repeats; from
 // the bytes, their strings are kept (keyTexts) rather than copied from each request.
-func (a field) keyText() string {
+func (a *field) keyText() string {
 	if a.tree != nil || !diameter.StringType(a.raw.Type()) {
 		return a.str()
 	}
@@ -319,8 +321,36 @@ func (a field) keyText() string {
 
 var keyTexts memo[string]
 
+// memo holds values made once per key, for keys of which there are few (a policy's
+// Monitoring-Keys): a map copied on write, read without a lock; past memoMax keys, new ones are
+// not kept.
+type memo[V any] struct{ m atomic.Pointer[map[string]V] }
+
+const memoMax = 1024
+
+func (c *memo[V]) load(key string) (V, bool) {
+	if m := c.m.Load(); m != nil {
+		v, ok := (*m)[key]
+		return v, ok
+	}
+	var zero V
+	return zero, false
+}
+
+func (c *memo[V]) store(key string, v V) {
+	old := c.m.Load()
+	if old == nil || len(*old) < memoMax {
+		next := make(map[string]V, 8)
+		if old != nil {
+			maps.Copy(next, *old)
+		}
+		next[key] = v
+		c.m.CompareAndSwap(old, &next)
+	}
+}
+
 // str is the text of a string-like AVP.
-func (a field) str() string {
+func (a *field) str() string {
 	if a.tree != nil {
 		return diameter.String(a.tree)
 	}
@@ -330,7 +360,7 @@ func (a field) str() string {
 	return ""
 }
 
-func (a field) u32() uint32 {
+func (a *field) u32() uint32 {
 	if a.tree != nil {
 		switch v := a.tree.Data.(type) {
 		case datatype.Unsigned32:
@@ -349,7 +379,7 @@ func (a field) u32() uint32 {
 	return 0
 }
 
-func (a field) u64() uint64 {
+func (a *field) u64() uint64 {
 	if a.tree != nil {
 		switch v := a.tree.Data.(type) {
 		case datatype.Unsigned64:
@@ -369,7 +399,7 @@ func (a field) u64() uint64 {
 }
 
 // octets are an OctetString's bytes, nil for another type.
-func (a field) octets() []byte {
+func (a *field) octets() []byte {
 	if a.tree != nil {
 		if b, ok := a.tree.Data.(datatype.OctetString); ok {
 			return []byte(b)
@@ -384,7 +414,7 @@ func (a field) octets() []byte {
 
 // time is a Time AVP's value; raw, as datatype.DecodeTime computes it (RFC 5905's eras: a
 // value with its top bit clear is past 2036).
-func (a field) time() (time.Time, bool) {
+func (a *field) time() (time.Time, bool) {
 	if a.tree != nil {
 		t, ok := a.tree.Data.(datatype.Time)
 		return time.Time(t), ok
@@ -400,7 +430,7 @@ func (a field) time() (time.Time, bool) {
 	return time.Unix(v-rfc868, 0), true
 }
 
-func (a field) ipv4() netip.Addr {
+func (a *field) ipv4() netip.Addr {
 	var b []byte
 	if a.tree != nil {
 		switch v := a.tree.Data.(type) {
@@ -416,7 +446,7 @@ func (a field) ipv4() netip.Addr {
 		case datatype.OctetStringType:
 			b = a.raw.Data
 		case datatype.AddressType:
-			b = a.raw.Data[2:] // the family (1 or 2: leanAVPs), then the address
+			b = a.raw.Data[2:] // the family (1 or 2: diameter.DecodeLean), then the address
 		}
 	}
 	if ip := net.IP(b).To4(); ip != nil {

@@ -1,9 +1,7 @@
 package gx
 
 import (
-	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/avp"
-	"github.com/fiorix/go-diameter/v4/diam/datatype"
 )
 
 // Feature negotiation on Gx (TS 29.212 §5.4.1, the AVPs of TS 29.229 §6.3.29–31): a PCEF
@@ -39,28 +37,26 @@ func unsupportedRequired(r *CCR) uint32 { return r.FeaturesRequired &^ supported
 // announced (CCR.Features), 0 for none.
 func commonFeatures(announced uint32) uint32 { return announced & supportedFeatures }
 
-// addSupportedFeatures adds to a CCA-I the Supported-Features of the features in common with
+// supportedFeatures adds to a CCA-I the Supported-Features of the features in common with
 // those the CCR-I announced, none when it announced none or there are none in common (a
 // Feature-List of 0 tells the PCEF nothing the AVP's absence does not).
-func addSupportedFeatures(ans *diam.Message, r *CCR) {
+func (c *ccaWriter) supportedFeatures(r *CCR) {
 	common := commonFeatures(r.Features)
 	if common == 0 {
 		return
 	}
-	ans.AddAVP(group(avp.SupportedFeatures,
-		avpOf(avp.VendorID, datatype.Unsigned32(Vendor3GPP)),
-		avpOf(avp.FeatureListID, datatype.Unsigned32(featureListGx)),
-		avpOf(avp.FeatureList, datatype.Unsigned32(common))))
+	c.begin(avp.SupportedFeatures)
+	c.num(avp.VendorID, Vendor3GPP)
+	c.num(avp.FeatureListID, featureListGx)
+	c.num(avp.FeatureList, uint64(common))
+	c.end()
 }
 
 // features is the Feature-List of a Supported-Features AVP when it is 3GPP's Gx list 1, else 0.
-func features(a field) uint32 {
+func features(a *field) uint32 {
 	var vendor, id, list uint32
-	for l := a.children(); ; {
-		c, ok := l.next()
-		if !ok {
-			break
-		}
+	var c field
+	for l := a.children(); l.next(&c); {
 		switch c.code() {
 		case avp.VendorID:
 			vendor = c.u32()

@@ -31,11 +31,8 @@ func featureLists(t *testing.T, a *diam.Message) [][3]uint32 {
 			t.Errorf("Supported-Features with vendor %d flags %08b, want 10415 and the M bit clear", sf.VendorID, sf.Flags)
 		}
 		var l [3]uint32
-		for cs := (field{tree: sf}).children(); ; {
-			c, ok := cs.next()
-			if !ok {
-				break
-			}
+		parent, c := field{tree: sf}, field{}
+		for cs := parent.children(); cs.next(&c); {
 			switch c.code() {
 			case avp.VendorID:
 				l[0] = c.u32()

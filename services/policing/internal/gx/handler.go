@@ -77,24 +77,32 @@ func withHook(d Decision, l luapolicy.GxDecision) Decision {
 	return d
 }
 
-// ServeDiameter implements diameter.Handler. Every CCA, whatever its Result-Code, carries
-// the CCR's identifiers (ccaHead).
+// ServeDiameter implements diameter.Handler: the CCA as a message (tests, other front ends;
+// the server asks ServeWire and ServeLean). Every CCA, whatever its Result-Code, carries the
+// CCR's identifiers (ccaHead).
 func (h *Handler) ServeDiameter(r *diameter.Request) (*diam.Message, uint32) {
 	m := r.Message
 	if m.Header.CommandCode != 272 {
 		return h.Identity.Answer(m, resultCommandUnsupported), resultCommandUnsupported
 	}
 	ccr := DecodeCCR(m)
-	return h.serve(r, &ccr)
+	d, code, now, failed := h.serve(r, &ccr)
+	if failed != nil {
+		return failed, code
+	}
+	c := ccaWriter{msg: h.Identity.Answer(m, code)}
+	c.cca(&ccr, d, code, now)
+	return c.msg, code
 }
 
 // ServeLean implements diameter.LeanHandler: a CCR read from its bytes (its AVP tree is not
-// built) when it is a plain one, with its mandatory AVPs and a CC-Request-Type of ours; any
-// other request is left to ServeDiameter, which answers its faults from the decoded message.
-func (h *Handler) ServeLean(req *diameter.Request, avps diameter.AVPs) (*diam.Message, uint32, bool) {
+// built) when it is a plain one, with its mandatory AVPs and a CC-Request-Type of ours, its CCA
+// written as bytes (no AVP objects); any other request is left to ServeDiameter, which answers
+// its faults from the decoded message.
+func (h *Handler) ServeLean(req *diameter.Request, avps diameter.AVPs) (diameter.Answer, uint32, bool) {
 	m := req.Message
 	if m.Header.CommandCode != 272 {
-		return nil, 0, false
+		return diameter.Answer{}, 0, false
 	}
 	known := [2]string{1: req.Peer.OriginHost}
 	if sid := diameter.SessionIDAVP(m); sid != nil {
@@ -102,18 +110,57 @@ func (h *Handler) ServeLean(req *diameter.Request, avps diameter.AVPs) (*diam.Me
 	}
 	ccr := decodeLean(avps, known)
 	if ccr.Missing != 0 || ccr.RequestType < Initial || ccr.RequestType > Termination {
-		return nil, 0, false
+		return diameter.Answer{}, 0, false
 	}
-	ans, code := h.serve(req, &ccr)
+	ans, code := h.serveWire(req, &ccr)
 	return ans, code, true
 }
 
-// serve answers the CCR r read from req's message (decoded whole, or its head only:
+// ServeWire implements diameter.WireHandler: ServeDiameter with the CCA written as bytes, for
+// a request decoded whole (one that is not lean, or that ServeLean left).
+func (h *Handler) ServeWire(req *diameter.Request) (diameter.Answer, uint32) {
+	m := req.Message
+	if m.Header.CommandCode != 272 {
+		return diameter.Answer{Message: h.Identity.Answer(m, resultCommandUnsupported)}, resultCommandUnsupported
+	}
+	ccr := DecodeCCR(m)
+	return h.serveWire(req, &ccr)
+}
+
+// serveWire answers the CCR r read from req, its CCA written as bytes (the answer to a CCR at
+// fault is a message: serve's).
+func (h *Handler) serveWire(req *diameter.Request, r *CCR) (diameter.Answer, uint32) {
+	d, code, now, failed := h.serve(req, r)
+	if failed != nil {
+		return diameter.Answer{Message: failed}, code
+	}
+	c := ccaWriter{wire: true} // its Writer on this stack
+	h.Identity.WriteAnswer(&c.w, req.Message, code)
+	c.cca(r, d, code, now)
+	return diameter.Answer{Wire: c.w.Bytes()}, code
+}
+
+// cca writes a CCA after the answer's head (diameter.Identity's Answer or WriteAnswer): the
+// CCR's identifiers, then for a 2001 its Supported-Features (a CCR-I's) and the decision d
+// taken at now.
+func (c *ccaWriter) cca(r *CCR, d Decision, code uint32, now time.Time) {
+	c.ccaHead(r)
+	if code == diam.Success {
+		if r.RequestType == Initial { // the session's first answer only (TS 29.212 §5.4.1)
+			c.supportedFeatures(r)
+		}
+		c.decision(d, now)
+	}
+}
+
+// serve decides the CCR r read from req's message (decoded whole, or its head only:
 // ServeLean), within req's context: its deadline, the peer's connection, the node's shutdown.
-func (h *Handler) serve(req *diameter.Request, r *CCR) (*diam.Message, uint32) {
+// Its CCA is the answer of the Result-Code code with the decision d taken at now (cca), or,
+// when the CCR is at fault, the whole answer failed (Failed-AVP).
+func (h *Handler) serve(req *diameter.Request, r *CCR) (d Decision, code uint32, now time.Time, failed *diam.Message) {
 	m, peer := req.Message, req.Peer
 	if r.Missing != 0 {
-		return h.answer(r, h.Identity.FailedAVP(m, diam.MissingAVP, r.Missing)), diam.MissingAVP
+		return d, diam.MissingAVP, now, h.answer(r, h.Identity.FailedAVP(m, diam.MissingAVP, r.Missing))
 	}
 	ctx := req.Context()
 	if h.StoreTimeout > 0 {
@@ -121,36 +168,26 @@ func (h *Handler) serve(req *diameter.Request, r *CCR) (*diam.Message, uint32) {
 		ctx, cancel = context.WithTimeout(ctx, h.StoreTimeout)
 		defer cancel()
 	}
-	now := eventTime(r, h.now())
-	var (
-		d    Decision
-		code uint32
-	)
+	now = eventTime(r, h.now())
 	switch r.RequestType {
 	case Initial:
 		d, code = h.initial(ctx, peer, r, now)
 	case Update, Termination:
 		d, code = h.later(ctx, peer, r, now)
 	default:
-		return h.answer(r, h.Identity.FailedAVPOf(m, diam.InvalidAVPValue, avp.CCRequestType, 0)), diam.InvalidAVPValue
+		return d, diam.InvalidAVPValue, now, h.answer(r, h.Identity.FailedAVPOf(m, diam.InvalidAVPValue, avp.CCRequestType, 0))
 	}
 	if code == diam.MissingAVP {
-		return h.answer(r, h.Identity.FailedAVP(m, code, avp.SubscriptionID)), code
+		return d, code, now, h.answer(r, h.Identity.FailedAVP(m, code, avp.SubscriptionID))
 	}
-	ans := h.answer(r, h.Identity.Answer(m, code))
-	if code == diam.Success {
-		if r.RequestType == Initial { // the session's first answer only (TS 29.212 §5.4.1)
-			addSupportedFeatures(ans, r)
-		}
-		AddDecision(ans, d, now)
-	}
-	return ans, code
+	return d, code, now, nil
 }
 
-// answer completes a CCA started by Identity (Session-Id, Result-Code, our identity, the
-// request's Proxy-Info): the CCR's identifiers follow.
+// answer completes an answer started by Identity (Session-Id, Result-Code, our identity, the
+// request's Proxy-Info, its Failed-AVP): the CCR's identifiers follow.
 func (h *Handler) answer(r *CCR, ans *diam.Message) *diam.Message {
-	ccaHead(ans, r)
+	c := ccaWriter{msg: ans}
+	c.ccaHead(r)
 	return ans
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/avp"
@@ -91,11 +92,7 @@ func rar(id diameter.Identity, s *session.Session, install, remove, removeBases 
 	m.AddAVP(avpOf(avp.DestinationRealm, datatype.DiameterIdentity(id.Realm)))
 	m.AddAVP(avpOf(avp.DestinationHost, datatype.DiameterIdentity(s.NASIdentifier)))
 	m.AddAVP(avpOf(avp.ReAuthRequestType, datatype.Enumerated(0))) // AUTHORIZE_ONLY
-	if len(remove)+len(removeBases) > 0 {
-		m.AddAVP(group(avp.ChargingRuleRemove, names(remove, removeBases)...))
-	}
-	if len(install) > 0 {
-		m.AddAVP(group(avp.ChargingRuleInstall, names(install, nil)...))
-	}
+	// The rules' AVPs as a CCA's decision writes them.
+	AddDecision(m, Decision{Install: install, Remove: remove, RemoveBases: removeBases}, time.Time{})
 	return m
 }
