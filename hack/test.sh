@@ -12,9 +12,8 @@
 #      beside the end-to-end packages' other tests: the two heaviest loads on the machine
 #      (three Cassandra nodes, one of them killed and restarted under load; a Kubernetes node
 #      with its add-ons) never run at once. Beside each other they starved Cassandra's restart
-#      (4 min instead of 1) and the multi-DC test's outage phase grew with it. The cluster's
-#      and the add-ons' builds run niced (BUILD_NICE) so that they yield to the
-#      tests;
+#      (4 min instead of 1) and the multi-DC test's outage phase grew with it. The builds
+#      run niced (BUILD_NICE) while it runs, so that they yield to it;
 #   C. after provision-cluster: the add-ons' build, what managed Cassandra needs first
 #      (`make addons-k8ssandra cassandra-image`: a debootstrap when cold), then the rest
 #      (`make addons`, minutes of compiling when cold), then Argo CD's components (`make
@@ -56,6 +55,11 @@ status="$(mktemp -t openaaa-addons-build.XXXXXX)"
 # at nice 10: the cluster provisioned 96 s after the multi-DC test ended, with 3-19 % of the
 # CPU beside the other packages' compiles; Argo CD built at 28 min, the lane waiting on it).
 BUILD_NICE=5
+# build_nice: BUILD_NICE while the multi-DC test runs, then 0. Once it is over, the add-ons' and
+# Argo CD's builds are the cluster tests' path, and niced they got a quarter of the CPU beside
+# the other packages' tests (cold run of 2026-11-29, 898bba0: 17-31 % niced of 99 % busy),
+# which have minutes to spare.
+build_nice() { if kill -0 "$e2e" 2>/dev/null; then echo "$BUILD_NICE"; else echo 0; fi; }
 # The provisioning's compilers collect no garbage until their heap reaches BUILD_MEMLIMIT: a
 # quarter less compiler CPU (measured: the operator from an empty cache, 316 → 236 s user),
 # with each compile's memory bounded. Only the provisioning's builds: the tests' own binaries
@@ -123,9 +127,9 @@ done
 		# the Cassandra images): the managed-Cassandra test, the cluster package's longest,
 		# starts on that part alone; then the monitoring add-ons. The status file gets a line
 		# per part (test/addons BuildStatusEnv).
-		if ((rc == 0)) && nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons-k8ssandra cassandra-image &&
+		if ((rc == 0)) && nice -n "$(build_nice)" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons-k8ssandra cassandra-image &&
 			echo k8ssandra >>"$status" && at "managed Cassandra's add-ons built" &&
-			nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
+			nice -n "$(build_nice)" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
 			echo ok >>"$status"
 			at "add-ons built"
 			# Argo CD once the add-ons are built: its components first, which the serial
@@ -133,10 +137,10 @@ done
 			# releasing that test; then the CLI (the add-ons' packages), which links nearly
 			# all of Argo CD: a fifth more to compile, off that test's path.
 			argocd_rc=0
-			nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory argocd-gitops || argocd_rc=$?
+			nice -n "$(build_nice)" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory argocd-gitops || argocd_rc=$?
 			at "Argo CD's components built (rc=${argocd_rc})"
 			if ((argocd_rc == 0)); then echo argocd >>"$status"; else echo failed >>"$status"; fi
-			((argocd_rc != 0)) || nice -n "$BUILD_NICE" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory argocd || argocd_rc=$?
+			((argocd_rc != 0)) || nice -n "$(build_nice)" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory argocd || argocd_rc=$?
 			at "Argo CD's CLI built (rc=${argocd_rc})"
 			tests_rc=0
 			env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${addons_pkgs[@]}" || tests_rc=$?
