@@ -361,8 +361,11 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead) {
 	)
 	// The peer's state, read once for the request (each read takes the server's lock).
 	info, open := s.state(c)
-	var ref dupRef // an accepted peer's request in the duplicate cache (replay, write)
-	if open {
+	// An accepted peer's application request is in the duplicate cache (replay, write); the
+	// base protocol's (CER, DWR, DPR) never are: no key to hash for them.
+	cached := open && m.Header.ApplicationID != 0
+	var ref dupRef
+	if cached {
 		ref = refOf(dupKey{info.OriginHost, sessionID(m), m.Header.EndToEndID})
 	}
 	switch {
@@ -382,14 +385,14 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead) {
 		closeIt = true // RFC 6733 §5.4: the connection closes after DPA
 	default:
 		name = commandName(m)
-		if open && s.replay(c, ref, m, start) {
+		if cached && s.replay(c, ref, m, start) {
 			return
 		}
 		ans, code, closeIt = s.app(c, info, open, m, lean, start)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	transactions.Inc()
-	s.write(c, m, ans, name, start, ref, open)
+	s.write(c, ans, name, start, ref, cached)
 	answered, took := requestMetrics(name, code)
 	answered.Inc()
 	took.Observe(time.Since(start).Seconds())
@@ -422,9 +425,9 @@ func (s *Server) replay(c *peerConn, ref dupRef, m *diam.Message, now time.Time)
 
 // write sends the answer; an application answer is kept for retransmissions of its request,
 // before it leaves: a peer that retransmits the moment it has the answer finds it cached,
-// dated when the request was read (read, the time serve took once for all it does). open is
-// the peer's state as serve read it, ref the request's key in the cache.
-func (s *Server) write(c *peerConn, req *diam.Message, ans Answer, name string, read time.Time, ref dupRef, open bool) {
+// dated when the request was read (read, the time serve took once for all it does). cached
+// tells an accepted peer's application request, ref its key in the cache.
+func (s *Server) write(c *peerConn, ans Answer, name string, read time.Time, ref dupRef, cached bool) {
 	b := ans.Wire
 	if b == nil {
 		if !serializable(ans.Message.AVP) {
@@ -433,7 +436,7 @@ func (s *Server) write(c *peerConn, req *diam.Message, ans Answer, name string, 
 		}
 		b = serialize(ans.Message)
 	}
-	if req.Header.ApplicationID != 0 && open {
+	if cached {
 		putAnswer(s.dups, ref, b, read)
 	}
 	if _, err := c.Write(b); err != nil {
