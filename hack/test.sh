@@ -17,7 +17,7 @@
 #   C. after provision-cluster: the add-ons' build, what managed Cassandra needs first
 #      (`make addons-k8ssandra cassandra-image`: a debootstrap when cold), then the rest
 #      (`make addons`, minutes of compiling when cold), then Argo CD's components (`make
-#      argocd-gitops`, ~9 min of CPU cold) and its CLI (`make argocd`, ~2 more), then their
+#      argocd-gitops`, 4.5-5.5 min cold) and its CLI (`make argocd`, 2-3 more), then their
 #      packages (ADDONS_TESTS). The cluster tests that need the
 #      add-ons wait for the part they need alone (test/addons NeedBuilt, through the status
 #      file BuildStatusEnv names); the first cluster tests do not need them, so they run

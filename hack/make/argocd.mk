@@ -1,8 +1,8 @@
 # Argo CD v3.2.11 (issue 36), the real one: static multi-call binaries built from the Go module
 # proxy by hack/argocd.sh (module hack/argocd), cached under $(CACHE)/argocd with a stamp of their
 # version, the Go version, the flags and hack/argocd's files: argocd-gitops (the components a
-# local Argo CD runs; cold, about 9 min of compiling on 2 cores), then argocd (the CLI too, about
-# 2 min more); warm: a second. test/argocdcli runs our AAACluster health check through the CLI
+# local Argo CD runs; 4.5-5.5 min after the add-ons in a cold make test), then argocd (the CLI
+# too, 2-3 min more); warm: a second. test/argocdcli runs our AAACluster health check through the CLI
 # (docs/argocd.md). Part of PROVISION, built in make test's add-ons lane once the add-ons are
 # (PROVISION_CLUSTER in the Makefile; hack/test.sh): the cluster's Argo CD test waits for the
 # components alone.

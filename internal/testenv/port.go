@@ -16,7 +16,7 @@ import (
 // "bind: address already in use"). Below that range only another test's pick can collide,
 // and the pick is random over thousands of ports. Not below pickLow: well-known services and
 // the shared Cassandra node's (17000-19042); not from pickHigh: the benchmarks' fixed ports
-// (27000-29999) and the local cluster's NodePorts (31000-31999), which its iptables rules
+// (27000 and up) and the local cluster's NodePorts (31000-31999), which its iptables rules
 // take from 127.0.0.1 too (route_localnet).
 const (
 	pickLow  = 20000
