@@ -139,18 +139,26 @@ func build(name, binary, tag, version, out, caFile, arch, source, args, binDir s
 	exe := binDir + "/" + name
 	app = append(app, file{name: exe, mode: 0o755, data: bin})
 
+	// The layout is updated in place, never removed: a reader beside a rebuild (a test reading
+	// bin/images while `make images` runs again) always finds an index.json whose blobs are
+	// there. Blobs first, each renamed into place; index.json last; then the blobs no longer
+	// named go.
 	dir := filepath.Join(out, name)
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
 	blobs := filepath.Join(dir, "blobs", "sha256")
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
 		return err
 	}
+	keep := map[string]bool{}
 	writeBlob := func(media string, b []byte) (descriptor, error) {
 		sum := sha256.Sum256(b)
-		d := descriptor{MediaType: media, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(b))}
-		return d, os.WriteFile(filepath.Join(blobs, hex.EncodeToString(sum[:])), b, 0o644)
+		hexSum := hex.EncodeToString(sum[:])
+		keep[hexSum] = true
+		d := descriptor{MediaType: media, Digest: "sha256:" + hexSum, Size: int64(len(b))}
+		p := filepath.Join(blobs, hexSum)
+		if st, err := os.Stat(p); err == nil && st.Size() == d.Size {
+			return d, nil // content-addressed: the same name is the same bytes
+		}
+		return d, writeFile(out, p, b)
 	}
 
 	t := created()
@@ -233,11 +241,22 @@ func build(name, binary, tag, version, out, caFile, arch, source, args, binDir s
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "index.json"), index, 0o644); err != nil {
+	if err := writeFile(out, filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
+	if err := writeFile(out, filepath.Join(dir, "index.json"), index); err != nil {
 		return err
+	}
+	old, err := os.ReadDir(blobs)
+	if err != nil {
+		return err
+	}
+	for _, e := range old {
+		if !keep[e.Name()] {
+			if err := os.Remove(filepath.Join(blobs, e.Name())); err != nil {
+				return err
+			}
+		}
 	}
 	archive := filepath.Join(out, name+".oci.tar")
 	if err := tarDir(dir, archive, t); err != nil {
@@ -245,6 +264,28 @@ func build(name, binary, tag, version, out, caFile, arch, source, args, binDir s
 	}
 	fmt.Printf("%s:%s %s (%s, %s)\n", name, tag, mDesc.Digest, dir, archive)
 	return nil
+}
+
+// writeFile replaces path with b at once (a temporary file in tmpDir, on the same file system,
+// renamed): a reader sees the old bytes or the new ones, never a part.
+func writeFile(tmpDir, path string, b []byte) error {
+	f, err := os.CreateTemp(tmpDir, ".ocibuild-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 func splitArgs(s string) []string {
