@@ -60,7 +60,7 @@ provision: $(PROVISION) ## Install and build every component the tests need (ide
 # provisioning, the multi-DC end-to-end package (E2E_TESTS) and the cluster's packages
 # (CLUSTER_TESTS), one after the other, and the add-ons' build and package (ADDONS_TESTS):
 # hack/test.sh.
-PROVISION_CLUSTER := cluster-provision addons cassandra-image argocd-gitops argocd
+PROVISION_CLUSTER := cluster-provision addons cassandra-image argocd-gitops
 # One package at a time (the cluster lock); the lifecycle's (a minute) first, while the add-ons
 # the cluster package's tests wait for still compile, rather than last, after all of them.
 CLUSTER_TESTS     := ./test/cluster/lifecycle ./test/cluster/...

@@ -2,9 +2,10 @@
 # Argo CD (issue 36) as static multi-call binaries, built from the Go module proxy by the module
 # hack/argocd (its go.mod pins github.com/argoproj/argo-cd/v3 v3.2.11 and every dependency; its
 # main.go picks the role from the name the binary runs as, or ARGOCD_BINARY_NAME): argocd-gitops,
-# a local Argo CD's components (application controller, repo server), built first; argocd, the
-# same plus the CLI and the API server (build tag cli: nearly all of Argo CD). `make test` runs
-# our AAACluster health check through the CLI (test/argocd, docs/argocd.md).
+# a local Argo CD's components (application controller, repo server) and the offline health
+# check that `make test` runs our AAACluster fixtures through (argocd-resource-health:
+# test/argocdhealth, docs/argocd.md); argocd, the same plus the CLI and the API server (build tag
+# cli: nearly all of Argo CD), for users (`make argocd`), not built by `make test`.
 #
 # Cached like the add-ons (hack/addons.sh): each binary with a stamp of the version, the Go
 # version, the flags and hack/argocd's files; a warm run takes a second.
@@ -31,7 +32,7 @@
 # Usage: hack/argocd.sh COMMAND
 #   build [gitops|cli]       build both binaries (or one) unless the cached ones are up to date
 #   path [gitops]            print the CLI's path (or the components'), built or not
-#   version                  the binary's `argocd version --client --short`
+#   version                  the Argo CD version the components' binary was built from
 #   install-redis            apt-get install redis-server if missing (no system service left running)
 #   up KUBECONFIG STATE_DIR  start redis, the repo server and the application controller (above)
 #   down STATE_DIR           stop them by PID; remove STATE_DIR but its logs (not the Kubernetes objects)
@@ -356,7 +357,7 @@ YAML
 case "${1:-build}" in
   build) build "${2:-}" ;;
   path) bin_of "${2:-cli}" ;;
-  version) "$BIN" version --client --short ;;
+  version) ARGOCD_BINARY_NAME=argocd-resource-health "$GITOPS_BIN" version ;;
   install-redis) install_redis ;;
   up) shift; up "$@" ;;
   down) shift; down "$@" ;;

@@ -17,8 +17,7 @@
 #   C. after provision-cluster: the add-ons' build, what managed Cassandra needs first
 #      (`make addons-k8ssandra cassandra-image`: a debootstrap when cold), then the rest
 #      (`make addons`, minutes of compiling when cold), then Argo CD's components (`make
-#      argocd-gitops`, 4.5-5.5 min cold) and its CLI (`make argocd`, 2-3 more), then their
-#      packages (ADDONS_TESTS). The cluster tests that need the
+#      argocd-gitops`, 4.5-5.5 min cold), then their packages (ADDONS_TESTS). The cluster tests that need the
 #      add-ons wait for the part they need alone (test/addons NeedBuilt, through the status
 #      file BuildStatusEnv names); the first cluster tests do not need them, so they run
 #      while the add-ons compile.
@@ -132,16 +131,14 @@ done
 			nice -n "$(build_nice)" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory addons; then
 			echo ok >>"$status"
 			at "add-ons built"
-			# Argo CD once the add-ons are built: its components first, which the serial
-			# lane's last cluster test (TestArgoCDOnCluster) waits on, its status line
-			# releasing that test; then the CLI (the add-ons' packages), which links nearly
-			# all of Argo CD: a fifth more to compile, off that test's path.
+			# Argo CD's components once the add-ons are built, which the serial lane's last
+			# cluster test (TestArgoCDOnCluster) waits on, its status line releasing that
+			# test. Not the CLI: nothing here runs it, and it links nearly all of Argo CD (a
+			# fifth more to compile, beside that test: cold runs of 2026-11-29).
 			argocd_rc=0
 			nice -n "$(build_nice)" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory argocd-gitops || argocd_rc=$?
 			at "Argo CD's components built (rc=${argocd_rc})"
 			if ((argocd_rc == 0)); then echo argocd >>"$status"; else echo failed >>"$status"; fi
-			((argocd_rc != 0)) || nice -n "$(build_nice)" env "${BUILD_ENV[@]}" "$MAKE" --no-print-directory argocd || argocd_rc=$?
-			at "Argo CD's CLI built (rc=${argocd_rc})"
 			tests_rc=0
 			env "${env_vars[@]}" "$GO" test -count=1 -timeout "$TIMEOUT" "${addons_pkgs[@]}" || tests_rc=$?
 			((argocd_rc == 0 && tests_rc == 0))

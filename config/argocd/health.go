@@ -32,7 +32,7 @@ type Case struct {
 }
 
 // Cases reads dir/health_test.yaml, the layout of Argo CD's resource_customizations tests: the
-// cases that both gopher-lua (test/argocd) and Argo CD itself (test/argocdcli) must pass.
+// cases that both gopher-lua (test/argocd) and Argo CD itself (test/argocdhealth) must pass.
 func Cases(dir string) ([]Case, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "health_test.yaml"))
 	if err != nil {

@@ -15,7 +15,7 @@ addons: envtest-assets cluster-provision ## Build the add-ons' binaries, images 
 	GO=$(GO) hack/addons.sh build
 
 .PHONY: addons-test
-addons-test: addons cassandra-image argocd ## make test's add-ons lane (ADDONS_TESTS): every add-on binary starts, every manifest passes a server-side dry-run; the Cassandra images; Argo CD's health check.
+addons-test: addons cassandra-image argocd-gitops ## make test's add-ons lane (ADDONS_TESTS): every add-on binary starts, every manifest passes a server-side dry-run; the Cassandra images; Argo CD's health check.
 	$(TEST_ENV) $(GO) test -count=1 -timeout 15m $(ADDONS_TESTS)
 
 .PHONY: addons-install

@@ -1,14 +1,15 @@
 # Argo CD v3.2.11 (issue 36), the real one: static multi-call binaries built from the Go module
 # proxy by hack/argocd.sh (module hack/argocd), cached under $(CACHE)/argocd with a stamp of their
 # version, the Go version, the flags and hack/argocd's files: argocd-gitops (the components a
-# local Argo CD runs; 4.5-5.5 min after the add-ons in a cold make test), then argocd (the CLI
-# too, 2-3 min more); warm: a second. test/argocdcli runs our AAACluster health check through the CLI
-# (docs/argocd.md). Part of PROVISION, built in make test's add-ons lane once the add-ons are
-# (PROVISION_CLUSTER in the Makefile; hack/test.sh): the cluster's Argo CD test waits for the
-# components alone.
+# local Argo CD runs, and the offline health check; 4.5-5.5 min after the add-ons in a cold make
+# test) and, for users, argocd (the CLI too, 2-3 min more); warm: a second. test/argocdhealth runs
+# our AAACluster health check through the components' binary (docs/argocd.md). Part of
+# PROVISION, built in make test's add-ons lane once the add-ons are (PROVISION_CLUSTER in the
+# Makefile; hack/test.sh): the cluster's Argo CD test waits for it. make test does not build the
+# CLI: nothing it runs needs it.
 
-PROVISION    += argocd redis
-ADDONS_TESTS += ./test/argocdcli/... ./test/argocdenv/...
+PROVISION    += argocd-gitops redis
+ADDONS_TESTS += ./test/argocdhealth/... ./test/argocdenv/...
 
 .PHONY: redis
 redis: ## Install redis-server from Debian, not started (idempotent): the local Argo CD's cache.
@@ -16,16 +17,16 @@ redis: ## Install redis-server from Debian, not started (idempotent): the local 
 
 ##@ Argo CD
 .PHONY: argocd
-argocd: argocd-gitops ## Build Argo CD v3.2.11 into $(CACHE)/argocd/bin/ (argocd and argocd-gitops; cached; hack/argocd/go.mod).
+argocd: argocd-gitops ## Build Argo CD v3.2.11's CLI into $(CACHE)/argocd/bin/argocd, after argocd-gitops (cached; hack/argocd/go.mod).
 	GO=$(GO) hack/argocd.sh build cli
 
 .PHONY: argocd-gitops
-argocd-gitops: ## Build Argo CD's components alone (application controller, repo server) into $(CACHE)/argocd/bin/argocd-gitops.
+argocd-gitops: ## Build Argo CD's components (application controller, repo server, offline health check) into $(CACHE)/argocd/bin/argocd-gitops.
 	GO=$(GO) hack/argocd.sh build gitops
 
 .PHONY: argocd-test
-argocd-test: argocd ## The AAACluster health check through Argo CD itself (test/argocdcli).
-	$(TEST_ENV) $(GO) test -count=1 -timeout 5m ./test/argocdcli/...
+argocd-test: argocd-gitops ## The AAACluster health check through Argo CD itself (test/argocdhealth).
+	$(TEST_ENV) $(GO) test -count=1 -timeout 5m ./test/argocdhealth/...
 
 # A local Argo CD (hack/argocd.sh up): redis, the repo server and the application controller as
 # host processes against the cluster of KUBECONFIG, state and logs in ARGOCD_STATE.

@@ -110,7 +110,7 @@ func TestSamplesAreAAAClusters(t *testing.T) {
 // TestArgoCDLibraries: Evaluate offers a health script only the Lua libraries Argo CD's VM opens
 // (without resource.customizations.useOpenLibs): base, table and package. A script that calls
 // string.*, math.* or os.* passes gopher-lua's default state but fails in Argo CD
-// (test/argocdcli checks Argo CD itself the same way).
+// (test/argocdhealth checks Argo CD itself the same way).
 func TestArgoCDLibraries(t *testing.T) {
 	obj := map[string]any{"metadata": map[string]any{"generation": int64(2)}}
 	ok := `local t = {}

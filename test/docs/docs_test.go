@@ -28,6 +28,7 @@ var marked = []struct {
 	{"README.md", "loopback", 2},
 	{"docs/local-cluster.md", "cluster-lifecycle", 1},
 	{"docs/local-cluster.md", "cluster-doc", 1},
+	{"docs/argocd.md", "argocd-health", 1},
 }
 
 // TestDocBlocksMakeTargets: the Quick start's commands, and those of the blocks the cluster

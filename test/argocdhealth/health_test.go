@@ -1,12 +1,13 @@
-// Package argocdcli runs the Argo CD health check of AAACluster through Argo CD itself: the
-// v3.2.11 binary that hack/argocd.sh builds (`make argocd`), whose
-// `argocd admin settings resource-overrides health OBJECT --argocd-cm-path CM` loads
-// config/argocd/argocd-cm.yaml as Argo CD's settings manager does and judges the object with
-// Argo CD's own Lua VM and health code. test/argocd runs the same cases with gopher-lua alone;
-// this package checks that Argo CD reads our argocd-cm keys and agrees with those expectations.
-// Without the binary the tests skip, or fail under OPENAAA_INTEGRATION=require (make test builds
-// it first, in its add-ons lane: hack/test.sh).
-package argocdcli
+// Package argocdhealth runs the Argo CD health check of AAACluster through Argo CD itself: the
+// components' binary of v3.2.11 that hack/argocd.sh builds (`make argocd-gitops`), run as
+// argocd-resource-health (hack/argocd/health.go). Like `argocd admin settings resource-overrides
+// health OBJECT --argocd-cm-path CM`, it loads config/argocd/argocd-cm.yaml with Argo CD's
+// settings manager and judges the object with gitops-engine's health code and Argo CD's Lua VM,
+// the calls an application controller makes. test/argocd runs the same cases with gopher-lua
+// alone; this package checks that Argo CD reads our argocd-cm keys and agrees with those
+// expectations. Without the binary the tests skip, or fail under OPENAAA_INTEGRATION=require
+// (make test builds it first, in its add-ons lane: hack/test.sh).
+package argocdhealth
 
 import (
 	"context"
@@ -21,30 +22,30 @@ import (
 	"github.com/openaaa/openaaa/internal/testenv"
 )
 
-// argocd returns the binary's path (hack/argocd.sh path), skipping or failing when it is not
-// built.
+// argocd returns the components' binary (hack/argocd.sh path gitops), skipping or failing when
+// it is not built.
 func argocd(t *testing.T) string {
 	t.Helper()
 	root := testenv.Root(t)
-	out, err := exec.Command("bash", filepath.Join(root, "hack", "argocd.sh"), "path").Output()
+	out, err := exec.Command("bash", filepath.Join(root, "hack", "argocd.sh"), "path", "gitops").Output()
 	if err != nil {
-		t.Fatalf("hack/argocd.sh path: %v", err)
+		t.Fatalf("hack/argocd.sh path gitops: %v", err)
 	}
 	bin := strings.TrimSpace(string(out))
 	_, err = os.Stat(bin)
-	testenv.Need(t, err == nil, "the Argo CD binary "+bin+" (make argocd)")
+	testenv.Need(t, err == nil, "Argo CD's components "+bin+" (make argocd-gitops)")
 	return bin
 }
 
-// run runs the binary as the argocd CLI, away from any real cluster or CLI config; the output
-// is stdout and stderr.
+// run runs the binary as argocd-resource-health, away from any real cluster or Argo CD config;
+// the output is stdout and stderr.
 func run(t *testing.T, bin string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "ARGOCD_BINARY_NAME=argocd", "HOME="+home,
+	cmd.Env = append(os.Environ(), "ARGOCD_BINARY_NAME=argocd-resource-health", "HOME="+home,
 		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"), "ARGOCD_CONFIG_DIR="+filepath.Join(home, "argocd"))
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -59,7 +60,7 @@ func mustRun(t *testing.T, bin string, args ...string) string {
 	return out
 }
 
-// assess is `argocd admin settings resource-overrides health`: the health Argo CD gives obj
+// assess is argocd-resource-health: the health Argo CD gives obj
 // with the settings of cm. It fails t when Argo CD has no health check for the object's kind
 // (the argocd-cm key was not read).
 func assess(t *testing.T, bin, cm, obj string) health.Status {
@@ -81,7 +82,7 @@ func assess(t *testing.T, bin, cm, obj string) health.Status {
 }
 
 func healthArgs(cm, obj string) []string {
-	return []string{"admin", "settings", "resource-overrides", "health", obj, "--argocd-cm-path", cm}
+	return []string{obj, "--argocd-cm-path", cm}
 }
 
 func configDir(t *testing.T) string { return filepath.Join(testenv.Root(t), "config", "argocd") }
@@ -102,9 +103,9 @@ func TestVersion(t *testing.T) {
 	if want == "" {
 		t.Fatal("hack/argocd/go.mod requires no github.com/argoproj/argo-cd/v3")
 	}
-	got := strings.TrimSpace(mustRun(t, bin, "version", "--client", "--short"))
+	got := strings.TrimSpace(mustRun(t, bin, "version"))
 	if !strings.HasPrefix(got, "argocd: "+want+"+") {
-		t.Errorf("argocd version --client --short = %q, want argocd: %s+...; rebuild it (make argocd)", got, want)
+		t.Errorf("argocd-resource-health version = %q, want argocd: %s+...; rebuild it (make argocd-gitops)", got, want)
 	}
 }
 
@@ -192,4 +193,41 @@ func TestLibraries(t *testing.T) {
 			t.Errorf("a script using the %s library: err %v, want Argo CD to fail on it:\n%s", lib, err, out)
 		}
 	}
+}
+
+// TestDocBlock: docs/argocd.md's health check command, run as it stands with bash from the
+// repository's root, judges the healthy sample Healthy with the operator's message.
+func TestDocBlock(t *testing.T) {
+	argocd(t)
+	root := testenv.Root(t)
+	blocks, err := testenv.DocBlocks(filepath.Join(root, "docs", "argocd.md"), "docs/argocd.md", "argocd-health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 1 {
+		t.Fatalf("docs/argocd.md: %d blocks marked argocd-health, want 1", len(blocks))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", blocks[0].Body)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", blocks[0].Name(), err, out)
+	}
+	cases, err := health.Cases(configDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		if filepath.Base(tc.InputPath) == "healthy.yaml" {
+			want := "STATUS: " + tc.HealthStatus.Status + "\nMESSAGE: " + tc.HealthStatus.Message + "\n"
+			if !strings.HasSuffix(string(out), want) {
+				t.Errorf("%s printed:\n%s\nwant it to end with:\n%s", blocks[0].Name(), out, want)
+			}
+			return
+		}
+	}
+	t.Fatal("config/argocd/health_test.yaml has no case for testdata/healthy.yaml")
 }
