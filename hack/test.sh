@@ -15,7 +15,7 @@
 #      (4 min instead of 1) and the multi-DC test's outage phase grew with it. The builds
 #      run niced (BUILD_NICE) while it runs, so that they yield to it;
 #   C. after provision-cluster: the add-ons' build, what managed Cassandra needs first
-#      (`make addons-k8ssandra cassandra-image`: a debootstrap when cold), then the rest
+#      (`make addons-k8ssandra cassandra-image`; its debootstrap is in the base), then the rest
 #      (`make addons`, minutes of compiling when cold), then Argo CD's components (`make
 #      argocd-gitops`, 4.5-5.5 min cold), then their packages (ADDONS_TESTS). The cluster tests that need the
 #      add-ons wait for the part they need alone (test/addons NeedBuilt, through the status
