@@ -1,34 +1,39 @@
 #!/usr/bin/env bash
 # make bench-policy (docs/benchmarks.md, "Lua policy"): the field's flow on the embedded
-# store with four variants, side by side, each in a fresh policing process — the built-in
-# policy (inline dispatch, what auto picks without a script), the built-in policy on the
-# worker pool (what auto picks with a Lua policy: no decision on a reader, issue 35), the
+# store with four variants, side by side, each in a policing process of its own — the
+# built-in policy (inline dispatch, what auto picks without a script), the built-in policy on
+# the worker pool (what auto picks with a Lua policy: no decision on a reader, issue 35), the
 # same policy in Lua (services/policing/internal/policy/luapolicy/testdata/builtin.lua) with
-# memoization off (every decision runs the script), and the same script memoized —
-# alternating them in each of BENCH_ROUNDS rounds, as hack/bench.sh alternates its A/B
-# runs, in an order that rotates from round to round (no variant always last on a machine
-# that drifts within a round), and reporting the medians: TPS, p99, server CPU µs per
-# transaction, the Lua runs and reuses, what Lua adds per decision against the built-in
-# policy on the same dispatch (workers) — the median of the rounds' paired differences, each
-# against builtin-workers of the same round — and the engine's own mean run duration
+# memoization off (every decision runs the script), and the same script memoized.
+#
+# Method: the four processes start at once and are warmed up; then BENCH_ROUNDS short rounds,
+# each giving every variant one run of BENCH_DURATION in an order that rotates from round to
+# round. A difference of a microsecond per decision is smaller than the box's drift over a
+# minute (3 rounds of 10 s runs, one process per run, could not show the goals: issue 35), so
+# what Lua adds per decision is the median over many short rounds of each round's difference
+# against the built-in policy on the same dispatch (workers), measured seconds apart. Reported:
+# medians of TPS, p99, server CPU µs per transaction (from /proc, outside the process), the Lua
+# runs and reuses, what Lua adds per decision, and the engine's own mean run duration
 # (openaaa_policy_lua_run_duration_seconds). Each round's order and differences: rounds.txt.
 #
 # Knobs (environment), as in hack/bench.sh:
-#   BENCH_DURATION=10s BENCH_WARMUP=3s BENCH_ROUNDS=3 BENCH_CONCURRENCY=16 BENCH_INTERIMS=5
-#   BENCH_USERS=10000 BENCH_OUT=$CACHE/bench-policy/<timestamp> BENCH_BASE_PORT=28220
-#   BENCH_PIN=none     all: the server on CPU 1, the generator on CPU 0 (taskset)
+#   BENCH_DURATION=3s BENCH_WARMUP=3s (each process once, then 1 s before each run)
+#   BENCH_ROUNDS=15 BENCH_CONCURRENCY=16 BENCH_INTERIMS=5 BENCH_USERS=10000
+#   BENCH_OUT=$CACHE/bench-policy/<timestamp> BENCH_BASE_PORT=28220 (the variants use
+#   BASE..BASE+7 for RADIUS, BASE+20..BASE+23 for their admin ports)
+#   BENCH_PIN=all      the servers on CPU 1, the generator on CPU 0 (taskset); none: unpinned
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$HOME/.cache/openaaa}
 BIN=${BIN:-$ROOT/bin}
-DURATION=${BENCH_DURATION:-10s}
+DURATION=${BENCH_DURATION:-3s}
 WARMUP=${BENCH_WARMUP:-3s}
-ROUNDS=${BENCH_ROUNDS:-3}
+ROUNDS=${BENCH_ROUNDS:-15}
 CONC=${BENCH_CONCURRENCY:-16}
 INTERIMS=${BENCH_INTERIMS:-5}
 USERS=${BENCH_USERS:-10000}
-PIN=${BENCH_PIN:-none}
+PIN=${BENCH_PIN:-all}
 OUT=${BENCH_OUT:-$CACHE/bench-policy/$(date +%Y%m%d-%H%M%S)}
 BASE=${BENCH_BASE_PORT:-28220}
 ADMIN_PORT=$((BASE + 20))
@@ -44,11 +49,15 @@ mkdir -p "$OUT"
 echo "bench-policy: reports in $OUT"
 
 POL_PID=""
+declare -A PID
 cleanup() {
-	if [[ -n $POL_PID ]] && kill -0 "$POL_PID" 2>/dev/null; then
-		kill "$POL_PID" 2>/dev/null || true
-		wait "$POL_PID" 2>/dev/null || true
-	fi
+	local p
+	for p in "${PID[@]}" $POL_PID; do
+		if kill -0 "$p" 2>/dev/null; then
+			kill "$p" 2>/dev/null || true
+			wait "$p" 2>/dev/null || true
+		fi
+	done
 }
 trap cleanup EXIT INT TERM
 
@@ -59,28 +68,34 @@ write_bench_config "{store: embedded}"
 
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); policing: $("$POLICING" version 2>/dev/null | head -1)"
-	echo "load: aaa-loadgen flow, $INTERIMS interims, concurrency $CONC, $DURATION per run (+$WARMUP warm-up), $ROUNDS rounds, $USERS users, embedded store; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "load: aaa-loadgen flow, $INTERIMS interims, concurrency $CONC, $ROUNDS rounds of a $DURATION run per variant (+1 s warm-up; each process warmed $WARMUP at start), $USERS users, embedded store; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 machine | tee "$OUT/machine.txt"
 
 BENCH_NAME=bench-policy
 
-run() { # LABEL FILE
-	local label=$1 file=$2 before after
-	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$BASE" --secret-file "$OUT/secret" --mode flow --interims "$INTERIMS" \
-		--users "$USERS" --concurrency "$CONC" --duration "$WARMUP" --quiet >/dev/null
+# loadgen DURATION [ARGS]: the flow against the variant whose ports are TARGET and ADMIN_PORT.
+loadgen() {
+	local d=$1
+	shift
+	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$TARGET" --secret-file "$OUT/secret" --mode flow --interims "$INTERIMS" \
+		--users "$USERS" --concurrency "$CONC" --duration "$d" --quiet "$@" >/dev/null
+}
+
+run() { # VARIANT FILE
+	local before after
+	use "$1"
+	loadgen 1s
 	before=$(lua_counters)
-	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$BASE" --secret-file "$OUT/secret" --mode flow --interims "$INTERIMS" \
-		--users "$USERS" --concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet \
-		--server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma \
-		--json-out "$OUT/$file.json" --text-out "$OUT/$file.txt" >/dev/null
+	loadgen "$DURATION" --label "$1" --server-pid "${PID[$1]}" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma \
+		--json-out "$OUT/$2.json" --text-out "$OUT/$2.txt"
 	after=$(lua_counters)
 	read -r r0 u0 <<<"$before"
 	read -r r1 u1 <<<"$after"
 	# The counters are read around the measured run: they include its last in-flight
 	# requests, a few among tens of thousands.
-	echo "$((r1 - r0)) $((u1 - u0)) $(lua_run_mean_us)" >"$OUT/$file.lua"
-	echo "bench-policy: $("$LOADGEN" summary "$OUT/$file.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
+	echo "$((r1 - r0)) $((u1 - u0)) $(lua_run_mean_us)" >"$OUT/$2.lua"
+	echo "bench-policy: $("$LOADGEN" summary "$OUT/$2.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
 }
 
 # lua_run_mean_us: the engine's mean run duration so far (µs; 0 without runs), warm-up included.
@@ -100,20 +115,39 @@ flags() {
 	lua-memoized) echo "--set policy.lua.file=$SCRIPTS/builtin.lua --set policy.lua.memoize=true" ;;
 	esac
 }
+# index VARIANT: its place in VARIANTS, which gives its ports.
+index() {
+	local k
+	for k in "${!VARIANTS[@]}"; do [[ ${VARIANTS[$k]} != "$1" ]] || { echo "$k"; return; }; done
+	return 1
+}
+# use VARIANT: TARGET and ADMIN_PORT are that variant's.
+use() {
+	local k
+	k=$(index "$1")
+	TARGET=$((BASE + 2 * k))
+	ADMIN_PORT=$((BASE + 20 + k))
+}
 # order ROUND: the variants, rotated by ROUND − 1: each round starts one further, so that
 # a machine slowing (or speeding up) within a round does not always charge the same variant.
 order() {
 	local n=${#VARIANTS[@]} k
 	for ((k = 0; k < n; k++)); do echo "${VARIANTS[$(((($1 - 1) + k) % n))]}"; done
 }
+for v in "${VARIANTS[@]}"; do
+	use "$v"
+	# shellcheck disable=SC2046 # flags are words
+	start_policing $(flags "$v") --set "radius.authAddress=127.0.0.1:$TARGET" \
+		--set "radius.acctAddress=127.0.0.1:$((TARGET + 1))" --set "admin.address=127.0.0.1:$ADMIN_PORT"
+	PID[$v]=$POL_PID
+	POL_PID=""
+	loadgen "$WARMUP"
+done
 for i in $(seq 1 "$ROUNDS"); do
 	mapfile -t ORDER < <(order "$i")
 	echo "bench-policy: round $i: ${ORDER[*]}"
 	for v in "${ORDER[@]}"; do
-		# shellcheck disable=SC2046 # flags are words
-		start_policing $(flags "$v")
 		run "$v" "$v-$i"
-		stop_policing
 	done
 done
 
