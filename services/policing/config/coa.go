@@ -21,6 +21,12 @@ type CoA struct {
 	// Concurrency bounds the policy disconnects in flight; more are skipped (and counted)
 	// until the next accounting message of the session.
 	Concurrency int `json:"concurrency"`
+	// PolicyTimeout bounds one request the policy sends (a disconnect, a Lua coa(), the Gx
+	// quota's CoA): the session's read and the request with its retransmissions.
+	PolicyTimeout Duration `json:"policyTimeout"`
+	// APITimeout bounds one CoA or Disconnect call of the admin API (and the CLI): the
+	// sessions' lookup and the requests to all of them.
+	APITimeout Duration `json:"apiTimeout"`
 }
 
 // DefaultCoAPort is a client's coaPort when it sets none (RFC 5176): the one place of that
@@ -29,7 +35,8 @@ const DefaultCoAPort = 3799
 
 func defaultCoA() CoA {
 	return CoA{Timeout: Duration(time.Second), Retries: 2, PolicyDisconnect: true,
-		ResendAfter: Duration(time.Minute), Concurrency: 64}
+		ResendAfter: Duration(time.Minute), Concurrency: 64, PolicyTimeout: Duration(30 * time.Second),
+		APITimeout: Duration(time.Minute)}
 }
 
 func (c CoA) validate(key string) []error {
@@ -48,6 +55,14 @@ func (c CoA) validate(key string) []error {
 	}
 	if c.Concurrency < 1 {
 		bad("concurrency", "must be at least 1")
+	}
+	// At most 5m: a request cut short loses only its last retransmissions, while a typo
+	// (30m for 30s) would hold a policy slot or an API call that long.
+	if p := timeoutProblem(c.PolicyTimeout, 5*time.Minute); p != "" {
+		bad("policyTimeout", "%s", p)
+	}
+	if p := timeoutProblem(c.APITimeout, 5*time.Minute); p != "" {
+		bad("apiTimeout", "%s", p)
 	}
 	return errs
 }

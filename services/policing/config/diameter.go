@@ -51,6 +51,10 @@ type Diameter struct {
 	// (a DPA, the answers of requests a shutdown cancelled): a peer that stopped reading
 	// holds a stop no longer than this.
 	FlushTimeout Duration `json:"flushTimeout"`
+	// DPRTimeout is how long a stopping node waits for a peer's DPA to the DPR it sent
+	// (RFC 6733 §5.4) before it closes the connection anyway: a peer that ignores the DPR
+	// holds a stop no longer than this.
+	DPRTimeout Duration `json:"dprTimeout"`
 	// ScheduleInterval is how often a node decides the Gx sessions it holds again and pushes
 	// by RAR what changed between CCRs: rule windows (dataPolicy.windows) that opened or
 	// closed, quotas that ran out.
@@ -83,7 +87,7 @@ type DiameterPeer struct {
 
 func defaultDiameter() Diameter {
 	return Diameter{Address: fmt.Sprintf(":%d", DefaultDiameterPort), MaxInFlight: 1024, RequestTimeout: Duration(10 * time.Second),
-		RARTimeout: Duration(5 * time.Second), FlushTimeout: Duration(time.Second),
+		RARTimeout: Duration(5 * time.Second), FlushTimeout: Duration(time.Second), DPRTimeout: Duration(5 * time.Second),
 		ScheduleInterval: Duration(30 * time.Second), TLS: DiameterTLS{HandshakeTimeout: Duration(10 * time.Second)}}
 }
 
@@ -138,6 +142,7 @@ func (d Diameter) validate(key string) []error {
 		d      Duration
 		atMost time.Duration
 	}{{"rarTimeout", d.RARTimeout, time.Minute}, {"flushTimeout", d.FlushTimeout, 30 * time.Second},
+		{"dprTimeout", d.DPRTimeout, time.Minute},
 		{"tls.handshakeTimeout", d.TLS.HandshakeTimeout, time.Minute}} {
 		if p := timeoutProblem(t.d, t.atMost); p != "" {
 			bad(t.key, "%s", p)

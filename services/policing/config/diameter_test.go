@@ -46,12 +46,15 @@ func TestDiameter(t *testing.T) {
 }
 
 // The Diameter timers are keys, defaulted to the values that were constants in the code
-// (diameter.rarTimeout 5s, flushTimeout 1s, tls.handshakeTimeout 10s); one that is not
-// positive or past its bound is an error naming the key and its line.
+// (diameter.rarTimeout 5s, flushTimeout 1s, tls.handshakeTimeout 10s) and, for the wait for
+// a DPA that a stopping node's DPR gets, dprTimeout 5s; one that is not positive or past its
+// bound is an error naming the key and its line.
 func TestDiameterTimers(t *testing.T) {
 	d := Default().Diameter
-	if d.RARTimeout.D() != 5*time.Second || d.FlushTimeout.D() != time.Second || d.TLS.HandshakeTimeout.D() != 10*time.Second {
-		t.Fatalf("defaults: rarTimeout %v, flushTimeout %v, tls.handshakeTimeout %v", d.RARTimeout, d.FlushTimeout, d.TLS.HandshakeTimeout)
+	if d.RARTimeout.D() != 5*time.Second || d.FlushTimeout.D() != time.Second || d.TLS.HandshakeTimeout.D() != 10*time.Second ||
+		d.DPRTimeout.D() != 5*time.Second {
+		t.Fatalf("defaults: rarTimeout %v, flushTimeout %v, tls.handshakeTimeout %v, dprTimeout %v", d.RARTimeout, d.FlushTimeout,
+			d.TLS.HandshakeTimeout, d.DPRTimeout)
 	}
 	const enabled = `diameter:
   enabled: true
@@ -59,14 +62,15 @@ func TestDiameterTimers(t *testing.T) {
   originRealm: example.net
   peers: [{originHost: pgw1}]
 `
-	c, err := load(t, minimal+enabled+"  rarTimeout: 30s\n  flushTimeout: 5s\n  tls: {handshakeTimeout: 20s}\n", nil, nil)
+	c, err := load(t, minimal+enabled+"  rarTimeout: 30s\n  flushTimeout: 5s\n  dprTimeout: 300ms\n  tls: {handshakeTimeout: 20s}\n", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Diameter.RARTimeout.D() != 30*time.Second || c.Diameter.FlushTimeout.D() != 5*time.Second || c.Diameter.TLS.HandshakeTimeout.D() != 20*time.Second {
+	if c.Diameter.RARTimeout.D() != 30*time.Second || c.Diameter.FlushTimeout.D() != 5*time.Second || c.Diameter.TLS.HandshakeTimeout.D() != 20*time.Second ||
+		c.Diameter.DPRTimeout.D() != 300*time.Millisecond {
 		t.Fatalf("set: %+v", c.Diameter)
 	}
-	path := writeConfig(t, minimal+enabled+"  rarTimeout: 0s\n  flushTimeout: 2h\n  tls: {handshakeTimeout: -1s}\n")
+	path := writeConfig(t, minimal+enabled+"  rarTimeout: 0s\n  flushTimeout: 2h\n  dprTimeout: 2m\n  tls: {handshakeTimeout: -1s}\n")
 	_, err = Load(path, nil, nil)
 	if err == nil {
 		t.Fatal("timers out of range accepted")
@@ -74,7 +78,8 @@ func TestDiameterTimers(t *testing.T) {
 	want := []string{
 		path + ":11:3: diameter.rarTimeout: must be positive and at most 1m0s, got 0s",
 		path + ":12:3: diameter.flushTimeout: must be positive and at most 30s, got 2h0m0s",
-		path + ":13:9: diameter.tls.handshakeTimeout: must be positive and at most 1m0s, got -1s",
+		path + ":13:3: diameter.dprTimeout: must be positive and at most 1m0s, got 2m0s",
+		path + ":14:9: diameter.tls.handshakeTimeout: must be positive and at most 1m0s, got -1s",
 	}
 	if got := err.Error(); got != strings.Join(want, "\n") {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))

@@ -34,6 +34,9 @@ type Server struct {
 	Pprof bool
 	// CoA sends CoA and Disconnect requests (admin/coa.go); nil: not configured.
 	CoA *coa.Sender
+	// CoATimeout bounds one CoA or Disconnect call (coa.apiTimeout): the lookup and the
+	// requests to every session found. 0 takes the configuration's default.
+	CoATimeout time.Duration
 	// Dict names the attributes of a CoA request (the node's dictionaries); nil: the
 	// built-in one.
 	Dict *dict.Dict

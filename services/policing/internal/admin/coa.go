@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
-	"time"
 
 	"layeh.com/radius"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
@@ -100,7 +100,11 @@ func (s *Server) coaAction(w http.ResponseWriter, r *http.Request, fn func(conte
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 60*time.Second)
+	bound := s.CoATimeout
+	if bound <= 0 {
+		bound = config.Default().CoA.APITimeout.D()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), bound)
 	defer cancel()
 	sessions, err := s.CoA.Find(ctx, sel)
 	if err != nil {

@@ -28,7 +28,7 @@ func (p *coaPart) Start(context.Context) error {
 	p.sender = &coa.Sender{Store: p.store.store, Clients: p.radius.clients,
 		Timeout: c.Timeout.D(), Retries: c.Retries, Log: p.d.log}
 	if c.PolicyDisconnect {
-		p.trigger = coa.NewPolicyTrigger(p.store.store, p.sender, c.ResendAfter.D(), c.Concurrency, p.d.log)
+		p.trigger = coa.NewPolicyTrigger(p.store.store, p.sender, c.ResendAfter.D(), c.PolicyTimeout.D(), c.Concurrency, p.d.log)
 	}
 	return nil
 }

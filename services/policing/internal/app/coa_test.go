@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,6 +30,13 @@ func coaNodeIn(t *testing.T, dir string, receiver *freeRADIUS, extra string) *No
 // coaNodeWith is coaNodeIn with the subscriber file subs.
 func coaNodeWith(t *testing.T, dir string, receiver *freeRADIUS, extra, subs string) *Node {
 	t.Helper()
+	return coaNodeAt(t, dir, receiver.port, "coa: {timeout: 500ms, retries: 2, resendAfter: 1m}\n"+extra, subs)
+}
+
+// coaNodeAt starts a node whose only client (127.0.0.1) has its CoA port at port, with the
+// coa section and anything else in extra.
+func coaNodeAt(t *testing.T, dir string, port int, extra, subs string) *Node {
+	t.Helper()
 	return edgeNode(t, dir, fmt.Sprintf(`
 log: {level: debug, format: text}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
@@ -36,8 +44,17 @@ admin: {address: "127.0.0.1:0", tokenFile: {{dir}}/admin-token}
 clients:
   - {name: nas1, address: 127.0.0.1, secretFile: {{dir}}/secret, coaPort: %d}
 subscribers: {source: file, file: {{dir}}/subs.yaml}
-coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
-`, receiver.port)+extra, subs)
+`, port)+extra, subs)
+}
+
+// silentNAS is a loopback UDP port that takes CoA and Disconnect requests and never answers
+// (a NAS gone away).
+func silentNAS(t *testing.T) int {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { _ = pc.Close() })
+	return pc.LocalAddr().(*net.UDPAddr).Port
 }
 
 func postCoA(t *testing.T, n *Node, path string) (int, admin.CoAReply) {
@@ -45,7 +62,7 @@ func postCoA(t *testing.T, n *Node, path string) (int, admin.CoAReply) {
 	req, err := http.NewRequest(http.MethodPost, "http://"+n.Addr("admin.address").String()+path, nil)
 	must(t, err)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
 	must(t, err)
 	defer resp.Body.Close()
 	var r admin.CoAReply
@@ -155,5 +172,48 @@ func TestPolicyDisconnectOnQuota(t *testing.T) {
 	time.Sleep(time.Second)
 	if c := strings.Count(nas.detail(), "Disconnect-Request"); c != 1 {
 		t.Errorf("%d Disconnect-Requests for one over-quota session, want 1:\n%s", c, nas.detail())
+	}
+}
+
+// coa.apiTimeout bounds an admin API Disconnect: to a NAS that never answers, with
+// retransmissions that would take 63 s (coa.timeout 1s doubling, 5 retries), the API answers
+// after the configured 300 ms, the session reported error (it was a hard-coded 60 s).
+func TestCoAAPITimeoutFromConfig(t *testing.T) {
+	n := coaNodeAt(t, t.TempDir(), silentNAS(t), "coa: {timeout: 1s, retries: 5, apiTimeout: 300ms}\n", edgeSubs)
+	out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", "T-1", "alice")...)
+	if !strings.Contains(out, "Received Accounting-Response") {
+		t.Fatalf("no Accounting-Response:\n%s", out)
+	}
+	start := time.Now()
+	code, r := postCoA(t, n, "/api/v1/disconnect?user=alice")
+	took := time.Since(start)
+	t.Logf("answered after %v: %d %+v", took.Round(time.Millisecond), code, r)
+	if code != http.StatusOK || len(r.Results) != 1 || r.Results[0].Result != "error" {
+		t.Errorf("disconnect to a silent NAS: %d %+v, want 200 and the session's result error", code, r)
+	}
+	if took < 250*time.Millisecond || took > 2500*time.Millisecond {
+		t.Errorf("answered after %v, want about coa.apiTimeout (300ms)", took)
+	}
+}
+
+// coa.policyTimeout bounds a policy request: the over-quota session's Disconnect-Request to
+// a NAS that never answers ends after the configured 300 ms, counted as an error, not after
+// the retransmissions' 63 s cut at a hard-coded 30 s.
+func TestCoAPolicyTimeoutFromConfig(t *testing.T) {
+	n := coaNodeAt(t, t.TempDir(), silentNAS(t), "coa: {timeout: 1s, retries: 5, policyTimeout: 300ms}\n", edgeSubs)
+	acct := n.Addr("radius.acctAddress").String()
+	radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Start", "TQ-1", "quota")...)
+	const failed = `openaaa_coa_requests_total{kind="disconnect",result="error",trigger="policy"}`
+	before := metricValue(t, n, failed)
+	start := time.Now()
+	out := radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "TQ-1", "quota", "Acct-Input-Octets = 2000")...)
+	if !strings.Contains(out, "Received Accounting-Response") {
+		t.Fatalf("no Accounting-Response:\n%s", out)
+	}
+	eventually(t, 5*time.Second, "the policy disconnect given up", func() bool { return metricValue(t, n, failed) > before })
+	took := time.Since(start)
+	t.Logf("given up after %v", took.Round(time.Millisecond))
+	if took > 2500*time.Millisecond {
+		t.Errorf("given up after %v, want about coa.policyTimeout (300ms)", took)
 	}
 }

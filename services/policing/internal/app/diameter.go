@@ -48,7 +48,7 @@ func (p *diameterPart) Start(context.Context) error {
 	}
 	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm, ServedHosts: c.ServedHosts, VendorID: c.VendorID,
 		Peers: peers, MaxInFlight: c.MaxInFlight, RequestTimeout: c.RequestTimeout.D(), FlushTimeout: c.FlushTimeout.D(),
-		HandshakeTimeout: c.TLS.HandshakeTimeout.D(), Log: p.d.log}
+		DPRTimeout: c.DPRTimeout.D(), HandshakeTimeout: c.TLS.HandshakeTimeout.D(), Log: p.d.log}
 	if t := c.TLS; t.Address != "" {
 		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: p.d.log}
 		opt.TLSAddress = t.Address
@@ -83,9 +83,9 @@ func (p *diameterPart) Start(context.Context) error {
 	return nil
 }
 
-// Stop answers the requests in flight within ctx (the shutdown's budget), cancelling
-// those left, and closes the peer connections (PCEFs reconnect to another node) before the
-// store closes.
+// Stop sends each peer a DPR (RFC 6733 §5.4), answers the requests in flight within ctx
+// (the shutdown's budget), cancelling those left, and closes the peer connections (PCEFs
+// reconnect to another node) before the store closes.
 func (p *diameterPart) Stop(ctx context.Context) error {
 	if p.server == nil {
 		return nil

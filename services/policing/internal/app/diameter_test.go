@@ -83,9 +83,11 @@ func ccr(typ uint32, sid string) *diam.Message {
 func TestGxSessionSurvivesRestart(t *testing.T) {
 	sets := append([]string{"session.embedded.snapshotFile=" + filepath.Join(t.TempDir(), "snap.jsonl")}, diameterSets...)
 	n := startNode(t, sets...)
-	if code := dialPCEF(t, n).send(ccr(1, "pgw.test;restart;1")); code != 2001 {
+	p := dialPCEF(t, n)
+	if code := p.send(ccr(1, "pgw.test;restart;1")); code != 2001 {
 		t.Fatalf("CCA-I %d", code)
 	}
+	_ = p.c.Close() // gone before the stop: it would not answer the node's DPR (diameter.dprTimeout)
 	must(t, n.Shutdown(context.Background()))
 	n2 := startNode(t, sets...)
 	if code := dialPCEF(t, n2).send(ccr(2, "pgw.test;restart;1")); code != 2001 {
@@ -163,6 +165,28 @@ func TestRARTimeoutFromConfig(t *testing.T) {
 	t.Logf("504 after %v", took.Round(time.Millisecond))
 	if took < 250*time.Millisecond || took > 2500*time.Millisecond {
 		t.Errorf("504 after %v, want about diameter.rarTimeout (300ms)", took)
+	}
+}
+
+// diameter.dprTimeout bounds a stopping node's wait for the DPA to its DPR: a PCEF that takes
+// the DPR and never answers holds the shutdown the configured 300 ms (not the default 5 s),
+// then its connection closes.
+func TestDPRTimeoutFromConfig(t *testing.T) {
+	n := startNode(t, append([]string{"diameter.dprTimeout=300ms"}, diameterSets...)...)
+	p := dialPCEF(t, n)
+	start := time.Now()
+	must(t, n.Shutdown(context.Background()))
+	took := time.Since(start)
+	t.Logf("Shutdown returned after %v", took.Round(time.Millisecond))
+	if took < 250*time.Millisecond || took > 2500*time.Millisecond {
+		t.Errorf("Shutdown returned after %v, want about diameter.dprTimeout (300ms)", took)
+	}
+	m, err := diam.ReadMessage(p.c, dict.Default)
+	if err != nil || m.Header.CommandCode != 282 {
+		t.Fatalf("the PCEF got %v (%v), want the node's DPR", m, err)
+	}
+	if _, err := diam.ReadMessage(p.c, dict.Default); err == nil {
+		t.Error("the connection is still open after Shutdown")
 	}
 }
 

@@ -1,18 +1,17 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 )
@@ -51,24 +50,6 @@ func (f *flakyRegistry) RegisterNode(ctx context.Context, n session.Node, ttl ti
 	return f.Store.RegisterNode(ctx, n, ttl)
 }
 
-// lockedBuffer is a log sink the refresh goroutine and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Registration failures are counted every time, logged once per outage (warn) with its end
 // (info), and the refresh recovers by itself.
 func TestNodeRegistryRefreshRecovers(t *testing.T) {
@@ -77,7 +58,7 @@ func TestNodeRegistryRefreshRecovers(t *testing.T) {
 	defer st.Close(context.Background())
 	reg := &flakyRegistry{Store: st}
 	reg.down.Store(true)
-	var logs lockedBuffer
+	var logs testenv.LogBuffer // the refresh goroutine logs, the test reads
 	before := testutil.ToFloat64(registryFailures)
 	stop := refreshNodes(reg, []session.Node{{Name: "node-a", EAPForward: "10.0.0.1:1815"}}, 10*time.Millisecond, slog.New(slog.NewTextHandler(&logs, nil)))
 	defer func() {

@@ -8,6 +8,7 @@ import (
 
 	"layeh.com/radius"
 
+	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
@@ -23,7 +24,10 @@ type PolicyTrigger struct {
 	Store       session.Store // read for the stored session the request is built from
 	Sender      *Sender
 	ResendAfter time.Duration
-	Log         *slog.Logger
+	// Timeout bounds one request (coa.policyTimeout): the session's read and the request
+	// with its retransmissions.
+	Timeout time.Duration
+	Log     *slog.Logger
 
 	sem      chan struct{}
 	mu       sync.Mutex
@@ -33,9 +37,13 @@ type PolicyTrigger struct {
 	cancel   context.CancelFunc
 }
 
-// NewPolicyTrigger reads sessions from st; concurrency bounds the requests in flight.
-func NewPolicyTrigger(st session.Store, s *Sender, resendAfter time.Duration, concurrency int, log *slog.Logger) *PolicyTrigger {
-	p := &PolicyTrigger{Store: st, Sender: s, ResendAfter: resendAfter, Log: log,
+// NewPolicyTrigger reads sessions from st; concurrency bounds the requests in flight,
+// timeout each of them (0 takes the configuration's default).
+func NewPolicyTrigger(st session.Store, s *Sender, resendAfter, timeout time.Duration, concurrency int, log *slog.Logger) *PolicyTrigger {
+	if timeout <= 0 {
+		timeout = config.Default().CoA.PolicyTimeout.D()
+	}
+	p := &PolicyTrigger{Store: st, Sender: s, ResendAfter: resendAfter, Timeout: timeout, Log: log,
 		sem: make(chan struct{}, concurrency), lastSent: map[session.Key]time.Time{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
@@ -63,7 +71,7 @@ func (p *PolicyTrigger) UserCoA(user, skipNAS string, attrs radius.Attributes) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(p.ctx, p.Timeout)
 		defer cancel()
 		sessions, err := p.Store.ByUser(ctx, user)
 		if err != nil {
@@ -107,7 +115,7 @@ func (p *PolicyTrigger) trigger(k session.Key, reason, label string, attrs radiu
 	p.wg.Add(1)
 	go func() {
 		defer func() { <-p.sem; p.wg.Done() }()
-		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(p.ctx, p.Timeout)
 		defer cancel()
 		sess, err := p.Store.Get(ctx, k)
 		if err != nil {

@@ -3,6 +3,7 @@ package diameter
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -21,13 +22,16 @@ import (
 )
 
 // freeDiameter, a Diameter daemon no one here wrote, connects to the server as a relay peer:
-// CER/CEA succeed and its watchdog (DWR/DWA) is answered.
+// CER/CEA succeed and its watchdog (DWR/DWA) is answered; the server's shutdown sends it a
+// DPR (RFC 6733 §5.4), which it answers with a DPA 2001, ending the server's wait for it.
 func TestFreeDiameterPeer(t *testing.T) {
 	fd := freeDiameter(t)
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
-	s, err := Listen("127.0.0.1:0", Options{OriginHost: "pcrf.test", OriginRealm: "test",
+	var log testenv.LogBuffer
+	s, err := Listen("127.0.0.1:0", Options{OriginHost: "pcrf.test", OriginRealm: "test", DPRTimeout: 20 * time.Second,
 		Peers: []Peer{{OriginHost: "fd.test", Network: loopback}},
-		Apps:  map[uint32]Handler{GxApplicationID: echoApp{calls: new(atomic.Int64)}}})
+		Apps:  map[uint32]Handler{GxApplicationID: echoApp{calls: new(atomic.Int64)}},
+		Log:   slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +41,16 @@ func TestFreeDiameterPeer(t *testing.T) {
 	runFreeDiameter(t, fd, dir, fmt.Sprintf(`TLS_CA = "%s";
 ConnectPeer = "pcrf.test" { ConnectTo = "127.0.0.1"; Port = %d; No_TLS; };
 `, filepath.Join(dir, "cert.pem"), diametertest.Proxy(t, s.Addr().String()))) // recorded for tshark
+	start := time.Now()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Shutdown took %v: freeDiameter's DPA did not end the wait", took)
+	}
+	if got := log.String(); !strings.Contains(got, "DPR answered") || !strings.Contains(got, "resultCode=2001") {
+		t.Errorf("freeDiameter did not answer the DPR 2001; the server logged:\n%s", got)
+	}
 }
 
 // The same over TLS (RFC 6733 §2.1, the handshake first, on the TLS port): freeDiameter and

@@ -44,7 +44,7 @@ var (
 	})
 	sent = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_sent_total",
-		Help: "Diameter requests this node sent to a peer (RAR), by command.",
+		Help: "Diameter requests this node sent to a peer (RAR; DPR when it stops), by command.",
 	}, []string{"command"})
 	// The series every Gx request touches, resolved once: looking them up by label on each
 	// request (three hashings of the labels under a lock) was 2 % of a CCR-U's CPU.

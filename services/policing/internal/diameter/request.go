@@ -61,29 +61,41 @@ func (s *Server) Request(ctx context.Context, originHost string, req *diam.Messa
 	if c == nil {
 		return nil, fmt.Errorf("%s: %w", originHost, ErrNoPeer)
 	}
-	hbh, ch := s.out.add()
-	defer s.out.done(hbh)
-	req.Header.HopByHopID, req.Header.EndToEndID = hbh, hbh
-	req.Header.CommandFlags |= diam.RequestFlag
-	name := commandName(req)
-	sent.WithLabelValues(name).Inc()
-	transactions.Inc()
-	if _, err := req.WriteTo(c); err != nil {
+	answer, done, err := s.send(c, req)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", originHost, err)
 	}
+	defer done()
 	select {
-	case a := <-ch:
+	case a := <-answer:
 		return a, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%s: no answer: %w", originHost, ctx.Err())
 	}
 }
 
+// send writes req on c, counted by command, and returns where its answer arrives; done
+// forgets the request (called once the answer came or is no longer awaited).
+func (s *Server) send(c *peerConn, req *diam.Message) (answer <-chan *diam.Message, done func(), err error) {
+	hbh, ch := s.out.add()
+	req.Header.HopByHopID, req.Header.EndToEndID = hbh, hbh
+	req.Header.CommandFlags |= diam.RequestFlag
+	sent.WithLabelValues(commandName(req)).Inc()
+	transactions.Inc()
+	if _, err := req.WriteTo(c); err != nil {
+		s.out.done(hbh)
+		return nil, nil, err
+	}
+	return ch, func() { s.out.done(hbh) }, nil
+}
+
+// connOf is the accepted connection of originHost, nil when there is none or a shutdown
+// sent it a DPR.
 func (s *Server) connOf(originHost string) *peerConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c, st := range s.conns {
-		if st.open && strings.EqualFold(st.info.OriginHost, originHost) {
+		if st.open && !st.leaving && strings.EqualFold(st.info.OriginHost, originHost) {
 			return c
 		}
 	}

@@ -110,6 +110,9 @@ type Options struct {
 	// FlushTimeout is how long a closing connection waits for its queued messages to leave
 	// (diameter.flushTimeout). 0 takes the configuration's default.
 	FlushTimeout time.Duration
+	// DPRTimeout is how long a shutdown waits for a peer's DPA to its DPR
+	// (diameter.dprTimeout). 0 takes the configuration's default.
+	DPRTimeout time.Duration
 	// HandshakeTimeout bounds a TLS connection's handshake (diameter.tls.handshakeTimeout).
 	// 0 takes the configuration's default.
 	HandshakeTimeout time.Duration
@@ -147,6 +150,9 @@ type Server struct {
 type peerState struct {
 	info PeerInfo
 	open bool // CER accepted
+	// leaving: a shutdown sent the peer a DPR; no request of ours may follow it (RFC 6733
+	// §5.4), so connOf no longer picks the connection.
+	leaving bool
 }
 
 // Listen opens the TCP listener and serves until Close.
@@ -185,6 +191,9 @@ func New(opt Options) (*Server, error) {
 	}
 	if opt.HandshakeTimeout <= 0 {
 		opt.HandshakeTimeout = def.TLS.HandshakeTimeout.D()
+	}
+	if opt.DPRTimeout <= 0 {
+		opt.DPRTimeout = def.DPRTimeout.D()
 	}
 	if opt.TLS != nil && opt.TLS.Config() == nil {
 		if _, err := opt.TLS.Reload(); err != nil {
@@ -283,7 +292,10 @@ func (s *Server) TLSAddr() net.Addr {
 	return s.tlsLn.Addr()
 }
 
-// Shutdown stops accepting and reading, answers the requests in flight, then closes every
+// Shutdown stops accepting, tells every accepted peer with a DPR (Disconnect-Cause
+// REBOOTING, RFC 6733 §5.4) and keeps reading its connection until its DPA or
+// Options.DPRTimeout (the requests that crossed the DPR are served; a connection without
+// an accepted CER stops reading at once), answers the requests in flight, then closes every
 // peer connection (peers reconnect to another node). Requests still running when ctx ends
 // are cancelled: their handlers answer what a cancelled request gets (Gx: 3004
 // DIAMETER_TOO_BUSY, which sends the PCEF to another peer, RFC 6733 §7.1.3), and the
@@ -303,11 +315,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.accepting.Wait()
 	var err error
 	s.mu.Lock()
-	for c := range s.conns {
+	open := map[*peerConn]PeerInfo{}
+	for c, st := range s.conns {
+		if st.open {
+			st.leaving = true
+			open[c] = st.info
+			s.wg.Add(1) // the wait for its DPA (disconnect): drained only after it
+			continue
+		}
 		// Unblocks the reader: the connection stays open for the answers in flight.
 		_ = c.SetReadDeadline(time.Now())
 	}
 	s.mu.Unlock()
+	for c, peer := range open {
+		s.disconnect(c, peer)
+	}
 	drained := make(chan struct{})
 	go func() { s.wg.Wait(); close(drained) }()
 	select {

@@ -35,15 +35,32 @@ func (e echoApp) ServeDiameter(r *Request) (*diam.Message, uint32) {
 func startServer(t *testing.T) (*Server, *atomic.Int64) {
 	t.Helper()
 	calls := new(atomic.Int64)
+	return startServerWith(t, Options{Apps: map[uint32]Handler{GxApplicationID: echoApp{calls}}}), calls
+}
+
+// startServerWith serves opt as pcrf.test@test to pcef.test@test on loopback (the identity
+// and the peer table are set here), closed when the test ends.
+func startServerWith(t *testing.T, opt Options) *Server {
+	t.Helper()
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
-	s, err := Listen("127.0.0.1:0", Options{OriginHost: "pcrf.test", OriginRealm: "test",
-		Peers: []Peer{{OriginHost: "pcef.test", OriginRealm: "test", Network: loopback}},
-		Apps:  map[uint32]Handler{GxApplicationID: echoApp{calls}}})
+	opt.OriginHost, opt.OriginRealm = "pcrf.test", "test"
+	opt.Peers = []Peer{{OriginHost: "pcef.test", OriginRealm: "test", Network: loopback}}
+	s, err := Listen("127.0.0.1:0", opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s, calls
+	return s
+}
+
+// dialAccepted is a recorded connection of pcef.test to s, past a successful CER.
+func dialAccepted(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	c := dialPeer(t, s)
+	if code := resultCode(t, exchange(t, c, cer("pcef.test", GxApplicationID))); code != diam.Success {
+		t.Fatalf("CEA %d", code)
+	}
+	return c
 }
 
 func dialPeer(t *testing.T, s *Server) net.Conn {
@@ -428,7 +445,10 @@ func TestServeUntilShutdown(t *testing.T) {
 	if code := resultCode(t, exchange(t, c, cer("pcef.test", GxApplicationID))); code != diam.Success {
 		t.Fatalf("CEA %d", code)
 	}
-	if err := s.Shutdown(context.Background()); err != nil {
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	answerDPR(t, c, readDPR(t, c, 3*time.Second))
+	if err := <-shut; err != nil {
 		t.Fatal(err)
 	}
 	if err := <-served; !errors.Is(err, ErrServerClosed) { // Shutdown waited for its accept loop
@@ -446,12 +466,18 @@ func TestServeUntilShutdown(t *testing.T) {
 	}
 }
 
-// stuckApp is a handler that ignores its request's cancellation until released.
-type stuckApp struct{ started, release chan struct{} }
+// stuckApp is a handler that ignores its request's cancellation until released; with held
+// set, only the request of that Session-Id waits (the others are answered at once).
+type stuckApp struct {
+	started, release chan struct{}
+	held             string
+}
 
 func (a stuckApp) ServeDiameter(r *Request) (*diam.Message, uint32) {
-	a.started <- struct{}{}
-	<-a.release
+	if a.held == "" || sessionID(r.Message) == a.held {
+		a.started <- struct{}{}
+		<-a.release
+	}
 	return Identity{Host: "pcrf.test", Realm: "test"}.Answer(r.Message, diam.Success), diam.Success
 }
 
@@ -462,17 +488,8 @@ func (a stuckApp) ServeDiameter(r *Request) (*diam.Message, uint32) {
 func TestShutdownWaitsFlushTimeout(t *testing.T) {
 	app := stuckApp{started: make(chan struct{}, 1), release: make(chan struct{})}
 	defer close(app.release)
-	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
-	s, err := Listen("127.0.0.1:0", Options{OriginHost: "pcrf.test", OriginRealm: "test", FlushTimeout: 2500 * time.Millisecond,
-		Peers: []Peer{{OriginHost: "pcef.test", Network: loopback}}, Apps: map[uint32]Handler{GxApplicationID: app}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	c := dialPeer(t, s)
-	if code := resultCode(t, exchange(t, c, cer("pcef.test", GxApplicationID))); code != diam.Success {
-		t.Fatalf("CEA %d", code)
-	}
+	s := startServerWith(t, Options{FlushTimeout: 2500 * time.Millisecond, Apps: map[uint32]Handler{GxApplicationID: app}})
+	c := dialAccepted(t, s)
 	gx := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;stuck")))
 	if _, err := gx.WriteTo(c); err != nil {
 		t.Fatal(err)
@@ -487,5 +504,6 @@ func TestShutdownWaitsFlushTimeout(t *testing.T) {
 	if took < 2*time.Second || took > 6*time.Second {
 		t.Errorf("Shutdown returned after %v, want about the flush timeout (2.5s)", took)
 	}
+	readDPR(t, c, time.Second) // sent even when the budget is spent: the peer learns why
 	wantClosed(t, c)
 }
