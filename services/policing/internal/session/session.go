@@ -343,6 +343,14 @@ type AuthRecord struct {
 	At               time.Time
 }
 
+// ValueGetter is implemented by the stores that can return an active session as a value,
+// without the allocation Get's copy costs (the embedded store): a Gx CCR-U reads its session
+// on every request. Like Get's copy, the value is the caller's; it shares MonitoringUsage and
+// MonitoringExhausted with the store, which never writes into them.
+type ValueGetter interface {
+	GetValue(ctx context.Context, k Key) (Session, error)
+}
+
 // FramedIPMatcher is implemented by stores that can pick, among the active sessions holding a
 // framed IP, those a predicate selects, without copying them (the embedded store). Closing
 // stale sessions asks on every Start (and on an Interim that created its session); through
