@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
@@ -347,9 +348,18 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 // gxWrite is how a CCR's session is written: never to the spool (session.WriteOptions.NoSpool).
 var gxWrite = session.WriteOptions{NoSpool: true}
 
+// updates holds the Updates of CCRs' writes: given to the store through its interface, an
+// Update (the size of a whole Session) would be allocated per request; no store keeps it once
+// Apply returns (session.Store).
+var updates = sync.Pool{New: func() any { return new(session.Update) }}
+
 // apply writes the session fields upd of a CCR, of kind, to the store.
 func (h *Handler) apply(ctx context.Context, kind session.Kind, upd *session.Session) error {
-	_, err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: *upd}, gxWrite)
+	u := updates.Get().(*session.Update)
+	u.Kind, u.Session = kind, *upd
+	_, err := h.Store.Apply(ctx, u, gxWrite)
+	*u = session.Update{} // holds on to nothing of this request's
+	updates.Put(u)
 	return err
 }
 
