@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
@@ -211,9 +212,8 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 		CalledStationID: r.APN, CallingStationID: r.MSISDN, StartTime: now, LastSeen: now, MonitoringExhausted: d.Exhausted,
 		GxThrottled: d.Throttled}
 	s.InterimInterval = idleSeconds(d)
-	u := &session.Update{Kind: session.KindStart, Session: s}
 	if h.Hooks != nil {
-		if l, ok := h.Hooks.Gx(ctx, true, u, sub); ok {
+		if l, ok := h.Hooks.Gx(ctx, true, &session.Update{Kind: session.KindStart, Session: s}, sub); ok {
 			if l.Reject {
 				h.Log.Info("gx: session rejected by the Lua policy", "sessionId", r.SessionID, "user", s.UserName, "reason", l.Reason)
 				return Decision{}, resultAuthorizationRejected
@@ -221,7 +221,7 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 			d = withHook(d, l)
 		}
 	}
-	if _, err := h.Store.Apply(ctx, u, gxWrite); err != nil {
+	if err := h.apply(ctx, session.KindStart, &s); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
@@ -238,7 +238,8 @@ func (h *Handler) initial(ctx context.Context, peer diameter.PeerInfo, r *CCR, n
 // (failover), and a RAR must leave over a connection the PCEF still has.
 func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now time.Time) (Decision, uint32) {
 	key := session.Key{NAS: NAS, ID: r.SessionID}
-	s, err := h.get(ctx, key)
+	var s session.Session
+	err := h.get(ctx, key, &s)
 	if errors.Is(err, session.ErrNotFound) {
 		return Decision{}, diam.UnknownSessionID
 	}
@@ -255,7 +256,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		h.Log.Warn("gx: session not read", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
-	repeated := r.RequestType == Update && applied(s, r)
+	repeated := r.RequestType == Update && applied(&s, r)
 	if repeated {
 		// Answered on the session as it is, the usage not added again: the first answer's
 		// decision, less rule windows that opened or closed in between (their RAR, or the first
@@ -319,7 +320,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		if kind == session.KindStop {
 			h.Hooks.ForgetGx(r.SessionID)
 		} else {
-			view := *s // the session as it will be stored, for the hook's inputs
+			view := s // the session as it will be stored, for the hook's inputs
 			view.InputOctets, view.OutputOctets, view.SessionTime, view.LastSeen = in, out, upd.SessionTime, now
 			if l, ok := h.Hooks.Gx(ctx, false, &session.Update{Kind: kind, Session: view}, sub); ok {
 				d = withHook(d, l)
@@ -329,7 +330,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	if repeated {
 		return d, diam.Success
 	}
-	if _, err := h.Store.Apply(ctx, &session.Update{Kind: kind, Session: upd}, gxWrite); err != nil {
+	if err := h.apply(ctx, kind, &upd); err != nil {
 		h.Log.Warn("gx: session not stored", "sessionId", r.SessionID, "err", err.Error())
 		return Decision{}, diameter.ResultTooBusy
 	}
@@ -346,6 +347,21 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 
 // gxWrite is how a CCR's session is written: never to the spool (session.WriteOptions.NoSpool).
 var gxWrite = session.WriteOptions{NoSpool: true}
+
+// updates holds the Updates of CCRs' writes: given to the store through its interface, an
+// Update (the size of a whole Session) would be allocated per request; no store keeps it once
+// Apply returns (session.Store).
+var updates = sync.Pool{New: func() any { return new(session.Update) }}
+
+// apply writes the session fields upd of a CCR, of kind, to the store.
+func (h *Handler) apply(ctx context.Context, kind session.Kind, upd *session.Session) error {
+	u := updates.Get().(*session.Update)
+	u.Kind, u.Session = kind, *upd
+	_, err := h.Store.Apply(ctx, u, gxWrite)
+	*u = session.Update{} // holds on to nothing of this request's
+	updates.Put(u)
+	return err
+}
 
 // ruleLevel reports whether key is one of the data policy's rule-level Monitoring-Keys, whose
 // usage is counted apart; any other report (the session-level key, none) adds to the session's
@@ -408,9 +424,21 @@ func (h *Handler) node() string {
 // DC's replicas receive the other DCs' writes asynchronously, and a DC back from an outage
 // lacks what was written meanwhile) while the PCEF's request reached this DC: a session not
 // found is read again from every DC's replicas (session.WideGetter) and, with backoff, for
-// up to ReplicaWait before the CCR is answered 5002.
-func (h *Handler) get(ctx context.Context, key session.Key) (*session.Session, error) {
-	s, err := h.Store.Get(ctx, key)
+// up to ReplicaWait before the CCR is answered 5002. A store that can return the session as a
+// value (session.ValueGetter: the embedded store, no other node writes to it) spares Get's
+// copy the allocation. It reads into s, which spares a copy of the session.
+func (h *Handler) get(ctx context.Context, key session.Key, s *session.Session) (err error) {
+	if v, ok := h.Store.(session.ValueGetter); ok && h.ReplicaWait <= 0 {
+		*s, err = v.GetValue(ctx, key)
+	} else {
+		*s, err = h.getShared(ctx, key)
+	}
+	return err
+}
+
+// getShared is get's for a shared store.
+func (h *Handler) getShared(ctx context.Context, key session.Key) (session.Session, error) {
+	s, err := deref(h.Store.Get(ctx, key))
 	if !errors.Is(err, session.ErrNotFound) || h.ReplicaWait <= 0 {
 		return s, err
 	}
@@ -425,19 +453,26 @@ func (h *Handler) get(ctx context.Context, key session.Key) (*session.Session, e
 			if errors.Is(ctx.Err(), context.Canceled) {
 				// Cancelled (shutdown, the peer gone), not timed out: the session may well
 				// exist, and 5002 would end the PCEF's bearer.
-				return nil, ctx.Err()
+				return session.Session{}, ctx.Err()
 			}
 			replicaWaits.WithLabelValues("not_found").Inc()
-			return nil, session.ErrNotFound
+			return session.Session{}, session.ErrNotFound
 		case <-time.After(wait):
 		}
-		if s, err = read(ctx, key); !errors.Is(err, session.ErrNotFound) {
+		if x, err := read(ctx, key); !errors.Is(err, session.ErrNotFound) {
 			replicaWaits.WithLabelValues("found").Inc()
-			return s, err
+			return deref(x, err)
 		}
 	}
 	replicaWaits.WithLabelValues("not_found").Inc()
-	return nil, session.ErrNotFound
+	return session.Session{}, session.ErrNotFound
+}
+
+func deref(s *session.Session, err error) (session.Session, error) {
+	if err != nil {
+		return session.Session{}, err
+	}
+	return *s, nil
 }
 
 func (h *Handler) lookup(ctx context.Context, user string) (*subscriber.Subscriber, uint32) {

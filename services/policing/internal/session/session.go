@@ -151,9 +151,10 @@ var ErrNotFound = errors.New("session not found")
 // (the Accounting-Response depends on that). Implementations must be safe for concurrent use.
 type Store interface {
 	// Apply merges an accounting update into the session it names, as o says, and returns
-	// what it did; u is only read. Start and Interim leave the session active (creating it if
-	// needed); Stop closes it: it leaves the active set and the lookups (framed IP and IPv6
-	// prefixes freed) and goes to the history.
+	// what it did; u is only read, and is the caller's to reuse once Apply returns (gx does).
+	// Start and Interim leave the session active (creating it if needed); Stop closes it: it
+	// leaves the active set and the lookups (framed IP and IPv6 prefixes freed) and goes to
+	// the history.
 	Apply(ctx context.Context, u *Update, o WriteOptions) (Result, error)
 	// CloseNAS closes every active session of a NAS (Accounting-On/Off) and returns how many.
 	CloseNAS(ctx context.Context, nas string, at time.Time, cause uint32) (int, error)
@@ -341,6 +342,14 @@ type AuthRecord struct {
 	Result           string // accept, reject
 	Reason           string // why a reject (empty for an accept)
 	At               time.Time
+}
+
+// ValueGetter is implemented by the stores that can return an active session as a value,
+// without the allocation Get's copy costs (the embedded store): a Gx CCR-U reads its session
+// on every request. Like Get's copy, the value is the caller's; it shares MonitoringUsage and
+// MonitoringExhausted with the store, which never writes into them.
+type ValueGetter interface {
+	GetValue(ctx context.Context, k Key) (Session, error)
 }
 
 // FramedIPMatcher is implemented by stores that can pick, among the active sessions holding a

@@ -382,14 +382,25 @@ func (s *Store) CloseNAS(_ context.Context, nas string, at time.Time, cause uint
 }
 
 // Get implements session.Store.
-func (s *Store) Get(_ context.Context, k session.Key) (*session.Session, error) {
+func (s *Store) Get(ctx context.Context, k session.Key) (*session.Session, error) {
+	x, err := s.GetValue(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+var _ session.ValueGetter = (*Store)(nil)
+
+// GetValue implements session.ValueGetter.
+func (s *Store) GetValue(_ context.Context, k session.Key) (session.Session, error) {
 	sh := s.shardOf(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if x, ok := sh.sessions[k]; ok {
-		return clone(x), nil
+		return copyOf(x), nil
 	}
-	return nil, session.ErrNotFound
+	return session.Session{}, session.ErrNotFound
 }
 
 func (s *Store) collect(pick func(*shard) []session.Key) []*session.Session {
@@ -611,9 +622,15 @@ func (sh *shard) dead(k session.Key) (tomb, bool) {
 }
 
 func clone(x *session.Session) *session.Session {
+	c := copyOf(x)
+	return &c
+}
+
+// copyOf is a copy of x the caller may keep: Merge writes into a session's Class.
+func copyOf(x *session.Session) session.Session {
 	c := *x
 	c.Class = append([]byte(nil), x.Class...)
-	return &c
+	return c
 }
 
 // history is a bounded ring of closed sessions, newest last.

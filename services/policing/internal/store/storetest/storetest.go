@@ -46,6 +46,11 @@ func Run(t *testing.T, st session.Store, prefix string) {
 		if err != nil {
 			t.Fatalf("Get %s: %v; want the session active", id, err)
 		}
+		if v, ok := st.(session.ValueGetter); ok {
+			if x, err := v.GetValue(c, key(id)); err != nil || !reflect.DeepEqual(x, *s) {
+				t.Fatalf("GetValue %s = %+v, %v; want Get's %+v", id, x, err, *s)
+			}
+		}
 		if ss, err := st.ByUser(c, user(id)); err != nil || len(ss) != 1 {
 			t.Fatalf("ByUser %s = %d sessions, %v; want 1", id, len(ss), err)
 		}
@@ -55,6 +60,11 @@ func Run(t *testing.T, st session.Store, prefix string) {
 		t.Helper()
 		if s, err := st.Get(c, key(id)); !errors.Is(err, session.ErrNotFound) {
 			t.Fatalf("Get %s = %+v, %v; want it stopped (ErrNotFound)", id, s, err)
+		}
+		if v, ok := st.(session.ValueGetter); ok {
+			if x, err := v.GetValue(c, key(id)); !errors.Is(err, session.ErrNotFound) {
+				t.Fatalf("GetValue %s = %+v, %v; want it stopped (ErrNotFound)", id, x, err)
+			}
 		}
 		if ss, err := st.ByUser(c, user(id)); err != nil || len(ss) != 0 {
 			t.Fatalf("ByUser %s = %d sessions, %v; want none", id, len(ss), err)
@@ -112,7 +122,8 @@ func Run(t *testing.T, st session.Store, prefix string) {
 		stopped(t, "late", 5)
 	})
 	// The write's result says whether it created the session (superseding asks it of an
-	// Interim), and the store never writes into the update it was given.
+	// Interim), and the store never writes into the update it was given, nor reads it once
+	// Apply returned.
 	t.Run("result and update", func(t *testing.T) {
 		write := func(kind session.Kind, id string, at time.Time) bool {
 			t.Helper()
@@ -126,6 +137,7 @@ func Run(t *testing.T, st session.Store, prefix string) {
 			if !reflect.DeepEqual(*u, was) {
 				t.Fatalf("%s %s: the store wrote into the update: %+v, was %+v", kind, id, *u, was)
 			}
+			*u = session.Update{} // the caller's to reuse (gx does): the checks below must hold
 			return res.Created
 		}
 		if !write(session.KindStart, "made", T0) {
