@@ -447,6 +447,11 @@ func createLoadTest(t *testing.T, ctx context.Context, c client.Client, name str
 			Load:      load,
 			Users:     aaav1.LoadTestUsers{Count: loadUsers},
 			SecretRef: aaav1.SecretKeyRef{Name: "loadtest-nas"},
+			// These runs check the object's mechanics — the Job, the report, the conditions —
+			// not capacity (make bench): in make test the node shares two cores with the
+			// add-ons' builds, and a cold run starved policing so (acct 510 ms on average, 14
+			// timeouts of 258) that the default 0.99 answered failed it.
+			SuccessCriteria: aaav1.LoadTestSuccessCriteria{MinAnsweredRatio: "0.5", MaxTimeoutRatio: "0.5"},
 		},
 	}
 	if err := c.Create(ctx, lt); err != nil {
