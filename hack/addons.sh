@@ -530,7 +530,17 @@ install_cert_manager() {
   rollout cert-manager deployment/cert-manager "$deadline"
   rollout cert-manager deployment/cert-manager-cainjector "$deadline"
   rollout cert-manager deployment/cert-manager-webhook "$deadline"
-  until_ok "$deadline" "the cainjector to put the webhook's CA into its configurations" webhook_ca_injected
+  # A cold make test once saw the cainjector never fill the caBundle in 5 min, beside a
+  # second install and the suite's builds (2026-11-29; alone it took seconds): halfway, its
+  # log is shown and it is restarted once, which reads every CA source again.
+  if ! until_ok $((SECONDS + TIMEOUT / 2)) "the cainjector to put the webhook's CA into its configurations" webhook_ca_injected; then
+    log "restarting the cainjector; its last lines:"
+    k -n cert-manager logs deployment/cert-manager-cainjector --tail=20 >&2 || true
+    k -n cert-manager rollout restart deployment/cert-manager-cainjector >&2
+    rollout cert-manager deployment/cert-manager-cainjector "$deadline"
+    until_ok "$deadline" "the cainjector to put the webhook's CA into its configurations, restarted" webhook_ca_injected ||
+      { k -n cert-manager logs deployment/cert-manager-cainjector --tail=40 >&2 || true; return 1; }
+  fi
   until_ok "$deadline" "the webhook to reject an invalid Certificate" webhook_rejects_invalid
   log "cert-manager: webhook answering (CA injected by the cainjector) in $((SECONDS - start))s"
   until_ok "$deadline" "the issuers to be accepted" apply_rendered 51-cert-manager-issuers.yaml
