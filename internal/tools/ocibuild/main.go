@@ -355,12 +355,8 @@ func tarDir(dir, archive string, t time.Time) error {
 		return err
 	}
 	sort.Strings(paths)
-	tmp := archive + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	tw := tar.NewWriter(f)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
 	for _, p := range paths {
 		rel, _ := filepath.Rel(dir, p)
 		st, err := os.Stat(p)
@@ -390,8 +386,5 @@ func tarDir(dir, archive string, t time.Time) error {
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, archive)
+	return writeFile(filepath.Dir(archive), archive, buf.Bytes())
 }
