@@ -255,12 +255,22 @@ type node struct {
 	// superuser reads at QUORUM and fails while a data center is down).
 	bootstrapped bool
 
-	live *liveness
-	jobs *jobs
+	live  *liveness
+	jobs  *jobs
+	seeds *seedReloader
 }
 
 func newNode(s settings, log *slog.Logger) *node {
-	return &node{s: s, log: log, live: newLiveness(), jobs: newJobs()}
+	n := &node{s: s, log: log, live: newLiveness(), jobs: newJobs()}
+	n.seeds = &seedReloader{
+		run: func(ctx context.Context) (string, error) { return n.nodetool(ctx, "reloadseeds") },
+		conf: func() (string, error) {
+			b, err := os.ReadFile(filepath.Join(s.Conf, fileYaml))
+			return string(b), err
+		},
+		now: time.Now,
+	}
+	return n
 }
 
 var errAlreadyStarted = errors.New("cassandra is already started")

@@ -326,7 +326,7 @@ func layer(files []file, t time.Time) (raw, gz []byte, err error) {
 	}
 	raw = buf.Bytes()
 	var z bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&z, gzip.DefaultCompression)
 	if err != nil {
 		return nil, nil, err
 	}
