@@ -53,7 +53,11 @@ echo "bench-policy: reports in $OUT"
 
 POL_PID=""
 cleanup() { [[ -z $POL_PID ]] || stop_policing; }
-trap cleanup EXIT INT TERM
+# A signal ends the script (through the EXIT trap), not just the process under test: the
+# next run would find no server.
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # shellcheck source=hack/bench-lib.sh
 source "$ROOT/hack/bench-lib.sh"
