@@ -6,21 +6,24 @@
 # same policy in Lua (services/policing/internal/policy/luapolicy/testdata/builtin.lua) with
 # memoization off (every decision runs the script), and the same script memoized.
 #
-# Method: the four processes start at once and are warmed up; then BENCH_ROUNDS short rounds,
-# each giving every variant one run of BENCH_DURATION in an order that rotates from round to
-# round. A difference of a microsecond per decision is smaller than the box's drift over a
-# minute (3 rounds of 10 s runs, one process per run, could not show the goals: issue 35), so
-# what Lua adds per decision is the median over many short rounds of each round's difference
-# against the built-in policy on the same dispatch (workers), measured seconds apart. Reported:
-# medians of TPS, p99, server CPU µs per transaction (from /proc, outside the process), the Lua
-# runs and reuses, what Lua adds per decision, and the engine's own mean run duration
-# (openaaa_policy_lua_run_duration_seconds). Each round's order and differences: rounds.txt.
+# Method: BENCH_ROUNDS short rounds; in each, every variant in turn gets a fresh policing
+# process, a warm-up of BENCH_WARMUP, one measured run of BENCH_DURATION, and is stopped. The
+# order rotates from round to round. Fresh processes because a process's cost grows with what
+# it served (the embedded store keeps ended sessions 10 minutes: four processes kept alive
+# over 15 rounds saw the baseline climb from 12 to 20 µs/tx, issue 35), so every run starts
+# from the same state; short rounds because a difference of a microsecond per decision is
+# smaller than the box's drift over a minute, so what Lua adds per decision is the median over
+# the rounds of each round's difference against the built-in policy on the same dispatch
+# (workers), measured seconds apart. Reported: medians of TPS, p99, server CPU µs per
+# transaction (from /proc, outside the process), the Lua runs and reuses, what Lua adds per
+# decision, and the engine's own mean run duration (openaaa_policy_lua_run_duration_seconds),
+# all over the measured run alone. Each round's order and differences: rounds.txt.
 #
 # Knobs (environment), as in hack/bench.sh:
-#   BENCH_DURATION=3s BENCH_WARMUP=3s (each process once, then 1 s before each run)
+#   BENCH_DURATION=3s BENCH_WARMUP=2s (each fresh process, before its measured run)
 #   BENCH_ROUNDS=15 BENCH_CONCURRENCY=16 BENCH_INTERIMS=5 BENCH_USERS=10000
-#   BENCH_OUT=$CACHE/bench-policy/<timestamp> BENCH_BASE_PORT=28220 (the variants use
-#   BASE..BASE+7 for RADIUS, BASE+20..BASE+23 for their admin ports)
+#   BENCH_OUT=$CACHE/bench-policy/<timestamp> BENCH_BASE_PORT=28220 (RADIUS on BASE and
+#   BASE+1, admin on BASE+20)
 #   BENCH_PIN=all      the servers on CPU 1, the generator on CPU 0 (taskset); none: unpinned
 set -euo pipefail
 
@@ -28,7 +31,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$HOME/.cache/openaaa}
 BIN=${BIN:-$ROOT/bin}
 DURATION=${BENCH_DURATION:-3s}
-WARMUP=${BENCH_WARMUP:-3s}
+WARMUP=${BENCH_WARMUP:-2s}
 ROUNDS=${BENCH_ROUNDS:-15}
 CONC=${BENCH_CONCURRENCY:-16}
 INTERIMS=${BENCH_INTERIMS:-5}
@@ -49,17 +52,12 @@ mkdir -p "$OUT"
 echo "bench-policy: reports in $OUT"
 
 POL_PID=""
-declare -A PID
-cleanup() {
-	local p
-	for p in "${PID[@]}" $POL_PID; do
-		if kill -0 "$p" 2>/dev/null; then
-			kill "$p" 2>/dev/null || true
-			wait "$p" 2>/dev/null || true
-		fi
-	done
-}
-trap cleanup EXIT INT TERM
+cleanup() { [[ -z $POL_PID ]] || stop_policing; }
+# A signal ends the script (through the EXIT trap), not just the process under test: the
+# next run would find no server.
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # shellcheck source=hack/bench-lib.sh
 source "$ROOT/hack/bench-lib.sh"
@@ -68,42 +66,45 @@ write_bench_config "{store: embedded}"
 
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); policing: $("$POLICING" version 2>/dev/null | head -1)"
-	echo "load: aaa-loadgen flow, $INTERIMS interims, concurrency $CONC, $ROUNDS rounds of a $DURATION run per variant (+1 s warm-up; each process warmed $WARMUP at start), $USERS users, embedded store; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "load: aaa-loadgen flow, $INTERIMS interims, concurrency $CONC, $ROUNDS rounds of a $DURATION run per variant, each in a fresh process warmed $WARMUP, $USERS users, embedded store; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 machine | tee "$OUT/machine.txt"
 
 BENCH_NAME=bench-policy
 
-# loadgen DURATION [ARGS]: the flow against the variant whose ports are TARGET and ADMIN_PORT.
+# loadgen DURATION [ARGS]: the flow against the policing process under test.
 loadgen() {
 	local d=$1
 	shift
-	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$TARGET" --secret-file "$OUT/secret" --mode flow --interims "$INTERIMS" \
+	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$BASE" --secret-file "$OUT/secret" --mode flow --interims "$INTERIMS" \
 		--users "$USERS" --concurrency "$CONC" --duration "$d" --quiet "$@" >/dev/null
 }
 
-run() { # VARIANT FILE
-	local before after
-	use "$1"
-	loadgen 1s
-	before=$(lua_counters)
-	loadgen "$DURATION" --label "$1" --server-pid "${PID[$1]}" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma \
-		--json-out "$OUT/$2.json" --text-out "$OUT/$2.txt"
-	after=$(lua_counters)
-	read -r r0 u0 <<<"$before"
-	read -r r1 u1 <<<"$after"
-	# The counters are read around the measured run: they include its last in-flight
-	# requests, a few among tens of thousands.
-	echo "$((r1 - r0)) $((u1 - u0)) $(lua_run_mean_us)" >"$OUT/$2.lua"
-	echo "bench-policy: $("$LOADGEN" summary "$OUT/$2.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
-}
-
-# lua_run_mean_us: the engine's mean run duration so far (µs; 0 without runs), warm-up included.
-lua_run_mean_us() {
-	curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '
+# lua_metrics: "runs reuses run-seconds-sum run-count" so far on ADMIN_PORT's /metrics.
+lua_metrics() {
+	echo "$(lua_counters) $(curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '
 		/^openaaa_policy_lua_run_duration_seconds_sum/ { s += $NF }
 		/^openaaa_policy_lua_run_duration_seconds_count/ { c += $NF }
-		END { printf "%.2f\n", c ? 1e6 * s / c : 0 }'
+		END { printf "%.9f %d\n", s, c }')"
+}
+
+run() { # VARIANT FILE: a fresh process, its warm-up, the measured run, the process stopped.
+	local before after
+	# shellcheck disable=SC2046 # flags are words
+	start_policing $(flags "$1")
+	loadgen "$WARMUP"
+	before=$(lua_metrics)
+	loadgen "$DURATION" --label "$1" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma \
+		--json-out "$OUT/$2.json" --text-out "$OUT/$2.txt"
+	after=$(lua_metrics)
+	stop_policing
+	read -r r0 u0 s0 c0 <<<"$before"
+	read -r r1 u1 s1 c1 <<<"$after"
+	# The counters are read around the measured run: they include its last in-flight
+	# requests, a few among tens of thousands. Columns: runs, reuses, mean run µs.
+	awk -v r="$((r1 - r0))" -v u="$((u1 - u0))" -v s="$s0" -v t="$s1" -v c="$((c1 - c0))" \
+		'BEGIN { printf "%d %d %.2f\n", r, u, c ? 1e6 * (t - s) / c : 0 }' >"$OUT/$2.lua"
+	echo "bench-policy: $("$LOADGEN" summary "$OUT/$2.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
 }
 
 VARIANTS=(builtin builtin-workers lua lua-memoized)
@@ -115,34 +116,12 @@ flags() {
 	lua-memoized) echo "--set policy.lua.file=$SCRIPTS/builtin.lua --set policy.lua.memoize=true" ;;
 	esac
 }
-# index VARIANT: its place in VARIANTS, which gives its ports.
-index() {
-	local k
-	for k in "${!VARIANTS[@]}"; do [[ ${VARIANTS[$k]} != "$1" ]] || { echo "$k"; return; }; done
-	return 1
-}
-# use VARIANT: TARGET and ADMIN_PORT are that variant's.
-use() {
-	local k
-	k=$(index "$1")
-	TARGET=$((BASE + 2 * k))
-	ADMIN_PORT=$((BASE + 20 + k))
-}
 # order ROUND: the variants, rotated by ROUND − 1: each round starts one further, so that
 # a machine slowing (or speeding up) within a round does not always charge the same variant.
 order() {
 	local n=${#VARIANTS[@]} k
 	for ((k = 0; k < n; k++)); do echo "${VARIANTS[$(((($1 - 1) + k) % n))]}"; done
 }
-for v in "${VARIANTS[@]}"; do
-	use "$v"
-	# shellcheck disable=SC2046 # flags are words
-	start_policing $(flags "$v") --set "radius.authAddress=127.0.0.1:$TARGET" \
-		--set "radius.acctAddress=127.0.0.1:$((TARGET + 1))" --set "admin.address=127.0.0.1:$ADMIN_PORT"
-	PID[$v]=$POL_PID
-	POL_PID=""
-	loadgen "$WARMUP"
-done
 for i in $(seq 1 "$ROUNDS"); do
 	mapfile -t ORDER < <(order "$i")
 	echo "bench-policy: round $i: ${ORDER[*]}"
@@ -207,5 +186,5 @@ paired() {
 	done
 	echo
 	echo "Lua CPU per decision: the median over the rounds of (server CPU µs/tx − builtin-workers' in the same round) × transactions / decisions: a Lua policy runs on the worker pool, so the built-in policy on the pool is the baseline; the order of the variants rotates from round to round (each round's order and differences: rounds.txt)."
-	echo "Engine's mean run: openaaa_policy_lua_run_duration_seconds sum / count at the end of the run (warm-up included; reuses excluded)."
+	echo "Engine's mean run: openaaa_policy_lua_run_duration_seconds sum / count over the measured run (reuses excluded). Each run is a fresh process: start, $WARMUP warm-up, the measured run, stop."
 } | tee "$OUT/report.md"

@@ -22,7 +22,7 @@ freeradius: ## Install FreeRADIUS 3.2 and radclient from Debian (idempotent).
 	hack/freeradius.sh install
 
 .PHONY: bench-policy
-bench-policy: build jq ## Built-in vs Lua vs memoized Lua policy on the field flow, embedded store: four processes, BENCH_ROUNDS short rounds (default 15 × 3 s per variant, pinned; ~5 min).
+bench-policy: build jq ## Built-in vs Lua vs memoized Lua policy on the field flow, embedded store: BENCH_ROUNDS short rounds, a fresh process per variant and round (default 15 × (2 s warm-up + 3 s) per variant, pinned; ~6 min).
 	BENCH_DURATION=$(if $(filter command line environment,$(origin BENCH_DURATION)),$(BENCH_DURATION),3s) BENCH_ROUNDS=$(if $(filter command line environment,$(origin BENCH_ROUNDS)),$(BENCH_ROUNDS),15) hack/bench-policy.sh
 
 # hack/bench-policy.sh reads its reports with jq, which a new machine does not have.

@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
@@ -26,23 +28,7 @@ func BenchmarkPolicy(b *testing.B) {
 	s := &subscriber.Subscriber{Username: "user00001", Profile: subscriber.Profile{FramedIPAddress: "10.0.0.1",
 		SessionTimeout: 3600, AcctInterimInterval: 300}}
 	req := request(b, "user00001", "Calling-Station-Id", "02-00-00-00-00-01", "NAS-Port", "7")
-	engines := []struct {
-		name string
-		pol  policy.Policy
-	}{{"builtin", builtin()}}
-	for _, memoize := range []bool{false, true} {
-		o := options("testdata/builtin.lua")
-		o.PoolSize, o.Memoize = 1, memoize
-		e, err := New(o)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer e.Close()
-		engines = append(engines, struct {
-			name string
-			pol  policy.Policy
-		}{map[bool]string{false: "lua", true: "lua-memoized"}[memoize], e})
-	}
+	engines := benchPolicies(b, 1000)
 	ctx := context.Background()
 	for _, en := range engines {
 		b.Run("authorize/"+en.name, func(b *testing.B) {
@@ -61,6 +47,79 @@ func BenchmarkPolicy(b *testing.B) {
 				u.Session.InputOctets += 1000 // an Interim: the counters move, within the GiB
 				en.pol.Accounting(ctx, req, u, s)
 			}
+		})
+	}
+}
+
+// namedPolicy is a policy as make bench-policy names it.
+type namedPolicy struct {
+	name string
+	pol  policy.Policy
+}
+
+// benchPolicies: the built-in policy and testdata/builtin.lua un-memoized and memoized (a
+// memo of memoSize decisions), each Lua engine closed at the end of the benchmark.
+func benchPolicies(b *testing.B, memoSize int) []namedPolicy {
+	pols := []namedPolicy{{"builtin", builtin()}}
+	for _, memoize := range []bool{false, true} {
+		o := options("testdata/builtin.lua")
+		o.PoolSize, o.Memoize, o.MemoSize = 1, memoize, memoSize
+		e, err := New(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(e.Close)
+		pols = append(pols, namedPolicy{map[bool]string{false: "lua", true: "lua-memoized"}[memoize], e})
+	}
+	return pols
+}
+
+// BenchmarkFlowSession: the decisions of one session of make bench-policy's flow — an
+// Access-Request, a Start, 5 Interims, a Stop (which decides nothing) — over 10,000
+// subscribers in turn, as the load generator sends them. ns/op / 7 is a decision's cost. It
+// shows what BenchmarkPolicy's single memoized entry hides and the outside sees: the
+// accounting hook is memoized per session, so every Start runs the script (runs/session),
+// and the memo holds an entry per user, out of the caches.
+func BenchmarkFlowSession(b *testing.B) {
+	const users = 10000
+	subs := make([]*subscriber.Subscriber, users)
+	reqs := make([]*radius.Packet, users)
+	for i := range subs {
+		name := fmt.Sprintf("user%05d", i+1)
+		subs[i] = &subscriber.Subscriber{Username: name, Profile: subscriber.Profile{
+			FramedIPAddress: netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}).String(),
+			SessionTimeout:  3600, AcctInterimInterval: 300}}
+		reqs[i] = request(b, name, "Calling-Station-Id", "02-00-00-00-00-01", "NAS-Port", "7")
+	}
+	runs := func() float64 {
+		return testutil.ToFloat64(Runs.WithLabelValues("authorize")) + testutil.ToFloat64(Runs.WithLabelValues("accounting"))
+	}
+	ctx := context.Background()
+	for _, en := range benchPolicies(b, 100000) {
+		b.Run(en.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := range users { // every user's Accept memoized, as after bench-policy's warm-up
+				en.pol.Authorize(ctx, reqs[i], subs[i])
+			}
+			r0, n := runs(), 0
+			for b.Loop() {
+				i := n % users
+				n++
+				if d := en.pol.Authorize(ctx, reqs[i], subs[i]); !d.Accept || len(d.Reply) != 3 {
+					b.Fatalf("%+v", d)
+				}
+				u := &session.Update{Kind: session.KindStart}
+				u.Session.Key = session.Key{NAS: "192.0.2.1", ID: strconv.Itoa(n)}
+				en.pol.Accounting(ctx, reqs[i], u, subs[i])
+				u.Kind = session.KindInterim
+				for range 5 {
+					u.Session.InputOctets += 1 << 30 // the generator's ~1.2 GiB per interim
+					en.pol.Accounting(ctx, reqs[i], u, subs[i])
+				}
+				u.Kind = session.KindStop
+				en.pol.Accounting(ctx, reqs[i], u, subs[i])
+			}
+			b.ReportMetric((runs()-r0)/float64(n), "runs/session")
 		})
 	}
 }
