@@ -25,6 +25,10 @@ import (
 // maxMessage bounds one message; a longer one is taken as lost framing.
 const maxMessage = 1 << 20
 
+// maxKeptBuffer bounds the frame buffer a connection keeps between messages: a larger
+// message's is dropped after it, so a rare large one does not pin its size per peer.
+const maxKeptBuffer = 64 << 10
+
 // Result-Codes for messages that are framed correctly but cannot be decoded (RFC 6733 §7.1):
 // the connection survives them.
 const (
@@ -212,9 +216,15 @@ func (s *Server) read(c *peerConn) {
 	}()
 	// Buffered: a burst of requests costs one read syscall, not two per message.
 	r := bufio.NewReaderSize(c.Conn, 64<<10)
-	hdr := make([]byte, diam.HeaderLength) // the connection's: a header read per message escaped
+	// The connection's frame buffer, reused for every message: a lean request's head copies
+	// its frame (decodeHead), any other message is decoded from a clone, so nothing read here
+	// outlives the next read (TestReadBufferNotRetained).
+	buf := make([]byte, 0, 4096)
 	for {
-		frame, err := readFrameInto(r, hdr)
+		frame, err := readFrameInto(r, buf)
+		if cap(frame) <= maxKeptBuffer {
+			buf = frame
+		}
 		if err != nil {
 			s.mu.Lock()
 			closing := s.closing
@@ -242,6 +252,7 @@ func (s *Server) read(c *peerConn) {
 				code   uint32
 				failed *diam.AVP
 			)
+			frame = bytes.Clone(frame) // the decoded message may keep its bytes (decodeChecked)
 			if m, code, failed = decode(frame); code != 0 {
 				malformed.Inc()
 				s.answerUndecodable(c, frame, code, failed)
@@ -261,11 +272,16 @@ func (s *Server) read(c *peerConn) {
 // readFrame reads one message: the header's version and length must be sane, else framing
 // is lost and the connection must close (RFC 6733 §3).
 func readFrame(r io.Reader) ([]byte, error) {
-	return readFrameInto(r, make([]byte, diam.HeaderLength))
+	return readFrameInto(r, nil)
 }
 
-// readFrameInto is readFrame reading the header into h (diam.HeaderLength bytes).
-func readFrameInto(r io.Reader, h []byte) ([]byte, error) {
+// readFrameInto is readFrame reading into buf's array when it is large enough (the frame
+// then aliases buf), else into a new one.
+func readFrameInto(r io.Reader, buf []byte) ([]byte, error) {
+	if cap(buf) < diam.HeaderLength {
+		buf = make([]byte, diam.HeaderLength) // a header on the stack would escape (io.Reader)
+	}
+	h := buf[:diam.HeaderLength]
 	if _, err := io.ReadFull(r, h); err != nil {
 		return nil, err
 	}
@@ -273,8 +289,12 @@ func readFrameInto(r io.Reader, h []byte) ([]byte, error) {
 	if h[0] != 1 || n < diam.HeaderLength || n > maxMessage || n%4 != 0 {
 		return nil, fmt.Errorf("bad header: version %d, length %d", h[0], n)
 	}
-	b := make([]byte, n)
-	copy(b, h)
+	b := buf[:cap(buf)]
+	if len(b) < n {
+		b = make([]byte, n)
+		copy(b, h)
+	}
+	b = b[:n]
 	if _, err := io.ReadFull(r, b[diam.HeaderLength:]); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
