@@ -418,6 +418,19 @@ cmd_stop() {
 cmd_kill() {
   local i=$1 pid
   pid=$(pid_of "$i") || die "node $i is not running"
+  # A node that skips the flush of each schema change (the tests' nodes: cassandratest's
+  # TestJVMOpts) flushes its schema first, as every production node has it on disk: a power
+  # cut loses unflushed data, never the tables (their schema loads before the commit log
+  # replays, and mutations of tables it does not know are dropped).
+  # Not a paused node's (state T: its JMX would not answer); bounded, as every wait here.
+  if tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -q -- '-Dcassandra.test.flush_local_schema_changes=false' &&
+    [[ "$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null)" != T ]]; then
+    nodetool "$i" flush system_schema >/dev/null 2>&1 &
+    local flush=$! deadline=$((SECONDS + 60))
+    while kill -0 "$flush" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+    kill "$flush" 2>/dev/null || true
+    wait "$flush" 2>/dev/null || say "node $i: flush system_schema failed before the kill"
+  fi
   say "killing node $i (pid $pid, $(cpu_seconds "$pid") s of CPU)"
   kill -KILL "$pid"
   while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
