@@ -255,22 +255,12 @@ type node struct {
 	// superuser reads at QUORUM and fails while a data center is down).
 	bootstrapped bool
 
-	live  *liveness
-	jobs  *jobs
-	seeds *seedReloader
+	live *liveness
+	jobs *jobs
 }
 
 func newNode(s settings, log *slog.Logger) *node {
-	n := &node{s: s, log: log, live: newLiveness(), jobs: newJobs()}
-	n.seeds = &seedReloader{
-		run: func(ctx context.Context) (string, error) { return n.nodetool(ctx, "reloadseeds") },
-		conf: func() (string, error) {
-			b, err := os.ReadFile(filepath.Join(s.Conf, fileYaml))
-			return string(b), err
-		},
-		now: time.Now,
-	}
-	return n
+	return &node{s: s, log: log, live: newLiveness(), jobs: newJobs()}
 }
 
 var errAlreadyStarted = errors.New("cassandra is already started")

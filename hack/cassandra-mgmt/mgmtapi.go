@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -371,54 +370,18 @@ func clusterProblems(eps []map[string]string, cl string, rf int) map[string][]st
 	return out
 }
 
+// reloadSeeds runs a nodetool JVM on each call, and cass-operator calls it for every started
+// pod on each reconcile. Answering repeated calls from the last run instead (tried 2026-11-29)
+// made reconciles so quick that cass-operator v1.28.0 looked at a restarted pod less than 10 s
+// after its management API came up, which it skips without requeueing (isMgmtApiRunning): a
+// lost data center's Cassandra then started about 3 min after its pod instead of 23 s.
 func (a *api) reloadSeeds(w http.ResponseWriter, r *http.Request) {
-	seeds, err := a.n.seeds.reload(r.Context())
+	out, err := a.n.nodetool(r.Context(), "reloadseeds")
 	if err != nil {
 		a.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	jsonBody(w, http.StatusOK, seeds)
-}
-
-// seedsWindow: how long a reload's answer stands for the next ones while cassandra.yaml is
-// unchanged. cass-operator reloads every started pod's seeds on each reconcile of its data
-// center (pkg/reconciliation/reconcile_racks.go refreshSeeds), several times a minute, and each
-// `nodetool reloadseeds` is a JVM of its own: about a second of CPU, seconds on a busy node,
-// while the reconcile waits. Within this window Cassandra would answer from the same DNS
-// lookups anyway: the JVM caches a failed lookup for 10 s and a successful one for 30 s
-// (networkaddress.cache.negative.ttl, networkaddress.cache.ttl).
-const seedsWindow = 10 * time.Second
-
-// seedReloader runs `nodetool reloadseeds`, or answers with the last run's seeds while that is
-// younger than seedsWindow and cassandra.yaml is the same file.
-type seedReloader struct {
-	run  func(ctx context.Context) (string, error) // nodetool reloadseeds
-	conf func() (string, error)                    // cassandra.yaml's contents
-	now  func() time.Time
-
-	mu    sync.Mutex // one reload at a time; callers behind it take its answer
-	at    time.Time
-	yaml  string
-	seeds []string
-}
-
-func (s *seedReloader) reload(ctx context.Context) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	conf, confErr := s.conf()
-	if confErr == nil && s.seeds != nil && conf == s.yaml && s.now().Sub(s.at) < seedsWindow {
-		return s.seeds, nil
-	}
-	out, err := s.run(ctx)
-	if err != nil {
-		s.seeds = nil
-		return nil, err
-	}
-	seeds := parseSeeds(out)
-	if confErr == nil {
-		s.at, s.yaml, s.seeds = s.now(), conf, seeds
-	}
-	return seeds, nil
+	jsonBody(w, http.StatusOK, parseSeeds(out))
 }
 
 var ipv4 = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`)

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -243,51 +240,4 @@ func TestNodetoolKeyspaceArgs(t *testing.T) {
 			t.Errorf("%s: ok %v code %d", bad, ok, w.Code)
 		}
 	}
-}
-
-// TestSeedReloaderCoalesces: cass-operator reloads seeds on every reconcile; within
-// seedsWindow and with cassandra.yaml unchanged the last nodetool answer stands, and outside
-// it, after a change of the file or after a failure, nodetool runs again.
-func TestSeedReloaderCoalesces(t *testing.T) {
-	now := time.Unix(1000, 0)
-	conf := "seeds: a"
-	runs := 0
-	fail := false
-	s := &seedReloader{
-		run: func(context.Context) (string, error) {
-			runs++
-			if fail {
-				return "", errors.New("nodetool: connection refused")
-			}
-			return fmt.Sprintf("[/10.0.0.%d:7000]", runs), nil
-		},
-		conf: func() (string, error) { return conf, nil },
-		now:  func() time.Time { return now },
-	}
-	step := func(what string, wantRuns int, want string) {
-		t.Helper()
-		got, err := s.reload(context.Background())
-		if fail {
-			if err == nil {
-				t.Errorf("%s: no error from a failed nodetool", what)
-			}
-		} else if err != nil || strings.Join(got, ",") != want {
-			t.Errorf("%s: %v, %v; want %s", what, got, err, want)
-		}
-		if runs != wantRuns {
-			t.Errorf("%s: nodetool ran %d times, want %d", what, runs, wantRuns)
-		}
-	}
-	step("first", 1, "10.0.0.1")
-	now = now.Add(seedsWindow - time.Second)
-	step("within the window", 1, "10.0.0.1")
-	now = now.Add(time.Second)
-	step("at the window's end", 2, "10.0.0.2")
-	conf = "seeds: a,b"
-	step("cassandra.yaml changed", 3, "10.0.0.3")
-	fail = true
-	now = now.Add(seedsWindow)
-	step("a failure", 4, "")
-	fail = false
-	step("after a failure", 5, "10.0.0.5")
 }
