@@ -25,6 +25,9 @@
 #   BENCH_OUT=$CACHE/bench-policy/<timestamp> BENCH_BASE_PORT=28220 (RADIUS on BASE and
 #   BASE+1, admin on BASE+20)
 #   BENCH_PIN=all      the servers on CPU 1, the generator on CPU 0 (taskset); none: unpinned
+#   BENCH_RATE=0       closed loop (each variant as fast as it goes); N: open loop at N messages
+#                      per second, the same load for every variant (below the slowest one's
+#                      capacity): each run then serves the same sessions at the same pace
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +40,7 @@ CONC=${BENCH_CONCURRENCY:-16}
 INTERIMS=${BENCH_INTERIMS:-5}
 USERS=${BENCH_USERS:-10000}
 PIN=${BENCH_PIN:-all}
+RATE=${BENCH_RATE:-0}
 OUT=${BENCH_OUT:-$CACHE/bench-policy/$(date +%Y%m%d-%H%M%S)}
 BASE=${BENCH_BASE_PORT:-28220}
 ADMIN_PORT=$((BASE + 20))
@@ -47,6 +51,7 @@ SCRIPTS=$ROOT/services/policing/internal/policy/luapolicy/testdata
 
 [[ -x $LOADGEN && -x $POLICING ]] || { echo "bench-policy: build first (make build)" >&2; exit 1; }
 [[ $ROUNDS -ge 1 ]] || { echo "bench-policy: BENCH_ROUNDS must be ≥ 1" >&2; exit 1; }
+[[ $RATE =~ ^[0-9]+$ ]] || { echo "bench-policy: BENCH_RATE must be a whole number of messages per second, not $RATE" >&2; exit 1; }
 command -v jq >/dev/null || { echo "bench-policy: needs jq" >&2; exit 1; }
 mkdir -p "$OUT"
 echo "bench-policy: reports in $OUT"
@@ -66,7 +71,7 @@ write_bench_config "{store: embedded}"
 
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); policing: $("$POLICING" version 2>/dev/null | head -1)"
-	echo "load: aaa-loadgen flow, $INTERIMS interims, concurrency $CONC, $ROUNDS rounds of a $DURATION run per variant, each in a fresh process warmed $WARMUP, $USERS users, embedded store; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "load: aaa-loadgen flow, $INTERIMS interims, concurrency $CONC, $(if ((RATE > 0)); then echo "open loop at $RATE messages/s"; else echo "closed loop"; fi), $ROUNDS rounds of a $DURATION run per variant, each in a fresh process warmed $WARMUP, $USERS users, embedded store; pinning: $PIN; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 machine | tee "$OUT/machine.txt"
 
@@ -77,7 +82,7 @@ loadgen() {
 	local d=$1
 	shift
 	"${GEN_PIN[@]}" "$LOADGEN" run --target "127.0.0.1:$BASE" --secret-file "$OUT/secret" --mode flow --interims "$INTERIMS" \
-		--users "$USERS" --concurrency "$CONC" --duration "$d" --quiet "$@" >/dev/null
+		--users "$USERS" --concurrency "$CONC" --rate "$RATE" --duration "$d" --quiet "$@" >/dev/null
 }
 
 # lua_metrics: "runs reuses run-seconds-sum run-count" so far on ADMIN_PORT's /metrics.
@@ -147,6 +152,21 @@ per_decision() {
 paired() {
 	for i in $(seq 1 "$ROUNDS"); do per_decision "$1" "$i"; done | median
 }
+# paired_ci VARIANT: the mean of per_decision over the rounds ± the half-width of its 95 %
+# confidence interval (Student's t): whether a goal of a microsecond is shown, or within the
+# box's noise.
+paired_ci() {
+	for i in $(seq 1 "$ROUNDS"); do per_decision "$1" "$i"; done | awk '
+		{ x[NR] = $1; s += $1 }
+		END {
+			n = NR; m = s / n
+			for (i = 1; i <= n; i++) v += (x[i] - m) ^ 2
+			# t(0.975, n-1) for n-1 = 1..30, then 2.0
+			split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26 2.23 2.20 2.18 2.16 2.14 2.13 2.12 2.11 2.10 2.09 2.09 2.08 2.07 2.07 2.06 2.06 2.06 2.05 2.05 2.05 2.04", t, " ")
+			h = n > 1 ? (n - 1 <= 30 ? t[n - 1] : 2.0) * sqrt(v / (n - 1) / n) : 0
+			printf "%+.2f ± %.2f\n", m, h
+		}'
+}
 {
 	echo "Per round: the order measured, then each variant's server CPU µs/tx and µs per decision against builtin-workers of the same round."
 	for i in $(seq 1 "$ROUNDS"); do
@@ -165,8 +185,8 @@ paired() {
 	echo
 	echo "Medians of $ROUNDS rounds. A session is 1 Access-Request + Start + $INTERIMS Interims + Stop: $((1 + 1 + INTERIMS)) policy decisions (Stop runs none) in $((3 + INTERIMS)) transactions."
 	echo
-	echo "| policy | TPS | vs built-in | p99 ms | server CPU µs/tx | Lua runs | Lua reuses | Lua CPU µs per decision (vs builtin-workers) | engine's mean run µs |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| policy | TPS | vs built-in | p99 ms | server CPU µs/tx | Lua runs | Lua reuses | Lua CPU µs per decision (vs builtin-workers) | its mean ± 95 % CI | engine's mean run µs |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	base_tps=$(stat builtin '.incomingTPS')
 	for v in "${VARIANTS[@]}"; do
 		tps=$(stat "$v" '.incomingTPS')
@@ -175,13 +195,13 @@ paired() {
 		runs=$(lua_stat "$v" 1)
 		reuses=$(lua_stat "$v" 2)
 		mean=$(lua_stat "$v" 3)
-		pair=0
-		[[ $v == builtin* ]] || pair=$(paired "$v")
+		pair=0 ci="—"
+		[[ $v == builtin* ]] || { pair=$(paired "$v"); ci=$(paired_ci "$v"); }
 		awk -v v="$v" -v tps="$tps" -v bt="$base_tps" -v p99="$p99" -v cpu="$cpu" -v pair="$pair" -v mean="$mean" \
-			-v runs="$runs" -v reuses="$reuses" 'BEGIN {
+			-v runs="$runs" -v reuses="$reuses" -v ci="$ci" 'BEGIN {
 			per = v ~ /^builtin/ ? "—" : sprintf("%+.1f", pair)
 			m = v ~ /^builtin/ ? "—" : sprintf("%.2f", mean)
-			printf "| %s | %.0f | %.1f %% | %.2f | %.1f | %d | %d | %s | %s |\n", v, tps, 100 * tps / bt, p99, cpu, runs, reuses, per, m
+			printf "| %s | %.0f | %.1f %% | %.2f | %.1f | %d | %d | %s | %s | %s |\n", v, tps, 100 * tps / bt, p99, cpu, runs, reuses, per, ci, m
 		}'
 	done
 	echo
