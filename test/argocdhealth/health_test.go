@@ -209,10 +209,7 @@ func TestDocBlock(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", blocks[0].Body)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=")
-	out, err := cmd.CombinedOutput()
+	out, err := testenv.RunBash(ctx, t, root, testenv.EnvWithout(testenv.MakeVars...), blocks[0].Body)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", blocks[0].Name(), err, out)
 	}
@@ -223,7 +220,7 @@ func TestDocBlock(t *testing.T) {
 	for _, tc := range cases {
 		if filepath.Base(tc.InputPath) == "healthy.yaml" {
 			want := "STATUS: " + tc.HealthStatus.Status + "\nMESSAGE: " + tc.HealthStatus.Message + "\n"
-			if !strings.HasSuffix(string(out), want) {
+			if !strings.HasSuffix(out, want) {
 				t.Errorf("%s printed:\n%s\nwant it to end with:\n%s", blocks[0].Name(), out, want)
 			}
 			return

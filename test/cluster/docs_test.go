@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -165,34 +164,13 @@ func runDocBlock(ctx context.Context, t *testing.T, root string, b testenv.DocBl
 		[]byte("#!/usr/bin/env bash\nexec "+filepath.Join(root, "hack", "cluster.sh")+" kubectl \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		switch strings.SplitN(kv, "=", 2)[0] {
-		case "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "KUBECONFIG", "PATH", "CLUSTER_LOCK_HELD", "CASSANDRA_DIR":
-			continue
-		}
-		env = append(env, kv)
-	}
+	env := testenv.EnvWithout(append(testenv.MakeVars, "KUBECONFIG", "PATH", "CLUSTER_LOCK_HELD", "CASSANDRA_DIR")...)
 	env = append(env, "KUBECONFIG="+cluster.Kubeconfig,
 		"PATH="+kubectlDir+":"+filepath.Join(root, "bin")+":"+os.Getenv("PATH"))
 	if os.Getenv("CASSANDRA_JVM_OPTS") == "" {
 		env = append(env, "CASSANDRA_JVM_OPTS="+cassandratest.TestJVMOpts) // lean on 2 cores, as the tests' nodes
 	}
-	env = append(env, extra...)
-	// From a file, stdin /dev/null: a command of the block that reads stdin must not eat the
-	// rest of the script.
-	blockFile := filepath.Join(t.TempDir(), "block.sh")
-	if err := os.WriteFile(blockFile, []byte(b.Body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-e", "-o", "pipefail", blockFile)
-	cmd.Dir = root
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
-	return out.String(), err
+	return testenv.RunBash(ctx, t, root, append(env, extra...), b.Body)
 }
 
 // docClean removes what the docs' blocks make in the cluster: the releases edge and

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -91,22 +90,15 @@ func TestLoopbackRecipe(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(),
+	out, err := testenv.RunBash(ctx, t, work, append(os.Environ(),
 		"POLICING_RADIUS_AUTHADDRESS="+free[sample.Radius.AuthAddress],
 		"POLICING_RADIUS_ACCTADDRESS="+free[sample.Radius.AcctAddress],
-		"POLICING_ADMIN_ADDRESS="+free[sample.Admin.Address])
-	// The blocks start policing in the background: on a timeout the whole group goes.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
+		"POLICING_ADMIN_ADDRESS="+free[sample.Admin.Address]), script)
 	if err != nil {
 		t.Fatalf("the README's loopback blocks failed: %v\n%s", err, out)
 	}
 	for _, want := range []string{"Received Access-Accept", "Received Accounting-Response", `"userName": "alice"`, `"state": "active"`} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q (what the README says the blocks show):\n%s", want, out)
 		}
 	}

@@ -8,7 +8,6 @@
 package lifecycle
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -54,15 +53,7 @@ func TestLocalClusterDocLifecycle(t *testing.T) {
 	t.Logf("waited %s for the cluster lock", time.Since(waitStart).Round(100*time.Millisecond))
 	before := clustertest.SnapshotHost()
 
-	var env []string
-	for _, kv := range os.Environ() {
-		switch strings.SplitN(kv, "=", 2)[0] {
-		case "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "KUBECONFIG", "CLUSTER_LOCK_HELD":
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "CLUSTER_LOCK_HELD=1")
+	env := append(testenv.EnvWithout(append(testenv.MakeVars, "KUBECONFIG", "CLUSTER_LOCK_HELD")...), "CLUSTER_LOCK_HELD=1")
 	clusterSh := filepath.Join(root, "hack", "cluster.sh")
 	// Whatever the block leaves (it failed half-way), `down` removes, still under our lock.
 	defer func() {
@@ -75,34 +66,22 @@ func TestLocalClusterDocLifecycle(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	// From a file, stdin /dev/null: a command of the block that reads stdin must not eat the
-	// rest of the script.
-	blockFile := filepath.Join(t.TempDir(), "block.sh")
-	if err := os.WriteFile(blockFile, []byte(b.Body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-e", "-o", "pipefail", blockFile)
-	cmd.Dir = root
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
-	err = cmd.Run()
-	t.Logf("%s ran in %s:\n%s", b.Name(), time.Since(start).Round(time.Second), out.String())
+	out, err := testenv.RunBash(ctx, t, root, env, b.Body)
+	t.Logf("%s ran in %s:\n%s", b.Name(), time.Since(start).Round(time.Second), out)
 	if err != nil {
 		t.Fatalf("%s failed: %v", b.Name(), err)
 	}
 	// make cluster-up prints the kubeconfig's path; kubectl get pods -A shows CoreDNS running;
 	// make cluster-down leaves the host as it found it.
-	if !strings.Contains(out.String(), "/tmp/openaaa-cluster/kubeconfig") {
+	if !strings.Contains(out, "/tmp/openaaa-cluster/kubeconfig") {
 		t.Errorf("make cluster-up did not print the kubeconfig path /tmp/openaaa-cluster/kubeconfig")
 	}
-	if !corednsRunning.MatchString(out.String()) {
+	if !corednsRunning.MatchString(out) {
 		t.Errorf("hack/cluster.sh kubectl get pods -A: no CoreDNS pod 1/1 Running")
 	}
 	for _, img := range []string{"policing", "openaaa-operator", "aaa-loadgen"} {
-		if !strings.Contains(out.String(), clustertest.ImagePrefix+"/"+img+":") {
+		if !strings.Contains(out, clustertest.ImagePrefix+"/"+img+":") {
 			t.Errorf("make images cluster-import did not list %s/%s:<tag>", clustertest.ImagePrefix, img)
 		}
 	}
