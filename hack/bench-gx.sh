@@ -98,8 +98,8 @@ run() { # LABEL FILE
 		--concurrency "$CONC" --duration "$DURATION" --label "$label" --quiet --server-pid "$POL_PID" \
 		--json-out "$OUT/$file.json" --text-out "$OUT/$file.txt" >/dev/null
 	after=$(lua_counters)
-	read -r r0 u0 <<<"$before"
-	read -r r1 u1 <<<"$after"
+	read -r r0 u0 _ <<<"$before"
+	read -r r1 u1 _ <<<"$after"
 	echo "$((r1 - r0)) $((u1 - u0))" >"$OUT/$file.lua"
 	echo "bench-gx: $label: $(jq -r '"\(.tps | floor) req/s, p99 \(.total.p99Ms) ms, \(.serverCpuMicrosPerTx // 0 | . * 10 | floor / 10) µs/req, codes \(.total.resultCodes)"' "$OUT/$file.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
 }

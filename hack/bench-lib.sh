@@ -63,13 +63,15 @@ admin: {address: 127.0.0.1:$ADMIN_PORT${2:+, $2}}
 EOF
 }
 
-# lua_counters: the Lua runs and reuses so far on ADMIN_PORT's /metrics (sum over hooks),
-# printed "runs reuses".
+# lua_counters: the Lua runs and reuses so far on ADMIN_PORT's /metrics (sum over hooks), and
+# the sum and count of the runs' durations, from one scrape: "runs reuses seconds count".
 lua_counters() {
 	curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '
 		/^openaaa_policy_lua_runs_total/ { r += $NF }
 		/^openaaa_policy_lua_reuses_total/ { u += $NF }
-		END { printf "%d %d\n", r, u }'
+		/^openaaa_policy_lua_run_duration_seconds_sum/ { s += $NF }
+		/^openaaa_policy_lua_run_duration_seconds_count/ { c += $NF }
+		END { printf "%d %d %.9f %d\n", r, u, s, c }'
 }
 
 # cql_counts [PORT]: the CQL requests policing on admin PORT (default ADMIN_PORT) has sent so

@@ -85,23 +85,15 @@ loadgen() {
 		--users "$USERS" --concurrency "$CONC" --rate "$RATE" --duration "$d" --quiet "$@" >/dev/null
 }
 
-# lua_metrics: "runs reuses run-seconds-sum run-count" so far on ADMIN_PORT's /metrics.
-lua_metrics() {
-	echo "$(lua_counters) $(curl -fsS "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '
-		/^openaaa_policy_lua_run_duration_seconds_sum/ { s += $NF }
-		/^openaaa_policy_lua_run_duration_seconds_count/ { c += $NF }
-		END { printf "%.9f %d\n", s, c }')"
-}
-
 run() { # VARIANT FILE: a fresh process, its warm-up, the measured run, the process stopped.
 	local before after
 	# shellcheck disable=SC2046 # flags are words
 	start_policing $(flags "$1")
 	loadgen "$WARMUP"
-	before=$(lua_metrics)
+	before=$(lua_counters)
 	loadgen "$DURATION" --label "$1" --server-pid "$POL_PID" --metrics "127.0.0.1:$ADMIN_PORT" --require-reply-ma \
 		--json-out "$OUT/$2.json" --text-out "$OUT/$2.txt"
-	after=$(lua_metrics)
+	after=$(lua_counters)
 	stop_policing
 	read -r r0 u0 s0 c0 <<<"$before"
 	read -r r1 u1 s1 c1 <<<"$after"
@@ -163,7 +155,8 @@ paired_ci() {
 			for (i = 1; i <= n; i++) v += (x[i] - m) ^ 2
 			# t(0.975, n-1) for n-1 = 1..30, then 2.0
 			split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26 2.23 2.20 2.18 2.16 2.14 2.13 2.12 2.11 2.10 2.09 2.09 2.08 2.07 2.07 2.06 2.06 2.06 2.05 2.05 2.05 2.04", t, " ")
-			h = n > 1 ? (n - 1 <= 30 ? t[n - 1] : 2.0) * sqrt(v / (n - 1) / n) : 0
+			if (n < 2) { printf "%+.2f (one round)\n", m; exit }
+			h = (n - 1 <= 30 ? t[n - 1] : 2.0) * sqrt(v / (n - 1) / n)
 			printf "%+.2f ± %.2f\n", m, h
 		}'
 }
