@@ -396,15 +396,22 @@ cpu_seconds() {
   echo $(((st[13] + st[14]) / $(getconf CLK_TCK)))
 }
 
+# wait_gone PID SECONDS: wait until the process has exited, at most SECONDS; fails if it has not.
+wait_gone() {
+  local deadline=$((SECONDS + $2))
+  while kill -0 "$1" 2>/dev/null; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+
 stop_node() { # i
   local pid
   pid=$(pid_of "$1") || { rm -f "$(node_dir "$1")/pid"; return 0; }
   say "stopping node $1 (pid $pid, $(cpu_seconds "$pid") s of CPU)"
   kill -TERM "$pid" 2>/dev/null || true
   kill -CONT "$pid" 2>/dev/null || true # a paused node handles TERM only once continued
-  local deadline=$((SECONDS + 30))
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+  wait_gone "$pid" 30 || kill -KILL "$pid" 2>/dev/null || true
   while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
   rm -f "$(node_dir "$1")/pid"
 }
@@ -426,9 +433,8 @@ cmd_kill() {
   if tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -q -- '-Dcassandra.test.flush_local_schema_changes=false' &&
     [[ "$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null)" != T ]]; then
     nodetool "$i" flush system_schema >/dev/null 2>&1 &
-    local flush=$! deadline=$((SECONDS + 60))
-    while kill -0 "$flush" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-    kill "$flush" 2>/dev/null || true
+    local flush=$!
+    wait_gone "$flush" 60 || kill "$flush" 2>/dev/null || true
     wait "$flush" 2>/dev/null || say "node $i: flush system_schema failed before the kill"
   fi
   say "killing node $i (pid $pid, $(cpu_seconds "$pid") s of CPU)"
