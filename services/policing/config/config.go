@@ -592,6 +592,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Proxy.validate("proxy")...)
 	errs = append(errs, c.CoA.validate("coa")...)
 	errs = append(errs, c.Diameter.validate("diameter")...)
+	if c.Diameter.Enabled && c.Diameter.Dispatch == "inline" && c.Policy.Lua.File != "" {
+		bad("diameter.dispatch", "inline serves each request on its connection's reader, and a Lua policy (policy.lua.file) hook may run for its whole budget: use auto or workers")
+	}
 	errs = append(errs, c.EAP.validate("eap")...)
 	errs = append(errs, c.Policy.Lua.validate("policy.lua")...)
 	if len(c.Clients) == 0 && c.ClientsFile == "" {
@@ -750,6 +753,21 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// DiameterInline tells whether each Diameter connection's reader serves the requests it read
+// rather than hand them to the worker pool (diameter.dispatch). auto picks inline when
+// nothing on a Gx request's path waits for I/O or may run long: the embedded or no-op store,
+// subscribers from a file, no Lua policy. A reader serving a request holds up only its own
+// connection's next requests: each peer's connection has its own reader.
+func (c *Config) DiameterInline() bool {
+	switch c.Diameter.Dispatch {
+	case "inline":
+		return true
+	case "workers":
+		return false
+	}
+	return c.Session.InProcess() && c.Subscribers.Source == "file" && c.Policy.Lua.File == ""
 }
 
 // InlineDispatch tells whether the RADIUS readers serve requests themselves rather than

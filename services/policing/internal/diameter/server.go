@@ -5,6 +5,7 @@
 package diameter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -101,6 +102,11 @@ type Options struct {
 	// Apps maps Auth-Application-Id to its handler; requests of any other application are
 	// answered 3007 DIAMETER_APPLICATION_UNSUPPORTED.
 	Apps map[uint32]Handler
+	// Inline: each connection's reader serves the requests it reads, rather than handing
+	// them to the worker pool, and sends their answers itself (diameter.dispatch). Only for
+	// handlers that never wait (embedded store, file subscribers, no Lua policy): a request
+	// served holds up the next ones of its connection, not another peer's.
+	Inline bool
 	// MaxInFlight bounds the application requests processed at once over all connections;
 	// past it requests are answered 3004 DIAMETER_TOO_BUSY rather than left unanswered.
 	MaxInFlight int
@@ -439,7 +445,7 @@ func (s *Server) replay(c *peerConn, ref dupRef, m *diam.Message, now time.Time)
 		return false
 	}
 	duplicates.Inc()
-	if _, err := c.Write(b); err != nil {
+	if err := c.answer(b); err != nil {
 		s.opt.Log.Debug("diameter: cached answer not written", "err", err)
 	}
 	return true
@@ -461,7 +467,7 @@ func (s *Server) write(c *peerConn, ans Answer, name string, read time.Time, ref
 	if cached {
 		putAnswer(s.dups, ref, b, read)
 	}
-	if _, err := c.Write(b); err != nil {
+	if err := c.answer(b); err != nil {
 		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
 	}
 }
@@ -573,9 +579,13 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 			}
 		}
 		// Decoded whole (it decodes: decodeLean checked it), for the handler's path of before.
-		full, code, failed := decode(lean.frame)
+		frame := lean.frame
+		if lean.borrowed {
+			frame = bytes.Clone(frame) // the decoded message may keep its bytes (decodeChecked)
+		}
+		full, code, failed := decode(frame)
 		if code != 0 {
-			return Answer{Message: s.id.undecodableAnswer(lean.frame, code, failed)}, code, false
+			return Answer{Message: s.id.undecodableAnswer(frame, code, failed)}, code, false
 		}
 		r.Message = full
 	}
