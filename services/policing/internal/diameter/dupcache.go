@@ -35,9 +35,11 @@ func (k dupKey) slot() uint64 {
 }
 
 // newDupCache holds the size most recent answers at least, 2×size at most, none older than
-// ttl.
+// ttl. Its filter (32 bits an entry: 1 request in 30 that is not a retransmission probes the
+// maps) answers most lookups without probing them: every request looks up, few find.
 func newDupCache(size int, ttl time.Duration) *dupCache {
-	return dedup.New[uint64, dupKey](dedup.Options[uint64]{Size: size, TTL: ttl})
+	return dedup.New[uint64, dupKey](dedup.Options[uint64]{Size: size, TTL: ttl, Filter: 32 * size,
+		Hash: func(slot uint64) uint64 { return slot }})
 }
 
 // dupRef is a request's key with its slot, hashed once for the request's lookup and its
