@@ -60,6 +60,16 @@ type Request struct {
 	Message *diam.Message
 	ctx     context.Context
 	rc      requestContext // the server's requests' ctx (reqctx.go)
+	// out holds the answer Wire copies out (an inline reader's, reused from request to
+	// request); nil: each answer gets a slice of its own.
+	out []byte
+}
+
+// Wire is the message w wrote, as an Answer's Wire: valid until the server has sent it (it
+// may be the request's buffer, which an inline reader reuses for its next request).
+func (r *Request) Wire(w *Writer) []byte {
+	r.out = w.AppendTo(r.out[:0])
+	return r.out
 }
 
 // NewRequest is a request as the server builds it, for tests and other front ends.
@@ -145,6 +155,7 @@ type Server struct {
 	closing   bool
 	conns     map[*peerConn]*peerState
 	dups      *dupCache
+	answers   arena // the bytes of the answers dups keeps
 	handlers  *workpool.Pool[appRequest, struct{}] // run the requests (conn.go)
 	out       pending                              // requests this node sent (request.go)
 	wg        sync.WaitGroup
@@ -465,7 +476,7 @@ func (s *Server) write(c *peerConn, ans Answer, name string, read time.Time, ref
 		b = serialize(ans.Message)
 	}
 	if cached {
-		putAnswer(s.dups, ref, b, read)
+		putAnswer(s.dups, ref, s.answers.keep(b), read)
 	}
 	if err := c.answer(b); err != nil {
 		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
