@@ -186,11 +186,11 @@ func decodeHead(frame []byte, addressed func(code uint32, value []byte) bool, in
 	if h.DecodeFromBytes(frame) != nil || h.CommandFlags&(diam.RequestFlag|diam.ErrorFlag) != diam.RequestFlag {
 		return nil
 	}
-	if _, err := dict.Default.FindCommand(h.ApplicationID, h.CommandCode); err != nil {
+	t := tableOf(h.ApplicationID, dict.Default)
+	if !knownCommand(t, h.ApplicationID, h.CommandCode) {
 		return nil
 	}
 	body := frame[diam.HeaderLength:]
-	t := tableOf(h.ApplicationID, dict.Default)
 	if f, lean := check(body, t, h.ApplicationID, dict.Default); f != nil || !lean {
 		return nil
 	}
