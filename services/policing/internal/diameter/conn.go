@@ -253,6 +253,7 @@ func (s *Server) read(c *peerConn) {
 	// Inline, the lean head of the request served before, reused for the next one: its frame
 	// is the buffer's (served before the next read) and nothing of it outlives its request.
 	var own *leanHead
+	var out []byte // inline, the buffer its requests' answers are written into (Request.Wire)
 	for {
 		if c.inline && !wholeFrame(r) {
 			c.send() // the answers so far leave before a read that may wait
@@ -305,7 +306,7 @@ func (s *Server) read(c *peerConn) {
 			continue
 		}
 		if c.inline {
-			s.serve(c, m, lean)
+			s.serve(c, m, lean, &out)
 			if lean != nil {
 				own = lean.reusable()
 			}
@@ -438,8 +439,8 @@ type appRequest struct {
 
 const workerIdle = 10 * time.Second
 
-// serveQueued serves one request on a worker.
-func (s *Server) serveQueued(_ *struct{}, r appRequest) {
+// serveQueued serves one request on a worker, whose buffer out its answer is written into.
+func (s *Server) serveQueued(out *[]byte, r appRequest) {
 	defer func() { <-r.c.sem; r.done.Done() }()
-	s.serve(r.c, r.m, r.lean)
+	s.serve(r.c, r.m, r.lean, out)
 }

@@ -196,9 +196,7 @@ func decodeHead(frame []byte, addressed func(code uint32, value []byte) bool, in
 	}
 	x := into
 	if x != nil {
-		out := x.req.out // the answer's buffer, reused too
 		*x = leanHead{frame: frame, borrowed: true}
-		x.req.out = out[:0]
 	} else if x = new(leanHead); len(frame) <= leanInline {
 		x.frame = x.inline[:len(frame)]
 		copy(x.frame, frame)

@@ -60,13 +60,13 @@ type Request struct {
 	Message *diam.Message
 	ctx     context.Context
 	rc      requestContext // the server's requests' ctx (reqctx.go)
-	// out holds the answer Wire copies out (an inline reader's, reused from request to
-	// request); nil: each answer gets a slice of its own.
+	// out holds the answer Wire copies out: the buffer of the reader or worker serving the
+	// request, reused from request to request; nil: each answer gets a slice of its own.
 	out []byte
 }
 
 // Wire is the message w wrote, as an Answer's Wire: valid until the server has sent it (it
-// may be the request's buffer, which an inline reader reuses for its next request).
+// may be the buffer of the reader or worker serving the request, reused for its next one).
 func (r *Request) Wire(w *Writer) []byte {
 	r.out = w.AppendTo(r.out[:0])
 	return r.out
@@ -155,9 +155,9 @@ type Server struct {
 	closing   bool
 	conns     map[*peerConn]*peerState
 	dups      *dupCache
-	answers   arena // the bytes of the answers dups keeps
-	handlers  *workpool.Pool[appRequest, struct{}] // run the requests (conn.go)
-	out       pending                              // requests this node sent (request.go)
+	answers   arena                              // the bytes of the answers dups keeps
+	handlers  *workpool.Pool[appRequest, []byte] // run the requests (conn.go), each worker with its answers' buffer
+	out       pending                            // requests this node sent (request.go)
 	wg        sync.WaitGroup
 	// ctx is every request's parent: cancelled when a shutdown's budget is spent.
 	ctx    context.Context
@@ -389,8 +389,9 @@ func (s *Server) state(c *peerConn) (PeerInfo, bool) {
 }
 
 // serve answers one request: thin, it picks the command's function and writes its answer.
-// lean is the request when m is only its head (decodeLean), else nil.
-func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead) {
+// lean is the request when m is only its head (decodeLean), else nil; out is the buffer of
+// the reader or worker serving it (Request.Wire).
+func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead, out *[]byte) {
 	start := time.Now()
 	var (
 		ans     Answer
@@ -427,7 +428,7 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead) {
 		if cached && s.replay(c, ref, m, start) {
 			return
 		}
-		ans, code, closeIt = s.app(c, info, open, m, lean, start)
+		ans, code, closeIt = s.app(c, info, open, m, lean, start, out)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	transactions.Inc()
@@ -556,7 +557,7 @@ func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) 
 
 // app serves an application request of the peer info (open: its capabilities exchange
 // succeeded) on c, read at start; lean is the request when m is only its head (decodeLean).
-func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean *leanHead, start time.Time) (Answer, uint32, bool) {
+func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean *leanHead, start time.Time, out *[]byte) (Answer, uint32, bool) {
 	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return Answer{Message: s.id.Answer(m, ResultUnknownPeer)}, ResultUnknownPeer, true
@@ -579,10 +580,13 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 	} else {
 		r = &Request{}
 	}
-	r.Peer, r.Message = info, m
+	r.Peer, r.Message, r.out = info, m, (*out)[:0]
 	r.rc.parent, r.rc.read, r.rc.timeout = c.ctx, start, s.opt.RequestTimeout
 	r.ctx = &r.rc
-	defer r.rc.release()
+	defer func() {
+		r.rc.release()
+		*out, r.out = r.out, nil // grown, for the next request; the answer is sent before then
+	}()
 	if lean != nil {
 		if lh, isLean := h.(LeanHandler); isLean {
 			if ans, code, ok := lh.ServeLean(r, lean.avps); ok {
