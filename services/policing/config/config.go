@@ -761,13 +761,24 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // subscribers from a file, no Lua policy. A reader serving a request holds up only its own
 // connection's next requests: each peer's connection has its own reader.
 func (c *Config) DiameterInline() bool {
-	switch c.Diameter.Dispatch {
+	return dispatchInline(c.Diameter.Dispatch, c.nothingWaits())
+}
+
+// nothingWaits reports whether the store, the subscriber source and the policy answer
+// without I/O or a long run: the embedded or no-op store, a file, no Lua policy.
+func (c *Config) nothingWaits() bool {
+	return c.Session.InProcess() && c.Subscribers.Source == "file" && c.Policy.Lua.File == ""
+}
+
+// dispatchInline is a dispatch setting's choice: inline or workers as set, auto as found.
+func dispatchInline(setting string, auto bool) bool {
+	switch setting {
 	case "inline":
 		return true
 	case "workers":
 		return false
 	}
-	return c.Session.InProcess() && c.Subscribers.Source == "file" && c.Policy.Lua.File == ""
+	return auto
 }
 
 // InlineDispatch tells whether the RADIUS readers serve requests themselves rather than
@@ -778,12 +789,5 @@ func (c *Config) DiameterInline() bool {
 // whole budget: on a reader, it would stop that reader reading). A remote store
 // or LDAP needs the pool, so that requests waiting on them do not hold up the others.
 func (c *Config) InlineDispatch() bool {
-	switch c.Radius.Dispatch {
-	case "inline":
-		return true
-	case "workers":
-		return false
-	}
-	return c.Session.InProcess() && c.Subscribers.Source == "file" && len(c.Proxy.Upstreams) == 0 && c.EAP.Forward.Address == "" &&
-		c.Policy.Lua.File == ""
+	return dispatchInline(c.Radius.Dispatch, c.nothingWaits() && len(c.Proxy.Upstreams) == 0 && c.EAP.Forward.Address == "")
 }
