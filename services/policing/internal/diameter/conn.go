@@ -121,23 +121,33 @@ func (c *peerConn) writer() {
 }
 
 // send writes what is queued, on the caller's goroutine (the writer, an inline reader), unless
-// another send is under way: that one sends what was queued meanwhile before it returns, so a
-// message queued is never left behind, and the messages leave in their order.
+// another send is under way. What was queued during a send is the writer's, woken for it: a
+// message queued is never left behind, the messages leave in their order, and the writer
+// batches as it did (it yields before it takes a batch).
 func (c *peerConn) send() {
 	c.wmu.Lock()
-	for !c.writing && len(c.pending) > 0 && c.werr == nil {
-		out := c.pending
-		c.pending, c.spare = c.spare[:0], out
-		c.writing = true
+	if c.writing || len(c.pending) == 0 || c.werr != nil {
 		c.wmu.Unlock()
-		_, err := c.Conn.Write(out)
-		c.wmu.Lock()
-		c.writing = false
-		if err != nil && c.werr == nil {
-			c.werr = err
+		return
+	}
+	out := c.pending
+	c.pending, c.spare = c.spare[:0], out
+	c.writing = true
+	c.wmu.Unlock()
+	_, err := c.Conn.Write(out)
+	c.wmu.Lock()
+	c.writing = false
+	if err != nil && c.werr == nil {
+		c.werr = err
+	}
+	more := len(c.pending) > 0 && c.werr == nil
+	c.wmu.Unlock()
+	if more {
+		select {
+		case c.kick <- struct{}{}:
+		default: // the writer is awake already
 		}
 	}
-	c.wmu.Unlock()
 }
 
 // Close closes the connection once the queued messages are sent (a DPA or a refused CEA
