@@ -592,6 +592,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Proxy.validate("proxy")...)
 	errs = append(errs, c.CoA.validate("coa")...)
 	errs = append(errs, c.Diameter.validate("diameter")...)
+	if c.Diameter.Enabled && c.Diameter.Dispatch == "inline" && c.Policy.Lua.File != "" {
+		bad("diameter.dispatch", "inline serves each request on its connection's reader, and a Lua policy (policy.lua.file) hook may run for its whole budget: use auto or workers")
+	}
 	errs = append(errs, c.EAP.validate("eap")...)
 	errs = append(errs, c.Policy.Lua.validate("policy.lua")...)
 	if len(c.Clients) == 0 && c.ClientsFile == "" {
@@ -752,6 +755,32 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// DiameterInline tells whether each Diameter connection's reader serves the requests it read
+// rather than hand them to the worker pool (diameter.dispatch). auto picks inline when
+// nothing on a Gx request's path waits for I/O or may run long: the embedded or no-op store,
+// subscribers from a file, no Lua policy. A reader serving a request holds up only its own
+// connection's next requests: each peer's connection has its own reader.
+func (c *Config) DiameterInline() bool {
+	return dispatchInline(c.Diameter.Dispatch, c.nothingWaits())
+}
+
+// nothingWaits reports whether the store, the subscriber source and the policy answer
+// without I/O or a long run: the embedded or no-op store, a file, no Lua policy.
+func (c *Config) nothingWaits() bool {
+	return c.Session.InProcess() && c.Subscribers.Source == "file" && c.Policy.Lua.File == ""
+}
+
+// dispatchInline is a dispatch setting's choice: inline or workers as set, auto as found.
+func dispatchInline(setting string, auto bool) bool {
+	switch setting {
+	case "inline":
+		return true
+	case "workers":
+		return false
+	}
+	return auto
+}
+
 // InlineDispatch tells whether the RADIUS readers serve requests themselves rather than
 // hand them to the worker pool (radius.dispatch). auto picks inline when nothing on the
 // request path waits for I/O: the embedded or no-op store, subscribers from a file, no
@@ -760,12 +789,5 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // whole budget: on a reader, it would stop that reader reading). A remote store
 // or LDAP needs the pool, so that requests waiting on them do not hold up the others.
 func (c *Config) InlineDispatch() bool {
-	switch c.Radius.Dispatch {
-	case "inline":
-		return true
-	case "workers":
-		return false
-	}
-	return c.Session.InProcess() && c.Subscribers.Source == "file" && len(c.Proxy.Upstreams) == 0 && c.EAP.Forward.Address == "" &&
-		c.Policy.Lua.File == ""
+	return dispatchInline(c.Radius.Dispatch, c.nothingWaits() && len(c.Proxy.Upstreams) == 0 && c.EAP.Forward.Address == "")
 }

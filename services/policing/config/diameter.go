@@ -27,6 +27,8 @@ type Diameter struct {
 	// MaxInFlight bounds the Gx requests processed at once; past it they are answered
 	// 3004 DIAMETER_TOO_BUSY.
 	MaxInFlight int `json:"maxInFlight"`
+	// Dispatch is auto, inline or workers: see DiameterInline.
+	Dispatch string `json:"dispatch"`
 	// Peers are the PCEFs allowed to connect; a CER from anyone else is refused with 3010.
 	Peers []DiameterPeer `json:"peers"`
 	// AdminURL is how the other nodes reach this node's admin API to forward a RAR that must
@@ -86,7 +88,7 @@ type DiameterPeer struct {
 }
 
 func defaultDiameter() Diameter {
-	return Diameter{Address: fmt.Sprintf(":%d", DefaultDiameterPort), MaxInFlight: 1024, RequestTimeout: Duration(10 * time.Second),
+	return Diameter{Address: fmt.Sprintf(":%d", DefaultDiameterPort), MaxInFlight: 1024, Dispatch: "auto", RequestTimeout: Duration(10 * time.Second),
 		RARTimeout: Duration(5 * time.Second), FlushTimeout: Duration(time.Second), DPRTimeout: Duration(5 * time.Second),
 		ScheduleInterval: Duration(30 * time.Second), TLS: DiameterTLS{HandshakeTimeout: Duration(10 * time.Second)}}
 }
@@ -136,6 +138,9 @@ func (d Diameter) validate(key string) []error {
 	}
 	if d.RequestTimeout <= 0 {
 		bad("requestTimeout", "must be positive")
+	}
+	if d.Dispatch != "auto" && d.Dispatch != "inline" && d.Dispatch != "workers" {
+		bad("dispatch", "must be auto, inline or workers, got %q", d.Dispatch)
 	}
 	for _, t := range []struct {
 		key    string

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +84,44 @@ func TestDiameterTimers(t *testing.T) {
 	}
 	if got := err.Error(); got != strings.Join(want, "\n") {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+// diameter.dispatch: auto serves inline only when nothing on a Gx request's path waits for
+// I/O or may run long; inline with a Lua policy is refused; anything else is an error naming
+// the key.
+func TestDiameterDispatch(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(c *Config)
+		want bool
+	}{
+		{"defaults", func(*Config) {}, true}, // embedded store, file subscribers
+		{"no-op store", func(c *Config) { c.Session.Store = "none" }, true},
+		{"cassandra", func(c *Config) { c.Session.Store = "cassandra" }, false},
+		{"ldap", func(c *Config) { c.Subscribers.Source = "ldap" }, false},
+		{"lua policy", func(c *Config) { c.Policy.Lua.File = "/etc/openaaa/policy.lua" }, false},
+		{"forced workers", func(c *Config) { c.Diameter.Dispatch = "workers" }, false},
+		{"forced inline", func(c *Config) { c.Diameter.Dispatch = "inline"; c.Session.Store = "cassandra" }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Default()
+			c.edit(&cfg)
+			if got := cfg.DiameterInline(); got != c.want {
+				t.Fatalf("DiameterInline() = %v, want %v", got, c.want)
+			}
+		})
+	}
+	const enabled = "diameter: {enabled: true, originHost: h, originRealm: r, peers: [{originHost: a}], dispatch: %s}\n"
+	if _, err := load(t, minimal+fmt.Sprintf(enabled, "threads"), nil, nil); err == nil || !strings.Contains(err.Error(), "diameter.dispatch") {
+		t.Errorf("dispatch threads: error %v, want one naming diameter.dispatch", err)
+	}
+	cfg := Default()
+	cfg.Diameter.Enabled, cfg.Diameter.OriginHost, cfg.Diameter.OriginRealm = true, "h", "r"
+	cfg.Diameter.Peers, cfg.Diameter.Dispatch = []DiameterPeer{{OriginHost: "a"}}, "inline"
+	cfg.Policy.Lua.File = "/etc/openaaa/policy.lua"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "diameter.dispatch: inline") {
+		t.Errorf("inline with a Lua policy: error %v, want one naming diameter.dispatch", err)
 	}
 }

@@ -48,7 +48,7 @@ func (p *diameterPart) Start(context.Context) error {
 	}
 	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm, ServedHosts: c.ServedHosts, VendorID: c.VendorID,
 		Peers: peers, MaxInFlight: c.MaxInFlight, RequestTimeout: c.RequestTimeout.D(), FlushTimeout: c.FlushTimeout.D(),
-		DPRTimeout: c.DPRTimeout.D(), HandshakeTimeout: c.TLS.HandshakeTimeout.D(), Log: p.d.log}
+		DPRTimeout: c.DPRTimeout.D(), HandshakeTimeout: c.TLS.HandshakeTimeout.D(), Inline: p.d.cfg.DiameterInline(), Log: p.d.log}
 	if t := c.TLS; t.Address != "" {
 		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: p.d.log}
 		opt.TLSAddress = t.Address
@@ -74,6 +74,11 @@ func (p *diameterPart) Start(context.Context) error {
 		})
 	}
 	p.server = s
+	dispatch := "workers"
+	if opt.Inline {
+		dispatch = "inline"
+	}
+	p.d.log.Info("diameter listener started", "address", s.Addr().String(), "dispatch", dispatch)
 	p.d.listening("diameter.address", s.Addr())
 	if opt.TLS != nil {
 		p.d.listening("diameter.tls.address", s.TLSAddr())

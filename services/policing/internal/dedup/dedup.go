@@ -30,6 +30,13 @@ type Options[S comparable] struct {
 	// Shards spread the slots over locks by Shard(slot) % Shards; 1 when Shard is nil.
 	Shards int
 	Shard  func(S) int
+	// Filter, with Hash, keeps beside each generation's map a bitset of its slots' hashes,
+	// Filter bits (rounded up to a power of two): Begin answers a slot whose bits are clear —
+	// most requests, a retransmission is rare — without probing the maps. A probe of maps of
+	// thousands of entries, megabytes, mostly misses the CPU's caches and TLB: on the wire,
+	// Diameter's lookups were a tenth of a CCR-U's CPU. 0: no filter.
+	Filter int
+	Hash   func(S) uint64
 }
 
 // State is what Begin found.
@@ -63,6 +70,10 @@ type shard[S, D comparable] struct {
 	cur, prev map[S]entry[D]
 	added     int // entries cur took (Size)
 	rotated   time.Time
+	// curBits and prevBits are the Filter of cur and prev: a slot in a map has its bit set
+	// in the map's bitset (the converse need not hold).
+	curBits, prevBits []uint64
+	shift             uint8 // a hash's bit is its top bits: hash * mixer >> shift
 }
 
 // New builds a cache.
@@ -71,12 +82,61 @@ func New[S, D comparable](opt Options[S]) *Cache[S, D] {
 		opt.Shards, opt.Shard = 1, nil
 	}
 	c := &Cache[S, D]{opt: opt, epoch: time.Now(), shards: make([]shard[S, D], opt.Shards)}
+	bits := 64
+	for opt.Hash != nil && bits < opt.Filter {
+		bits *= 2
+	}
 	for i := range c.shards {
 		c.shards[i].cur = make(map[S]entry[D], opt.Size)
 		c.shards[i].prev = make(map[S]entry[D], opt.Size)
 		c.shards[i].rotated = c.epoch
+		if opt.Hash != nil && opt.Filter > 0 {
+			c.shards[i].curBits, c.shards[i].prevBits = make([]uint64, bits/64), make([]uint64, bits/64)
+			c.shards[i].shift = uint8(64 - bits64(bits))
+		}
 	}
 	return c
+}
+
+// bits64 is log2 of n, a power of two.
+func bits64(n int) int {
+	k := 0
+	for n > 1 {
+		n, k = n/2, k+1
+	}
+	return k
+}
+
+// bit is s's word and mask in a shard's bitsets (Filter).
+func (c *Cache[S, D]) bit(sh *shard[S, D], s S) (int, uint64) {
+	h := c.opt.Hash(s) * 0x9e3779b97f4a7c15 // Fibonacci hashing: the top bits mix every bit
+	i := h >> sh.shift
+	return int(i / 64), 1 << (i % 64)
+}
+
+// mark sets s's bit in cur's bitset; s is being written to cur.
+func (c *Cache[S, D]) mark(sh *shard[S, D], s S) {
+	if sh.curBits != nil {
+		w, m := c.bit(sh, s)
+		sh.curBits[w] |= m
+	}
+}
+
+// absent reports whether s is surely in neither map (its bits clear): false when unsure.
+func (c *Cache[S, D]) absent(sh *shard[S, D], s S) bool {
+	if sh.curBits == nil {
+		return false
+	}
+	w, m := c.bit(sh, s)
+	return (sh.curBits[w]|sh.prevBits[w])&m == 0
+}
+
+// swap makes cur the older generation and an empty one the newer, the bitsets with the maps.
+func (sh *shard[S, D]) swap() {
+	clear(sh.prev)
+	sh.cur, sh.prev = sh.prev, sh.cur
+	clear(sh.prevBits)
+	sh.curBits, sh.prevBits = sh.prevBits, sh.curBits
 }
 
 func (c *Cache[S, D]) shard(s S) *shard[S, D] {
@@ -94,9 +154,10 @@ func (c *Cache[S, D]) rotate(sh *shard[S, D], now time.Time) {
 	if now.Sub(sh.rotated) >= 2*c.opt.Window {
 		clear(sh.prev)
 		clear(sh.cur)
+		clear(sh.prevBits)
+		clear(sh.curBits)
 	} else {
-		sh.prev, sh.cur = sh.cur, sh.prev
-		clear(sh.cur)
+		sh.swap()
 	}
 	sh.rotated, sh.added = now, 0
 }
@@ -107,8 +168,8 @@ func (c *Cache[S, D]) rotate(sh *shard[S, D], now time.Time) {
 // probe long: 8 % of a CCR-U's CPU).
 func (c *Cache[S, D]) add(sh *shard[S, D], s S, e entry[D]) {
 	if c.opt.Size > 0 && sh.added >= c.opt.Size {
-		clear(sh.prev)
-		sh.cur, sh.prev, sh.added = sh.prev, sh.cur, 0
+		sh.swap()
+		sh.added = 0
 	}
 	if c.opt.InFlight {
 		// An in-flight entry must be one: Abort and Finish find it in cur. Without
@@ -117,11 +178,15 @@ func (c *Cache[S, D]) add(sh *shard[S, D], s S, e entry[D]) {
 		delete(sh.prev, s)
 	}
 	sh.cur[s] = e
+	c.mark(sh, s)
 	sh.added++
 }
 
 // lookup returns the entry of s in either generation (sh.mu held).
-func (sh *shard[S, D]) lookup(s S) (entry[D], bool) {
+func (sh *shard[S, D]) lookup(c *Cache[S, D], s S) (entry[D], bool) {
+	if c.absent(sh, s) {
+		return entry[D]{}, false
+	}
 	if e, ok := sh.cur[s]; ok {
 		return e, true
 	}
@@ -140,7 +205,7 @@ func (c *Cache[S, D]) Begin(s S, d D, now time.Time) ([]byte, State) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	c.rotate(sh, now)
-	if e, ok := sh.lookup(s); ok && e.disc == d {
+	if e, ok := sh.lookup(c, s); ok && e.disc == d {
 		switch {
 		case e.reply == nil:
 			return nil, InFlight
@@ -164,11 +229,12 @@ func (c *Cache[S, D]) Finish(s S, d D, reply []byte, now time.Time) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if c.opt.InFlight {
-		if e, ok := sh.lookup(s); !ok || e.disc != d {
+		if e, ok := sh.lookup(c, s); !ok || e.disc != d {
 			return
 		}
 		delete(sh.prev, s)
 		sh.cur[s] = entry[D]{disc: d, reply: reply, at: now.Sub(c.epoch)} // a full window from now
+		c.mark(sh, s)
 		return
 	}
 	c.add(sh, s, entry[D]{disc: d, reply: reply, at: now.Sub(c.epoch)})
@@ -181,7 +247,7 @@ func (c *Cache[S, D]) Abort(s S, d D) {
 	}
 	sh := c.shard(s)
 	sh.mu.Lock()
-	if e, ok := sh.lookup(s); ok && e.disc == d {
+	if e, ok := sh.lookup(c, s); ok && e.disc == d {
 		delete(sh.cur, s)
 		delete(sh.prev, s)
 	}

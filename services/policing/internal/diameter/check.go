@@ -151,6 +151,25 @@ func DictionaryChanged() {
 type appTable struct {
 	app uint32
 	e   [2][2048]atomic.Uint32
+	// cmds are the command codes the dictionary was found to have (a lookup per request
+	// hashed a struct in go-diameter's map); dictionaries only grow between changes.
+	cmds [512]atomic.Bool
+}
+
+// knownCommand reports whether the default dictionary has the command code of app, whose
+// table t (tableOf, nil: not cached) remembers the codes found.
+func knownCommand(t *appTable, app, code uint32) bool {
+	cached := t != nil && code < uint32(len(t.cmds))
+	if cached && t.cmds[code].Load() {
+		return true
+	}
+	if _, err := dict.Default.FindCommand(app, code); err != nil {
+		return false
+	}
+	if cached {
+		t.cmds[code].Store(true)
+	}
+	return true
 }
 
 // appTables are the tables of the applications seen (a node serves a few: the base protocol,

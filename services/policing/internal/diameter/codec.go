@@ -337,14 +337,17 @@ func (w *Writer) End() {
 }
 
 // Bytes is the message written (its length set), in a slice of its own.
-func (w *Writer) Bytes() []byte {
+func (w *Writer) Bytes() []byte { return w.AppendTo(nil) }
+
+// AppendTo appends the message written (its length set) to dst.
+func (w *Writer) AppendTo(dst []byte) []byte {
 	if w.depth != 0 {
 		panic("diameter: a grouped AVP not ended")
 	}
 	b := w.written()
 	n := len(b)
 	b[1], b[2], b[3] = byte(n>>16), byte(n>>8), byte(n)
-	return append([]byte(nil), b...)
+	return append(dst, b...)
 }
 
 // serializable reports whether every AVP of l has data (go-diameter's Serialize fails

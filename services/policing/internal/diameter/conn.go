@@ -41,6 +41,9 @@ const (
 type peerConn struct {
 	net.Conn
 	sem chan struct{}
+	// inline: the reader serves the requests it reads (Options.Inline) and sends their
+	// answers itself (answer, send) once it has no whole request left to read.
+	inline bool
 	// certNames are the DNS names and CN of the peer's certificate (TLS only; nil on TCP).
 	certNames []string
 
@@ -71,19 +74,36 @@ func newPeerConn(nc net.Conn, flush time.Duration) *peerConn {
 // the Gx CPU), and no handler waits on the socket. A message whose send fails is not
 // reported to its writer: the connection is broken, and its reader closes it.
 func (c *peerConn) Write(b []byte) (int, error) {
-	c.wmu.Lock()
-	if c.werr != nil {
-		err := c.werr
-		c.wmu.Unlock()
+	if err := c.queue(b); err != nil {
 		return 0, err
 	}
-	c.pending = append(c.pending, b...)
-	c.wmu.Unlock()
 	select {
 	case c.kick <- struct{}{}:
 	default: // the writer is awake already
 	}
 	return len(b), nil
+}
+
+// queue adds b to the messages to send, waking no one: an inline reader's answers, which it
+// sends itself (send) when it has no whole request left to read.
+func (c *peerConn) queue(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	c.pending = append(c.pending, b...)
+	return nil
+}
+
+// answer queues an answer of the request being served: an inline reader sends it with the
+// answers of the requests read with it, a worker's goes to the writer.
+func (c *peerConn) answer(b []byte) error {
+	if c.inline {
+		return c.queue(b)
+	}
+	_, err := c.Write(b)
+	return err
 }
 
 func (c *peerConn) writer() {
@@ -96,21 +116,37 @@ func (c *peerConn) writer() {
 		// Let the handlers that are ready finish first: their answers join this batch. Woken
 		// at once, the writer sent one answer per syscall.
 		runtime.Gosched()
-		c.wmu.Lock()
-		out := c.pending
-		c.pending, c.spare = c.spare[:0], out
-		c.writing = len(out) > 0
+		c.send()
+	}
+}
+
+// send writes what is queued, on the caller's goroutine (the writer, an inline reader), unless
+// another send is under way. What was queued during a send is the writer's, woken for it: a
+// message queued is never left behind, the messages leave in their order, and the writer
+// batches as it did (it yields before it takes a batch).
+func (c *peerConn) send() {
+	c.wmu.Lock()
+	if c.writing || len(c.pending) == 0 || c.werr != nil {
 		c.wmu.Unlock()
-		if len(out) == 0 {
-			continue
+		return
+	}
+	out := c.pending
+	c.pending, c.spare = c.spare[:0], out
+	c.writing = true
+	c.wmu.Unlock()
+	_, err := c.Conn.Write(out)
+	c.wmu.Lock()
+	c.writing = false
+	if err != nil && c.werr == nil {
+		c.werr = err
+	}
+	more := len(c.pending) > 0 && c.werr == nil
+	c.wmu.Unlock()
+	if more {
+		select {
+		case c.kick <- struct{}{}:
+		default: // the writer is awake already
 		}
-		_, err := c.Conn.Write(out)
-		c.wmu.Lock()
-		c.writing = false
-		if err != nil && c.werr == nil {
-			c.werr = err
-		}
-		c.wmu.Unlock()
 	}
 }
 
@@ -119,6 +155,10 @@ func (c *peerConn) writer() {
 // reading must not hold a shutdown.
 func (c *peerConn) Close() error {
 	deadline := time.Now().Add(c.flush)
+	select { // an inline reader's answers may be queued with no one woken to send them
+	case c.kick <- struct{}{}:
+	default:
+	}
 	c.wmu.Lock()
 	for (c.writing || len(c.pending) > 0) && c.werr == nil && time.Now().Before(deadline) {
 		c.wmu.Unlock()
@@ -159,7 +199,7 @@ func (s *Server) acceptOn(ln net.Listener, overTLS bool) error {
 				}
 			}
 			c := newPeerConn(conn, s.opt.FlushTimeout)
-			c.certNames = names
+			c.certNames, c.inline = names, s.opt.Inline
 			c.ctx, c.cancel = context.WithCancel(s.ctx)
 			s.mu.Lock()
 			if s.closing { // Close ran during the handshake
@@ -220,7 +260,14 @@ func (s *Server) read(c *peerConn) {
 	// its frame (decodeHead), any other message is decoded from a clone, so nothing read here
 	// outlives the next read (TestReadBufferNotRetained).
 	buf := make([]byte, 0, 4096)
+	// Inline, the lean head of the request served before, reused for the next one: its frame
+	// is the buffer's (served before the next read) and nothing of it outlives its request.
+	var own *leanHead
+	var out []byte // inline, the buffer its requests' answers are written into (Request.Wire)
 	for {
+		if c.inline && !wholeFrame(r) {
+			c.send() // the answers so far leave before a read that may wait
+		}
 		frame, err := readFrameInto(r, buf)
 		if cap(frame) <= maxKeptBuffer {
 			buf = frame
@@ -244,7 +291,12 @@ func (s *Server) read(c *peerConn) {
 		}
 		// A request its handler reads from its bytes needs only its head decoded (lean.go).
 		var m *diam.Message
-		lean := s.decodeLean(frame)
+		var lean *leanHead
+		if c.inline {
+			lean = s.decodeLean(frame, own)
+		} else {
+			lean = s.decodeLean(frame, nil)
+		}
 		if lean != nil {
 			m = &lean.m
 		} else {
@@ -263,10 +315,27 @@ func (s *Server) read(c *peerConn) {
 			s.out.deliver(m) // the answer to a request this node sent (request.go)
 			continue
 		}
+		if c.inline {
+			s.serve(c, m, lean, &out)
+			if lean != nil {
+				own = lean.reusable()
+			}
+			continue
+		}
 		c.sem <- struct{}{}
 		handlers.Add(1)
 		s.handlers.Submit(appRequest{c: c, m: m, lean: lean, done: &handlers}, nil)
 	}
+}
+
+// wholeFrame reports whether r holds the next message whole: reading it will not wait on the
+// socket.
+func wholeFrame(r *bufio.Reader) bool {
+	if r.Buffered() < diam.HeaderLength {
+		return false
+	}
+	h, _ := r.Peek(4)
+	return r.Buffered() >= int(binary.BigEndian.Uint32(h)&0xffffff)
 }
 
 // readFrame reads one message: the header's version and length must be sane, else framing
@@ -380,8 +449,8 @@ type appRequest struct {
 
 const workerIdle = 10 * time.Second
 
-// serveQueued serves one request on a worker.
-func (s *Server) serveQueued(_ *struct{}, r appRequest) {
+// serveQueued serves one request on a worker, whose buffer out its answer is written into.
+func (s *Server) serveQueued(out *[]byte, r appRequest) {
 	defer func() { <-r.c.sem; r.done.Done() }()
-	s.serve(r.c, r.m, r.lean)
+	s.serve(r.c, r.m, r.lean, out)
 }

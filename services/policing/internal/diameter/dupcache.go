@@ -1,8 +1,10 @@
 package diameter
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"sync"
 	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dedup"
@@ -35,9 +37,11 @@ func (k dupKey) slot() uint64 {
 }
 
 // newDupCache holds the size most recent answers at least, 2×size at most, none older than
-// ttl.
+// ttl. Its filter (32 bits an entry: 1 request in 30 that is not a retransmission probes the
+// maps) answers most lookups without probing them: every request looks up, few find.
 func newDupCache(size int, ttl time.Duration) *dupCache {
-	return dedup.New[uint64, dupKey](dedup.Options[uint64]{Size: size, TTL: ttl})
+	return dedup.New[uint64, dupKey](dedup.Options[uint64]{Size: size, TTL: ttl, Filter: 32 * size,
+		Hash: func(slot uint64) uint64 { return slot }})
 }
 
 // dupRef is a request's key with its slot, hashed once for the request's lookup and its
@@ -64,4 +68,30 @@ func cachedAnswer(d *dupCache, r dupRef, hopByHop uint32, now time.Time) ([]byte
 	b := append([]byte(nil), a...)
 	binary.BigEndian.PutUint32(b[12:16], hopByHop)
 	return b, true
+}
+
+// arena holds the answers the cache keeps in chunks of arenaChunk bytes, one after the other:
+// an allocation per chunk, not per answer, and the GC marks a chunk where it marked each
+// answer. A chunk is freed once the cache dropped its last answer (in the order they came,
+// so at most one chunk is held for little).
+type arena struct {
+	mu    sync.Mutex
+	chunk []byte
+}
+
+const arenaChunk = 64 << 10
+
+// keep is a copy of b that the cache may hold (b may be reused once keep returns).
+func (a *arena) keep(b []byte) []byte {
+	if len(b) > arenaChunk/16 {
+		return bytes.Clone(b)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cap(a.chunk)-len(a.chunk) < len(b) {
+		a.chunk = make([]byte, 0, arenaChunk)
+	}
+	n := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return a.chunk[n:len(a.chunk):len(a.chunk)]
 }

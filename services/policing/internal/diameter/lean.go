@@ -120,28 +120,42 @@ func leanValue(t avpTypes, payload []byte) bool {
 // decodeLean is the head of a request the application's handler can serve from its bytes
 // (LeanHandler, DecodeLean), nil when the request is to be decoded whole (decode): another
 // application's, or a Destination-Realm or -Host destination refuses (it answers from the
-// decoded AVPs; the head has none, so destination lets it through).
-func (s *Server) decodeLean(frame []byte) *leanHead {
+// decoded AVPs; the head has none, so destination lets it through). into, when not nil, is
+// an inline reader's head of its previous request, reused: its frame is then frame itself,
+// which must stay as it is until the request is served.
+func (s *Server) decodeLean(frame []byte, into *leanHead) *leanHead {
 	if len(frame) < diam.HeaderLength {
 		return nil
 	}
 	if _, isLean := s.opt.Apps[binary.BigEndian.Uint32(frame[8:12])].(LeanHandler); !isLean {
 		return nil
 	}
-	return decodeHead(frame, func(code uint32, value []byte) bool { return s.misaddressed(code, string(value)) == 0 })
+	return decodeHead(frame, func(code uint32, value []byte) bool { return s.misaddressed(code, string(value)) == 0 }, into)
 }
 
 // leanHead is a lean request as the server serves it, in one allocation: its frame and AVPs,
 // its head (m) and the Request its handler is given.
 type leanHead struct {
-	frame  []byte // the request's bytes, its own (in inline when they fit): the reader reuses its buffer
-	inline [leanInline]byte
-	avps   AVPs
-	m      diam.Message
-	h      diam.Header
-	ptrs   [headMax]*diam.AVP
-	sids   [headMax]diam.AVP
-	req    Request
+	frame []byte // the request's bytes, its own (in inline when they fit): the reader reuses its buffer
+	// borrowed: frame is the reader's buffer (an inline reader's head), valid until the
+	// request is served.
+	borrowed bool
+	inline   [leanInline]byte
+	avps     AVPs
+	m        diam.Message
+	h        diam.Header
+	ptrs     [headMax]*diam.AVP
+	sids     [headMax]diam.AVP
+	req      Request
+}
+
+// reusable is x once its request is served, for an inline reader's next request; nil when a
+// handler may still hold its context (it waited on it: Done derived one).
+func (x *leanHead) reusable() *leanHead {
+	if d := x.req.rc.derived; d != nil && d != canceled {
+		return nil
+	}
+	return x
 }
 
 // leanInline is the frame size a lean head holds without a second allocation: a CCR-U with a
@@ -158,29 +172,32 @@ const headMax = 2
 // Proxy-Info (the answer carries it back decoded), a top-level Destination-Realm or -Host of
 // vendor 0 that addressed (nil: any) refuses.
 func DecodeLean(frame []byte, addressed func(code uint32, value []byte) bool) (*diam.Message, AVPs) {
-	x := decodeHead(frame, addressed)
+	x := decodeHead(frame, addressed, nil)
 	if x == nil {
 		return nil, AVPs{}
 	}
 	return &x.m, x.avps
 }
 
-// decodeHead is DecodeLean's.
-func decodeHead(frame []byte, addressed func(code uint32, value []byte) bool) *leanHead {
+// decodeHead is DecodeLean's, into a new head or, when into is not nil, into that one, its
+// frame borrowed (decodeLean).
+func decodeHead(frame []byte, addressed func(code uint32, value []byte) bool, into *leanHead) *leanHead {
 	var h diam.Header
 	if h.DecodeFromBytes(frame) != nil || h.CommandFlags&(diam.RequestFlag|diam.ErrorFlag) != diam.RequestFlag {
 		return nil
 	}
-	if _, err := dict.Default.FindCommand(h.ApplicationID, h.CommandCode); err != nil {
+	t := tableOf(h.ApplicationID, dict.Default)
+	if !knownCommand(t, h.ApplicationID, h.CommandCode) {
 		return nil
 	}
 	body := frame[diam.HeaderLength:]
-	t := tableOf(h.ApplicationID, dict.Default)
 	if f, lean := check(body, t, h.ApplicationID, dict.Default); f != nil || !lean {
 		return nil
 	}
-	x := &leanHead{}
-	if len(frame) <= leanInline {
+	x := into
+	if x != nil {
+		*x = leanHead{frame: frame, borrowed: true}
+	} else if x = new(leanHead); len(frame) <= leanInline {
 		x.frame = x.inline[:len(frame)]
 		copy(x.frame, frame)
 	} else {

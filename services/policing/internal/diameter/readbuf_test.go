@@ -27,7 +27,7 @@ func TestReadBufferNotRetained(t *testing.T) {
 		if &frame[0] != &buf[:1][0] {
 			t.Fatal("readFrameInto did not read into the buffer it was given")
 		}
-		head := decodeHead(frame, nil)
+		head := decodeHead(frame, nil, nil)
 		if head == nil {
 			t.Fatal("not a lean request")
 		}

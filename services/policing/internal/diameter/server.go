@@ -5,6 +5,7 @@
 package diameter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,16 @@ type Request struct {
 	Message *diam.Message
 	ctx     context.Context
 	rc      requestContext // the server's requests' ctx (reqctx.go)
+	// out holds the answer Wire copies out: the buffer of the reader or worker serving the
+	// request, reused from request to request; nil: each answer gets a slice of its own.
+	out []byte
+}
+
+// Wire is the message w wrote, as an Answer's Wire: valid until the server has sent it (it
+// may be the buffer of the reader or worker serving the request, reused for its next one).
+func (r *Request) Wire(w *Writer) []byte {
+	r.out = w.AppendTo(r.out[:0])
+	return r.out
 }
 
 // NewRequest is a request as the server builds it, for tests and other front ends.
@@ -101,6 +112,11 @@ type Options struct {
 	// Apps maps Auth-Application-Id to its handler; requests of any other application are
 	// answered 3007 DIAMETER_APPLICATION_UNSUPPORTED.
 	Apps map[uint32]Handler
+	// Inline: each connection's reader serves the requests it reads, rather than handing
+	// them to the worker pool, and sends their answers itself (diameter.dispatch). Only for
+	// handlers that never wait (embedded store, file subscribers, no Lua policy): a request
+	// served holds up the next ones of its connection, not another peer's.
+	Inline bool
 	// MaxInFlight bounds the application requests processed at once over all connections;
 	// past it requests are answered 3004 DIAMETER_TOO_BUSY rather than left unanswered.
 	MaxInFlight int
@@ -139,8 +155,9 @@ type Server struct {
 	closing   bool
 	conns     map[*peerConn]*peerState
 	dups      *dupCache
-	handlers  *workpool.Pool[appRequest, struct{}] // run the requests (conn.go)
-	out       pending                              // requests this node sent (request.go)
+	answers   arena                              // the bytes of the answers dups keeps
+	handlers  *workpool.Pool[appRequest, []byte] // run the requests (conn.go), each worker with its answers' buffer
+	out       pending                            // requests this node sent (request.go)
 	wg        sync.WaitGroup
 	// ctx is every request's parent: cancelled when a shutdown's budget is spent.
 	ctx    context.Context
@@ -372,8 +389,9 @@ func (s *Server) state(c *peerConn) (PeerInfo, bool) {
 }
 
 // serve answers one request: thin, it picks the command's function and writes its answer.
-// lean is the request when m is only its head (decodeLean), else nil.
-func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead) {
+// lean is the request when m is only its head (decodeLean), else nil; out is the buffer of
+// the reader or worker serving it (Request.Wire).
+func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead, out *[]byte) {
 	start := time.Now()
 	var (
 		ans     Answer
@@ -410,7 +428,7 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead) {
 		if cached && s.replay(c, ref, m, start) {
 			return
 		}
-		ans, code, closeIt = s.app(c, info, open, m, lean, start)
+		ans, code, closeIt = s.app(c, info, open, m, lean, start, out)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
 	transactions.Inc()
@@ -439,7 +457,7 @@ func (s *Server) replay(c *peerConn, ref dupRef, m *diam.Message, now time.Time)
 		return false
 	}
 	duplicates.Inc()
-	if _, err := c.Write(b); err != nil {
+	if err := c.answer(b); err != nil {
 		s.opt.Log.Debug("diameter: cached answer not written", "err", err)
 	}
 	return true
@@ -459,9 +477,9 @@ func (s *Server) write(c *peerConn, ans Answer, name string, read time.Time, ref
 		b = serialize(ans.Message)
 	}
 	if cached {
-		putAnswer(s.dups, ref, b, read)
+		putAnswer(s.dups, ref, s.answers.keep(b), read)
 	}
-	if _, err := c.Write(b); err != nil {
+	if err := c.answer(b); err != nil {
 		s.opt.Log.Debug("diameter: answer not written", "command", name, "err", err)
 	}
 }
@@ -539,7 +557,7 @@ func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) 
 
 // app serves an application request of the peer info (open: its capabilities exchange
 // succeeded) on c, read at start; lean is the request when m is only its head (decodeLean).
-func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean *leanHead, start time.Time) (Answer, uint32, bool) {
+func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean *leanHead, start time.Time, out *[]byte) (Answer, uint32, bool) {
 	if !open {
 		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return Answer{Message: s.id.Answer(m, ResultUnknownPeer)}, ResultUnknownPeer, true
@@ -562,10 +580,13 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 	} else {
 		r = &Request{}
 	}
-	r.Peer, r.Message = info, m
+	r.Peer, r.Message, r.out = info, m, (*out)[:0]
 	r.rc.parent, r.rc.read, r.rc.timeout = c.ctx, start, s.opt.RequestTimeout
 	r.ctx = &r.rc
-	defer r.rc.release()
+	defer func() {
+		r.rc.release()
+		*out, r.out = r.out, nil // grown, for the next request; the answer is sent before then
+	}()
 	if lean != nil {
 		if lh, isLean := h.(LeanHandler); isLean {
 			if ans, code, ok := lh.ServeLean(r, lean.avps); ok {
@@ -573,9 +594,13 @@ func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lea
 			}
 		}
 		// Decoded whole (it decodes: decodeLean checked it), for the handler's path of before.
-		full, code, failed := decode(lean.frame)
+		frame := lean.frame
+		if lean.borrowed {
+			frame = bytes.Clone(frame) // the decoded message may keep its bytes (decodeChecked)
+		}
+		full, code, failed := decode(frame)
 		if code != 0 {
-			return Answer{Message: s.id.undecodableAnswer(lean.frame, code, failed)}, code, false
+			return Answer{Message: s.id.undecodableAnswer(frame, code, failed)}, code, false
 		}
 		r.Message = full
 	}

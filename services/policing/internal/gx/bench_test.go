@@ -40,8 +40,14 @@ subscribers:
 // whose identifiers and CC-Request-Number it patches, sent 64 at a time (64 sessions, as
 // `make bench-gx`'s concurrency) and answers read as bytes. One op is one CCR-U answered
 // 2001; allocs/op counts the whole process (nearly all of it the server's). Instruction
-// counts: docs/benchmarks.md ("Gx", callgrind).
+// counts: docs/benchmarks.md ("Gx", callgrind). Sub-benchmarks: the server's two dispatches
+// (diameter.Options.Inline).
 func BenchmarkCCRUpdate(b *testing.B) {
+	b.Run("workers", func(b *testing.B) { benchCCRUpdate(b, false) })
+	b.Run("inline", func(b *testing.B) { benchCCRUpdate(b, true) })
+}
+
+func benchCCRUpdate(b *testing.B, inline bool) {
 	const sessions = 64
 	var subs []byte
 	for i := range sessions {
@@ -67,7 +73,7 @@ func BenchmarkCCRUpdate(b *testing.B) {
 	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm, VendorID: 1,
 		Peers: []diameter.Peer{{OriginHost: "pcef.bench"}}, Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h},
-		MaxInFlight: 4096, Log: h.Log})
+		MaxInFlight: 4096, Inline: inline, Log: h.Log})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -138,7 +138,7 @@ func (h *Handler) serveWire(req *diameter.Request, r *CCR) (diameter.Answer, uin
 	c := ccaWriter{wire: true} // its Writer on this stack
 	h.Identity.WriteAnswer(&c.w, req.Message, code)
 	c.cca(r, d, code, now)
-	return diameter.Answer{Wire: c.w.Bytes()}, code
+	return diameter.Answer{Wire: req.Wire(&c.w)}, code
 }
 
 // cca writes a CCA after the answer's head (diameter.Identity's Answer or WriteAnswer): the

@@ -108,8 +108,10 @@ func serveOn(t testing.TB, st session.Store, src subscriber.Source, hooks Hooks,
 	t.Helper()
 	id := diameter.Identity{Host: host, Realm: "test"}
 	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default(), Hooks: hooks}
+	// Dispatched as diameter.dispatch's auto dispatches on an in-process store and a file:
+	// inline, on workers with a Lua policy.
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm,
-		Peers: allowPeers(peers), Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h}})
+		Peers: allowPeers(peers), Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h}, Inline: hooks == nil})
 	if err != nil {
 		t.Fatal(err)
 	}
