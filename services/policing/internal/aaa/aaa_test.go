@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
@@ -33,6 +34,13 @@ import (
 )
 
 var secret = []byte("aaa-test-secret")
+
+// testMetrics are the metrics of the handlers and auth logs these tests build, on a
+// registry of their own: tests read their differences.
+var testMetrics = func() *Metrics {
+	reg := prometheus.NewRegistry()
+	return NewMetrics(reg, metrics.New(reg))
+}()
 
 func quiet() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -210,7 +218,7 @@ func TestCheckPassword(t *testing.T) {
 
 func authHandler(src subscriber.Source) *Auth {
 	pol := &policy.Default{Dict: dict.Builtin, RateLimitAttribute: "Mikrotik-Rate-Limit", RejectMessage: "Authentication failed"}
-	return &Auth{Subscribers: src, Policy: pol, Log: quiet(), LookupTimeout: time.Second}
+	return &Auth{Subscribers: src, Policy: pol, Log: quiet(), LookupTimeout: time.Second, Metrics: testMetrics}
 }
 
 func TestAuthServe(t *testing.T) {
@@ -249,7 +257,7 @@ func TestAuthServe(t *testing.T) {
 			if c.code == radius.CodeAccessAccept {
 				result = "accept"
 			}
-			before := testutil.ToFloat64(metrics.Requests.WithLabelValues("auth", result))
+			before := testutil.ToFloat64(testMetrics.shared.Requests.WithLabelValues("auth", result))
 			r := newRequest(radius.CodeAccessRequest, c.build)
 			w := &recWriter{}
 			h.ServeRADIUS(w, r)
@@ -278,7 +286,7 @@ func TestAuthServe(t *testing.T) {
 					t.Fatal("rate limit VSA missing")
 				}
 			}
-			if d := testutil.ToFloat64(metrics.Requests.WithLabelValues("auth", result)) - before; d != 1 {
+			if d := testutil.ToFloat64(testMetrics.shared.Requests.WithLabelValues("auth", result)) - before; d != 1 {
 				t.Fatalf("requests{auth,%s} delta %v", result, d)
 			}
 		})
@@ -327,9 +335,9 @@ func TestAuthLookupTimeout(t *testing.T) {
 
 func TestAuthWriteErrorCounted(t *testing.T) {
 	h := authHandler(&fakeSource{})
-	before := testutil.ToFloat64(metrics.Requests.WithLabelValues("auth", "error"))
+	before := testutil.ToFloat64(testMetrics.shared.Requests.WithLabelValues("auth", "error"))
 	h.ServeRADIUS(&recWriter{err: errors.New("socket closed")}, newRequest(radius.CodeAccessRequest, nil))
-	if d := testutil.ToFloat64(metrics.Requests.WithLabelValues("auth", "error")) - before; d != 1 {
+	if d := testutil.ToFloat64(testMetrics.shared.Requests.WithLabelValues("auth", "error")) - before; d != 1 {
 		t.Fatalf("error delta %v", d)
 	}
 }
@@ -373,7 +381,7 @@ func TestNASKey(t *testing.T) {
 
 func acctHandler(st session.Store, src subscriber.Source) *Acct {
 	pol := &policy.Default{Dict: dict.Builtin, RateLimitAttribute: "Mikrotik-Rate-Limit"}
-	return &Acct{Store: st, Subscribers: src, Policy: pol, Log: quiet(), StoreTimeout: time.Second,
+	return &Acct{Store: st, Subscribers: src, Policy: pol, Log: quiet(), StoreTimeout: time.Second, Metrics: testMetrics,
 		Now: func() time.Time { return received.Add(time.Minute) }}
 }
 
@@ -502,7 +510,7 @@ func TestAcctEventTime(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			st := &fakeStore{}
 			h := acctHandler(st, &fakeSource{})
-			clamped := testutil.ToFloat64(metrics.AcctDelayClamped)
+			clamped := testutil.ToFloat64(testMetrics.shared.AcctDelayClamped)
 			h.ServeRADIUS(&recWriter{}, acctRequest(rfc2866.AcctStatusType_Value_Start, "s", func(p *radius.Packet) {
 				if c.ts {
 					_ = rfc2869.EventTimestamp_Set(p, event)
@@ -522,7 +530,7 @@ func TestAcctEventTime(t *testing.T) {
 			if !c.ts && c.delay > 86400 {
 				want = 1
 			}
-			if d := testutil.ToFloat64(metrics.AcctDelayClamped) - clamped; d != want {
+			if d := testutil.ToFloat64(testMetrics.shared.AcctDelayClamped) - clamped; d != want {
 				t.Fatalf("acct_delay_clamped_total delta %v, want %v", d, want)
 			}
 		})
@@ -573,8 +581,8 @@ func TestAcctNotAcknowledged(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			st := &fakeStore{fail: c.fail}
 			h := acctHandler(st, &fakeSource{})
-			before := testutil.ToFloat64(metrics.Dropped.WithLabelValues(c.reason))
-			errBefore := testutil.ToFloat64(metrics.Requests.WithLabelValues("acct", "error"))
+			before := testutil.ToFloat64(testMetrics.shared.Dropped.WithLabelValues(c.reason))
+			errBefore := testutil.ToFloat64(testMetrics.shared.Requests.WithLabelValues("acct", "error"))
 			w := &recWriter{}
 			h.ServeRADIUS(w, c.req)
 			if len(w.replies) != 0 {
@@ -583,10 +591,10 @@ func TestAcctNotAcknowledged(t *testing.T) {
 			if len(st.updates) != 0 {
 				t.Fatal("stored")
 			}
-			if d := testutil.ToFloat64(metrics.Dropped.WithLabelValues(c.reason)) - before; d != 1 {
+			if d := testutil.ToFloat64(testMetrics.shared.Dropped.WithLabelValues(c.reason)) - before; d != 1 {
 				t.Fatalf("dropped{%s} delta %v", c.reason, d)
 			}
-			if d := testutil.ToFloat64(metrics.Requests.WithLabelValues("acct", "error")) - errBefore; d != 1 {
+			if d := testutil.ToFloat64(testMetrics.shared.Requests.WithLabelValues("acct", "error")) - errBefore; d != 1 {
 				t.Fatalf("requests{acct,error} delta %v", d)
 			}
 		})
@@ -596,7 +604,7 @@ func TestAcctNotAcknowledged(t *testing.T) {
 func TestAcctUnknownStatusAcknowledged(t *testing.T) {
 	st := &fakeStore{}
 	h := acctHandler(st, &fakeSource{})
-	before := testutil.ToFloat64(metrics.AccountingRequests.WithLabelValues("other"))
+	before := testutil.ToFloat64(testMetrics.shared.AccountingRequests.WithLabelValues("other"))
 	w := &recWriter{}
 	h.ServeRADIUS(w, acctRequest(15, "s", nil)) // Failed
 	if len(w.replies) != 1 || w.replies[0].Code != radius.CodeAccountingResponse {
@@ -605,7 +613,7 @@ func TestAcctUnknownStatusAcknowledged(t *testing.T) {
 	if len(st.updates) != 0 || len(st.closed) != 0 {
 		t.Fatal("unknown Acct-Status-Type must not be stored")
 	}
-	if d := testutil.ToFloat64(metrics.AccountingRequests.WithLabelValues("other")) - before; d != 1 {
+	if d := testutil.ToFloat64(testMetrics.shared.AccountingRequests.WithLabelValues("other")) - before; d != 1 {
 		t.Fatalf("accounting_requests{other} delta %v", d)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2866"
@@ -42,6 +43,8 @@ type Acct struct {
 	// SupersedeStale closes the stale sessions a Start, or an Interim that created its
 	// session, replaces once it is stored (supersede.go).
 	SupersedeStale bool
+	// Metrics are the node's (NewMetrics); required.
+	Metrics *Metrics
 }
 
 // Acct-Status-Type values (RFC 2866 §5.1).
@@ -125,8 +128,8 @@ func (h *Acct) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 	if err := w.Write(r.Response(radius.CodeAccountingResponse)); err != nil {
 		result = "error"
 	}
-	metrics.AccountingRequests.WithLabelValues(name).Inc()
-	acctSeries.count(r, result)
+	h.Metrics.shared.AccountingRequests.WithLabelValues(name).Inc()
+	h.Metrics.acct.count(r, result)
 }
 
 // subscriber finds the profile for the policy. A source that may wait on a remote system
@@ -144,8 +147,8 @@ func (h *Acct) subscriber(ctx context.Context, user string) *subscriber.Subscrib
 }
 
 func (h *Acct) fail(r *radiusd.Request, reason string, err error) {
-	metrics.Dropped.WithLabelValues(reason).Inc()
-	acctSeries.result("error").Inc()
+	h.Metrics.shared.Dropped.WithLabelValues(reason).Inc()
+	h.Metrics.acct.result("error").Inc()
 	h.Log.Warn("accounting request not acknowledged", "client", r.Client.Name, "reason", reason, "err", err)
 }
 
@@ -210,7 +213,7 @@ func (h *Acct) decode(r *radiusd.Request, status uint32, nasKey string) (*sessio
 	if ip, err := rfc2865.FramedIPAddress_Lookup(p); err == nil {
 		s.FramedIP, _ = netip.AddrFromSlice(ip.To4())
 	}
-	decodeIPv6(p, s)
+	decodeIPv6(p, s, h.Metrics.shared.InvalidAttributes)
 	s.CallingStationID = rfc2865.CallingStationID_GetString(p)
 	s.CalledStationID = rfc2865.CalledStationID_GetString(p)
 	s.AcctMultiSessionID = rfc2866.AcctMultiSessionID_GetString(p)
@@ -227,7 +230,7 @@ func (h *Acct) decode(r *radiusd.Request, status uint32, nasKey string) (*sessio
 	if ts := u32(p, rfc2869.EventTimestamp_Type); ts != 0 {
 		at = time.Unix(int64(ts), 0)
 	} else {
-		at = r.Received.Add(-acctDelay(p))
+		at = r.Received.Add(-acctDelay(p, h.Metrics.shared.AcctDelayClamped))
 	}
 	s.LastSeen = at
 	if u.Kind == session.KindStart {
@@ -243,10 +246,10 @@ const maxAcctDelay = 24 * time.Hour
 
 // acctDelay is the Acct-Delay-Time (RFC 2866 §5.2), clamped to maxAcctDelay and counted
 // when it was larger.
-func acctDelay(p *radius.Packet) time.Duration {
+func acctDelay(p *radius.Packet, clamped prometheus.Counter) time.Duration {
 	d := time.Duration(u32(p, rfc2866.AcctDelayTime_Type)) * time.Second
 	if d > maxAcctDelay {
-		metrics.AcctDelayClamped.Inc()
+		clamped.Inc()
 		return maxAcctDelay
 	}
 	return d

@@ -40,6 +40,8 @@ type Auth struct {
 	// Forward sends a round of a conversation in another node's memory to that node
 	// (eapforward.go); nil: such a round is unknown_state.
 	Forward *eapforward.Forwarder
+	// Metrics are the node's (NewMetrics); required.
+	Metrics *Metrics
 }
 
 // Reject reasons (logged and counted, never sent).
@@ -77,7 +79,7 @@ func (h *Auth) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request) {
 	if h.AuthLog != nil {
 		h.logAuth(r, d, result)
 	}
-	authSeries.count(r, result)
+	h.Metrics.auth.count(r, result)
 }
 
 func (h *Auth) logAuth(r *radiusd.Request, d policy.AuthDecision, result string) {

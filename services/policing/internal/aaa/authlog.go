@@ -5,26 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
-)
-
-var (
-	authLogDropped = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_dropped_total",
-		Help: "Auth log records not written, by reason: full (the queue was full: the store is slower than auth), closed (after shutdown began), error (the store failed the write).",
-	}, []string{"reason"})
-	authLogWritten = promauto.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_written_total",
-		Help: "Auth log records written to the store.",
-	})
-	authLogQueue = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_queue",
-		Help: "Auth log records waiting to be written.",
-	})
 )
 
 // AuthLogOptions tune an AuthLog.
@@ -32,6 +13,7 @@ type AuthLogOptions struct {
 	Queue   int           // records waiting at most (default 8192); past it records are dropped
 	Workers int           // concurrent writes (default 4)
 	Timeout time.Duration // one write (default 2s)
+	Metrics *Metrics      // the node's; required
 }
 
 // AuthLog writes auth records to the store's auth log off the reply path: Log never
@@ -40,6 +22,7 @@ type AuthLogOptions struct {
 type AuthLog struct {
 	l       session.AuthLogger
 	timeout time.Duration
+	m       *Metrics
 
 	mu     sync.RWMutex // guards closed and sending on ch
 	closed bool
@@ -59,7 +42,7 @@ func NewAuthLog(l session.AuthLogger, o AuthLogOptions) *AuthLog {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
 	}
-	a := &AuthLog{l: l, timeout: o.Timeout, ch: make(chan session.AuthRecord, o.Queue), abort: make(chan struct{})}
+	a := &AuthLog{l: l, timeout: o.Timeout, m: o.Metrics, ch: make(chan session.AuthRecord, o.Queue), abort: make(chan struct{})}
 	for range o.Workers {
 		a.wg.Add(1)
 		go a.worker()
@@ -75,15 +58,15 @@ func (a *AuthLog) Log(r session.AuthRecord) bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.closed {
-		authLogDropped.WithLabelValues("closed").Inc()
+		a.m.authLogDropped.WithLabelValues("closed").Inc()
 		return false
 	}
 	select {
 	case a.ch <- r:
-		authLogQueue.Inc()
+		a.m.authLogQueue.Inc()
 		return true
 	default:
-		authLogDropped.WithLabelValues("full").Inc()
+		a.m.authLogDropped.WithLabelValues("full").Inc()
 		return false
 	}
 }
@@ -91,10 +74,10 @@ func (a *AuthLog) Log(r session.AuthRecord) bool {
 func (a *AuthLog) worker() {
 	defer a.wg.Done()
 	for r := range a.ch {
-		authLogQueue.Dec()
+		a.m.authLogQueue.Dec()
 		select {
 		case <-a.abort:
-			authLogDropped.WithLabelValues("closed").Inc()
+			a.m.authLogDropped.WithLabelValues("closed").Inc()
 			continue
 		default:
 		}
@@ -102,10 +85,10 @@ func (a *AuthLog) worker() {
 		err := a.l.LogAuth(ctx, r)
 		cancel()
 		if err != nil {
-			authLogDropped.WithLabelValues("error").Inc()
+			a.m.authLogDropped.WithLabelValues("error").Inc()
 			continue
 		}
-		authLogWritten.Inc()
+		a.m.authLogWritten.Inc()
 	}
 }
 

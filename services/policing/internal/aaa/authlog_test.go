@@ -47,7 +47,7 @@ func (f *fakeAuthLogger) records() []session.AuthRecord {
 }
 
 func dropped(reason string) float64 {
-	return testutil.ToFloat64(authLogDropped.WithLabelValues(reason))
+	return testutil.ToFloat64(testMetrics.authLogDropped.WithLabelValues(reason))
 }
 
 func TestAuthLogWritesEveryDecisionAfterTheReply(t *testing.T) {
@@ -56,7 +56,7 @@ func TestAuthLogWritesEveryDecisionAfterTheReply(t *testing.T) {
 	}}
 	fl := &fakeAuthLogger{gate: make(chan struct{})} // the store is stuck: replies must not wait
 	h := authHandler(src)
-	h.AuthLog = NewAuthLog(fl, AuthLogOptions{Queue: 16, Workers: 2})
+	h.AuthLog = NewAuthLog(fl, AuthLogOptions{Queue: 16, Workers: 2, Metrics: testMetrics})
 	pap := func(user, pass string) func(p *radius.Packet) {
 		return func(p *radius.Packet) {
 			if user != "" {
@@ -102,7 +102,7 @@ func TestAuthLogWritesEveryDecisionAfterTheReply(t *testing.T) {
 
 func TestAuthLogDropsAndCountsWhenFull(t *testing.T) {
 	fl := &fakeAuthLogger{gate: make(chan struct{})}
-	a := NewAuthLog(fl, AuthLogOptions{Queue: 4, Workers: 1})
+	a := NewAuthLog(fl, AuthLogOptions{Queue: 4, Workers: 1, Metrics: testMetrics})
 	full := dropped("full")
 	ok := 0
 	start := time.Now()
@@ -142,7 +142,7 @@ func TestAuthLogDropsAndCountsWhenFull(t *testing.T) {
 
 func TestAuthLogCloseIsBounded(t *testing.T) {
 	fl := &fakeAuthLogger{gate: make(chan struct{})} // never opens: the store hangs
-	a := NewAuthLog(fl, AuthLogOptions{Queue: 10, Workers: 1, Timeout: 100 * time.Millisecond})
+	a := NewAuthLog(fl, AuthLogOptions{Queue: 10, Workers: 1, Timeout: 100 * time.Millisecond, Metrics: testMetrics})
 	for range 10 {
 		a.Log(session.AuthRecord{UserName: "u"})
 	}
@@ -159,7 +159,7 @@ func TestAuthLogCloseIsBounded(t *testing.T) {
 
 func TestAuthLogStoreErrorCounted(t *testing.T) {
 	fl := &fakeAuthLogger{err: errors.New("cassandra down")}
-	a := NewAuthLog(fl, AuthLogOptions{})
+	a := NewAuthLog(fl, AuthLogOptions{Metrics: testMetrics})
 	before := dropped("error")
 	a.Log(session.AuthRecord{UserName: "u"})
 	if err := a.Close(context.Background()); err != nil {

@@ -68,5 +68,5 @@ func (h *Auth) serveEAP(w radiusd.ResponseWriter, r *radiusd.Request) {
 		}
 		h.logAuth(r, d, result)
 	}
-	authSeries.count(r, result)
+	h.Metrics.auth.count(r, result)
 }

@@ -25,7 +25,7 @@ func (h *Auth) forwardEAP(w radiusd.ResponseWriter, r *radiusd.Request, owner st
 	reply := r.Response(code)
 	reply.Attributes = attrs
 	_ = w.Write(reply)
-	authSeries.time.Observe(time.Since(r.Received).Seconds())
+	h.Metrics.auth.time.Observe(time.Since(r.Received).Seconds())
 }
 
 // ForwardedEAP is the handler of the forwarding listener (eap.forward.address): requests
@@ -36,7 +36,7 @@ func (h *Auth) ForwardedEAP(clients func() *nas.Table) radiusd.Handler {
 	return radiusd.HandlerFunc(func(w radiusd.ResponseWriter, r *radiusd.Request) {
 		name, ok := eapforward.ClientName(r.Packet)
 		if !ok || !eap.Has(r.Packet) { // a node would not send it: no answer, counted
-			metrics.Dropped.WithLabelValues(metrics.DropMalformed).Inc()
+			h.Metrics.shared.Dropped.WithLabelValues(metrics.DropMalformed).Inc()
 			return
 		}
 		eapforward.Received.Inc()

@@ -26,7 +26,7 @@ func TestForwardedEAPServedAsTheNAS(t *testing.T) {
 	h.EAP = eap.New(eap.Options{Methods: []byte{eap.TypeMD5}, NodeID: "node-b", MaxConversations: 10, Timeout: 30 * time.Second,
 		RoundTimeout: time.Second, Log: quiet()})
 	defer h.EAP.Close()
-	h.AuthLog = NewAuthLog(fl, AuthLogOptions{Queue: 4, Workers: 1})
+	h.AuthLog = NewAuthLog(fl, AuthLogOptions{Queue: 4, Workers: 1, Metrics: testMetrics})
 	wifi := &nas.Client{Name: "wifi", Prefix: netip.MustParsePrefix("192.0.2.0/24"), NASIdentifier: "ap-17", Secret: []byte("nas")}
 	table := nas.NewTable(wifi)
 	handler := h.ForwardedEAP(func() *nas.Table { return table })
@@ -56,14 +56,14 @@ func TestForwardedEAPServedAsTheNAS(t *testing.T) {
 	}
 
 	// Verified under the inter-node secret, but without the NAS's name: dropped.
-	malformed := testutil.ToFloat64(metrics.Dropped.WithLabelValues(metrics.DropMalformed))
+	malformed := testutil.ToFloat64(testMetrics.shared.Dropped.WithLabelValues(metrics.DropMalformed))
 	r = newRequest(radius.CodeAccessRequest, func(p *radius.Packet) {
 		p.Add(rfc2869.EAPMessage_Type, radius.Attribute{eap.CodeResponse, 1, 0, 6, eap.TypeIdentity, 'a'})
 	})
 	r.Client = peer
 	w = &recWriter{}
 	handler.ServeRADIUS(w, r)
-	if len(w.replies) != 0 || testutil.ToFloat64(metrics.Dropped.WithLabelValues(metrics.DropMalformed)) != malformed+1 {
-		t.Fatalf("answered %d, malformed counted %v", len(w.replies), testutil.ToFloat64(metrics.Dropped.WithLabelValues(metrics.DropMalformed))-malformed)
+	if len(w.replies) != 0 || testutil.ToFloat64(testMetrics.shared.Dropped.WithLabelValues(metrics.DropMalformed)) != malformed+1 {
+		t.Fatalf("answered %d, malformed counted %v", len(w.replies), testutil.ToFloat64(testMetrics.shared.Dropped.WithLabelValues(metrics.DropMalformed))-malformed)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"layeh.com/radius/rfc2866"
 	"layeh.com/radius/rfc3162"
 	"layeh.com/radius/rfc4818"
-
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
 // A malformed IPv6 attribute is ignored and counted; the request is still stored and
@@ -18,7 +16,9 @@ import (
 func TestAcctMalformedIPv6Ignored(t *testing.T) {
 	st := &fakeStore{}
 	h := acctHandler(st, &fakeSource{})
-	count := func(name string) float64 { return testutil.ToFloat64(metrics.InvalidAttributes.WithLabelValues(name)) }
+	count := func(name string) float64 {
+		return testutil.ToFloat64(testMetrics.shared.InvalidAttributes.WithLabelValues(name))
+	}
 	pd, nas := count("Delegated-IPv6-Prefix"), count("NAS-IPv6-Address")
 	w := &recWriter{}
 	h.ServeRADIUS(w, acctRequest(rfc2866.AcctStatusType_Value_Start, "bad6", func(p *radius.Packet) {

@@ -4,41 +4,71 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 )
 
+// Metrics are the handlers' series of the node's shared request metrics and the auth log's
+// metrics; one value per node, given to its Auth, Acct and AuthLog.
+type Metrics struct {
+	shared         *metrics.Metrics
+	auth, acct     *series
+	authLogDropped *prometheus.CounterVec
+	authLogWritten prometheus.Counter
+	authLogQueue   prometheus.Gauge
+}
+
+// NewMetrics registers the auth log's metrics on reg (nil: unregistered) and resolves the
+// handlers' series of shared, so that they show from the start.
+func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics) *Metrics {
+	f := promauto.With(reg)
+	return &Metrics{
+		shared: shared,
+		auth:   newSeries(shared, "auth", "radius_auth", "accept", "reject", "challenge", "error"),
+		acct:   newSeries(shared, "acct", "radius_acct", "ok", "error"),
+		authLogDropped: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_dropped_total",
+			Help: "Auth log records not written, by reason: full (the queue was full: the store is slower than auth), closed (after shutdown began), error (the store failed the write).",
+		}, []string{"reason"}),
+		authLogWritten: f.NewCounter(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_written_total",
+			Help: "Auth log records written to the store.",
+		}),
+		authLogQueue: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_queue",
+			Help: "Auth log records waiting to be written.",
+		}),
+	}
+}
+
 // series are a handler's series of the shared request metrics, looked up once: by label on
 // every request, the auth handler's three cost more instructions than a memoized Lua
 // decision (BenchmarkAuthRequest in policy/luapolicy).
 type series struct {
+	shared  *metrics.Metrics
 	kind    string                        // label of metrics.Requests and metrics.Duration
 	results map[string]prometheus.Counter // metrics.Requests by result
 	tx      prometheus.Counter
 	time    prometheus.Observer
 }
 
-func newSeries(kind, tx string, results ...string) *series {
-	s := &series{kind: kind, results: map[string]prometheus.Counter{},
-		tx: metrics.Transactions.WithLabelValues(tx), time: metrics.Duration.WithLabelValues(kind)}
+func newSeries(shared *metrics.Metrics, kind, tx string, results ...string) *series {
+	s := &series{shared: shared, kind: kind, results: map[string]prometheus.Counter{},
+		tx: shared.Transactions.WithLabelValues(tx), time: shared.Duration.WithLabelValues(kind)}
 	for _, r := range results {
-		s.results[r] = metrics.Requests.WithLabelValues(kind, r)
+		s.results[r] = shared.Requests.WithLabelValues(kind, r)
 	}
 	return s
 }
-
-var (
-	authSeries = newSeries("auth", "radius_auth", "accept", "reject", "challenge", "error")
-	acctSeries = newSeries("acct", "radius_acct", "ok", "error")
-)
 
 // result is the metrics.Requests series of a result.
 func (s *series) result(r string) prometheus.Counter {
 	if c, ok := s.results[r]; ok {
 		return c
 	}
-	return metrics.Requests.WithLabelValues(s.kind, r)
+	return s.shared.Requests.WithLabelValues(s.kind, r)
 }
 
 // count counts an answered request by result, as a transaction, and its time since receipt.

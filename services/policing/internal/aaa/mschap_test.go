@@ -164,7 +164,7 @@ func (s *sharedReply) Authorize(context.Context, *radius.Packet, *subscriber.Sub
 func TestMSCHAPv2DoesNotWriteIntoThePolicysReply(t *testing.T) {
 	shared := make(radius.Attributes, 1, 16)
 	shared[0] = &radius.AVP{Type: rfc2865.ReplyMessage_Type, Attribute: radius.Attribute("hi")}
-	h := &Auth{Subscribers: rfcSubscribers(), Policy: &sharedReply{reply: shared}, Log: quiet()}
+	h := &Auth{Subscribers: rfcSubscribers(), Policy: &sharedReply{reply: shared}, Log: quiet(), Metrics: testMetrics}
 	r := newRequest(radius.CodeAccessRequest, msCHAPRequest("User", rfcAuthChallenge, msCHAP2Response(1, rfcPeerChallenge, rfcNTResponse)))
 	if d := h.decide(r); !d.Accept || len(d.Reply) < 5 {
 		t.Fatalf("decision %+v", d)

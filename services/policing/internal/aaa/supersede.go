@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -28,13 +27,13 @@ const maxSuperseded = 4
 // logged, never the update's: u is stored and acknowledged all the same.
 func (h *Acct) supersede(ctx context.Context, u *session.Update) {
 	closed, err := Supersede(ctx, h.Store, u)
-	metrics.SessionsSuperseded.Add(float64(len(closed)))
+	h.Metrics.shared.SessionsSuperseded.Add(float64(len(closed)))
 	for _, k := range closed {
 		h.Log.Debug("stale session superseded", "nas", k.NAS, "acctSessionId", k.ID, "by", u.Session.ID,
 			"user", u.Session.UserName, "framedIp", u.Session.FramedIP)
 	}
 	if err != nil {
-		metrics.SessionsSupersedeErrors.Inc()
+		h.Metrics.shared.SessionsSupersedeErrors.Inc()
 		h.Log.Warn("closing the stale session a new one replaces failed", "nas", u.Session.NAS, "acctSessionId", u.Session.ID, "err", err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"layeh.com/radius/rfc2866"
 	"layeh.com/radius/rfc2869"
 
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 )
@@ -79,7 +78,7 @@ func TestSupersedeStale(t *testing.T) {
 			h, st := supersedeHandler(t)
 			h.SupersedeStale = !c.off
 			ctx := context.Background()
-			before := testutil.ToFloat64(metrics.SessionsSuperseded)
+			before := testutil.ToFloat64(testMetrics.shared.SessionsSuperseded)
 			send(t, h, start, "old", "alice", nasA, c.oldAt)
 			send(t, h, start, "new", c.user, c.nas, received)
 			oldKey := session.Key{NAS: nasA.String(), ID: "old"}
@@ -88,7 +87,7 @@ func TestSupersedeStale(t *testing.T) {
 			if got := errors.Is(err, session.ErrNotFound); got != c.want {
 				t.Fatalf("old session closed: %v, want %v", got, c.want)
 			}
-			if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != map[bool]float64{true: 1}[c.want] {
+			if d := testutil.ToFloat64(testMetrics.shared.SessionsSuperseded) - before; d != map[bool]float64{true: 1}[c.want] {
 				t.Fatalf("superseded delta %v", d)
 			}
 			if !c.want {
@@ -184,12 +183,12 @@ func TestSupersedeChain(t *testing.T) {
 	st := &claimStore{active: []*session.Session{claimant("s1", received.Add(-2*time.Hour)), claimant("s2", received.Add(-time.Hour))}}
 	h := acctHandler(st, &fakeSource{})
 	h.SupersedeStale = true
-	before := testutil.ToFloat64(metrics.SessionsSuperseded)
+	before := testutil.ToFloat64(testMetrics.shared.SessionsSuperseded)
 	send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
 	if got := kinds(st); !slices.Equal(got, []string{"start new", "stop s1", "stop s2"}) {
 		t.Fatalf("updates %v", got)
 	}
-	if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != 2 {
+	if d := testutil.ToFloat64(testMetrics.shared.SessionsSuperseded) - before; d != 2 {
 		t.Fatalf("superseded delta %v", d)
 	}
 	if stop := st.updates[1].Session; !stop.LastSeen.Equal(received) || stop.TerminateCause != 0 {
@@ -233,9 +232,9 @@ func TestSupersedeChainInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Store = inPlaceOnly{Store: st, t: t}
-	before := testutil.ToFloat64(metrics.SessionsSuperseded)
+	before := testutil.ToFloat64(testMetrics.shared.SessionsSuperseded)
 	send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
-	if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != 2 {
+	if d := testutil.ToFloat64(testMetrics.shared.SessionsSuperseded) - before; d != 2 {
 		t.Fatalf("superseded delta %v, want 2", d)
 	}
 	for _, id := range []string{"s1", "s2"} {
@@ -304,12 +303,12 @@ func TestSupersedeErrorKeepsStart(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := acctHandler(st, &fakeSource{})
 			h.SupersedeStale = true
-			before := testutil.ToFloat64(metrics.SessionsSupersedeErrors)
+			before := testutil.ToFloat64(testMetrics.shared.SessionsSupersedeErrors)
 			send(t, h, rfc2866.AcctStatusType_Value_Start, "new", "alice", nasA, received)
 			if got := kinds(st); !slices.Equal(got, []string{"start new"}) {
 				t.Fatalf("updates %v", got)
 			}
-			if d := testutil.ToFloat64(metrics.SessionsSupersedeErrors) - before; d != 1 {
+			if d := testutil.ToFloat64(testMetrics.shared.SessionsSupersedeErrors) - before; d != 1 {
 				t.Fatalf("supersede errors delta %v", d)
 			}
 		})
@@ -325,7 +324,7 @@ func TestSupersedeByInterim(t *testing.T) {
 		h, st := supersedeHandler(t)
 		h.SupersedeStale = on
 		ctx := context.Background()
-		before := testutil.ToFloat64(metrics.SessionsSuperseded)
+		before := testutil.ToFloat64(testMetrics.shared.SessionsSuperseded)
 		send(t, h, rfc2866.AcctStatusType_Value_Start, "old", "alice", nasA, received.Add(-time.Hour))
 		send(t, h, interim, "new", "alice", nasA, received, sessionTime) // its Start was lost
 		_, err := st.Get(ctx, session.Key{NAS: nasA.String(), ID: "old"})
@@ -342,7 +341,7 @@ func TestSupersedeByInterim(t *testing.T) {
 		for i := 2; i < 5; i++ {
 			send(t, h, interim, "new", "alice", nasA, received.Add(time.Duration(i)*time.Minute), sessionTime)
 		}
-		if d := testutil.ToFloat64(metrics.SessionsSuperseded) - before; d != 1 || st.Len() != 1 {
+		if d := testutil.ToFloat64(testMetrics.shared.SessionsSuperseded) - before; d != 1 || st.Len() != 1 {
 			t.Fatalf("superseded %v times, %d active; want 1 and 1", d, st.Len())
 		}
 	}

@@ -16,8 +16,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
@@ -52,7 +50,9 @@ type Server struct {
 	// Token guards everything but /metrics, /healthz and /readyz; nil or unset: the API
 	// refuses every request.
 	Token *Token
-	mux   *http.ServeMux
+	// MetricsHandler serves /metrics (the node's registry); nil: no /metrics.
+	MetricsHandler http.Handler
+	mux            *http.ServeMux
 }
 
 // Handler returns the routes.
@@ -61,7 +61,9 @@ func (s *Server) Handler() http.Handler {
 		return s.mux
 	}
 	m := http.NewServeMux()
-	m.Handle("GET /metrics", promhttp.Handler())
+	if s.MetricsHandler != nil {
+		m.Handle("GET /metrics", s.MetricsHandler)
+	}
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	m.HandleFunc("GET /readyz", s.readyz)
 	// Everything else shows or changes state: token only (auth.go).

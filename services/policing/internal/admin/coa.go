@@ -112,7 +112,7 @@ func (s *Server) coaAction(w http.ResponseWriter, r *http.Request, fn func(conte
 		return
 	}
 	if len(sessions) == 0 {
-		coa.CountNoSession(r.URL.Path)
+		s.CoA.CountNoSession(r.URL.Path)
 		httpError(w, http.StatusNotFound, "no such active session")
 		return
 	}

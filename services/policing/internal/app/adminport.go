@@ -28,7 +28,7 @@ func (a *adminPort) Start(context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.token, a.sw = tok, newAdminSwitch()
+	a.token, a.sw = tok, newAdminSwitch(a.d.metrics)
 	if a.d.cfg.Admin.Address == "" {
 		return nil
 	}
@@ -77,7 +77,8 @@ func (a *adminAPI) Start(context.Context) error {
 		return nil
 	}
 	s := &admin.Server{Store: a.store.store, LogLevel: a.d.level, Log: a.d.log, Ready: a.d.ready, CoA: a.coa.sender,
-		CoATimeout: a.d.cfg.CoA.APITimeout.D(), Pprof: a.d.cfg.Admin.Pprof, Token: a.port.token, Dict: a.pol.dict}
+		CoATimeout: a.d.cfg.CoA.APITimeout.D(), Pprof: a.d.cfg.Admin.Pprof, Token: a.port.token, Dict: a.pol.dict,
+		MetricsHandler: a.d.metrics}
 	if dm := a.diameter; dm.gx != nil {
 		s.GxRAR, s.GxRARTimeout = dm.gx.RAR, a.d.cfg.Diameter.RARTimeout.D()
 		s.GxNodes, s.NodeName = dm.lookupNode, diameterNodeName(a.d.cfg.Diameter)

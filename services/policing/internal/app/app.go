@@ -7,8 +7,11 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/proxy"
@@ -31,14 +34,17 @@ type Node struct {
 }
 
 // deps is what every component of a node is built with: the configuration, the logger, the
-// reloader of mounted files, and what the node's parts tell each other through the node
-// rather than through one another: where they listen, what they register in the node
-// registry, whether the node drains.
+// reloader of mounted files, the node's metrics (one registry per node: app/metrics.go), and
+// what the node's parts tell each other through the node rather than through one another:
+// where they listen, what they register in the node registry, whether the node drains.
 type deps struct {
 	cfg      *config.Config
 	log      *slog.Logger
 	level    *slog.LevelVar
 	reloader *reload.Watcher // nil in a node built only to check its configuration
+	m        *nodeMetrics
+	// metrics serves /metrics from the node's registry (both ports: startup.go, adminport.go).
+	metrics http.Handler
 	// draining is set by Shutdown: the node is not ready and its queues are delivered; a
 	// start that failed only closes them.
 	draining atomic.Bool
@@ -57,7 +63,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	// The watcher exists before the first read of any file it will watch: each part Marks its
 	// files before reading them, so that a change between that read and the watch (which
 	// spans the wait for the store) is reloaded at the first poll (reload.Watcher.Mark).
-	d := &deps{cfg: cfg, log: log, level: level, reloader: reload.New(log, cfg.Reload.Interval.D())}
+	reg := prometheus.NewRegistry()
+	m := newNodeMetrics(reg)
+	d := &deps{cfg: cfg, log: log, level: level, reloader: reload.New(log, cfg.Reload.Interval.D(), m.shared),
+		m: m, metrics: metricsHandler(reg)}
 	d.reloader.Mark(clientFiles(cfg)...)
 	clients, err := buildClients(cfg)
 	if err != nil {
@@ -151,8 +160,8 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 func (n *Node) drain(ctx context.Context) error {
 	n.d.draining.Store(true)
-	nodeDraining.Set(1)
-	defer nodeDraining.Set(0)
+	n.d.m.nodeDraining.Set(1)
+	defer n.d.m.nodeDraining.Set(0)
 	n.Log.Info("draining")
 	err := n.parts.Stop(ctx)
 	n.Log.Info("stopped")

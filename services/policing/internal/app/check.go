@@ -17,14 +17,14 @@ func Check(cfg *config.Config, log *slog.Logger) error {
 	if _, err := buildClients(cfg); err != nil {
 		return err
 	}
-	d := &deps{cfg: cfg, log: log}
+	d := &deps{cfg: cfg, log: log, m: newNodeMetrics(nil)}
 	pol := newPolicy(d)
 	if err := pol.Start(context.Background()); err != nil {
 		return err
 	}
 	defer pol.Stop(context.Background()) //nolint:errcheck // never fails
 	if cfg.Subscribers.Source == "file" {
-		if _, err := openSubscribers(cfg, pol.builtin, log); err != nil {
+		if _, err := openSubscribers(cfg, pol.builtin, log, d.m.ldap); err != nil {
 			return err
 		}
 	}

@@ -26,7 +26,7 @@ func newCoA(d *deps, st *storePart, r *radiusPart) *coaPart {
 func (p *coaPart) Start(context.Context) error {
 	c := p.d.cfg.CoA
 	p.sender = &coa.Sender{Store: p.store.store, Clients: p.radius.clients,
-		Timeout: c.Timeout.D(), Retries: c.Retries, Log: p.d.log}
+		Timeout: c.Timeout.D(), Retries: c.Retries, Log: p.d.log, Metrics: p.d.m.coa}
 	if c.PolicyDisconnect {
 		p.trigger = coa.NewPolicyTrigger(p.store.store, p.sender, c.ResendAfter.D(), c.PolicyTimeout.D(), c.Concurrency, p.d.log)
 	}

@@ -48,7 +48,8 @@ func (p *diameterPart) Start(context.Context) error {
 	}
 	opt := diameter.Options{OriginHost: c.OriginHost, OriginRealm: c.OriginRealm, ServedHosts: c.ServedHosts, VendorID: c.VendorID,
 		Peers: peers, MaxInFlight: c.MaxInFlight, RequestTimeout: c.RequestTimeout.D(), FlushTimeout: c.FlushTimeout.D(),
-		DPRTimeout: c.DPRTimeout.D(), HandshakeTimeout: c.TLS.HandshakeTimeout.D(), Inline: p.d.cfg.DiameterInline(), Log: p.d.log}
+		DPRTimeout: c.DPRTimeout.D(), HandshakeTimeout: c.TLS.HandshakeTimeout.D(), Inline: p.d.cfg.DiameterInline(), Log: p.d.log,
+		Metrics: p.d.m.diameter}
 	if t := c.TLS; t.Address != "" {
 		opt.TLS = &tlsfiles.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Name: "diameter", Log: p.d.log}
 		opt.TLSAddress = t.Address

@@ -30,7 +30,7 @@ func TestShutdownDeliversProxyQueue(t *testing.T) {
 	}
 	eventually(t, 20*time.Second, "4 requests queued", func() bool { return n.Proxy.Pending() == 4 })
 
-	delivered := testutil.ToFloat64(drainDelivered.WithLabelValues("proxy"))
+	delivered := testutil.ToFloat64(n.d.m.drainDelivered.WithLabelValues("proxy"))
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -61,7 +61,7 @@ func TestShutdownDeliversProxyQueue(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("Shutdown did not return")
 	}
-	if d := testutil.ToFloat64(drainDelivered.WithLabelValues("proxy")) - delivered; d != 4 {
+	if d := testutil.ToFloat64(n.d.m.drainDelivered.WithLabelValues("proxy")) - delivered; d != 4 {
 		t.Errorf("openaaa_drain_delivered_total{queue=proxy} rose by %v, want 4", d)
 	}
 	got := recordsFor(up2, "DQ-1")
@@ -88,14 +88,14 @@ func TestShutdownCountsWhatIsLeft(t *testing.T) {
 		}
 	}
 	eventually(t, 20*time.Second, "2 requests queued", func() bool { return n.Proxy.Pending() == 2 })
-	left := testutil.ToFloat64(drainLeft.WithLabelValues("proxy"))
+	left := testutil.ToFloat64(n.d.m.drainLeft.WithLabelValues("proxy"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := n.Shutdown(ctx)
 	if err == nil || !strings.Contains(err.Error(), "2 acknowledged accounting records left undelivered") {
 		t.Fatalf("Shutdown = %v, want the 2 records left named", err)
 	}
-	if d := testutil.ToFloat64(drainLeft.WithLabelValues("proxy")) - left; d != 2 {
+	if d := testutil.ToFloat64(n.d.m.drainLeft.WithLabelValues("proxy")) - left; d != 2 {
 		t.Errorf("openaaa_drain_left_total{queue=proxy} rose by %v, want 2", d)
 	}
 	if p := n.Proxy.Pending(); p != 2 {

@@ -1,38 +1,97 @@
 package app
 
 import (
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/openaaa/openaaa/services/policing/internal/aaa"
+	"github.com/openaaa/openaaa/services/policing/internal/coa"
+	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
+	"github.com/openaaa/openaaa/services/policing/internal/proxy"
+	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
-// The node's own metrics: its start (startup.go), its drain (shutdown.go), its records in the
-// node registry (noderegistry.go).
-var (
-	storeOpenFailures = promauto.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "store", Name: "open_failures_total",
-		Help: "Failed attempts to open the session store at start (unreachable, no schema yet); the node retries and is not ready meanwhile.",
-	})
-	nodeStarting = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Subsystem: "node", Name: "starting",
-		Help: "1 while the node waits for its session store before it serves RADIUS, else 0.",
-	})
-	nodeDraining = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Subsystem: "node", Name: "draining",
-		Help: "1 while the node stops: not ready, no new requests, delivering its accounting spool and proxy queue.",
-	})
-	drainDelivered = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "drain", Name: "delivered_total",
-		Help: "Acknowledged accounting records delivered while the node stopped (queue: spool to Cassandra, proxy to an upstream).",
-	}, []string{"queue"})
-	drainLeft = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "drain", Name: "left_total",
-		Help: "Acknowledged accounting records still undelivered when the shutdown time ran out: lost unless their directory is on a persistent volume.",
-	}, []string{"queue"})
+// nodeMetrics are the metrics of every package of a node, built once on the node's
+// registry whatever the configuration turns on (so that /metrics shows the same series as
+// it always did, a feature off included) and handed to the parts that count.
+type nodeMetrics struct {
+	shared   *metrics.Metrics
+	aaa      *aaa.Metrics
+	coa      *coa.Metrics
+	diameter *diameter.Metrics
+	lua      *luapolicy.Metrics
+	proxy    *proxy.Metrics
+	ldap     *subscriber.Metrics
+
+	// The node's own: its start (startup.go), its drain (shutdown.go), its records in the
+	// node registry (noderegistry.go).
+	storeOpenFailures prometheus.Counter
+	nodeStarting      prometheus.Gauge
+	nodeDraining      prometheus.Gauge
+	drainDelivered    *prometheus.CounterVec
+	drainLeft         *prometheus.CounterVec
 	// The refreshes of this node's records that failed (the log says it once per outage).
-	registryFailures = promauto.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "node", Name: "registry_failures_total",
-		Help: "Failed writes of this node's records in the node registry (RAR and EAP forwarding to this node need them).",
-	})
-)
+	registryFailures prometheus.Counter
+}
+
+// newNodeMetrics registers every metric on reg; nil: none is registered (a node built only
+// to check its configuration).
+func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
+	f := promauto.With(reg)
+	shared := metrics.New(reg)
+	return &nodeMetrics{
+		shared:   shared,
+		aaa:      aaa.NewMetrics(reg, shared),
+		coa:      coa.NewMetrics(reg, shared),
+		diameter: diameter.NewMetrics(reg, shared),
+		lua:      luapolicy.NewMetrics(reg, shared),
+		proxy:    proxy.NewMetrics(reg, shared),
+		ldap:     subscriber.NewMetrics(reg, shared),
+		storeOpenFailures: f.NewCounter(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "store", Name: "open_failures_total",
+			Help: "Failed attempts to open the session store at start (unreachable, no schema yet); the node retries and is not ready meanwhile.",
+		}),
+		nodeStarting: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: metrics.Namespace, Subsystem: "node", Name: "starting",
+			Help: "1 while the node waits for its session store before it serves RADIUS, else 0.",
+		}),
+		nodeDraining: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: metrics.Namespace, Subsystem: "node", Name: "draining",
+			Help: "1 while the node stops: not ready, no new requests, delivering its accounting spool and proxy queue.",
+		}),
+		drainDelivered: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "drain", Name: "delivered_total",
+			Help: "Acknowledged accounting records delivered while the node stopped (queue: spool to Cassandra, proxy to an upstream).",
+		}, []string{"queue"}),
+		drainLeft: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "drain", Name: "left_total",
+			Help: "Acknowledged accounting records still undelivered when the shutdown time ran out: lost unless their directory is on a persistent volume.",
+		}, []string{"queue"}),
+		registryFailures: f.NewCounter(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "node", Name: "registry_failures_total",
+			Help: "Failed writes of this node's records in the node registry (RAR and EAP forwarding to this node need them).",
+		}),
+	}
+}
+
+// NewRegistry returns a registry holding every metric a node exports on /metrics, each
+// package's as a node registers them (test/monitoring checks dashboards and alerts against
+// it).
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	newNodeMetrics(reg)
+	return reg
+}
+
+// metricsHandler serves /metrics from reg, on both of the node's ports (the startup switch
+// and the admin API), counting its own scrapes as promhttp.Handler did. The packages not
+// yet given the node's registry still register on the default one, gathered too.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	g := prometheus.Gatherers{reg, prometheus.DefaultGatherer}
+	return promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -46,7 +48,7 @@ func (r *nodeRegistry) Start(context.Context) error {
 	for i := range nodes {
 		nodes[i].DC = r.d.cfg.Session.Cassandra.LocalDC
 	}
-	r.stop = refreshNodes(reg, nodes, nodeRefresh, r.d.log)
+	r.stop = refreshNodes(reg, nodes, nodeRefresh, r.d.log, r.d.m.registryFailures)
 	return nil
 }
 
@@ -59,7 +61,7 @@ func (r *nodeRegistry) Stop(context.Context) error {
 }
 
 // refreshNodes writes recs into reg now and every period until the returned stop is called.
-func refreshNodes(reg session.NodeRegistry, recs []session.Node, period time.Duration, log *slog.Logger) (stop func()) {
+func refreshNodes(reg session.NodeRegistry, recs []session.Node, period time.Duration, log *slog.Logger, failures prometheus.Counter) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -71,7 +73,7 @@ func refreshNodes(reg session.NodeRegistry, recs []session.Node, period time.Dur
 			for _, r := range recs {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				if e := reg.RegisterNode(ctx, r, nodeTTL); e != nil {
-					registryFailures.Inc()
+					failures.Inc()
 					if err == nil {
 						err = e
 					}

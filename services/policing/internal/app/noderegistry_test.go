@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/openaaa/openaaa/internal/testenv"
@@ -53,20 +54,21 @@ func (f *flakyRegistry) RegisterNode(ctx context.Context, n session.Node, ttl ti
 // Registration failures are counted every time, logged once per outage (warn) with its end
 // (info), and the refresh recovers by itself.
 func TestNodeRegistryRefreshRecovers(t *testing.T) {
+	t.Parallel() // its metrics are its own
 	st, err := embedded.Open(embedded.Options{})
 	must(t, err)
 	defer st.Close(context.Background())
 	reg := &flakyRegistry{Store: st}
 	reg.down.Store(true)
 	var logs testenv.LogBuffer // the refresh goroutine logs, the test reads
-	before := testutil.ToFloat64(registryFailures)
-	stop := refreshNodes(reg, []session.Node{{Name: "node-a", EAPForward: "10.0.0.1:1815"}}, 10*time.Millisecond, slog.New(slog.NewTextHandler(&logs, nil)))
+	failures := newNodeMetrics(prometheus.NewRegistry()).registryFailures
+	stop := refreshNodes(reg, []session.Node{{Name: "node-a", EAPForward: "10.0.0.1:1815"}}, 10*time.Millisecond, slog.New(slog.NewTextHandler(&logs, nil)), failures)
 	defer func() {
 		if stop != nil {
 			stop()
 		}
 	}()
-	eventually(t, 5*time.Second, "several failed refreshes", func() bool { return testutil.ToFloat64(registryFailures) >= before+3 })
+	eventually(t, 5*time.Second, "several failed refreshes", func() bool { return testutil.ToFloat64(failures) >= 3 })
 	if _, err := st.LookupNode(context.Background(), "node-a"); err == nil {
 		t.Fatal("registered while the store is down")
 	}

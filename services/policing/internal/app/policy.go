@@ -32,7 +32,8 @@ func (p *policyPart) Start(context.Context) error {
 	}
 	p.dict = d
 	dict.Export(d.Stats())
-	p.builtin = &policy.Default{Dict: d, RateLimitAttribute: cfg.Policy.RateLimitAttribute, RejectMessage: cfg.Policy.RejectMessage}
+	p.builtin = &policy.Default{Dict: d, RateLimitAttribute: cfg.Policy.RateLimitAttribute, RejectMessage: cfg.Policy.RejectMessage,
+		Disconnects: p.d.m.shared.PolicyDisconnects}
 	if err := p.builtin.CheckRateLimitAttribute(); err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func (p *policyPart) Start(context.Context) error {
 	p.d.reloader.Mark(l.File)
 	e, err := luapolicy.New(luapolicy.Options{File: l.File, Budget: l.Budget.D(), PoolSize: cfg.EffectiveLuaPoolSize(),
 		FailOpen: l.FailMode == "open", Memoize: l.Memoize, MemoSize: l.MemoSize,
-		Dict: d, Builtin: p.builtin, Log: p.d.log})
+		Dict: d, Builtin: p.builtin, Log: p.d.log, Metrics: p.d.m.lua})
 	if err != nil {
 		return err // names policy.lua.file
 	}
@@ -61,7 +62,7 @@ func (p *policyPart) Stop(context.Context) error {
 
 // CheckPolicy loads cfg's Lua policy as Start would, and releases it (policing check-policy).
 func CheckPolicy(cfg *config.Config, log *slog.Logger) error {
-	p := newPolicy(&deps{cfg: cfg, log: log})
+	p := newPolicy(&deps{cfg: cfg, log: log, m: newNodeMetrics(nil)})
 	if err := p.Start(context.Background()); err != nil {
 		return err
 	}

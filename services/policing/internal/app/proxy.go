@@ -21,7 +21,7 @@ func (p *proxyPart) Start(context.Context) error {
 	if !c.Enabled() {
 		return nil
 	}
-	px, err := proxy.New(c, p.d.log)
+	px, err := proxy.New(c, p.d.log, p.d.m.proxy)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func (r *radiusPart) Start(context.Context) error {
 	c := r.d.cfg.Radius
 	r.server = radiusd.New(radiusd.Options{Inline: r.d.cfg.InlineDispatch(), Workers: c.Workers, QueueSize: c.QueueSize,
 		MaxQueueWait: c.MaxQueueWait.D(), Readers: c.Readers, DuplicateWindow: c.DuplicateWindow.D(),
-		SocketBuffer: c.SocketBuffer, Log: r.d.log}, r.initial)
+		SocketBuffer: c.SocketBuffer, Log: r.d.log, Metrics: r.d.m.shared}, r.initial)
 	return nil
 }
 
@@ -70,7 +70,7 @@ func (h *handlersPart) Start(context.Context) error {
 	}
 	h.forwarding = fwd
 	h.auth = &aaa.Auth{Subscribers: h.subs.source, Policy: h.pol.decide, Log: h.d.log, EAP: h.eap.server,
-		Forward: fwd.forwarder(), AuthLog: h.store.authLog}
+		Forward: fwd.forwarder(), AuthLog: h.store.authLog, Metrics: h.d.m.aaa}
 	if cfg.Subscribers.Source != "file" {
 		h.auth.LookupTimeout = cfg.Subscribers.LDAP.LookupTimeout.D()
 	}
@@ -78,7 +78,7 @@ func (h *handlersPart) Start(context.Context) error {
 	// in another DC (the row is read, merged and written): in-process stores only for now.
 	h.acct = &aaa.Acct{Store: h.store.store, Subscribers: h.subs.source, Policy: h.pol.decide, Log: h.d.log,
 		SupersedeStale: cfg.Session.SupersedeStale && cfg.Session.InProcess(),
-		Stored:         h.coa.stored(), Forward: h.proxy.forward()}
+		Stored:         h.coa.stored(), Forward: h.proxy.forward(), Metrics: h.d.m.aaa}
 	if !cfg.Session.InProcess() {
 		h.acct.StoreTimeout = cfg.Session.Cassandra.WriteTimeout.D()
 	}

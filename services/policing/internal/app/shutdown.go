@@ -14,13 +14,13 @@ type spooler interface{ Spooled() int }
 // accountDrain counts and logs what a queue delivered at shutdown and what it left.
 func accountDrain(d *deps, queue, dir string, before, left int) error {
 	if before > left {
-		drainDelivered.WithLabelValues(queue).Add(float64(before - left))
+		d.m.drainDelivered.WithLabelValues(queue).Add(float64(before - left))
 		d.log.Info("delivered at shutdown", "queue", queue, "records", before-left)
 	}
 	if left == 0 {
 		return nil
 	}
-	drainLeft.WithLabelValues(queue).Add(float64(left))
+	d.m.drainLeft.WithLabelValues(queue).Add(float64(left))
 	d.log.Error("ACCOUNTING RECORDS LEFT UNDELIVERED AT SHUTDOWN: lost unless the directory is on a persistent volume the next pod mounts",
 		"queue", queue, "records", left, "dir", dir)
 	return fmt.Errorf("%s: %d acknowledged accounting records left undelivered in %s", queue, left, dir)

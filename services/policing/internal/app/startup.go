@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store"
 )
@@ -29,11 +27,11 @@ type adminSwitch struct {
 	start   *http.ServeMux
 }
 
-func newAdminSwitch() *adminSwitch {
+func newAdminSwitch(metrics http.Handler) *adminSwitch {
 	a := &adminSwitch{start: http.NewServeMux()}
 	starting := "starting"
 	a.waiting.Store(&starting)
-	a.start.Handle("GET /metrics", promhttp.Handler())
+	a.start.Handle("GET /metrics", metrics)
 	a.start.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	a.start.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "not ready: "+*a.waiting.Load(), http.StatusServiceUnavailable)
@@ -59,13 +57,13 @@ func (a *adminSwitch) serve(h http.Handler) { a.full.Store(&h) }
 func openStore(ctx context.Context, d *deps, adm *adminSwitch) (session.Store, error) {
 	cfg, log := d.cfg, d.log
 	if cfg.Session.InProcess() {
-		return store.Open(ctx, cfg, log)
+		return store.Open(ctx, cfg, log, store.Metrics{Shared: d.m.shared})
 	}
-	nodeStarting.Set(1)
-	defer nodeStarting.Set(0)
+	d.m.nodeStarting.Set(1)
+	defer d.m.nodeStarting.Set(0)
 	delay := storeRetryFirst
 	for attempt := 1; ; attempt++ {
-		st, err := store.Open(ctx, cfg, log)
+		st, err := store.Open(ctx, cfg, log, store.Metrics{Shared: d.m.shared})
 		if err == nil {
 			if attempt > 1 {
 				log.Info("session store open", "store", cfg.Session.Store, "attempts", attempt)
@@ -75,7 +73,7 @@ func openStore(ctx context.Context, d *deps, adm *adminSwitch) (session.Store, e
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("session store: %w (stopped waiting: %v)", err, ctx.Err())
 		}
-		storeOpenFailures.Inc()
+		d.m.storeOpenFailures.Inc()
 		adm.wait("waiting for the session store: " + err.Error())
 		log.Warn("session store not available; not ready, retrying", "store", cfg.Session.Store,
 			"attempt", attempt, "retryIn", delay.String(), "err", err.Error())

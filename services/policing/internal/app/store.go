@@ -66,7 +66,7 @@ func (s *storePart) capabilities(st session.Store, caps config.StoreCapabilities
 		l, ok = st.(session.AuthLogger)
 		check(ok, "an auth log")
 		if ok {
-			s.authLog = aaa.NewAuthLog(l, aaa.AuthLogOptions{})
+			s.authLog = aaa.NewAuthLog(l, aaa.AuthLogOptions{Metrics: s.d.m.aaa})
 		}
 	}
 	if len(missing) > 0 {

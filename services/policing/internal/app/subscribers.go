@@ -26,7 +26,7 @@ func (s *subscribersPart) Start(context.Context) error {
 	if s.d.cfg.Subscribers.Source == "file" {
 		s.d.reloader.Mark(s.d.cfg.Subscribers.File)
 	}
-	src, err := openSubscribers(s.d.cfg, s.pol.builtin, s.d.log)
+	src, err := openSubscribers(s.d.cfg, s.pol.builtin, s.d.log, s.d.m.ldap)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *subscribersPart) Stop(context.Context) error {
 	return nil
 }
 
-func openSubscribers(cfg *config.Config, pol *policy.Default, log *slog.Logger) (subscriber.Source, error) {
+func openSubscribers(cfg *config.Config, pol *policy.Default, log *slog.Logger, m *subscriber.Metrics) (subscriber.Source, error) {
 	switch cfg.Subscribers.Source {
 	case "file":
 		f, err := subscriber.OpenFile(cfg.Subscribers.File, pol.CheckProfile)
@@ -51,7 +51,7 @@ func openSubscribers(cfg *config.Config, pol *policy.Default, log *slog.Logger) 
 		}
 		return f, nil
 	case "ldap":
-		l, err := subscriber.OpenLDAP(cfg.Subscribers.LDAP, pol.CheckProfile, log)
+		l, err := subscriber.OpenLDAP(cfg.Subscribers.LDAP, pol.CheckProfile, log, m)
 		if err != nil {
 			return nil, err
 		}

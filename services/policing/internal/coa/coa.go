@@ -25,7 +25,6 @@ import (
 
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/services/policing/config"
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/radclient"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
@@ -72,6 +71,7 @@ type Sender struct {
 	Timeout time.Duration
 	Retries int
 	Log     *slog.Logger
+	Metrics *Metrics // the node's (NewMetrics); required
 }
 
 // Selector names the sessions to act on: exactly one of User, IP, or NAS+ID. IP is an
@@ -228,7 +228,7 @@ func (s *Sender) send(ctx context.Context, code radius.Code, sess *session.Sessi
 	res = Result{NAS: sess.NAS, AcctSessionID: sess.ID, UserName: sess.UserName, Client: sess.ClientName}
 	defer func() {
 		res.Millis = time.Since(start).Milliseconds()
-		requests.WithLabelValues(kind, trigger, res.Result).Inc()
+		s.Metrics.requests.WithLabelValues(kind, trigger, res.Result).Inc()
 		lvl := slog.LevelInfo
 		if res.Result != ResultACK {
 			lvl = slog.LevelWarn
@@ -255,7 +255,7 @@ func (s *Sender) send(ctx context.Context, code radius.Code, sess *session.Sessi
 			p.Attributes = append(p.Attributes, a)
 		}
 	}
-	metrics.Transactions.WithLabelValues("coa").Inc()
+	s.Metrics.transactions.WithLabelValues("coa").Inc()
 	reply, err := s.exchange(ctx, p, to)
 	if err != nil {
 		res.Result, res.Error = ResultError, err.Error()
@@ -264,7 +264,7 @@ func (s *Sender) send(ctx context.Context, code radius.Code, sess *session.Sessi
 		}
 		return res
 	}
-	duration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+	s.Metrics.duration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 	switch reply.Code {
 	case radius.CodeDisconnectACK, radius.CodeCoAACK:
 		res.Result = ResultACK
@@ -278,7 +278,7 @@ func (s *Sender) send(ctx context.Context, code radius.Code, sess *session.Sessi
 		if name == "" {
 			name = "none"
 		}
-		errorCauses.WithLabelValues(kind, name).Inc()
+		s.Metrics.errorCauses.WithLabelValues(kind, name).Inc()
 	}
 	return res
 }
@@ -310,7 +310,7 @@ func (s *Sender) exchange(ctx context.Context, p *radius.Packet, to netip.AddrPo
 	}
 	var reply *radius.Packet
 	_, err = radclient.Exchange(ctx, conn, wire, radclient.Options{Timeout: s.Timeout, Retries: s.Retries,
-		OnRetransmit: retransmissions.Inc}, func(b []byte) bool {
+		OnRetransmit: s.Metrics.retransmissions.Inc}, func(b []byte) bool {
 		r, err := radiusx.ParseReply(b, wire[1], reqAuth, p.Secret, false, ack, nak)
 		if err != nil {
 			return false

@@ -7,36 +7,53 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
-var (
-	requests = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "coa", Name: "requests_total",
-		Help: "CoA and Disconnect requests, by kind (coa, disconnect), trigger (api, policy) and result (ack, nak, timeout, error, no_session, no_client).",
-	}, []string{"kind", "trigger", "result"})
-	errorCauses = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "coa", Name: "nak_error_causes_total",
-		Help: "Error-Cause values (RFC 5176 §3.5) of CoA-NAK and Disconnect-NAK replies.",
-	}, []string{"kind", "error_cause"})
-	retransmissions = promauto.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "coa", Name: "retransmissions_total",
-		Help: "CoA and Disconnect requests retransmitted after a timeout.",
-	})
-	duration = promauto.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metrics.Namespace, Subsystem: "coa", Name: "duration_seconds",
-		Help:    "Time from sending a CoA or Disconnect request to its ACK or NAK.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-	}, []string{"kind"})
-	policySkipped = promauto.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "coa", Name: "policy_disconnects_skipped_total",
-		Help: "Policy disconnects not sent now because too many were in flight (retried on the session's next accounting message).",
-	})
-)
+// Metrics are the CoA and Disconnect metrics, one value per node. Each request sent is
+// also one transaction of kind "coa".
+type Metrics struct {
+	transactions    *prometheus.CounterVec // the node's shared metrics.Transactions
+	requests        *prometheus.CounterVec
+	errorCauses     *prometheus.CounterVec
+	retransmissions prometheus.Counter
+	duration        *prometheus.HistogramVec
+	policySkipped   prometheus.Counter
+}
+
+// NewMetrics registers the metrics on reg (nil: unregistered); shared counts the requests
+// sent as transactions.
+func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics) *Metrics {
+	f := promauto.With(reg)
+	return &Metrics{
+		transactions: shared.Transactions,
+		requests: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "coa", Name: "requests_total",
+			Help: "CoA and Disconnect requests, by kind (coa, disconnect), trigger (api, policy) and result (ack, nak, timeout, error, no_session, no_client).",
+		}, []string{"kind", "trigger", "result"}),
+		errorCauses: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "coa", Name: "nak_error_causes_total",
+			Help: "Error-Cause values (RFC 5176 §3.5) of CoA-NAK and Disconnect-NAK replies.",
+		}, []string{"kind", "error_cause"}),
+		retransmissions: f.NewCounter(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "coa", Name: "retransmissions_total",
+			Help: "CoA and Disconnect requests retransmitted after a timeout.",
+		}),
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metrics.Namespace, Subsystem: "coa", Name: "duration_seconds",
+			Help:    "Time from sending a CoA or Disconnect request to its ACK or NAK.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"kind"}),
+		policySkipped: f.NewCounter(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "coa", Name: "policy_disconnects_skipped_total",
+			Help: "Policy disconnects not sent now because too many were in flight (retried on the session's next accounting message).",
+		}),
+	}
+}
 
 // CountNoSession counts a request for which the store had no active session; path tells
 // the kind (/api/v1/coa or /api/v1/disconnect).
-func CountNoSession(path string) {
+func (s *Sender) CountNoSession(path string) {
 	kind := "disconnect"
 	if len(path) >= 4 && path[len(path)-4:] == "/coa" {
 		kind = "coa"
 	}
-	requests.WithLabelValues(kind, TriggerAPI, ResultNoSession).Inc()
+	s.Metrics.requests.WithLabelValues(kind, TriggerAPI, ResultNoSession).Inc()
 }

@@ -107,7 +107,7 @@ func (p *PolicyTrigger) trigger(k session.Key, reason, label string, attrs radiu
 	case p.sem <- struct{}{}:
 	default:
 		p.mu.Unlock()
-		policySkipped.Inc()
+		p.Sender.Metrics.policySkipped.Inc()
 		return
 	}
 	p.lastSent[k] = now

@@ -222,7 +222,7 @@ func (s *Server) handshake(nc net.Conn) (net.Conn, []string) {
 	tc := tls.Server(nc, s.opt.TLS.Config())
 	_ = tc.SetDeadline(time.Now().Add(s.opt.HandshakeTimeout))
 	if err := tc.Handshake(); err != nil {
-		peersRefused.WithLabelValues(refusedHandshake).Inc()
+		s.opt.Metrics.peersRefused.WithLabelValues(refusedHandshake).Inc()
 		s.opt.Log.Warn("diameter: TLS handshake failed", "peer", nc.RemoteAddr().String(), "err", err.Error())
 		return nil, nil
 	}
@@ -243,7 +243,7 @@ func (s *Server) read(c *peerConn) {
 		s.mu.Lock()
 		var gone *PeerInfo
 		if st := s.conns[c]; st != nil && st.open {
-			peersUp.Dec()
+			s.opt.Metrics.peersUp.Dec()
 			gone = &st.info
 		}
 		delete(s.conns, c)
@@ -284,7 +284,7 @@ func (s *Server) read(c *peerConn) {
 			c.cancel() // the peer went away: its requests have no one to answer
 			// A peer that closes or resets its end is gone, not malformed.
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
-				malformed.Inc()
+				s.opt.Metrics.malformed.Inc()
 				s.opt.Log.Warn("diameter: framing lost, closing the connection", "peer", c.RemoteAddr().String(), "err", err.Error())
 			}
 			return
@@ -306,7 +306,7 @@ func (s *Server) read(c *peerConn) {
 			)
 			frame = bytes.Clone(frame) // the decoded message may keep its bytes (decodeChecked)
 			if m, code, failed = decode(frame); code != 0 {
-				malformed.Inc()
+				s.opt.Metrics.malformed.Inc()
 				s.answerUndecodable(c, frame, code, failed)
 				continue
 			}
@@ -415,7 +415,7 @@ func (s *Server) answerUndecodable(c *peerConn, frame []byte, code uint32, faile
 	if _, err := ans.WriteTo(c); err != nil {
 		s.opt.Log.Debug("diameter: error answer not written", "err", err)
 	}
-	requests.WithLabelValues("undecodable", fmt.Sprint(code)).Inc()
+	s.opt.Metrics.requests.WithLabelValues("undecodable", fmt.Sprint(code)).Inc()
 	s.opt.Log.Warn("diameter: request not decodable, answered", "peer", c.RemoteAddr().String(), "resultCode", code)
 }
 

@@ -92,12 +92,12 @@ func TestShutdownSendsDPR(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-app.started
-	dprsSent := testutil.ToFloat64(sent.WithLabelValues("DPR"))
+	dprsSent := testutil.ToFloat64(s.opt.Metrics.sent.WithLabelValues("DPR"))
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
 
 	dpr := readDPR(t, c, 3*time.Second)
-	if got := testutil.ToFloat64(sent.WithLabelValues("DPR")) - dprsSent; got != 1 {
+	if got := testutil.ToFloat64(s.opt.Metrics.sent.WithLabelValues("DPR")) - dprsSent; got != 1 {
 		t.Errorf("openaaa_diameter_requests_sent_total{command=\"DPR\"} rose by %v, want 1", got)
 	}
 	// §5.4: the DPR's sender sends no further request on the connection.

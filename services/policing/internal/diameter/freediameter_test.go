@@ -38,7 +38,7 @@ func TestFreeDiameterPeer(t *testing.T) {
 	defer s.Close()
 	dir := t.TempDir()
 	writeSelfSigned(t, dir, "fd.test")
-	runFreeDiameter(t, fd, dir, fmt.Sprintf(`TLS_CA = "%s";
+	runFreeDiameter(t, s, fd, dir, fmt.Sprintf(`TLS_CA = "%s";
 ConnectPeer = "pcrf.test" { ConnectTo = "127.0.0.1"; Port = %d; No_TLS; };
 `, filepath.Join(dir, "cert.pem"), diametertest.Proxy(t, s.Addr().String()))) // recorded for tshark
 	start := time.Now()
@@ -73,8 +73,8 @@ func TestFreeDiameterPeerTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	handshakesFailed := testutil.ToFloat64(peersRefused.WithLabelValues(refusedHandshake))
-	runFreeDiameter(t, fd, dir, fmt.Sprintf(`TLS_CA = "%s";
+	handshakesFailed := testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedHandshake))
+	runFreeDiameter(t, s, fd, dir, fmt.Sprintf(`TLS_CA = "%s";
 ConnectPeer = "pcrf.test" { ConnectTo = "127.0.0.1"; Port = %d; };
 `, filepath.Join(dir, "ca.pem"), s.TLSAddr().(*net.TCPAddr).Port))
 	s.mu.Lock()
@@ -88,7 +88,7 @@ ConnectPeer = "pcrf.test" { ConnectTo = "127.0.0.1"; Port = %d; };
 	if !slices.Contains(names, "fd.test") {
 		t.Fatalf("no open peer connection over TLS with fd.test's certificate: %v", names)
 	}
-	if testutil.ToFloat64(peersRefused.WithLabelValues(refusedHandshake)) != handshakesFailed {
+	if testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedHandshake)) != handshakesFailed {
 		t.Fatal("a TLS handshake failed")
 	}
 }
@@ -103,7 +103,7 @@ func freeDiameter(t *testing.T) string {
 // runFreeDiameter starts freeDiameter (identity fd.test, credentials dir/cert.pem and
 // dir/key.pem) with the peer lines given, waits until the server answered one of its
 // watchdogs with it counted up as a peer, and stops it when the test ends.
-func runFreeDiameter(t *testing.T, fd, dir, peer string) {
+func runFreeDiameter(t *testing.T, s *Server, fd, dir, peer string) {
 	t.Helper()
 	conf := fmt.Sprintf(`Identity = "fd.test";
 Realm = "test";
@@ -118,8 +118,8 @@ TLS_Cred = "%s", "%s";
 	if err := os.WriteFile(filepath.Join(dir, "fd.conf"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	up := testutil.ToFloat64(peersUp)
-	dwr := testutil.ToFloat64(requests.WithLabelValues("DWR", "2001"))
+	up := testutil.ToFloat64(s.opt.Metrics.peersUp)
+	dwr := testutil.ToFloat64(s.opt.Metrics.requests.WithLabelValues("DWR", "2001"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	cmd := exec.CommandContext(ctx, fd, "-c", filepath.Join(dir, "fd.conf"))
 	var out strings.Builder
@@ -135,13 +135,13 @@ TLS_Cred = "%s", "%s";
 	})
 	// The watchdog runs every TwTimer (6 s, the minimum) ± 2 s: wait for it, bounded.
 	deadline := time.Now().Add(40 * time.Second)
-	for testutil.ToFloat64(requests.WithLabelValues("DWR", "2001")) <= dwr {
+	for testutil.ToFloat64(s.opt.Metrics.requests.WithLabelValues("DWR", "2001")) <= dwr {
 		if time.Now().After(deadline) {
-			t.Fatalf("no DWR answered within 40 s (peers up %v → %v)\n%s", up, testutil.ToFloat64(peersUp), out.String())
+			t.Fatalf("no DWR answered within 40 s (peers up %v → %v)\n%s", up, testutil.ToFloat64(s.opt.Metrics.peersUp), out.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if testutil.ToFloat64(peersUp) != up+1 {
-		t.Fatalf("peers_up %v, want %v", testutil.ToFloat64(peersUp), up+1)
+	if testutil.ToFloat64(s.opt.Metrics.peersUp) != up+1 {
+		t.Fatalf("peers_up %v, want %v", testutil.ToFloat64(s.opt.Metrics.peersUp), up+1)
 	}
 }

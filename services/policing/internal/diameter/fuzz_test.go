@@ -9,6 +9,8 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 	"github.com/fiorix/go-diameter/v4/diam/dict"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
 // FuzzDecode feeds arbitrary bytes to the decode path a peer's message takes (our framing,
@@ -18,7 +20,7 @@ func FuzzDecode(f *testing.F) {
 		b, _ := m.Serialize()
 		f.Add(b)
 	}
-	s := &Server{opt: Options{Apps: map[uint32]Handler{GxApplicationID: nil}}}
+	s := &Server{opt: Options{Apps: map[uint32]Handler{GxApplicationID: nil}, Metrics: NewMetrics(nil, metrics.New(nil))}}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		frame, err := readFrame(bytes.NewReader(b))
 		if err != nil {

@@ -8,6 +8,64 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
+// Metrics are the Diameter server's metrics, one value per node. Each request answered or
+// sent is also one transaction of kind "diameter".
+type Metrics struct {
+	// The series every Gx request touches, resolved once: looking them up by label on each
+	// request (three hashings of the labels under a lock) was 2 % of a CCR-U's CPU.
+	transactions prometheus.Counter
+	ccrAnswered  prometheus.Counter
+	ccrDuration  prometheus.Observer
+	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	peersUp      prometheus.Gauge
+	peersRefused *prometheus.CounterVec
+	duplicates   prometheus.Counter
+	sent         *prometheus.CounterVec
+	malformed    prometheus.Counter
+}
+
+// NewMetrics registers the metrics on reg (nil: unregistered); shared counts the requests
+// as transactions.
+func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics) *Metrics {
+	f := promauto.With(reg)
+	m := &Metrics{
+		requests: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_total",
+			Help: "Diameter requests answered, by command (CER, DWR, DPR, CCR…) and Result-Code.",
+		}, []string{"command", "result_code"}),
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "request_duration_seconds",
+			Help:    "Time from reading a Diameter request to writing its answer, by command.",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"command"}),
+		peersUp: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "peers_up",
+			Help: "Diameter peers whose capabilities exchange succeeded and whose connection is open.",
+		}),
+		peersRefused: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "peers_refused_total",
+			Help: "Diameter connections or requests refused by the peer table, by reason.",
+		}, []string{"reason"}),
+		duplicates: f.NewCounter(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "duplicates_answered_total",
+			Help: "Retransmitted Diameter requests (same Origin-Host and End-to-End-Id) answered from the cache without processing them again.",
+		}),
+		sent: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_sent_total",
+			Help: "Diameter requests this node sent to a peer (RAR; DPR when it stops), by command.",
+		}, []string{"command"}),
+		malformed: f.NewCounter(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "malformed_total",
+			Help: "Diameter messages that could not be decoded; the connection is closed (RFC 6733 §3: framing is lost).",
+		}),
+	}
+	m.transactions = shared.Transactions.WithLabelValues("diameter")
+	m.ccrAnswered = m.requests.WithLabelValues("CCR", "2001")
+	m.ccrDuration = m.duration.WithLabelValues("CCR")
+	return m
+}
+
 // Refusal reasons (label values of peersRefused).
 const (
 	refusedUnknownPeer   = "unknown_peer"
@@ -20,51 +78,14 @@ const (
 	refusedHandshake = "tls_handshake"
 )
 
-var (
-	requests = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_total",
-		Help: "Diameter requests answered, by command (CER, DWR, DPR, CCR…) and Result-Code.",
-	}, []string{"command", "result_code"})
-	duration = promauto.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "request_duration_seconds",
-		Help:    "Time from reading a Diameter request to writing its answer, by command.",
-		Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
-	}, []string{"command"})
-	peersUp = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "peers_up",
-		Help: "Diameter peers whose capabilities exchange succeeded and whose connection is open.",
-	})
-	peersRefused = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "peers_refused_total",
-		Help: "Diameter connections or requests refused by the peer table, by reason.",
-	}, []string{"reason"})
-	duplicates = promauto.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "duplicates_answered_total",
-		Help: "Retransmitted Diameter requests (same Origin-Host and End-to-End-Id) answered from the cache without processing them again.",
-	})
-	sent = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_sent_total",
-		Help: "Diameter requests this node sent to a peer (RAR; DPR when it stops), by command.",
-	}, []string{"command"})
-	// The series every Gx request touches, resolved once: looking them up by label on each
-	// request (three hashings of the labels under a lock) was 2 % of a CCR-U's CPU.
-	transactions = metrics.Transactions.WithLabelValues("diameter")
-	ccrAnswered  = requests.WithLabelValues("CCR", "2001")
-	ccrDuration  = duration.WithLabelValues("CCR")
-	malformed    = promauto.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Subsystem: "diameter", Name: "malformed_total",
-		Help: "Diameter messages that could not be decoded; the connection is closed (RFC 6733 §3: framing is lost).",
-	})
-)
-
 // requestMetrics are the answered-requests counter and the duration histogram of a command
 // answered with code.
-func requestMetrics(name string, code uint32) (prometheus.Counter, prometheus.Observer) {
+func (m *Metrics) requestMetrics(name string, code uint32) (prometheus.Counter, prometheus.Observer) {
 	if name == "CCR" {
 		if code == diam.Success {
-			return ccrAnswered, ccrDuration
+			return m.ccrAnswered, m.ccrDuration
 		}
-		return requests.WithLabelValues(name, codeLabel(code)), ccrDuration
+		return m.requests.WithLabelValues(name, codeLabel(code)), m.ccrDuration
 	}
-	return requests.WithLabelValues(name, codeLabel(code)), duration.WithLabelValues(name)
+	return m.requests.WithLabelValues(name, codeLabel(code)), m.duration.WithLabelValues(name)
 }

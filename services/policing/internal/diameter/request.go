@@ -80,8 +80,8 @@ func (s *Server) send(c *peerConn, req *diam.Message) (answer <-chan *diam.Messa
 	hbh, ch := s.out.add()
 	req.Header.HopByHopID, req.Header.EndToEndID = hbh, hbh
 	req.Header.CommandFlags |= diam.RequestFlag
-	sent.WithLabelValues(commandName(req)).Inc()
-	transactions.Inc()
+	s.opt.Metrics.sent.WithLabelValues(commandName(req)).Inc()
+	s.opt.Metrics.transactions.Inc()
 	if _, err := req.WriteTo(c); err != nil {
 		s.out.done(hbh)
 		return nil, nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 
 	"github.com/openaaa/openaaa/services/policing/config"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/tlsfiles"
 	"github.com/openaaa/openaaa/services/policing/internal/workpool"
 )
@@ -138,6 +139,7 @@ type Options struct {
 	// peer's certificate must chain to the CA file and name the Origin-Host of its CER.
 	TLS        *tlsfiles.Files
 	TLSAddress string
+	Metrics    *Metrics // the node's; nil: unregistered ones
 }
 
 // Server is a running Diameter listener.
@@ -192,6 +194,9 @@ func New(opt Options) (*Server, error) {
 	}
 	if opt.Log == nil {
 		opt.Log = slog.Default()
+	}
+	if opt.Metrics == nil {
+		opt.Metrics = NewMetrics(nil, metrics.New(nil))
 	}
 	if opt.ProductName == "" {
 		opt.ProductName = "OpenAAA"
@@ -431,9 +436,9 @@ func (s *Server) serve(c *peerConn, m *diam.Message, lean *leanHead, out *[]byte
 		ans, code, closeIt = s.app(c, info, open, m, lean, start, out)
 	}
 	// Counted before the answer leaves: a peer holding the answer finds its transaction counted.
-	transactions.Inc()
+	s.opt.Metrics.transactions.Inc()
 	s.write(c, ans, name, start, ref, cached)
-	answered, took := requestMetrics(name, code)
+	answered, took := s.opt.Metrics.requestMetrics(name, code)
 	answered.Inc()
 	took.Observe(time.Since(start).Seconds())
 	if closeIt {
@@ -456,7 +461,7 @@ func (s *Server) replay(c *peerConn, ref dupRef, m *diam.Message, now time.Time)
 	if !ok {
 		return false
 	}
-	duplicates.Inc()
+	s.opt.Metrics.duplicates.Inc()
 	if err := c.answer(b); err != nil {
 		s.opt.Log.Debug("diameter: cached answer not written", "err", err)
 	}
@@ -515,28 +520,28 @@ func commandName(m *diam.Message) string {
 func (s *Server) cer(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool) {
 	host, realm := identity(m)
 	if host == "" || realm == "" {
-		peersRefused.WithLabelValues(refusedMissingOrigin).Inc()
+		s.opt.Metrics.peersRefused.WithLabelValues(refusedMissingOrigin).Inc()
 		return s.id.FailedAVP(m, diam.MissingAVP, missingOrigin(host)), diam.MissingAVP, true
 	}
 	if c.certNames != nil && !slices.ContainsFunc(c.certNames, func(n string) bool { return strings.EqualFold(n, host) }) {
-		peersRefused.WithLabelValues(refusedCertificate).Inc()
+		s.opt.Metrics.peersRefused.WithLabelValues(refusedCertificate).Inc()
 		s.opt.Log.Warn("diameter: Origin-Host is not a name of the peer's certificate", "originHost", host,
 			"certificate", c.certNames, "peer", c.RemoteAddr().String())
 		return s.cea(m, ResultUnknownPeer), ResultUnknownPeer, true
 	}
 	if !allowed(s.opt.Peers, host, realm, sourceIP(c.RemoteAddr())) {
-		peersRefused.WithLabelValues(refusedUnknownPeer).Inc()
+		s.opt.Metrics.peersRefused.WithLabelValues(refusedUnknownPeer).Inc()
 		s.opt.Log.Warn("diameter: unknown peer refused", "originHost", host, "originRealm", realm, "peer", c.RemoteAddr().String())
 		return s.cea(m, ResultUnknownPeer), ResultUnknownPeer, true
 	}
 	if !s.sharesApp(m) {
-		peersRefused.WithLabelValues(refusedNoCommonApp).Inc()
+		s.opt.Metrics.peersRefused.WithLabelValues(refusedNoCommonApp).Inc()
 		return s.cea(m, diam.NoCommonApplication), diam.NoCommonApplication, true
 	}
 	s.mu.Lock()
 	if st := s.conns[c]; st != nil {
 		if !st.open {
-			peersUp.Inc()
+			s.opt.Metrics.peersUp.Inc()
 		}
 		st.open = true
 		st.info.OriginHost, st.info.OriginRealm = host, realm
@@ -549,7 +554,7 @@ func (s *Server) cer(c *peerConn, m *diam.Message) (*diam.Message, uint32, bool)
 // base answers DWR and DPR: only an accepted peer gets 2001.
 func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) {
 	if !open {
-		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
+		s.opt.Metrics.peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return s.id.Answer(m, ResultUnknownPeer), ResultUnknownPeer, true
 	}
 	return s.id.Answer(m, diam.Success), diam.Success, false
@@ -559,7 +564,7 @@ func (s *Server) base(open bool, m *diam.Message) (*diam.Message, uint32, bool) 
 // succeeded) on c, read at start; lean is the request when m is only its head (decodeLean).
 func (s *Server) app(c *peerConn, info PeerInfo, open bool, m *diam.Message, lean *leanHead, start time.Time, out *[]byte) (Answer, uint32, bool) {
 	if !open {
-		peersRefused.WithLabelValues(refusedBeforeCER).Inc()
+		s.opt.Metrics.peersRefused.WithLabelValues(refusedBeforeCER).Inc()
 		return Answer{Message: s.id.Answer(m, ResultUnknownPeer)}, ResultUnknownPeer, true
 	}
 	h := s.opt.Apps[m.Header.ApplicationID]

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
 // echoApp answers every Gx request 2001 and counts them.
@@ -127,7 +126,7 @@ func wantClosed(t *testing.T, c net.Conn) {
 func TestCapabilitiesWatchdogDisconnect(t *testing.T) {
 	s, _ := startServer(t)
 	c := dialPeer(t, s)
-	up := testutil.ToFloat64(peersUp)
+	up := testutil.ToFloat64(s.opt.Metrics.peersUp)
 	a := exchange(t, c, cer("pcef.test", GxApplicationID))
 	if got := resultCode(t, a); got != diam.Success {
 		t.Fatalf("CEA Result-Code %d, want 2001", got)
@@ -139,8 +138,8 @@ func TestCapabilitiesWatchdogDisconnect(t *testing.T) {
 	if len(apps) == 0 || apps[0].Data.(datatype.Unsigned32) != GxApplicationID {
 		t.Fatalf("CEA does not advertise Gx: %s", a)
 	}
-	if testutil.ToFloat64(peersUp) != up+1 {
-		t.Fatalf("peers_up %v, want %v", testutil.ToFloat64(peersUp), up+1)
+	if testutil.ToFloat64(s.opt.Metrics.peersUp) != up+1 {
+		t.Fatalf("peers_up %v, want %v", testutil.ToFloat64(s.opt.Metrics.peersUp), up+1)
 	}
 	if got := resultCode(t, exchange(t, c, request(cmdDWR, 0, "pcef.test"))); got != diam.Success {
 		t.Fatalf("DWA Result-Code %d", got)
@@ -178,17 +177,17 @@ func TestUnknownPeerRefused(t *testing.T) {
 		{"Gx before CER", request(272, GxApplicationID, "pcef.test"), ResultUnknownPeer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := testutil.ToFloat64(peersRefused.WithLabelValues(refusedUnknownPeer)) +
-				testutil.ToFloat64(peersRefused.WithLabelValues(refusedNoCommonApp)) +
-				testutil.ToFloat64(peersRefused.WithLabelValues(refusedBeforeCER))
+			before := testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedUnknownPeer)) +
+				testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedNoCommonApp)) +
+				testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedBeforeCER))
 			c := dialPeer(t, s)
 			if got := resultCode(t, exchange(t, c, tc.m)); got != tc.code {
 				t.Fatalf("Result-Code %d, want %d", got, tc.code)
 			}
 			wantClosed(t, c)
-			after := testutil.ToFloat64(peersRefused.WithLabelValues(refusedUnknownPeer)) +
-				testutil.ToFloat64(peersRefused.WithLabelValues(refusedNoCommonApp)) +
-				testutil.ToFloat64(peersRefused.WithLabelValues(refusedBeforeCER))
+			after := testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedUnknownPeer)) +
+				testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedNoCommonApp)) +
+				testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedBeforeCER))
 			if after != before+1 {
 				t.Fatalf("refusals counted %v → %v", before, after)
 			}
@@ -220,7 +219,7 @@ func TestRetransmissionAnsweredOnce(t *testing.T) {
 	s, calls := startServer(t)
 	c := dialPeer(t, s)
 	exchange(t, c, cer("pcef.test", GxApplicationID))
-	dups := testutil.ToFloat64(duplicates)
+	dups := testutil.ToFloat64(s.opt.Metrics.duplicates)
 	first := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;r")))
 	a1 := exchange(t, c, first)
 	again := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;r")))
@@ -231,7 +230,7 @@ func TestRetransmissionAnsweredOnce(t *testing.T) {
 	if calls.Load() != 1 {
 		t.Fatalf("application ran %d times, want 1", calls.Load())
 	}
-	if testutil.ToFloat64(duplicates) != dups+1 {
+	if testutil.ToFloat64(s.opt.Metrics.duplicates) != dups+1 {
 		t.Fatal("duplicate not counted")
 	}
 	b1, _ := a1.Serialize()
@@ -250,7 +249,7 @@ func TestSameEndToEndIdOtherSessionIsNotADuplicate(t *testing.T) {
 	s, calls := startServer(t)
 	c := dialPeer(t, s)
 	exchange(t, c, cer("pcef.test", GxApplicationID))
-	dups := testutil.ToFloat64(duplicates)
+	dups := testutil.ToFloat64(s.opt.Metrics.duplicates)
 	first := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;one")))
 	exchange(t, c, first)
 	other := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;two")))
@@ -262,7 +261,7 @@ func TestSameEndToEndIdOtherSessionIsNotADuplicate(t *testing.T) {
 	if sid, err := a.FindAVP(avp.SessionID, 0); err != nil || string(sid.Data.(datatype.UTF8String)) != "s;two" {
 		t.Fatalf("the second request was answered for session %v, want s;two", sid)
 	}
-	if testutil.ToFloat64(duplicates) != dups {
+	if testutil.ToFloat64(s.opt.Metrics.duplicates) != dups {
 		t.Fatal("counted as a duplicate")
 	}
 }
@@ -295,7 +294,7 @@ func TestRetransmissionRightAfterTheAnswer(t *testing.T) {
 func TestRequestsAreTransactions(t *testing.T) {
 	s, _ := startServer(t)
 	c := dialPeer(t, s)
-	counted := func() float64 { return testutil.ToFloat64(metrics.Transactions.WithLabelValues("diameter")) }
+	counted := func() float64 { return testutil.ToFloat64(s.opt.Metrics.transactions) }
 	before := counted()
 	exchange(t, c, cer("pcef.test", GxApplicationID))
 	ccr := request(272, GxApplicationID, "pcef.test", diam.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("s;tx")))
@@ -317,7 +316,7 @@ func TestMalformed(t *testing.T) {
 	s, _ := startServer(t)
 	c := dialPeer(t, s)
 	exchange(t, c, cer("pcef.test", GxApplicationID))
-	before := testutil.ToFloat64(malformed)
+	before := testutil.ToFloat64(s.opt.Metrics.malformed)
 	avpBytes := []byte{0, 0, 1, 1, 0x40, 0, 0, 11, 0, 1, 2, 0} // Host-IP-Address of 3 bytes, padded
 	frame := make([]byte, 20+len(avpBytes))
 	binary.BigEndian.PutUint32(frame[0:4], uint32(len(frame)))
@@ -342,7 +341,7 @@ func TestMalformed(t *testing.T) {
 	if f := failedAVPs(a); len(f) != 1 || f[0].Code != 257 {
 		t.Fatalf("Failed-AVP %v, want Host-IP-Address", f)
 	}
-	if testutil.ToFloat64(malformed) != before+1 {
+	if testutil.ToFloat64(s.opt.Metrics.malformed) != before+1 {
 		t.Fatal("malformed message not counted")
 	}
 	if got := resultCode(t, exchange(t, c, request(cmdDWR, 0, "pcef.test"))); got != diam.Success {
@@ -352,7 +351,7 @@ func TestMalformed(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantClosed(t, c)
-	if testutil.ToFloat64(malformed) != before+2 {
+	if testutil.ToFloat64(s.opt.Metrics.malformed) != before+2 {
 		t.Fatal("lost framing not counted")
 	}
 }

@@ -72,7 +72,7 @@ func TestTLSPeerIdentity(t *testing.T) {
 		t.Fatalf("CEA %d over TLS with a matching certificate, want 2001", code)
 	}
 
-	before := testutil.ToFloat64(peersRefused.WithLabelValues(refusedCertificate))
+	before := testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedCertificate))
 	c, err = dialTLS(t, s, ca, dir, "other.test")
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +80,11 @@ func TestTLSPeerIdentity(t *testing.T) {
 	if code := resultCode(t, exchange(t, c, cer("pcef.test", GxApplicationID))); code != ResultUnknownPeer {
 		t.Fatalf("CEA %d for another certificate's Origin-Host, want 3010", code)
 	}
-	if testutil.ToFloat64(peersRefused.WithLabelValues(refusedCertificate)) != before+1 {
+	if testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedCertificate)) != before+1 {
 		t.Fatal("certificate refusal not counted")
 	}
 
-	hs := testutil.ToFloat64(peersRefused.WithLabelValues(refusedHandshake))
+	hs := testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedHandshake))
 	if c, err := dialTLS(t, s, ca, dir, ""); err == nil {
 		// TLS 1.3: the client's handshake ends before the server has checked; the server's
 		// refusal shows on the first read.
@@ -93,7 +93,7 @@ func TestTLSPeerIdentity(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(peersRefused.WithLabelValues(refusedHandshake)) != hs+1 {
+	for testutil.ToFloat64(s.opt.Metrics.peersRefused.WithLabelValues(refusedHandshake)) != hs+1 {
 		if time.Now().After(deadline) {
 			t.Fatal("handshake refusal not counted")
 		}

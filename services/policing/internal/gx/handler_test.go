@@ -111,7 +111,8 @@ func serveOn(t testing.TB, st session.Store, src subscriber.Source, hooks Hooks,
 	// Dispatched as diameter.dispatch's auto dispatches on an in-process store and a file:
 	// inline, on workers with a Lua policy.
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm,
-		Peers: allowPeers(peers), Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h}, Inline: hooks == nil})
+		Peers: allowPeers(peers), Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h}, Inline: hooks == nil,
+		Metrics: testDiameterMetrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +543,7 @@ func TestDataPolicyFromLDAP(t *testing.T) {
 	if err := os.WriteFile(cfg.ProfilesFile, []byte("profiles:\n  ldap-gold:\n    dataPolicy: {rules: [internet-gold], qci: 8}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	src, err := subscriber.OpenLDAP(cfg, nil, slog.Default())
+	src, err := subscriber.OpenLDAP(cfg, nil, slog.Default(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
+	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 )
 
 // pythonPCEF is the command of testdata/pcef.py (python-diameter) in the venv
@@ -114,10 +116,19 @@ func execPCEF(t *testing.T, pcef []string, port, originHost string, during ...fu
 	return r
 }
 
-// counter reads a counter of the default registry by name and labels.
+// testRegistry holds the metrics of the Diameter servers (serveOn) and Lua engines
+// (TestLuaThrottle) these tests build; counter reads it.
+var (
+	testRegistry        = prometheus.NewRegistry()
+	testShared          = metrics.New(testRegistry)
+	testDiameterMetrics = diameter.NewMetrics(testRegistry, testShared)
+	testLuaMetrics      = luapolicy.NewMetrics(testRegistry, testShared)
+)
+
+// counter reads a counter of testRegistry by name and labels.
 func counter(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
+	mfs, err := testRegistry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

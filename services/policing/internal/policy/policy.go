@@ -13,13 +13,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2869"
 	"layeh.com/radius/rfc6911"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
@@ -61,6 +61,9 @@ type Default struct {
 	Dict               *dict.Dict
 	RateLimitAttribute string
 	RejectMessage      string
+	// Disconnects counts the sessions marked for disconnect (the node's
+	// metrics.PolicyDisconnects); nil: not counted.
+	Disconnects *prometheus.CounterVec
 }
 
 // Reject implements Policy.
@@ -250,7 +253,9 @@ func (d *Default) Accounting(_ context.Context, _ *radius.Packet, u *session.Upd
 		return Actions{}
 	}
 	if sub.Profile.UsedOctets+u.Session.InputOctets+u.Session.OutputOctets >= sub.Profile.QuotaOctets {
-		metrics.PolicyDisconnects.WithLabelValues(QuotaReason).Inc()
+		if d.Disconnects != nil {
+			d.Disconnects.WithLabelValues(QuotaReason).Inc()
+		}
 		return Actions{Disconnect: QuotaReason}
 	}
 	return Actions{}

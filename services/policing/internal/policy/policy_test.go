@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
@@ -214,10 +215,12 @@ func TestIPv6ProfileAttributes(t *testing.T) {
 }
 
 func TestAccountingQuota(t *testing.T) {
+	t.Parallel() // its metrics are its own
 	d := newPolicy()
+	d.Disconnects = metrics.New(prometheus.NewRegistry()).PolicyDisconnects
 	sub := &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: 1000}}
 	period := &subscriber.Subscriber{Username: "bob", Profile: subscriber.Profile{QuotaOctets: 1000, UsedOctets: 800}}
-	before := testutil.ToFloat64(metrics.PolicyDisconnects.WithLabelValues(QuotaReason))
+	before := testutil.ToFloat64(d.Disconnects.WithLabelValues(QuotaReason))
 	cases := []struct {
 		kind    session.Kind
 		in, out uint64
@@ -246,7 +249,7 @@ func TestAccountingQuota(t *testing.T) {
 			marked++
 		}
 	}
-	if d := testutil.ToFloat64(metrics.PolicyDisconnects.WithLabelValues(QuotaReason)) - before; d != float64(marked) {
+	if d := testutil.ToFloat64(d.Disconnects.WithLabelValues(QuotaReason)) - before; d != float64(marked) {
 		t.Fatalf("disconnects_marked delta %v, want %d", d, marked)
 	}
 }

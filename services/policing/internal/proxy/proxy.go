@@ -41,6 +41,7 @@ import (
 type Proxy struct {
 	cfg       config.Proxy
 	log       *slog.Logger
+	m         *Metrics
 	upstreams []*upstream
 	rr        atomic.Uint32
 	queue     *queue // nil in sync mode
@@ -50,20 +51,23 @@ type Proxy struct {
 }
 
 // New builds the proxy from its configuration (secrets are read now) and starts the health
-// checks and, in queue mode, the queue.
-func New(cfg config.Proxy, log *slog.Logger) (*Proxy, error) {
+// checks and, in queue mode, the queue. m are the node's metrics (nil: unregistered ones).
+func New(cfg config.Proxy, log *slog.Logger, m *Metrics) (*Proxy, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	p := &Proxy{cfg: cfg, log: log}
+	if m == nil {
+		m = NewMetrics(nil, metrics.New(nil))
+	}
+	p := &Proxy{cfg: cfg, log: log, m: m}
 	for i, uc := range cfg.Upstreams {
 		secret, err := nas.ReadSecret(uc.SecretFile)
 		if err != nil {
 			return nil, fmt.Errorf("proxy.upstreams[%d].secretFile: %w", i, err)
 		}
-		u := &upstream{name: uc.Name, addr: uc.Address, secret: secret, requireMA: uc.RequireMessageAuthenticator}
+		u := &upstream{name: uc.Name, addr: uc.Address, secret: secret, requireMA: uc.RequireMessageAuthenticator, m: m}
 		u.alive.Store(true)
-		upstreamUp.WithLabelValues(u.name).Set(1)
+		p.m.upstreamUp.WithLabelValues(u.name).Set(1)
 		p.upstreams = append(p.upstreams, u)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -73,7 +77,7 @@ func New(cfg config.Proxy, log *slog.Logger) (*Proxy, error) {
 			return nil, fmt.Errorf("proxy.queue.dir: %w", err)
 		}
 		p.queue = &queue{p: p, sp: sp, wake: make(chan struct{}, 1), batch: cfg.Queue.Concurrency}
-		queueRecords.Set(float64(sp.Records()))
+		p.m.queueRecords.Set(float64(sp.Records()))
 		p.wg.Add(1)
 		go p.queue.run()
 	}
@@ -92,7 +96,7 @@ func (p *Proxy) Forward(ctx context.Context, req *radius.Packet, from netip.Addr
 	if p.queue != nil {
 		if err := p.queue.enqueue(attrs); err != nil {
 			// The request is stored locally and the NAS is answered: the upstream copy is lost.
-			forwarded.WithLabelValues("queue", "lost").Inc()
+			p.m.forwarded.WithLabelValues("queue", "lost").Inc()
 			p.log.Warn("accounting request not queued for the upstream", "err", err)
 		}
 		return nil
@@ -100,10 +104,10 @@ func (p *Proxy) Forward(ctx context.Context, req *radius.Packet, from netip.Addr
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.SyncTimeout.D())
 	defer cancel()
 	if err := p.deliver(ctx, attrs); err != nil {
-		forwarded.WithLabelValues("sync", "failed").Inc()
+		p.m.forwarded.WithLabelValues("sync", "failed").Inc()
 		return err
 	}
-	forwarded.WithLabelValues("sync", "ok").Inc()
+	p.m.forwarded.WithLabelValues("sync", "ok").Inc()
 	return nil
 }
 
@@ -157,17 +161,17 @@ func (p *Proxy) candidates() []*upstream {
 func (p *Proxy) deliver(ctx context.Context, attrs radius.Attributes) error {
 	var errs []error
 	for _, u := range p.candidates() {
-		metrics.Transactions.WithLabelValues("proxy").Inc()
+		p.m.transactions.WithLabelValues("proxy").Inc()
 		_, err := u.exchange(ctx, radius.CodeAccountingRequest, attrs, p.opts())
 		if err == nil {
-			requests.WithLabelValues(u.name, "ok").Inc()
+			p.m.requests.WithLabelValues(u.name, "ok").Inc()
 			u.fails.Store(0)
 			return nil
 		}
 		if errors.Is(err, errTimeout) {
-			requests.WithLabelValues(u.name, "timeout").Inc()
+			p.m.requests.WithLabelValues(u.name, "timeout").Inc()
 		} else {
-			requests.WithLabelValues(u.name, "error").Inc()
+			p.m.requests.WithLabelValues(u.name, "error").Inc()
 		}
 		if ctx.Err() != nil {
 			return err
@@ -184,7 +188,7 @@ func (p *Proxy) deliver(ctx context.Context, attrs radius.Attributes) error {
 func (p *Proxy) failed(u *upstream, err error) {
 	if int(u.fails.Add(1)) >= p.cfg.DeadAfter && u.alive.CompareAndSwap(true, false) {
 		u.deadSince.Store(time.Now().UnixNano())
-		upstreamUp.WithLabelValues(u.name).Set(0)
+		p.m.upstreamUp.WithLabelValues(u.name).Set(0)
 		p.log.Warn("proxy upstream marked dead", "upstream", u.name, "address", u.addr, "err", err.Error())
 	}
 }
@@ -192,7 +196,7 @@ func (p *Proxy) failed(u *upstream, err error) {
 func (p *Proxy) markAlive(u *upstream, why string) {
 	u.fails.Store(0)
 	if u.alive.CompareAndSwap(false, true) {
-		upstreamUp.WithLabelValues(u.name).Set(1)
+		p.m.upstreamUp.WithLabelValues(u.name).Set(1)
 		p.log.Info("proxy upstream alive again", "upstream", u.name, "address", u.addr, "by", why)
 		if p.queue != nil {
 			p.queue.poke()
@@ -221,13 +225,13 @@ func (p *Proxy) health() {
 				ctx, cancel := context.WithTimeout(p.ctx, p.cfg.StatusInterval.D())
 				defer cancel()
 				if err := u.statusServer(ctx, o); err != nil {
-					statusChecks.WithLabelValues(u.name, "fail").Inc()
+					p.m.statusChecks.WithLabelValues(u.name, "fail").Inc()
 					if p.ctx.Err() == nil && u.alive.Load() {
 						p.failed(u, err)
 					}
 					return
 				}
-				statusChecks.WithLabelValues(u.name, "ok").Inc()
+				p.m.statusChecks.WithLabelValues(u.name, "ok").Inc()
 				p.markAlive(u, "Status-Server")
 			}()
 		}

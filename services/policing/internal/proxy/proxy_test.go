@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
 // fakeUpstream answers each request with: a reply signed with the wrong secret, a correct
@@ -56,18 +58,19 @@ func fakeUpstream(t *testing.T, secret string) string {
 	return c.LocalAddr().String()
 }
 
-// counter reads openaaa_proxy_replies_dropped_total{reason}.
-func counter(reason string) float64 {
+// counter reads u's openaaa_proxy_replies_dropped_total{reason}.
+func counter(u *upstream, reason string) float64 {
 	var m dto.Metric
-	_ = repliesDropped.WithLabelValues(reason).Write(&m)
+	_ = u.m.repliesDropped.WithLabelValues(reason).Write(&m)
 	return m.GetCounter().GetValue()
 }
 
 func TestExchangeAcceptsOnlyVerifiedReplyWithOurProxyState(t *testing.T) {
-	u := &upstream{name: "fake", addr: fakeUpstream(t, "s3cret"), secret: []byte("s3cret")}
+	t.Parallel() // its metrics are its own
+	u := &upstream{name: "fake", addr: fakeUpstream(t, "s3cret"), secret: []byte("s3cret"), m: NewMetrics(prometheus.NewRegistry(), metrics.New(nil))}
 	before := map[string]float64{}
 	for _, r := range []string{"bad_authenticator", "proxy_state"} {
-		before[r] = counter(r)
+		before[r] = counter(u, r)
 	}
 	var attrs radius.Attributes
 	attrs.Add(rfc2865.UserName_Type, radius.Attribute("alice"))
@@ -90,10 +93,10 @@ func TestExchangeAcceptsOnlyVerifiedReplyWithOurProxyState(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("accepted reply has %d Proxy-State", n)
 	}
-	if d := counter("bad_authenticator") - before["bad_authenticator"]; d < 1 {
+	if d := counter(u, "bad_authenticator") - before["bad_authenticator"]; d < 1 {
 		t.Errorf("reply with a bad authenticator not counted as dropped")
 	}
-	if d := counter("proxy_state") - before["proxy_state"]; d < 2 {
+	if d := counter(u, "proxy_state") - before["proxy_state"]; d < 2 {
 		t.Errorf("replies without our Proxy-State / over the limit: %v dropped, want 2", d)
 	}
 }
@@ -101,7 +104,7 @@ func TestExchangeAcceptsOnlyVerifiedReplyWithOurProxyState(t *testing.T) {
 func TestExchangeTimesOutWithBackoff(t *testing.T) {
 	c, _ := net.ListenPacket("udp", "127.0.0.1:0") // swallows everything
 	defer c.Close()
-	u := &upstream{name: "silent", addr: c.LocalAddr().String(), secret: []byte("x")}
+	u := &upstream{name: "silent", addr: c.LocalAddr().String(), secret: []byte("x"), m: NewMetrics(nil, metrics.New(nil))}
 	start := time.Now()
 	_, err := u.exchange(context.Background(), radius.CodeAccountingRequest, nil, exchangeOpts{timeout: 100 * time.Millisecond, maxTimeout: 400 * time.Millisecond, retries: 2, maxProxyState: 1})
 	if err == nil {

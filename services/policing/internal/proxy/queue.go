@@ -38,7 +38,7 @@ func (q *queue) enqueue(attrs radius.Attributes) error {
 	if err := q.sp.Append(rec); err != nil {
 		return err
 	}
-	queueRecords.Set(float64(q.sp.Records()))
+	q.p.m.queueRecords.Set(float64(q.sp.Records()))
 	q.poke()
 	return nil
 }
@@ -107,7 +107,7 @@ func (q *queue) replay() {
 	if err == nil {
 		err = flush(false)
 	}
-	queueRecords.Set(float64(q.sp.Records()))
+	q.p.m.queueRecords.Set(float64(q.sp.Records()))
 	if err != nil && !errors.Is(err, errStopping) && !errors.Is(err, spool.ErrClosed) {
 		q.p.log.Warn("proxy queue replay stopped", "err", err, "waiting", q.sp.Records())
 	}
@@ -123,7 +123,7 @@ func (q *queue) deliverBatch(batch [][]byte, lastInSpool bool) error {
 		attrs, _, err := decodeRecord(rec)
 		if err != nil {
 			q.p.log.Error("proxy queue: dropping a corrupt record", "err", err)
-			forwarded.WithLabelValues("queue", "lost").Inc()
+			q.p.m.forwarded.WithLabelValues("queue", "lost").Inc()
 			continue
 		}
 		k := string(attrs.Get(rfc2865.NASIPAddress_Type)) + "|" + string(attrs.Get(rfc2865.NASIdentifier_Type)) +
@@ -168,7 +168,7 @@ func (q *queue) deliverBatch(batch [][]byte, lastInSpool bool) error {
 	for _, rec := range undelivered {
 		if err := q.sp.Requeue(rec); err != nil {
 			q.p.log.Error("proxy queue: record lost on stop", "err", err)
-			forwarded.WithLabelValues("queue", "lost").Inc()
+			q.p.m.forwarded.WithLabelValues("queue", "lost").Inc()
 		}
 	}
 	return errStopping
@@ -185,7 +185,7 @@ func (q *queue) deliverOne(rec []byte) bool {
 			return false
 		}
 		if err := q.p.deliver(q.p.ctx, withDelay(attrs, time.Since(at))); err == nil {
-			forwarded.WithLabelValues("queue", "ok").Inc()
+			q.p.m.forwarded.WithLabelValues("queue", "ok").Inc()
 			return true
 		}
 		select {

@@ -21,6 +21,7 @@ type upstream struct {
 	addr      string
 	secret    []byte
 	requireMA bool
+	m         *Metrics
 
 	alive     atomic.Bool
 	fails     atomic.Int32
@@ -83,11 +84,11 @@ func (u *upstream) exchange(ctx context.Context, code radius.Code, attrs radius.
 	start := time.Now()
 	var reply *radius.Packet
 	ro := radclient.Options{Timeout: o.timeout, MaxTimeout: o.maxTimeout, Retries: o.retries,
-		OnRetransmit: func() { retransmissions.WithLabelValues(u.name).Inc() }}
+		OnRetransmit: func() { u.m.retransmissions.WithLabelValues(u.name).Inc() }}
 	_, err = radclient.Exchange(ctx, conn, wire, ro, func(b []byte) bool {
 		r, reason := u.check(b, wire[1], code, reqAuth, state, o.maxProxyState)
 		if reason != "" {
-			repliesDropped.WithLabelValues(reason).Inc()
+			u.m.repliesDropped.WithLabelValues(reason).Inc()
 			return false
 		}
 		reply = r
@@ -99,7 +100,7 @@ func (u *upstream) exchange(ctx context.Context, code radius.Code, attrs radius.
 	if err != nil {
 		return nil, err
 	}
-	duration.Observe(time.Since(start).Seconds())
+	u.m.duration.Observe(time.Since(start).Seconds())
 	return reply, nil
 }
 

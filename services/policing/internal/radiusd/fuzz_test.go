@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
@@ -36,10 +37,10 @@ var allReasons = []string{metrics.DropUnknownClient, metrics.DropBadAuthenticato
 	metrics.DropMalformed, metrics.DropDuplicate, metrics.DropOverload, metrics.DropUnsupported, metrics.DropStoreError,
 	metrics.DropProxyStateWithoutMA, metrics.DropReplyTooLarge}
 
-func totalDrops() float64 {
+func (e *fuzzEnv) totalDrops() float64 {
 	var n float64
 	for _, r := range allReasons {
-		n += testutil.ToFloat64(metrics.Dropped.WithLabelValues(r))
+		n += testutil.ToFloat64(e.m.Dropped.WithLabelValues(r))
 	}
 	return n
 }
@@ -70,6 +71,7 @@ func (c *writeCounter) ServeRADIUS(w radiusd.ResponseWriter, r *radiusd.Request)
 
 type fuzzEnv struct {
 	s          *radiusd.Server
+	m          *metrics.Metrics
 	conn       *net.UDPConn
 	from       netip.AddrPort
 	auth, acct *writeCounter
@@ -109,7 +111,8 @@ subscribers:
 	if err != nil {
 		f.Fatal(err)
 	}
-	s := radiusd.New(radiusd.Options{Workers: 1, DuplicateWindow: time.Second, Log: log}, tab)
+	m := metrics.New(prometheus.NewRegistry())
+	s := radiusd.New(radiusd.Options{Workers: 1, DuplicateWindow: time.Second, Log: log, Metrics: m}, tab)
 	// Replies go from conn to a sink that discards them.
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -133,9 +136,10 @@ subscribers:
 		_ = conn.Close()
 		_ = sink.Close()
 	})
-	return &fuzzEnv{s: s, conn: conn, from: sink.LocalAddr().(*net.UDPAddr).AddrPort(),
-		auth: &writeCounter{h: &aaa.Auth{Subscribers: src, Policy: pol, Log: log, LookupTimeout: time.Second}},
-		acct: &writeCounter{h: &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: time.Second}}}
+	am := aaa.NewMetrics(nil, m)
+	return &fuzzEnv{s: s, m: m, conn: conn, from: sink.LocalAddr().(*net.UDPAddr).AddrPort(),
+		auth: &writeCounter{h: &aaa.Auth{Subscribers: src, Policy: pol, Log: log, LookupTimeout: time.Second, Metrics: am}},
+		acct: &writeCounter{h: &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: time.Second, Metrics: am}}}
 }
 
 // serve runs one datagram and checks it had exactly one outcome: a reply by the handler,
@@ -146,13 +150,13 @@ func (e *fuzzEnv) serve(t *testing.T, b []byte, kind radiusd.Kind) {
 		h = e.acct
 	}
 	h.wrote = 0
-	drops, dups := totalDrops(), testutil.ToFloat64(metrics.DuplicatesAnswered)
+	drops, dups := e.totalDrops(), testutil.ToFloat64(e.m.DuplicatesAnswered)
 	e.s.ServePacket(b, e.from, e.conn, kind, h)
-	outcomes := (totalDrops() - drops) + (testutil.ToFloat64(metrics.DuplicatesAnswered) - dups) + float64(h.wrote)
+	outcomes := (e.totalDrops() - drops) + (testutil.ToFloat64(e.m.DuplicatesAnswered) - dups) + float64(h.wrote)
 	statusServer := len(b) > 0 && radius.Code(b[0]) == radius.CodeStatusServer
 	if outcomes != 1 && !(statusServer && outcomes == 0) {
 		t.Fatalf("%s packet % x: %v outcomes (drops %v, handler writes %d), want exactly one",
-			kind, b, outcomes, totalDrops()-drops, h.wrote)
+			kind, b, outcomes, e.totalDrops()-drops, h.wrote)
 	}
 }
 

@@ -183,9 +183,9 @@ func (r *RadSec) serveConn(raw net.Conn) {
 		r.reqs.Add(1)
 		go func() {
 			defer func() { <-sem; inflight.Done(); r.reqs.Done() }()
-			metrics.WorkersBusy.Inc()
+			r.s.opt.Metrics.WorkersBusy.Inc()
 			r.serve(w, pkt, from, cn, at)
-			metrics.WorkersBusy.Dec()
+			r.s.opt.Metrics.WorkersBusy.Dec()
 		}()
 	}
 }

@@ -79,6 +79,7 @@ type Options struct {
 	DuplicateWindow time.Duration
 	SocketBuffer    int
 	Log             *slog.Logger
+	Metrics         *metrics.Metrics // the node's; nil: unregistered ones
 }
 
 // Server serves RADIUS on any number of UDP listeners.
@@ -158,15 +159,18 @@ func New(opt Options, clients *nas.Table) *Server {
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
+	if opt.Metrics == nil {
+		opt.Metrics = metrics.New(nil)
+	}
 	s := &Server{opt: opt, dups: newDupCache(opt.DuplicateWindow), stopReading: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.bufs.New = func() any { return new([radius.MaxPacketLength]byte) }
 	s.clients.Store(clients)
 	if opt.Inline {
-		metrics.Workers.Set(0) // the readers are the workers: Listen counts them
+		opt.Metrics.Workers.Set(0) // the readers are the workers: Listen counts them
 		return s
 	}
-	metrics.Workers.Set(float64(opt.Workers))
+	opt.Metrics.Workers.Set(float64(opt.Workers))
 	s.pool = workpool.New(workpool.Options{Workers: opt.Workers, Queue: opt.QueueSize}, s.work)
 	return s
 }
@@ -248,7 +252,7 @@ func (s *Server) serveConn(conn *net.UDPConn, kind Kind, h Handler, client *nas.
 		}()
 	}
 	if s.opt.Inline {
-		metrics.Workers.Add(float64(s.opt.Readers))
+		s.opt.Metrics.Workers.Add(float64(s.opt.Readers))
 		s.opt.Log.Info("radius listener started", "kind", kind.String(), "address", conn.LocalAddr().String(),
 			"dispatch", "inline", "readers", s.opt.Readers)
 	} else {
@@ -285,7 +289,7 @@ func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, client *nas.Clien
 		now := time.Now()
 		meta := parseRxMeta(oob[:oobn])
 		if meta.hasDrops {
-			countBufferDrops(bufDrops, meta.drops)
+			s.countBufferDrops(bufDrops, meta.drops)
 		}
 		at := meta.arrived
 		if at.IsZero() || at.After(now) {
@@ -314,14 +318,14 @@ func (s *Server) read(conn *net.UDPConn, kind Kind, h Handler, client *nas.Clien
 			// retransmits to another node.
 			return
 		}
-		metrics.QueueDepth.Inc()
+		s.opt.Metrics.QueueDepth.Inc()
 		buf = nil
 	}
 }
 
 // countBufferDrops adds the growth of a socket's drop counter (shared by its readers, which
 // may see the values out of order) to the drop metric.
-func countBufferDrops(last *atomic.Uint32, drops uint32) {
+func (s *Server) countBufferDrops(last *atomic.Uint32, drops uint32) {
 	for {
 		prev := last.Load()
 		d := drops - prev
@@ -329,7 +333,7 @@ func countBufferDrops(last *atomic.Uint32, drops uint32) {
 			return
 		}
 		if last.CompareAndSwap(prev, drops) {
-			metrics.Dropped.WithLabelValues(metrics.DropSocketBuffer).Add(float64(d))
+			s.opt.Metrics.Dropped.WithLabelValues(metrics.DropSocketBuffer).Add(float64(d))
 			return
 		}
 	}
@@ -337,7 +341,7 @@ func countBufferDrops(last *atomic.Uint32, drops uint32) {
 
 // work serves one queued datagram; mem is the worker's request memory.
 func (s *Server) work(mem *arena, j *job) {
-	metrics.QueueDepth.Dec()
+	s.opt.Metrics.QueueDepth.Dec()
 	if time.Since(j.at) > s.opt.MaxQueueWait {
 		// The NAS has likely retransmitted or given up already: answering late only adds load.
 		s.drop(metrics.DropOverload, j.from, errors.New("waited too long for a worker"))
@@ -348,9 +352,9 @@ func (s *Server) work(mem *arena, j *job) {
 }
 
 func (s *Server) serveCounted(j *job, mem *arena) {
-	metrics.WorkersBusy.Inc()
+	s.opt.Metrics.WorkersBusy.Inc()
 	s.serve(j, mem)
-	metrics.WorkersBusy.Dec()
+	s.opt.Metrics.WorkersBusy.Dec()
 }
 
 // serve frames one datagram and hands it to the request pipeline; the parsed request lives
@@ -420,7 +424,7 @@ func (s *Server) handle(in *inbound, mem *arena) {
 			s.drop(metrics.DropDuplicate, in.from, nil)
 			return
 		case dedup.Answered:
-			metrics.DuplicatesAnswered.Inc()
+			s.opt.Metrics.DuplicatesAnswered.Inc()
 			_ = in.out.send(reply)
 			return
 		}
@@ -538,7 +542,7 @@ func (w *responseWriter) Write(reply *radius.Packet) error {
 	if errors.Is(err, ErrReplyTooLarge) {
 		// A profile or policy that hands out too much: the NAS gets no answer, the
 		// operator a warning (at most one a second) naming the client.
-		metrics.Dropped.WithLabelValues(metrics.DropReplyTooLarge).Inc()
+		w.s.opt.Metrics.Dropped.WithLabelValues(metrics.DropReplyTooLarge).Inc()
 		if w.s.dropLog.allow(metrics.DropReplyTooLarge) {
 			w.s.opt.Log.Warn("radius reply not sent: too large", "client", w.client, "to", w.to.String(),
 				"code", reply.Code.String(), "err", err)
@@ -618,7 +622,7 @@ func encodeReply(reply, req *radius.Packet, secret []byte) ([]byte, error) {
 // drop counts a request dropped without reply and logs it at debug level, at most once a
 // second per reason so that a flood cannot flood the log too.
 func (s *Server) drop(reason string, from netip.AddrPort, err error) {
-	metrics.Dropped.WithLabelValues(reason).Inc()
+	s.opt.Metrics.Dropped.WithLabelValues(reason).Inc()
 	if s.dropLog.allow(reason) && s.opt.Log.Enabled(context.Background(), slog.LevelDebug) {
 		attrs := []any{"reason", reason, "from", from.String()}
 		if err != nil {

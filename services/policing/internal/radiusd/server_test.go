@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
@@ -26,8 +27,11 @@ import (
 
 const secret = "radiusd-test-secret"
 
+// testMetrics are the metrics of the servers start builds: tests read their differences.
+var testMetrics = metrics.New(prometheus.NewRegistry())
+
 func dropped(reason string) float64 {
-	return testutil.ToFloat64(metrics.Dropped.WithLabelValues(reason))
+	return testutil.ToFloat64(testMetrics.Dropped.WithLabelValues(reason))
 }
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -101,6 +105,9 @@ func start(t *testing.T, opt Options, tab *nas.Table, authH, acctH Handler) *fix
 	}
 	if opt.Readers == 0 {
 		opt.Readers = 1
+	}
+	if opt.Metrics == nil {
+		opt.Metrics = testMetrics
 	}
 	s := New(opt, tab)
 	f := &fixture{s: s}
@@ -423,7 +430,7 @@ func TestDuplicates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		answered := testutil.ToFloat64(metrics.DuplicatesAnswered)
+		answered := testutil.ToFloat64(testMetrics.DuplicatesAnswered)
 		_, _ = conn.Write(b)
 		again, err := readReply(conn, 3*time.Second)
 		if err != nil {
@@ -432,7 +439,7 @@ func TestDuplicates(t *testing.T) {
 		if string(again) != string(first) {
 			t.Fatal("retransmission got a different reply")
 		}
-		if d := testutil.ToFloat64(metrics.DuplicatesAnswered) - answered; d != 1 {
+		if d := testutil.ToFloat64(testMetrics.DuplicatesAnswered) - answered; d != 1 {
 			t.Fatalf("duplicates answered delta %v", d)
 		}
 		// A new request (new authenticator, same identifier) is processed.
@@ -554,11 +561,11 @@ func TestShutdownWithReaderWaitingForAWorker(t *testing.T) {
 	conn := dial(t, f.auth)
 	_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
 	<-auth.entered
-	depth := testutil.ToFloat64(metrics.QueueDepth)
+	depth := testutil.ToFloat64(testMetrics.QueueDepth)
 	for i := 0; i < 3; i++ { // one queued, one held by the reader, one in the socket
 		_, _ = conn.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
 	}
-	waitFor(t, "queue full", func() bool { return testutil.ToFloat64(metrics.QueueDepth) >= depth+1 })
+	waitFor(t, "queue full", func() bool { return testutil.ToFloat64(testMetrics.QueueDepth) >= depth+1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
@@ -591,10 +598,10 @@ func TestOverloadQueueWait(t *testing.T) {
 		case <-time.After(time.Second):
 		}
 	}
-	depth := testutil.ToFloat64(metrics.QueueDepth)
+	depth := testutil.ToFloat64(testMetrics.QueueDepth)
 	late := dial(t, f.auth)
 	_, _ = late.Write(request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true}))
-	waitFor(t, "request queued", func() bool { return testutil.ToFloat64(metrics.QueueDepth) >= depth+1 })
+	waitFor(t, "request queued", func() bool { return testutil.ToFloat64(testMetrics.QueueDepth) >= depth+1 })
 	before := dropped(metrics.DropOverload)
 	time.Sleep(2 * wait)
 	close(auth.release)
@@ -612,7 +619,7 @@ func TestShutdownDrains(t *testing.T) {
 	f := start(t, Options{Workers: 1, QueueSize: 16}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
 	var conns []*net.UDPConn
 	var reqs [][]byte
-	depth := testutil.ToFloat64(metrics.QueueDepth) // process-global: compare with the start
+	depth := testutil.ToFloat64(testMetrics.QueueDepth) // shared by the tests' servers: compare with the start
 	for i := 0; i < 3; i++ {
 		c := dial(t, f.auth)
 		b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
@@ -622,7 +629,7 @@ func TestShutdownDrains(t *testing.T) {
 			<-auth.entered
 		}
 	}
-	waitFor(t, "two queued", func() bool { return testutil.ToFloat64(metrics.QueueDepth) >= depth+2 })
+	waitFor(t, "two queued", func() bool { return testutil.ToFloat64(testMetrics.QueueDepth) >= depth+2 })
 	drainWhileServing(t, f.s, auth)
 	for i, c := range conns {
 		r, err := readReply(c, time.Second)
@@ -733,14 +740,14 @@ func TestInlineShutdownFinishesInFlight(t *testing.T) {
 	auth := newRecorder(radius.CodeAccessAccept)
 	auth.release = make(chan struct{})
 	f := start(t, Options{Inline: true, Readers: 2}, clientTable(t, loopbackClient()), auth, newRecorder(radius.CodeAccountingResponse))
-	if got := testutil.ToFloat64(metrics.Workers); got != 4 {
+	if got := testutil.ToFloat64(testMetrics.Workers); got != 4 {
 		t.Fatalf("openaaa_radius_workers = %v, want 4 (2 readers × 2 listeners)", got)
 	}
 	c := dial(t, f.auth)
 	b := request(t, reqOpt{code: radius.CodeAccessRequest, withMA: true})
 	_, _ = c.Write(b)
 	<-auth.entered
-	if got := testutil.ToFloat64(metrics.WorkersBusy); got < 1 {
+	if got := testutil.ToFloat64(testMetrics.WorkersBusy); got < 1 {
 		t.Fatalf("openaaa_radius_workers_busy = %v while a reader serves", got)
 	}
 	drainWhileServing(t, f.s, auth)

@@ -31,6 +31,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
@@ -39,6 +41,7 @@ import (
 type Watcher struct {
 	log      *slog.Logger
 	interval time.Duration
+	reloads  *prometheus.CounterVec // metrics.ConfigReloads
 
 	mu      sync.Mutex // serialises polls and callbacks
 	watches []*watch
@@ -70,8 +73,11 @@ func (a fingerprint) sameContent(b fingerprint) bool {
 }
 
 // New returns a watcher that polls every interval once started (0: only Reload calls).
-func New(log *slog.Logger, interval time.Duration) *Watcher {
-	return &Watcher{log: log, interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
+func New(log *slog.Logger, interval time.Duration, m *metrics.Metrics) *Watcher {
+	if m == nil {
+		m = metrics.New(nil)
+	}
+	return &Watcher{log: log, interval: interval, reloads: m.ConfigReloads, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Mark records the fingerprints of paths as they are now, before the caller reads them for
@@ -184,12 +190,12 @@ func (w *Watcher) check(force bool) (ok, rejected int) {
 		wa.prints = after
 		if err != nil {
 			rejected++
-			metrics.ConfigReloads.WithLabelValues(wa.kind, "rejected").Inc()
+			w.reloads.WithLabelValues(wa.kind, "rejected").Inc()
 			w.log.Error("reload rejected: the previous version stays in force", "kind", wa.kind, "files", which, "forced", force, "err", err.Error())
 			continue
 		}
 		ok++
-		metrics.ConfigReloads.WithLabelValues(wa.kind, "ok").Inc()
+		w.reloads.WithLabelValues(wa.kind, "ok").Inc()
 		w.log.Info("reloaded", "kind", wa.kind, "files", which, "forced", force, "took", time.Since(start).String())
 	}
 	return ok, rejected

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
@@ -58,7 +59,7 @@ func must(t *testing.T, err error) {
 
 func TestSymlinkSwapIsSeenAndSameContentIsNot(t *testing.T) {
 	v := newSecretVolume(t, map[string]string{"secret": "one"})
-	w := New(quiet, 0)
+	w := New(quiet, 0, nil)
 	var calls atomic.Int32
 	var seen atomic.Value
 	path := filepath.Join(v.dir, "secret")
@@ -89,10 +90,12 @@ func TestSymlinkSwapIsSeenAndSameContentIsNot(t *testing.T) {
 }
 
 func TestRejectedReloadIsCountedAndRetriedOnNextChange(t *testing.T) {
+	t.Parallel() // its metrics are its own
 	dir := t.TempDir()
 	path := filepath.Join(dir, "clients.yaml")
 	must(t, os.WriteFile(path, []byte("good"), 0o600))
-	w := New(quiet, 0)
+	m := metrics.New(prometheus.NewRegistry())
+	w := New(quiet, 0, m)
 	w.Watch("testkind", []string{path}, func() error {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -103,12 +106,12 @@ func TestRejectedReloadIsCountedAndRetriedOnNextChange(t *testing.T) {
 		}
 		return nil
 	})
-	rejected := testutil.ToFloat64(metrics.ConfigReloads.WithLabelValues("testkind", "rejected"))
+	rejected := testutil.ToFloat64(m.ConfigReloads.WithLabelValues("testkind", "rejected"))
 	must(t, os.WriteFile(path, []byte("broken"), 0o600))
 	if _, rej := w.Poll(); rej != 1 {
 		t.Fatalf("broken file: %d rejected, want 1", rej)
 	}
-	if d := testutil.ToFloat64(metrics.ConfigReloads.WithLabelValues("testkind", "rejected")) - rejected; d != 1 {
+	if d := testutil.ToFloat64(m.ConfigReloads.WithLabelValues("testkind", "rejected")) - rejected; d != 1 {
 		t.Errorf("openaaa_config_reloads_total{result=rejected} +%v", d)
 	}
 	if ok, rej := w.Poll(); ok+rej != 0 {
@@ -131,7 +134,7 @@ func TestWatchFuncFollowsNewPaths(t *testing.T) {
 	list := filepath.Join(dir, "list")
 	must(t, os.WriteFile(list, []byte("a"), 0o600))
 	paths := []string{list}
-	w := New(quiet, 0)
+	w := New(quiet, 0, nil)
 	w.WatchFunc("test", func() []string { return paths }, func() error {
 		paths = []string{list, filepath.Join(dir, "b")}
 		if _, err := os.Stat(filepath.Join(dir, "b")); err != nil {
@@ -156,7 +159,7 @@ func TestStartPollsUntilStop(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	must(t, os.WriteFile(path, []byte("1"), 0o600))
-	w := New(quiet, 20*time.Millisecond)
+	w := New(quiet, 20*time.Millisecond, nil)
 	got := make(chan struct{}, 10)
 	w.Watch("test", []string{path}, func() error { got <- struct{}{}; return nil })
 	w.Start()
@@ -178,7 +181,7 @@ func TestChangeBetweenFirstReadAndWatchIsReloaded(t *testing.T) {
 		t.Run(fmt.Sprintf("marked=%v", mark), func(t *testing.T) {
 			v := newSecretVolume(t, map[string]string{"clients.yaml": "one client"})
 			path := filepath.Join(v.dir, "clients.yaml")
-			w := New(quiet, 0)
+			w := New(quiet, 0, nil)
 			if mark {
 				w.Mark(path)
 			}
@@ -207,7 +210,7 @@ func TestMarkedUnchangedFileIsNotReloaded(t *testing.T) {
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	must(t, os.WriteFile(a, []byte("a"), 0o600))
 	must(t, os.WriteFile(b, []byte("b"), 0o600))
-	w := New(quiet, 0)
+	w := New(quiet, 0, nil)
 	w.Mark(a)
 	w.Mark(a) // the first mark stays
 	var calls atomic.Int32

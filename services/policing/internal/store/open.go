@@ -7,13 +7,19 @@ import (
 	"log/slog"
 
 	"github.com/openaaa/openaaa/services/policing/config"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 )
 
+// Metrics are what the stores count, the node's.
+type Metrics struct {
+	Shared *metrics.Metrics
+}
+
 // Open returns the configured store. The caller closes it.
-func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (session.Store, error) {
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, m Metrics) (session.Store, error) {
 	switch cfg.Session.Store {
 	case "embedded":
 		return embedded.Open(embedded.Options{
@@ -23,6 +29,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (session.St
 			SweepInterval: cfg.Session.Embedded.SweepInterval.D(),
 			Expiry:        expiryFunc(cfg.Session.Expiry),
 			Log:           log,
+			Metrics:       m.Shared,
 		})
 	case "none":
 		return Noop{}, nil

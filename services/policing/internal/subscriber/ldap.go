@@ -35,6 +35,7 @@ type LDAP struct {
 	cfg    config.LDAP
 	check  func(*Profile) error
 	log    *slog.Logger
+	m      *Metrics
 	cache  *profileCache
 	tlsCfg *tls.Config
 	scope  int
@@ -79,9 +80,13 @@ const maxUsernameLen = 253
 
 // OpenLDAP prepares the LDAP source. It does not wait for LDAP: a node starts while its
 // directory is down (auth then rejects, or serves nothing from an empty cache), and
-// connects in the background. check (if any) vets each profile read.
-func OpenLDAP(cfg config.LDAP, check func(*Profile) error, log *slog.Logger) (*LDAP, error) {
-	l := &LDAP{cfg: cfg, check: check, log: log, cache: newProfileCache(cfg.Cache.Size),
+// connects in the background. check (if any) vets each profile read. m are the node's
+// metrics (nil: unregistered ones).
+func OpenLDAP(cfg config.LDAP, check func(*Profile) error, log *slog.Logger, m *Metrics) (*LDAP, error) {
+	if m == nil {
+		m = NewMetrics(nil, metrics.New(nil))
+	}
+	l := &LDAP{cfg: cfg, check: check, log: log, m: m, cache: newProfileCache(cfg.Cache.Size),
 		attrs: cfg.Attributes.Names(), flights: map[string]*flight{},
 		refresh: make(chan struct{}, 4*cfg.PoolSize), now: time.Now}
 	switch cfg.Scope {
@@ -157,7 +162,7 @@ func (l *LDAP) Close() error {
 		if s.conn != nil {
 			_ = s.conn.Close()
 			s.conn = nil
-			ldapConnections.Dec()
+			l.m.ldapConnections.Dec()
 		}
 		s.mu.Unlock()
 	}
@@ -192,25 +197,25 @@ func (l *LDAP) Lookup(ctx context.Context, username string) (*Subscriber, error)
 	e, cached := l.cache.get(username)
 	if cached && l.fresh(e, now) {
 		if e.sub == nil {
-			ldapCache.WithLabelValues("negative_hit").Inc()
+			l.m.ldapCache.WithLabelValues("negative_hit").Inc()
 			return nil, ErrNotFound
 		}
-		ldapCache.WithLabelValues("hit").Inc()
+		l.m.ldapCache.WithLabelValues("hit").Inc()
 		return e.sub, nil
 	}
-	ldapCache.WithLabelValues("miss").Inc()
+	l.m.ldapCache.WithLabelValues("miss").Inc()
 	sub, err := l.fetch(ctx, username)
 	if err == nil || !errors.Is(err, ErrUnavailable) {
 		return sub, err
 	}
 	if cached && l.cfg.Cache.ServeStale && l.staleUsable(e, now) {
-		ldapCache.WithLabelValues("stale").Inc()
+		l.m.ldapCache.WithLabelValues("stale").Inc()
 		if l.log.Enabled(ctx, slog.LevelDebug) {
 			l.log.Debug("LDAP unavailable: serving a stale profile", "user", username, "age", now.Sub(e.fetched).String(), "err", err)
 		}
 		return e.sub, nil
 	}
-	ldapCache.WithLabelValues("unavailable").Inc()
+	l.m.ldapCache.WithLabelValues("unavailable").Inc()
 	return nil, err
 }
 
@@ -225,17 +230,17 @@ func (l *LDAP) CachedLookup(username string) (*Subscriber, bool) {
 	now := l.now()
 	switch {
 	case ok && e.sub != nil && l.fresh(e, now):
-		ldapCachedOnly.WithLabelValues("hit").Inc()
+		l.m.ldapCachedOnly.WithLabelValues("hit").Inc()
 		return e.sub, true
 	case ok && e.sub != nil:
-		ldapCachedOnly.WithLabelValues("stale").Inc()
+		l.m.ldapCachedOnly.WithLabelValues("stale").Inc()
 		l.refreshInBackground(username)
 		return e.sub, true
 	case ok && l.fresh(e, now):
-		ldapCachedOnly.WithLabelValues("miss").Inc() // known not to exist
+		l.m.ldapCachedOnly.WithLabelValues("miss").Inc() // known not to exist
 		return nil, false
 	}
-	ldapCachedOnly.WithLabelValues("miss").Inc()
+	l.m.ldapCachedOnly.WithLabelValues("miss").Inc()
 	l.refreshInBackground(username)
 	return nil, false
 }
@@ -263,7 +268,7 @@ func (l *LDAP) isDown() bool {
 }
 
 func (l *LDAP) markDown(err error) {
-	ldapUp.Set(0)
+	l.m.ldapUp.Set(0)
 	if d := l.cfg.RetryInterval.D(); d > 0 {
 		if l.downUntil.Swap(l.now().Add(d).UnixNano()) == 0 {
 			l.log.Warn("LDAP unavailable: failing fast", "retryIn", d.String(), "err", err)
@@ -272,7 +277,7 @@ func (l *LDAP) markDown(err error) {
 }
 
 func (l *LDAP) markUp() {
-	ldapUp.Set(1)
+	l.m.ldapUp.Set(1)
 	if l.downUntil.Swap(0) != 0 {
 		l.log.Info("LDAP available again")
 	}
@@ -311,9 +316,9 @@ func (l *LDAP) run(username string, f *flight) {
 	f.sub, f.err = l.search(ctx, username)
 	switch {
 	case f.err == nil:
-		ldapCacheEntries.Add(float64(l.cache.put(username, f.sub, started)))
+		l.m.ldapCacheEntries.Add(float64(l.cache.put(username, f.sub, started)))
 	case errors.Is(f.err, ErrNotFound) && l.cfg.Cache.NegativeTTL > 0:
-		ldapCacheEntries.Add(float64(l.cache.put(username, nil, started)))
+		l.m.ldapCacheEntries.Add(float64(l.cache.put(username, nil, started)))
 	}
 	l.mu.Lock()
 	delete(l.flights, username)
@@ -330,13 +335,13 @@ func (l *LDAP) search(ctx context.Context, username string) (*Subscriber, error)
 	for attempt := 0; ; attempt++ {
 		slot, conn, fresh, err := l.conn(ctx)
 		if err != nil {
-			ldapSearches.WithLabelValues("error").Inc()
+			l.m.ldapSearches.WithLabelValues("error").Inc()
 			return nil, fmt.Errorf("%w: LDAP: %v", ErrUnavailable, err)
 		}
 		start := time.Now()
 		res, err := conn.Search(req)
-		ldapSearchDuration.Observe(time.Since(start).Seconds())
-		metrics.Transactions.WithLabelValues("ldap").Inc()
+		l.m.ldapSearchDuration.Observe(time.Since(start).Seconds())
+		l.m.transactions.WithLabelValues("ldap").Inc()
 		if err == nil || ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
 			l.markUp()
 			var entries []*ldap.Entry
@@ -346,11 +351,11 @@ func (l *LDAP) search(ctx context.Context, username string) (*Subscriber, error)
 			sub, err := l.toSubscriber(username, entries)
 			switch {
 			case err == nil:
-				ldapSearches.WithLabelValues("found").Inc()
+				l.m.ldapSearches.WithLabelValues("found").Inc()
 			case errors.Is(err, ErrNotFound):
-				ldapSearches.WithLabelValues("not_found").Inc()
+				l.m.ldapSearches.WithLabelValues("not_found").Inc()
 			default:
-				ldapSearches.WithLabelValues("invalid").Inc()
+				l.m.ldapSearches.WithLabelValues("invalid").Inc()
 				l.log.Warn("LDAP entry rejected", "user", username, "err", err)
 			}
 			return sub, err
@@ -359,20 +364,20 @@ func (l *LDAP) search(ctx context.Context, username string) (*Subscriber, error)
 			l.drop(slot, conn)
 			timeout := isTimeout(err)
 			if timeout {
-				ldapConnErrors.WithLabelValues("timeout").Inc()
+				l.m.ldapConnErrors.WithLabelValues("timeout").Inc()
 			} else {
-				ldapConnErrors.WithLabelValues("search").Inc()
+				l.m.ldapConnErrors.WithLabelValues("search").Inc()
 			}
 			if !fresh && !timeout && attempt == 0 && ctx.Err() == nil {
 				continue
 			}
 			l.markDown(err)
-			ldapSearches.WithLabelValues("error").Inc()
+			l.m.ldapSearches.WithLabelValues("error").Inc()
 			return nil, fmt.Errorf("%w: LDAP search: %v", ErrUnavailable, err)
 		}
 		// The server answered with an error (e.g. no such base DN, busy, unwilling).
-		ldapUp.Set(1)
-		ldapSearches.WithLabelValues("error").Inc()
+		l.m.ldapUp.Set(1)
+		l.m.ldapSearches.WithLabelValues("error").Inc()
 		return nil, fmt.Errorf("%w: LDAP search: %v", ErrUnavailable, err)
 	}
 }
@@ -388,7 +393,7 @@ func (l *LDAP) conn(ctx context.Context) (*ldapSlot, *ldap.Conn, bool, error) {
 	if s.conn != nil {
 		go s.conn.Close() //nolint:errcheck // already broken
 		s.conn = nil
-		ldapConnections.Dec()
+		l.m.ldapConnections.Dec()
 	}
 	if l.closed.Load() {
 		return nil, nil, false, errors.New("LDAP source closed")
@@ -404,7 +409,7 @@ func (l *LDAP) conn(ctx context.Context) (*ldapSlot, *ldap.Conn, bool, error) {
 	}
 	l.markUp()
 	s.conn = c
-	ldapConnections.Inc()
+	l.m.ldapConnections.Inc()
 	return s, c, true, nil
 }
 
@@ -414,7 +419,7 @@ func (l *LDAP) drop(s *ldapSlot, c *ldap.Conn) {
 	defer s.mu.Unlock()
 	if s.conn == c {
 		s.conn = nil
-		ldapConnections.Dec()
+		l.m.ldapConnections.Dec()
 		go c.Close() //nolint:errcheck // already broken
 	}
 }
@@ -428,9 +433,9 @@ func (l *LDAP) dial(ctx context.Context) (*ldap.Conn, error) {
 			return c, nil
 		}
 		if isTimeout(err) {
-			ldapConnErrors.WithLabelValues("timeout").Inc()
+			l.m.ldapConnErrors.WithLabelValues("timeout").Inc()
 		} else {
-			ldapConnErrors.WithLabelValues(stage).Inc()
+			l.m.ldapConnErrors.WithLabelValues(stage).Inc()
 		}
 		errs = append(errs, fmt.Errorf("%s: %s: %w", u.Redacted(), stage, err))
 		if ctx.Err() != nil {

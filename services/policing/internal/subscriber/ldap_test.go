@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/openaaa/openaaa/services/policing/config"
@@ -38,7 +39,7 @@ func openLDAP(t *testing.T, cfg config.LDAP) *LDAP {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	l, err := OpenLDAP(cfg, nil, testLog())
+	l, err := OpenLDAP(cfg, nil, testLog(), NewMetrics(prometheus.NewRegistry(), metrics.New(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestLDAPProfiles(t *testing.T) {
 	srv := testslapd.Start(t, 200)
 	l := openLDAP(t, srv.Config())
 	ctx := context.Background()
-	searches := testutil.ToFloat64(metrics.Transactions.WithLabelValues("ldap"))
+	searches := testutil.ToFloat64(l.m.transactions.WithLabelValues("ldap"))
 
 	s, err := l.Lookup(ctx, "user00001")
 	if err != nil {
@@ -131,22 +132,22 @@ func TestLDAPProfiles(t *testing.T) {
 			t.Errorf("%q: err = %v, want ErrNotFound", u, err)
 		}
 	}
-	after := testutil.ToFloat64(metrics.Transactions.WithLabelValues("ldap"))
+	after := testutil.ToFloat64(l.m.transactions.WithLabelValues("ldap"))
 	if after-searches != 7 {
 		t.Errorf("ldap transactions +%v, want +7", after-searches)
 	}
 	// Cached now: no more searches for either answer.
-	hits := testutil.ToFloat64(ldapCache.WithLabelValues("hit"))
+	hits := testutil.ToFloat64(l.m.ldapCache.WithLabelValues("hit"))
 	if _, err := l.Lookup(ctx, "user00001"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Lookup(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
 		t.Fatal(err)
 	}
-	if d := testutil.ToFloat64(metrics.Transactions.WithLabelValues("ldap")) - after; d != 0 {
+	if d := testutil.ToFloat64(l.m.transactions.WithLabelValues("ldap")) - after; d != 0 {
 		t.Errorf("cached lookups sent %v searches", d)
 	}
-	if d := testutil.ToFloat64(ldapCache.WithLabelValues("hit")) - hits; d != 1 {
+	if d := testutil.ToFloat64(l.m.ldapCache.WithLabelValues("hit")) - hits; d != 1 {
 		t.Errorf("cache hits +%v, want +1", d)
 	}
 	if sub, ok := l.CachedLookup("user00001"); !ok || sub.Password != "pw00001" {
@@ -157,7 +158,7 @@ func TestLDAPProfiles(t *testing.T) {
 func TestLDAPConcurrentLookupsShareOneSearch(t *testing.T) {
 	srv := testslapd.Start(t, 10)
 	l := openLDAP(t, srv.Config())
-	before := testutil.ToFloat64(metrics.Transactions.WithLabelValues("ldap"))
+	before := testutil.ToFloat64(l.m.transactions.WithLabelValues("ldap"))
 	var wg sync.WaitGroup
 	var failed atomic.Int32
 	for range 50 {
@@ -173,7 +174,7 @@ func TestLDAPConcurrentLookupsShareOneSearch(t *testing.T) {
 	if failed.Load() != 0 {
 		t.Fatalf("%d lookups failed", failed.Load())
 	}
-	if d := testutil.ToFloat64(metrics.Transactions.WithLabelValues("ldap")) - before; d > 2 {
+	if d := testutil.ToFloat64(l.m.transactions.WithLabelValues("ldap")) - before; d > 2 {
 		t.Errorf("50 concurrent lookups of one user sent %v searches", d)
 	}
 }
@@ -241,7 +242,7 @@ func TestLDAPOutageAndRecovery(t *testing.T) {
 	srv.Stop(t)
 	time.Sleep(350 * time.Millisecond) // the cached profiles expire
 
-	staleServed := testutil.ToFloat64(ldapCache.WithLabelValues("stale"))
+	staleServed := testutil.ToFloat64(stale.m.ldapCache.WithLabelValues("stale"))
 	for i := range 5 {
 		start := time.Now()
 		s, err := stale.Lookup(ctx, "user00001")
@@ -258,10 +259,10 @@ func TestLDAPOutageAndRecovery(t *testing.T) {
 			t.Errorf("lookups during the outage took %v", d)
 		}
 	}
-	if d := testutil.ToFloat64(ldapCache.WithLabelValues("stale")) - staleServed; d != 5 {
+	if d := testutil.ToFloat64(stale.m.ldapCache.WithLabelValues("stale")) - staleServed; d != 5 {
 		t.Errorf("stale served +%v, want +5", d)
 	}
-	if v := testutil.ToFloat64(ldapUp); v != 0 {
+	if v := testutil.ToFloat64(stale.m.ldapUp); v != 0 {
 		t.Errorf("openaaa_ldap_up = %v during the outage", v)
 	}
 	// Accounting's cache-only lookup still has the (expired) profile.
@@ -284,7 +285,7 @@ func TestLDAPOutageAndRecovery(t *testing.T) {
 	if _, err := stale.Lookup(ctx, "user00003"); err != nil {
 		t.Errorf("serveStale source after restart: %v", err)
 	}
-	if v := testutil.ToFloat64(ldapUp); v != 1 {
+	if v := testutil.ToFloat64(stale.m.ldapUp); v != 1 {
 		t.Errorf("openaaa_ldap_up = %v after recovery", v)
 	}
 }
@@ -304,7 +305,7 @@ func TestLDAPHungServerNeverHangs(t *testing.T) {
 	}
 	srv.Pause(t)
 	defer srv.Resume(t)
-	timeouts := testutil.ToFloat64(ldapConnErrors.WithLabelValues("timeout"))
+	timeouts := testutil.ToFloat64(l.m.ldapConnErrors.WithLabelValues("timeout"))
 	for _, user := range []string{"user00002", "user00003", "user00004"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		start := time.Now()
@@ -323,7 +324,7 @@ func TestLDAPHungServerNeverHangs(t *testing.T) {
 		}
 		t.Logf("%s: %v after %v", user, err, d.Round(time.Millisecond))
 	}
-	if testutil.ToFloat64(ldapConnErrors.WithLabelValues("timeout")) == timeouts {
+	if testutil.ToFloat64(l.m.ldapConnErrors.WithLabelValues("timeout")) == timeouts {
 		t.Error("no timeout counted")
 	}
 	srv.Resume(t)
@@ -415,7 +416,7 @@ func TestLDAPProfilesFile(t *testing.T) {
 	if err := os.WriteFile(cfg.ProfilesFile, []byte("subscribers: [{username: a, password: b}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenLDAP(cfg, nil, testLog()); err == nil || !strings.Contains(err.Error(), "profiles only") {
+	if _, err := OpenLDAP(cfg, nil, testLog(), nil); err == nil || !strings.Contains(err.Error(), "profiles only") {
 		t.Errorf("a profiles file with subscribers: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -35,7 +36,7 @@ func TestDecisionAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	auth := func(p aaa.Auth) float64 {
-		p.Subscribers, p.Log = oneSubscriber{s}, log
+		p.Subscribers, p.Log, p.Metrics = oneSubscriber{s}, log, aaa.NewMetrics(nil, metrics.New(nil))
 		w := &discard{t, 3}
 		return testing.AllocsPerRun(200, func() { p.ServeRADIUS(w, r) })
 	}

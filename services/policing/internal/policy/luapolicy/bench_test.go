@@ -15,6 +15,7 @@ import (
 	"layeh.com/radius/rfc2865"
 
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
@@ -92,7 +93,7 @@ func BenchmarkFlowSession(b *testing.B) {
 		reqs[i] = request(b, name, "Calling-Station-Id", "02-00-00-00-00-01", "NAS-Port", "7")
 	}
 	runs := func() float64 {
-		return testutil.ToFloat64(Runs.WithLabelValues("authorize")) + testutil.ToFloat64(Runs.WithLabelValues("accounting"))
+		return testutil.ToFloat64(testMetrics.Runs.WithLabelValues("authorize")) + testutil.ToFloat64(testMetrics.Runs.WithLabelValues("accounting"))
 	}
 	ctx := context.Background()
 	for _, en := range benchPolicies(b, 100000) {
@@ -219,7 +220,7 @@ func BenchmarkAuthRequest(b *testing.B) {
 			defer e.Close()
 			pol, replies = e, 0 // the subscriber has no rate limit
 		}
-		h := &aaa.Auth{Subscribers: oneSubscriber{s}, Policy: pol, Log: log}
+		h := &aaa.Auth{Subscribers: oneSubscriber{s}, Policy: pol, Log: log, Metrics: aaa.NewMetrics(nil, metrics.New(nil))}
 		b.Run(variant, func(b *testing.B) {
 			b.ReportAllocs()
 			w := &discard{b, replies}

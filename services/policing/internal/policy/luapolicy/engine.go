@@ -48,6 +48,7 @@ type Options struct {
 	Builtin  *policy.Default // decides for absent hooks (and failed ones when FailOpen)
 	Log      *slog.Logger
 	Now      func() time.Time // the clock of hour() and weekday() (tests); time.Now by default
+	Metrics  *Metrics         // the node's; nil: unregistered ones
 }
 
 // Engine is a policy.Policy running a Lua script.
@@ -65,6 +66,9 @@ func New(opt Options) (*Engine, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.Metrics == nil {
+		opt.Metrics = NewMetrics(nil, metrics.New(nil))
+	}
 	if opt.Budget <= 0 {
 		return nil, errors.New("budget must be positive")
 	}
@@ -81,7 +85,7 @@ func New(opt Options) (*Engine, error) {
 func (e *Engine) Reload() error {
 	src, err := os.ReadFile(e.opt.File)
 	if err != nil {
-		Loads.WithLabelValues("rejected").Inc()
+		e.opt.Metrics.Loads.WithLabelValues("rejected").Inc()
 		return err
 	}
 	return e.load(src)
@@ -95,7 +99,7 @@ func (e *Engine) load(src []byte) error {
 	p, err := newProgram(src, programOptions{name: e.opt.File, dict: e.opt.Dict, dog: e.dog, budget: e.opt.Budget,
 		poolSize: e.opt.PoolSize, memoSize: memoSize, now: e.opt.Now})
 	if err != nil {
-		Loads.WithLabelValues("rejected").Inc()
+		e.opt.Metrics.Loads.WithLabelValues("rejected").Inc()
 		// A refused script may have allocated up to its quota (and a step beyond): give
 		// the heap back to the OS now rather than when the scavenger gets to it (a full GC;
 		// refusals are rare).
@@ -105,7 +109,7 @@ func (e *Engine) load(src []byte) error {
 	if old := e.prog.Swap(p); old != nil {
 		old.retire()
 	}
-	Loads.WithLabelValues("ok").Inc()
+	e.opt.Metrics.Loads.WithLabelValues("ok").Inc()
 	var hooks []string
 	for h, ok := range p.hooks {
 		if ok {
@@ -141,10 +145,10 @@ func (e *Engine) Authorize(ctx context.Context, req *radius.Packet, sub *subscri
 	d, err := e.decide(ctx, p, hookAuthorize, memoKey{a: unsafe.String(unsafe.SliceData(user), len(user)), borrowed: true}, a)
 	if err != nil {
 		if e.opt.FailOpen {
-			Failed.WithLabelValues("open").Inc()
+			e.opt.Metrics.Failed.WithLabelValues("open").Inc()
 			return e.opt.Builtin.Authorize(ctx, req, sub)
 		}
-		Failed.WithLabelValues("closed").Inc()
+		e.opt.Metrics.Failed.WithLabelValues("closed").Inc()
 		return e.opt.Builtin.Reject("policy error: " + kindOf(err))
 	}
 	if d.reject {
@@ -170,13 +174,13 @@ func (e *Engine) Accounting(ctx context.Context, req *radius.Packet, u *session.
 	a := args{req: req.Attributes, sub: sub, sess: u, clock: e.opt.Now}
 	d, err := e.decide(ctx, p, hookAccounting, key, a)
 	if err != nil {
-		Failed.WithLabelValues("acct").Inc()
+		e.opt.Metrics.Failed.WithLabelValues("acct").Inc()
 		return policy.Actions{}
 	}
 	var acts policy.Actions
 	if d.disconnect != "" {
 		acts.Disconnect = d.disconnect
-		metrics.PolicyDisconnects.WithLabelValues("lua").Inc() // the script's reason is free text: not a label
+		e.opt.Metrics.disconnects.WithLabelValues("lua").Inc() // the script's reason is free text: not a label
 	}
 	if len(d.coa) > 0 {
 		acts.CoA = slices.Clip(d.coa)
@@ -193,7 +197,7 @@ func (e *Engine) decide(ctx context.Context, p *program, h hook, key memoKey, a 
 	if memoized {
 		sum = a.sum(p.memo.seed, ins)
 		if d, ok := p.memo.get(key, sum); ok {
-			perHook[h].reuses.Inc()
+			e.opt.Metrics.perHook[h].reuses.Inc()
 			return *d, nil
 		}
 	}
@@ -223,8 +227,8 @@ func (e *Engine) run(ctx context.Context, p *program, h hook, a args, ins []inpu
 		return decision{}, e.failed(p, h, err)
 	}
 	d, err := st.call(h, a, ins)
-	perHook[h].duration.Observe(st.took.Seconds())
-	perHook[h].runs.Inc()
+	e.opt.Metrics.perHook[h].duration.Observe(st.took.Seconds())
+	e.opt.Metrics.perHook[h].runs.Inc()
 	p.put(st)
 	if err != nil {
 		return decision{}, e.failed(p, h, err)
@@ -235,7 +239,7 @@ func (e *Engine) run(ctx context.Context, p *program, h hook, a args, ins []inpu
 // failed counts a hook error by kind and logs it, at most once a second.
 func (e *Engine) failed(p *program, h hook, err error) error {
 	kind := kindOf(err)
-	Errors.WithLabelValues(hookNames[h], kind).Inc()
+	e.opt.Metrics.Errors.WithLabelValues(hookNames[h], kind).Inc()
 	now := time.Now().Unix()
 	if last := e.lastLog.Load(); now > last && e.lastLog.CompareAndSwap(last, now) {
 		e.opt.Log.Warn("lua policy hook failed (logged at most once a second; see openaaa_policy_lua_errors_total)",

@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
@@ -34,9 +36,13 @@ func writeScript(t testing.TB, dir, src string) string {
 	return f
 }
 
+// testMetrics are the metrics of the engines these tests build (options), on a registry of
+// their own: tests read their differences.
+var testMetrics = NewMetrics(prometheus.NewRegistry(), metrics.New(nil))
+
 func options(file string) Options {
 	return Options{File: file, Budget: 50 * time.Millisecond, PoolSize: 4, Memoize: true, MemoSize: 1000,
-		Dict: dict.Builtin, Builtin: builtin(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Dict: dict.Builtin, Builtin: builtin(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: testMetrics}
 }
 
 func newEngine(t *testing.T, src string, mod ...func(*Options)) *Engine {
@@ -147,8 +153,8 @@ func TestAbsentHooksFallBackToBuiltin(t *testing.T) {
 
 func TestMemoizationHitsAndMisses(t *testing.T) {
 	e := newEngine(t, tierScript)
-	runs := func() float64 { return testutil.ToFloat64(Runs.WithLabelValues("authorize")) }
-	reuses := func() float64 { return testutil.ToFloat64(Reuses.WithLabelValues("authorize")) }
+	runs := func() float64 { return testutil.ToFloat64(testMetrics.Runs.WithLabelValues("authorize")) }
+	reuses := func() float64 { return testutil.ToFloat64(testMetrics.Reuses.WithLabelValues("authorize")) }
 	r0, u0 := runs(), reuses()
 	ctx := context.Background()
 	gold := sub("gold", "")
@@ -181,11 +187,11 @@ func TestMemoizationHitsAndMisses(t *testing.T) {
 
 func TestMemoizationOffRunsEveryTime(t *testing.T) {
 	e := newEngine(t, tierScript, func(o *Options) { o.Memoize = false })
-	r0 := testutil.ToFloat64(Runs.WithLabelValues("authorize"))
+	r0 := testutil.ToFloat64(testMetrics.Runs.WithLabelValues("authorize"))
 	for range 3 {
 		e.Authorize(context.Background(), request(t, "alice"), sub("gold", ""))
 	}
-	if n := testutil.ToFloat64(Runs.WithLabelValues("authorize")) - r0; n != 3 {
+	if n := testutil.ToFloat64(testMetrics.Runs.WithLabelValues("authorize")) - r0; n != 3 {
 		t.Fatalf("%v runs, want 3", n)
 	}
 }
@@ -196,12 +202,12 @@ inputs = { authorize = { "sub.profile" } }
 function authorize(req, sub)
   if req["Calling-Station-Id"] == "x" then reject() end
 end`)
-	before := testutil.ToFloat64(Errors.WithLabelValues("authorize", ErrKindInput))
+	before := testutil.ToFloat64(testMetrics.Errors.WithLabelValues("authorize", ErrKindInput))
 	d := e.Authorize(context.Background(), request(t, "alice"), sub("gold", ""))
 	if d.Accept || !strings.Contains(d.Reason, ErrKindInput) {
 		t.Fatalf("decision %+v", d)
 	}
-	if testutil.ToFloat64(Errors.WithLabelValues("authorize", ErrKindInput))-before != 1 {
+	if testutil.ToFloat64(testMetrics.Errors.WithLabelValues("authorize", ErrKindInput))-before != 1 {
 		t.Fatal("input error not counted")
 	}
 }
@@ -224,7 +230,7 @@ end`, func(o *Options) { o.Now = func() time.Time { return now } })
 
 func TestBudgetExceeded(t *testing.T) {
 	e := newEngine(t, `function authorize(req, sub) while true do end end`)
-	before := testutil.ToFloat64(Errors.WithLabelValues("authorize", ErrKindBudget))
+	before := testutil.ToFloat64(testMetrics.Errors.WithLabelValues("authorize", ErrKindBudget))
 	start := time.Now()
 	d := e.Authorize(context.Background(), request(t, "alice"), sub("gold", ""))
 	if took := time.Since(start); took > time.Second {
@@ -233,7 +239,7 @@ func TestBudgetExceeded(t *testing.T) {
 	if d.Accept || d.Reason != "policy error: budget" {
 		t.Fatalf("decision %+v", d)
 	}
-	if testutil.ToFloat64(Errors.WithLabelValues("authorize", ErrKindBudget))-before != 1 {
+	if testutil.ToFloat64(testMetrics.Errors.WithLabelValues("authorize", ErrKindBudget))-before != 1 {
 		t.Fatal("budget error not counted")
 	}
 	// The state that overran is discarded; the next call gets a working one.
@@ -345,7 +351,7 @@ func TestQuotaPercentInput(t *testing.T) {
 	}
 	defer e.Close()
 	s := &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: 1000}}
-	runs := func() float64 { return testutil.ToFloat64(Runs.WithLabelValues("accounting")) }
+	runs := func() float64 { return testutil.ToFloat64(testMetrics.Runs.WithLabelValues("accounting")) }
 	r0 := runs()
 	for _, c := range []struct {
 		octets uint64

@@ -42,7 +42,7 @@ func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *s
 	a := args{sub: sub, sess: u, clock: e.opt.Now}
 	d, err := e.decide(ctx, p, h, key, a)
 	if err != nil {
-		Failed.WithLabelValues(hookNames[h]).Inc()
+		e.opt.Metrics.Failed.WithLabelValues(hookNames[h]).Inc()
 		return GxDecision{}, false
 	}
 	return GxDecision{Reject: d.reject, Reason: d.reason, Install: slices.Clip(d.install), Remove: slices.Clip(d.remove)}, true

@@ -40,7 +40,7 @@ func TestBudgetHoldsInsidePatternFunctions(t *testing.T) {
 	} {
 		t.Run(fn, func(t *testing.T) {
 			e := newEngine(t, strings.Replace(patternScript, `string.find(s, ".-.-b")`, fn, 1))
-			before := testutil.ToFloat64(Errors.WithLabelValues("authorize", ErrKindBudget))
+			before := testutil.ToFloat64(testMetrics.Errors.WithLabelValues("authorize", ErrKindBudget))
 			done := make(chan time.Duration, 1)
 			var d policy.AuthDecision
 			cpu0 := processCPU()
@@ -68,7 +68,7 @@ func TestBudgetHoldsInsidePatternFunctions(t *testing.T) {
 			if d.Accept || d.Reason != "policy error: budget" {
 				t.Errorf("decision %+v, want a reject for policy error: budget", d)
 			}
-			if testutil.ToFloat64(Errors.WithLabelValues("authorize", ErrKindBudget))-before != 1 {
+			if testutil.ToFloat64(testMetrics.Errors.WithLabelValues("authorize", ErrKindBudget))-before != 1 {
 				t.Error("budget error not counted")
 			}
 		})

@@ -43,7 +43,7 @@ func TestReloadSwapsAndRefusesBadScripts(t *testing.T) {
 	if rate() != "2M/2M" {
 		t.Fatalf("after reload: %s (a memoized decision of the old script must not survive)", rate())
 	}
-	rejected := func() float64 { return testutil.ToFloat64(Loads.WithLabelValues("rejected")) }
+	rejected := func() float64 { return testutil.ToFloat64(testMetrics.Loads.WithLabelValues("rejected")) }
 	for name, bad := range map[string]string{
 		"syntax":          `function authorize(req, sub`,
 		"chunk error":     `error("no")`,

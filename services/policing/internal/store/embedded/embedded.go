@@ -38,6 +38,7 @@ type Options struct {
 	MaxTombstones int
 	Log           *slog.Logger
 	Now           func() time.Time
+	Metrics       *metrics.Metrics // the node's; nil: unregistered ones
 }
 
 // Store is the embedded store.
@@ -170,6 +171,9 @@ func Open(opt Options) (*Store, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.Metrics == nil {
+		opt.Metrics = metrics.New(nil)
+	}
 	s := &Store{opt: opt, seed: maphash.MakeSeed(), shards: make([]shard, opt.Shards), mask: uint64(opt.Shards - 1),
 		ips: make([]ipShard, opt.Shards), v6: v6Index{claim: map[netip.Prefix][]session.Key{}},
 		history: history{max: opt.HistorySize}, stop: make(chan struct{}), done: make(chan struct{})}
@@ -243,7 +247,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update, o session.WriteOptio
 			s.unindex(sh, was)
 			delete(sh.sessions, k)
 			s.active.Add(-1)
-			metrics.SessionsActive.Dec()
+			s.opt.Metrics.SessionsActive.Dec()
 		}
 		s.tombstone(sh, k, now, cur.StopTime)
 		sh.mu.Unlock()
@@ -253,7 +257,7 @@ func (s *Store) Apply(_ context.Context, u *session.Update, o session.WriteOptio
 	if !ok {
 		sh.sessions[k] = cur
 		s.active.Add(1)
-		metrics.SessionsActive.Inc()
+		s.opt.Metrics.SessionsActive.Inc()
 		s.index(sh, entryOf(cur))
 	} else if e := entryOf(cur); e != was { // most updates (Interims) change no lookup
 		s.unindex(sh, was)
@@ -358,7 +362,7 @@ func (s *Store) closeWhere(sh *shard, keys []session.Key, at time.Time, cause ui
 		n++
 	}
 	s.active.Add(int64(-n))
-	metrics.SessionsActive.Sub(float64(n))
+	s.opt.Metrics.SessionsActive.Sub(float64(n))
 	return n
 }
 
@@ -542,7 +546,7 @@ func (s *Store) Close(context.Context) error {
 	}
 	close(s.stop)
 	<-s.done
-	metrics.SessionsActive.Sub(float64(s.active.Load()))
+	s.opt.Metrics.SessionsActive.Sub(float64(s.active.Load()))
 	if s.opt.SnapshotFile == "" {
 		return nil
 	}
@@ -597,7 +601,7 @@ func (s *Store) Sweep() int {
 		sh.mu.Unlock()
 	}
 	if expired > 0 {
-		metrics.SessionsExpired.Add(float64(expired))
+		s.opt.Metrics.SessionsExpired.Add(float64(expired))
 		s.opt.Log.Info("silent sessions expired", "count", expired)
 	}
 	return expired

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -131,6 +130,6 @@ func (s *Store) loadSnapshot(path string) (int, error) {
 		}
 	}
 	s.active.Add(int64(active))
-	metrics.SessionsActive.Add(float64(active))
+	s.opt.Metrics.SessionsActive.Add(float64(active))
 	return active, nil
 }
