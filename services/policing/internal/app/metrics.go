@@ -13,6 +13,9 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/proxy"
+	"github.com/openaaa/openaaa/services/policing/internal/spool"
+	"github.com/openaaa/openaaa/services/policing/internal/store"
+	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -27,6 +30,7 @@ type nodeMetrics struct {
 	lua      *luapolicy.Metrics
 	proxy    *proxy.Metrics
 	ldap     *subscriber.Metrics
+	store    store.Metrics
 
 	// The node's own: its start (startup.go), its drain (shutdown.go), its records in the
 	// node registry (noderegistry.go).
@@ -52,6 +56,7 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 		lua:      luapolicy.NewMetrics(reg, shared),
 		proxy:    proxy.NewMetrics(reg, shared),
 		ldap:     subscriber.NewMetrics(reg, shared),
+		store:    store.Metrics{Shared: shared, Cassandra: cassandra.NewMetrics(reg), Spool: spool.NewMetrics(reg)},
 		storeOpenFailures: f.NewCounter(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Subsystem: "store", Name: "open_failures_total",
 			Help: "Failed attempts to open the session store at start (unreachable, no schema yet); the node retries and is not ready meanwhile.",

@@ -57,13 +57,13 @@ func (a *adminSwitch) serve(h http.Handler) { a.full.Store(&h) }
 func openStore(ctx context.Context, d *deps, adm *adminSwitch) (session.Store, error) {
 	cfg, log := d.cfg, d.log
 	if cfg.Session.InProcess() {
-		return store.Open(ctx, cfg, log, store.Metrics{Shared: d.m.shared})
+		return store.Open(ctx, cfg, log, d.m.store)
 	}
 	d.m.nodeStarting.Set(1)
 	defer d.m.nodeStarting.Set(0)
 	delay := storeRetryFirst
 	for attempt := 1; ; attempt++ {
-		st, err := store.Open(ctx, cfg, log, store.Metrics{Shared: d.m.shared})
+		st, err := store.Open(ctx, cfg, log, d.m.store)
 		if err == nil {
 			if attempt > 1 {
 				log.Info("session store open", "store", cfg.Session.Store, "attempts", attempt)

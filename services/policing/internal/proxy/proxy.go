@@ -72,7 +72,7 @@ func New(cfg config.Proxy, log *slog.Logger, m *Metrics) (*Proxy, error) {
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.Mode == "queue" {
-		sp, err := spool.Open(spool.Options{Dir: cfg.Queue.Dir, MaxBytes: cfg.Queue.MaxBytes, DeliverWithin: cfg.Queue.DeliverWithin.D(), Unmetered: true, Log: log})
+		sp, err := spool.Open(spool.Options{Dir: cfg.Queue.Dir, MaxBytes: cfg.Queue.MaxBytes, DeliverWithin: cfg.Queue.DeliverWithin.D(), Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("proxy.queue.dir: %w", err)
 		}

@@ -66,10 +66,10 @@ type Options struct {
 	// MinDeliveryRate (records/s) is the rate assumed before any replay was measured, and
 	// the floor of the measured one. Default 100.
 	MinDeliveryRate float64
-	// Unmetered: the openaaa_spool_* metrics are not this spool's (a proxy queue, which has
-	// its own).
-	Unmetered bool
-	Log       *slog.Logger
+	// Metrics are the node's openaaa_spool_* metrics for its accounting spool; nil:
+	// unregistered ones (a proxy queue, which has its own).
+	Metrics *Metrics
+	Log     *slog.Logger
 }
 
 type segment struct {
@@ -81,7 +81,7 @@ type segment struct {
 type Spool struct {
 	opts Options
 	log  *slog.Logger
-	m    meters
+	m    *Metrics
 
 	mu      sync.Mutex
 	segs    []segment // oldest first; the last one is being written
@@ -118,9 +118,9 @@ func Open(opts Options) (*Spool, error) {
 	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{opts: opts, log: opts.Log, m: accountingMeters}
-	if opts.Unmetered {
-		s.m = unregisteredMeters()
+	s := &Spool{opts: opts, log: opts.Log, m: opts.Metrics}
+	if s.m == nil {
+		s.m = NewMetrics(nil)
 	}
 	if err := s.load(); err != nil {
 		return nil, err

@@ -9,13 +9,16 @@ import (
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
+	"github.com/openaaa/openaaa/services/policing/internal/spool"
 	"github.com/openaaa/openaaa/services/policing/internal/store/cassandra"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 )
 
 // Metrics are what the stores count, the node's.
 type Metrics struct {
-	Shared *metrics.Metrics
+	Shared    *metrics.Metrics
+	Cassandra *cassandra.Metrics
+	Spool     *spool.Metrics // the accounting spool's
 }
 
 // Open returns the configured store. The caller closes it.
@@ -34,7 +37,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, m Metrics) 
 	case "none":
 		return Noop{}, nil
 	case "cassandra", "hybrid":
-		return cassandra.FromConfig(ctx, cfg.Session.Store, cfg.Session.Cassandra, expiryFunc(cfg.Session.Expiry), log)
+		return cassandra.FromConfig(ctx, cfg.Session.Store, cfg.Session.Cassandra, expiryFunc(cfg.Session.Expiry), log, m.Cassandra, m.Spool)
 	}
 	return nil, fmt.Errorf("session.store: unknown store %q", cfg.Session.Store)
 }

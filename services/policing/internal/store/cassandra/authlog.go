@@ -23,6 +23,6 @@ func (st *Store) LogAuth(ctx context.Context, a AuthRecord) error {
 	start := time.Now()
 	err := st.s.Query(st.q.insAuth, a.UserName, day, gocql.UUIDFromTime(a.At), uStr(a.NAS), uStr(a.CallingStationID), uStr(a.Result), uStr(a.Reason)).
 		Consistency(st.hcons).ExecContext(ctx)
-	observe("write_auth_log", start, err)
+	st.m.observe("write_auth_log", start, err)
 	return err
 }

@@ -54,6 +54,7 @@ type Options struct {
 	// RemoteDCs take the spool at shutdown when the local datacenter cannot (drain.go).
 	RemoteDCs []RemoteDC
 	Log       *slog.Logger
+	Metrics   *Metrics // the node's; nil: unregistered ones
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -61,6 +62,7 @@ type Options struct {
 // Store is the Cassandra session store.
 type Store struct {
 	o     Options
+	m     *Metrics
 	s     *gocql.Session
 	log   *slog.Logger
 	cons  gocql.Consistency
@@ -87,6 +89,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
 	if o.ReplayInterval <= 0 {
 		o.ReplayInterval = config.Default().Session.Cassandra.Spool.ReplayInterval.D()
 	}
@@ -107,7 +112,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	st := &Store{
 		o: o, s: sess, log: o.Log, cons: o.Conn.Consistency, hcons: o.HistoryConsistency,
 		q: newQueries(), stop: make(chan struct{}), stopped: make(chan struct{}),
-		errLog: rateLimiter{every: 10 * time.Second}, rows: newRowCache(o.RowCacheSize),
+		errLog: rateLimiter{every: 10 * time.Second}, rows: newRowCache(o.RowCacheSize, o.Metrics.rowCacheRequests), m: o.Metrics,
 	}
 	st.pending.n = map[session.Key]int{}
 	st.pending.all = o.Spool != nil && o.Spool.Pending() // left by the previous run

@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -17,11 +13,6 @@ type RemoteDC struct {
 	Name          string
 	ContactPoints []string
 }
-
-var spoolDrained = promauto.NewCounterVec(prometheus.CounterOpts{
-	Namespace: metrics.Namespace, Subsystem: "spool", Name: "drained_total",
-	Help: "Spooled accounting records delivered at shutdown, by connection: local (the store's own, which the driver may route to another datacenter) or a remote datacenter's.",
-}, []string{"via"})
 
 // Spooled returns how many accounting records wait in the spool (0 without one).
 func (st *Store) Spooled() int {
@@ -63,7 +54,7 @@ func (st *Store) drain(ctx context.Context) error {
 			n, err := target.ReplayNow(actx)
 			cancel()
 			if n > 0 {
-				spoolDrained.WithLabelValues(name).Add(float64(n))
+				st.m.spoolDrained.WithLabelValues(name).Add(float64(n))
 				st.log.Info("spool: delivered at shutdown", "via", name, "records", n, "left", st.o.Spool.Records())
 			}
 			if !st.o.Spool.Pending() {

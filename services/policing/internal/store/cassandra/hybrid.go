@@ -49,12 +49,12 @@ func clone(s *session.Session) *session.Session {
 
 func (h *Hybrid) put(s *session.Session) {
 	h.cache.Put(s.Key, cacheEntry{s: clone(s), at: time.Now()}, nil)
-	cacheEntries.Set(float64(h.cache.Len()))
+	h.m.cacheEntries.Set(float64(h.cache.Len()))
 }
 
 func (h *Hybrid) remove(k session.Key) {
 	h.cache.Remove(k)
-	cacheEntries.Set(float64(h.cache.Len()))
+	h.m.cacheEntries.Set(float64(h.cache.Len()))
 }
 
 // lookup returns a copy of the entry and whether it is fresh.
@@ -87,13 +87,13 @@ func (h *Hybrid) Apply(ctx context.Context, u *session.Update, o session.WriteOp
 func (h *Hybrid) Get(ctx context.Context, k session.Key) (*session.Session, error) {
 	cached, fresh := h.lookup(k)
 	if fresh {
-		cacheRequests.WithLabelValues("hit").Inc()
+		h.m.cacheRequests.WithLabelValues("hit").Inc()
 		return cached, nil
 	}
 	if cached == nil {
-		cacheRequests.WithLabelValues("miss").Inc()
+		h.m.cacheRequests.WithLabelValues("miss").Inc()
 	} else {
-		cacheRequests.WithLabelValues("stale").Inc()
+		h.m.cacheRequests.WithLabelValues("stale").Inc()
 	}
 	s, err := h.Store.Get(ctx, k)
 	switch {
@@ -104,7 +104,7 @@ func (h *Hybrid) Get(ctx context.Context, k session.Key) (*session.Session, erro
 		h.remove(k)
 		return nil, err
 	case cached != nil:
-		cacheRequests.WithLabelValues("stale_served").Inc()
+		h.m.cacheRequests.WithLabelValues("stale_served").Inc()
 		return cached, nil
 	}
 	return nil, err
@@ -173,7 +173,7 @@ func (h *Hybrid) ByNAS(ctx context.Context, nas string) ([]*session.Session, err
 func (h *Hybrid) CloseNAS(ctx context.Context, nas string, at time.Time, cause uint32) (int, error) {
 	n, err := h.Store.CloseNAS(ctx, nas, at, cause)
 	h.cache.RemoveIf(func(k session.Key, _ cacheEntry) bool { return k.NAS == nas })
-	cacheEntries.Set(float64(h.cache.Len()))
+	h.m.cacheEntries.Set(float64(h.cache.Len()))
 	return n, err
 }
 
@@ -187,7 +187,7 @@ func (h *Hybrid) scan(f func(*session.Session) bool) []*session.Session {
 		}
 	})
 	if len(out) > 0 {
-		cacheRequests.WithLabelValues("stale_served").Inc()
+		h.m.cacheRequests.WithLabelValues("stale_served").Inc()
 	}
 	return out
 }

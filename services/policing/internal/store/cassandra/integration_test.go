@@ -68,10 +68,21 @@ func migrateKS(t *testing.T, ks string) {
 	}
 }
 
+// testRegistry holds the metrics of the stores (openStore) and spools these tests open;
+// statements and counterValue read it.
+var (
+	testRegistry = prometheus.NewRegistry()
+	testMetrics  = cassandra.NewMetrics(testRegistry)
+	testSpool    = spool.NewMetrics(testRegistry)
+)
+
 func openStore(t *testing.T, ks string, o cassandra.Options) *cassandra.Store {
 	t.Helper()
 	if o.Conn.Keyspace == "" {
 		o.Conn = conn(ks, 1)
+	}
+	if o.Metrics == nil {
+		o.Metrics = testMetrics
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -416,7 +427,7 @@ func TestSupersedeStale(t *testing.T) {
 // statements counts the requests sent to Cassandra by kind (the statement latency histogram).
 func statements(t *testing.T) map[string]uint64 {
 	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
+	mfs, err := testRegistry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +561,7 @@ func TestAccountingOnSkipsExpiredRows(t *testing.T) {
 // counterValue sums the series of a metric whose labels include the given name, value pairs.
 func counterValue(t *testing.T, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
+	mfs, err := testRegistry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -762,7 +773,7 @@ func TestSpoolFillAndReplayAcrossRestart(t *testing.T) {
 	migrateKS(t, ks)
 	dir := t.TempDir()
 	open := func() *cassandra.Store {
-		sp, err := spool.Open(spool.Options{Dir: dir, MaxBytes: 64 << 20})
+		sp, err := spool.Open(spool.Options{Dir: dir, MaxBytes: 64 << 20, Metrics: testSpool})
 		if err != nil {
 			t.Fatal(err)
 		}

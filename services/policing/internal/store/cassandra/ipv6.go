@@ -89,7 +89,7 @@ func (st *Store) ipv6Keys(ctx context.Context, bucket string, q netip.Prefix) ([
 		}
 	}
 	err := it.Close()
-	observe("lookup_ipv6", start, err)
+	st.m.observe("lookup_ipv6", start, err)
 	return keys, err
 }
 

@@ -23,7 +23,7 @@ func (st *Store) readRow(ctx context.Context, k session.Key, cons gocql.Consiste
 	var m rowMeta
 	start := time.Now()
 	err := st.s.Query(st.q.selSession, k.NAS, k.ID).Consistency(cons).ScanContext(ctx, append(r.dest(), &m.lookupsUntil, &m.wt)...)
-	observe("read_session", start, err)
+	st.m.observe("read_session", start, err)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return nil, rowMeta{}, nil
 	}
@@ -42,7 +42,7 @@ func (st *Store) nasIDs(ctx context.Context, nas string) ([]string, error) {
 		ids = append(ids, id)
 	}
 	err := it.Close()
-	observe("lookup_nas", start, err)
+	st.m.observe("lookup_nas", start, err)
 	return ids, err
 }
 
@@ -106,7 +106,7 @@ func (st *Store) lookupKeys(ctx context.Context, q, key, kind string) ([]session
 		keys = append(keys, k)
 	}
 	err := it.Close()
-	observe(kind, start, err)
+	st.m.observe(kind, start, err)
 	return keys, err
 }
 
@@ -143,7 +143,7 @@ func (st *Store) framedIPKey(ctx context.Context, ip netip.Addr) (session.Key, e
 	var k session.Key
 	start := time.Now()
 	err := st.s.Query(st.q.selByIP, ipOrNil(ip)).Consistency(st.cons).ScanContext(ctx, &k.NAS, &k.ID)
-	observe("lookup_framed_ip", start, err)
+	st.m.observe("lookup_framed_ip", start, err)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return k, session.ErrNotFound
 	}
@@ -199,7 +199,7 @@ func (st *Store) History(ctx context.Context, user string, limit int) ([]*sessio
 		out = append(out, r.session(k))
 	}
 	err := it.Close()
-	observe("read_history", start, err)
+	st.m.observe("read_history", start, err)
 	return out, err
 }
 

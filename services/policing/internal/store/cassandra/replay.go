@@ -149,7 +149,7 @@ func (st *Store) replayBatch(ctx context.Context, recs [][]byte) error {
 		rec := &record{}
 		if err := json.Unmarshal(b, rec); err != nil {
 			st.log.Error("spool: undecodable record skipped", "err", err, "record", string(b))
-			spoolUndecodable.Inc()
+			st.m.spoolUndecodable.Inc()
 			continue
 		}
 		k := rec.Session.Key

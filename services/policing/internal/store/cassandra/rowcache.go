@@ -3,6 +3,8 @@ package cassandra
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/openaaa/openaaa/services/policing/internal/lru"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
@@ -19,7 +21,8 @@ import (
 // turns out to need (applyRecord): a changed lookup, a new session under a reused id, an
 // out-of-order record, a row that may have expired.
 type rowCache struct {
-	c *lru.Cache[session.Key, cachedRow]
+	c        *lru.Cache[session.Key, cachedRow]
+	requests *prometheus.CounterVec // openaaa_store_row_cache_total
 }
 
 type cachedRow struct {
@@ -34,11 +37,11 @@ type cachedRow struct {
 // belongs to a new session under a reused Acct-Session-Id, which the row must tell.
 const startSlack = time.Minute
 
-func newRowCache(size int) *rowCache {
+func newRowCache(size int, requests *prometheus.CounterVec) *rowCache {
 	if size <= 0 {
 		return nil
 	}
-	return &rowCache{c: lru.New[session.Key, cachedRow](size)}
+	return &rowCache{c: lru.New[session.Key, cachedRow](size), requests: requests}
 }
 
 // standIn returns the cached row of rec's session, and its metadata, when it may stand in for
@@ -53,12 +56,12 @@ func (rc *rowCache) standIn(rec *record, now time.Time) (*session.Session, rowMe
 	in := &rec.Session
 	switch {
 	case !ok:
-		rowCacheRequests.WithLabelValues("miss").Inc()
+		rc.requests.WithLabelValues("miss").Inc()
 		return nil, rowMeta{}, false
 	case e.s.State != session.Active, !e.until.IsZero() && !now.Before(e.until),
 		in.LastSeen.Before(e.s.LastSeen), in.SessionTime < e.s.SessionTime,
 		in.SessionTime > 0 && in.LastSeen.Add(-time.Duration(in.SessionTime)*time.Second).After(e.s.StartTime.Add(startSlack)):
-		rowCacheRequests.WithLabelValues("refused").Inc()
+		rc.requests.WithLabelValues("refused").Inc()
 		return nil, rowMeta{}, false
 	}
 	return clone(e.s), e.meta, true

@@ -14,8 +14,10 @@ import (
 )
 
 // FromConfig opens the store named by session.store ("cassandra" or "hybrid") from the
-// configuration. expiry gives an active session's TTL (nil: none).
-func FromConfig(ctx context.Context, kind string, c config.Cassandra, expiry func(*session.Session) time.Duration, log *slog.Logger) (session.Store, error) {
+// configuration. expiry gives an active session's TTL (nil: none); m and sm are the node's
+// metrics of the store and of its spool (nil: unregistered ones).
+func FromConfig(ctx context.Context, kind string, c config.Cassandra, expiry func(*session.Session) time.Duration, log *slog.Logger,
+	m *Metrics, sm *spool.Metrics) (session.Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -29,7 +31,7 @@ func FromConfig(ctx context.Context, kind string, c config.Cassandra, expiry fun
 	}
 	var sp *spool.Spool
 	if c.Spool.Dir != "" {
-		sp, err = spool.Open(spool.Options{Dir: c.Spool.Dir, MaxBytes: c.Spool.MaxBytes, DeliverWithin: c.Spool.DeliverWithin.D(), Log: log})
+		sp, err = spool.Open(spool.Options{Dir: c.Spool.Dir, MaxBytes: c.Spool.MaxBytes, DeliverWithin: c.Spool.DeliverWithin.D(), Log: log, Metrics: sm})
 		if err != nil {
 			return nil, fmt.Errorf("session.cassandra.spool.dir: %w", err)
 		}
@@ -37,6 +39,7 @@ func FromConfig(ctx context.Context, kind string, c config.Cassandra, expiry fun
 	st, err := Open(ctx, Options{
 		Conn: conn, HistoryConsistency: hcons, Expiry: expiry, StoppedTTL: c.StoppedTTL.D(),
 		RowCacheSize: c.RowCache.Size, Spool: sp, ReplayInterval: c.Spool.ReplayInterval.D(), RemoteDCs: remoteDCs(c.RemoteDCs), Log: log,
+		Metrics: m,
 	})
 	if err != nil {
 		if sp != nil {

@@ -187,7 +187,7 @@ func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Sessio
 		// older record gets its own.
 		hist = old
 		if !rec.HistoryOnly {
-			writesSkipped.Inc()
+			st.m.writesSkipped.Inc()
 			rec.HistoryOnly = true
 		}
 	}
@@ -212,10 +212,10 @@ func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Sessio
 		if fromCache {
 			if batchErr != nil || len(b.Entries) != 1 {
 				// A lookup to write or refresh: what the cache knows of them may be stale.
-				rowCacheRequests.WithLabelValues("bypassed").Inc()
+				st.m.rowCacheRequests.WithLabelValues("bypassed").Inc()
 				return nil, false, nil
 			}
-			rowCacheRequests.WithLabelValues("hit").Inc()
+			st.m.rowCacheRequests.WithLabelValues("hit").Inc()
 		}
 		switch {
 		case batchErr != nil:
@@ -227,7 +227,7 @@ func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Sessio
 			// written again whole if the request fails (spool, the NAS's retransmission).
 			b.Type = gocql.UnloggedBatch
 			st.historyQueries(b, rec, hist, lookups)
-			batchErr = execBatch(ctx, b, "write_session")
+			batchErr = st.execBatch(ctx, b, "write_session")
 			if batchErr != nil {
 				histErr = batchErr
 			}
@@ -236,7 +236,7 @@ func (st *Store) applyOnto(ctx context.Context, rec *record, old *session.Sessio
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				batchErr = execBatch(ctx, b, batchKind(merged))
+				batchErr = st.execBatch(ctx, b, batchKind(merged))
 			}()
 			histErr = st.writeHistory(ctx, rec, hist, lookups)
 			wg.Wait()
@@ -323,11 +323,11 @@ func batchKind(s *session.Session) string {
 	return "write_session"
 }
 
-func execBatch(ctx context.Context, b *gocql.Batch, kind string) error {
+func (st *Store) execBatch(ctx context.Context, b *gocql.Batch, kind string) error {
 	markIdempotent(b)
 	start := time.Now()
 	err := b.ExecContext(ctx)
-	observe(kind, start, err)
+	st.m.observe(kind, start, err)
 	return err
 }
 
@@ -369,7 +369,7 @@ func (st *Store) sessionBatch(ctx context.Context, cons gocql.Consistency, old, 
 			var nas, id string
 			start := time.Now()
 			err := st.s.Query(st.q.selByIP, ipOrNil(ip)).Consistency(cons).ScanContext(ctx, &nas, &id)
-			observe("lookup_framed_ip", start, err)
+			st.m.observe("lookup_framed_ip", start, err)
 			if err == nil && nas == k.NAS && id == k.ID {
 				b.Query(st.q.delByIP, ipTS, ipOrNil(ip))
 			} else if err != nil && !errors.Is(err, gocql.ErrNotFound) {
@@ -476,7 +476,7 @@ func uniqIP(a, b netip.Addr) []netip.Addr {
 func (st *Store) writeHistory(ctx context.Context, rec *record, s *session.Session, lookups lookupSet) error {
 	b := st.s.Batch(gocql.UnloggedBatch).Consistency(st.hcons).WithTimestamp(rec.Received.UnixMicro())
 	st.historyQueries(b, rec, s, lookups)
-	return execBatch(ctx, b, "write_history")
+	return st.execBatch(ctx, b, "write_history")
 }
 
 // historyLookups reports which of the history's lookups a record (at: its event time) writes.
