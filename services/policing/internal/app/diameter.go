@@ -107,7 +107,8 @@ func (p *diameterPart) gxHandler(s *diameter.Server) *gx.Handler {
 	c := p.d.cfg
 	h := &gx.Handler{Identity: diameter.Identity{Host: c.Diameter.OriginHost, Realm: c.Diameter.OriginRealm},
 		Node:        diameterNodeName(c.Diameter),
-		Subscribers: p.subs.source, Store: p.store.store, Log: p.d.log, Peers: s, RARTimeout: c.Diameter.RARTimeout.D()}
+		Subscribers: p.subs.source, Store: p.store.store, Log: p.d.log, Peers: s, RARTimeout: c.Diameter.RARTimeout.D(),
+		Metrics: p.d.m.gx}
 	if !c.Session.InProcess() {
 		h.StoreTimeout = c.Session.Cassandra.WriteTimeout.D()
 		h.ReplicaWait = c.Session.Cassandra.ReplicaWait.D()

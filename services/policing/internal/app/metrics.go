@@ -10,6 +10,7 @@ import (
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/gx"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/proxy"
@@ -27,6 +28,7 @@ type nodeMetrics struct {
 	aaa      *aaa.Metrics
 	coa      *coa.Metrics
 	diameter *diameter.Metrics
+	gx       *gx.Metrics
 	lua      *luapolicy.Metrics
 	proxy    *proxy.Metrics
 	ldap     *subscriber.Metrics
@@ -53,6 +55,7 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 		aaa:      aaa.NewMetrics(reg, shared),
 		coa:      coa.NewMetrics(reg, shared),
 		diameter: diameter.NewMetrics(reg, shared),
+		gx:       gx.NewMetrics(reg),
 		lua:      luapolicy.NewMetrics(reg, shared),
 		proxy:    proxy.NewMetrics(reg, shared),
 		ldap:     subscriber.NewMetrics(reg, shared),

@@ -70,7 +70,7 @@ func benchCCRUpdate(b *testing.B, inline bool) {
 	}
 	b.Cleanup(func() { _ = st.Close(b.Context()) })
 	id := diameter.Identity{Host: "pcrf.bench", Realm: "bench"}
-	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(nil)}
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm, VendorID: 1,
 		Peers: []diameter.Peer{{OriginHost: "pcef.bench"}}, Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h},
 		MaxInFlight: 4096, Inline: inline, Log: h.Log})

@@ -60,6 +60,8 @@ type Handler struct {
 	// not block. The node sends the subscriber's RADIUS sessions a CoA-Request with the data
 	// policy's throttleAttributes (app/diameter.go).
 	Throttled func(sub *subscriber.Subscriber)
+	// Metrics are the node's (NewMetrics); required.
+	Metrics *Metrics
 }
 
 // Hooks is the Lua policy as the Gx handler uses it (luapolicy.Engine).
@@ -247,7 +249,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		// Another DC closed it: this is the PCEF's CCR-T again, sent here after the answer
 		// from there was lost or late (a node's duplicate cache is its own). Closed already.
 		if r.RequestType == Termination {
-			retransmittedTerminations.Inc()
+			h.Metrics.retransmittedTerminations.Inc()
 			return Decision{}, diam.Success
 		}
 		return Decision{}, diam.UnknownSessionID
@@ -261,7 +263,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		// Answered on the session as it is, the usage not added again: the first answer's
 		// decision, less rule windows that opened or closed in between (their RAR, or the first
 		// CCA, carried those).
-		repeatedUpdates.Inc()
+		h.Metrics.repeatedUpdates.Inc()
 		r.Usage, r.RuleReports = nil, nil
 	}
 	sub, code := h.lookup(ctx, s.UserName)
@@ -272,7 +274,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 	in, out := s.InputOctets, s.OutputOctets
 	keys := s.MonitoringUsage // never written into: replaced when a report adds to it
 	for _, u := range r.Usage {
-		usageReported.Add(float64(u.Octets()))
+		h.Metrics.usageReported.Add(float64(u.Octets()))
 		if ruleLevel(p, u.MonitoringKey) { // counted apart from the session's totals
 			keys = maps.Clone(keys)
 			if keys == nil {
@@ -293,7 +295,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 			continue
 		}
 		failed = append(failed, rep.Rules...)
-		ruleFailures.WithLabelValues(strconv.FormatUint(uint64(rep.FailureCode), 10)).Inc()
+		h.Metrics.ruleFailures.WithLabelValues(strconv.FormatUint(uint64(rep.FailureCode), 10)).Inc()
 		h.Log.Warn("gx: PCEF reports rules not enforced; their fallbacks, if any, go in the answer", "sessionId", r.SessionID, "user", s.UserName,
 			"rules", rep.Rules, "status", rep.Status, "failureCode", rep.FailureCode)
 	}
@@ -314,7 +316,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		MonitoringUsage: keys, MonitoringExhausted: d.Exhausted}
 	if d.Throttled && !throttled { // the session's state, set once: its next CCA changes nothing
 		upd.GxThrottled = true
-		throttles.Inc()
+		h.Metrics.throttles.Inc()
 	}
 	if h.Hooks != nil && sub != nil {
 		if kind == session.KindStop {
@@ -455,16 +457,16 @@ func (h *Handler) getShared(ctx context.Context, key session.Key) (session.Sessi
 				// exist, and 5002 would end the PCEF's bearer.
 				return session.Session{}, ctx.Err()
 			}
-			replicaWaits.WithLabelValues("not_found").Inc()
+			h.Metrics.replicaWaits.WithLabelValues("not_found").Inc()
 			return session.Session{}, session.ErrNotFound
 		case <-time.After(wait):
 		}
 		if x, err := read(ctx, key); !errors.Is(err, session.ErrNotFound) {
-			replicaWaits.WithLabelValues("found").Inc()
+			h.Metrics.replicaWaits.WithLabelValues("found").Inc()
 			return deref(x, err)
 		}
 	}
-	replicaWaits.WithLabelValues("not_found").Inc()
+	h.Metrics.replicaWaits.WithLabelValues("not_found").Inc()
 	return session.Session{}, session.ErrNotFound
 }
 

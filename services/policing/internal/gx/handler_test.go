@@ -107,7 +107,7 @@ func openSources(t testing.TB, path string) (*subscriber.File, *embedded.Store) 
 func serveOn(t testing.TB, st session.Store, src subscriber.Source, hooks Hooks, host string, peers ...string) (net.Addr, *Handler) {
 	t.Helper()
 	id := diameter.Identity{Host: host, Realm: "test"}
-	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default(), Hooks: hooks}
+	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default(), Hooks: hooks, Metrics: testGxMetrics}
 	// Dispatched as diameter.dispatch's auto dispatches on an in-process store and a file:
 	// inline, on workers with a Lua policy.
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm,
@@ -274,7 +274,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if code, g := r.code(a), grant(t, a); code != diam.Success || g != 400 {
 		t.Fatalf("CCA-U %d grant %d, want 2001 and 400", code, g)
 	}
-	throttled := testutil.ToFloat64(throttles)
+	throttled := testutil.ToFloat64(testGxMetrics.throttles)
 	// 1000 used: the rules go, the throttle rule comes, no more grant.
 	a = r.send(ccr(sid, Update, 2, usedOctets(400)))
 	if code := r.code(a); code != diam.Success {
@@ -286,7 +286,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if got := ruleNames(t, a, avp.ChargingRuleRemove); len(got) < 2 {
 		t.Fatalf("removed %v after the quota, want internet and voice", got)
 	}
-	if grant(t, a) != 0 || testutil.ToFloat64(throttles) != throttled+1 {
+	if grant(t, a) != 0 || testutil.ToFloat64(testGxMetrics.throttles) != throttled+1 {
 		t.Fatal("still granting after the quota, or the throttle not counted")
 	}
 	if s, _ := r.store.Get(context.Background(), session.Key{NAS: NAS, ID: sid}); !s.GxThrottled || s.DisconnectReason != "" || s.InputOctets+s.OutputOctets != 1000 {
@@ -334,7 +334,7 @@ func TestErrors(t *testing.T) {
 	// on: its fallback (dataPolicy.fallbackRules) is installed in the answer.
 	sid := "pgw.test;9;12"
 	r.send(ccr(sid, Initial, 0, initialAVPs()...))
-	before := testutil.ToFloat64(ruleFailures.WithLabelValues("1"))
+	before := testutil.ToFloat64(testGxMetrics.ruleFailures.WithLabelValues("1"))
 	report := diam.NewAVP(1018, mv, Vendor3GPP, &diam.GroupedAVP{AVP: []*diam.AVP{
 		diam.NewAVP(avp.ChargingRuleName, mv, Vendor3GPP, datatype.OctetString("internet")),
 		diam.NewAVP(1019, mv, Vendor3GPP, datatype.Enumerated(1)),
@@ -347,7 +347,7 @@ func TestErrors(t *testing.T) {
 	if got := ruleNames(t, a, avp.ChargingRuleInstall); !slices.Equal(got, []string{"internet-basic"}) {
 		t.Fatalf("CCA-U to the report of internet failing: installs %v, want its fallback [internet-basic]", got)
 	}
-	if testutil.ToFloat64(ruleFailures.WithLabelValues("1")) != before+1 {
+	if testutil.ToFloat64(testGxMetrics.ruleFailures.WithLabelValues("1")) != before+1 {
 		t.Fatal("rule failure not counted")
 	}
 }
@@ -398,11 +398,11 @@ func TestCCRWaitsForTheReplica(t *testing.T) {
 		t.Fatalf("CCA-I %d", code)
 	}
 	store.misses.Store(3)
-	found := testutil.ToFloat64(replicaWaits.WithLabelValues("found"))
+	found := testutil.ToFloat64(testGxMetrics.replicaWaits.WithLabelValues("found"))
 	if _, code := h.ServeDiameter(diameter.NewRequest(context.Background(), peer, ccr(sid, Update, 1, usedOctets(10)))); code != diam.Success {
 		t.Fatalf("CCA-U %d after 3 reads that missed, want 2001", code)
 	}
-	if testutil.ToFloat64(replicaWaits.WithLabelValues("found")) != found+1 {
+	if testutil.ToFloat64(testGxMetrics.replicaWaits.WithLabelValues("found")) != found+1 {
 		t.Fatal("the wait not counted")
 	}
 	h.ReplicaWait = 100 * time.Millisecond
@@ -444,11 +444,11 @@ func TestRepeatedTerminationFromAnotherDC(t *testing.T) {
 	_, _, h := newServerWith(t, nil, subscribersYAML, "pgw.test")
 	h.Store, h.ReplicaWait = closedElsewhere{h.Store}, time.Second
 	peer := diameter.PeerInfo{OriginHost: "pgw.test", OriginRealm: "test"}
-	before := testutil.ToFloat64(retransmittedTerminations)
+	before := testutil.ToFloat64(testGxMetrics.retransmittedTerminations)
 	if _, code := h.ServeDiameter(diameter.NewRequest(context.Background(), peer, ccr("pgw.test;t;1", Termination, 2, usedOctets(10)))); code != diam.Success {
 		t.Fatalf("CCA-T %d, want 2001", code)
 	}
-	if testutil.ToFloat64(retransmittedTerminations) != before+1 {
+	if testutil.ToFloat64(testGxMetrics.retransmittedTerminations) != before+1 {
 		t.Fatal("not counted")
 	}
 	if _, code := h.ServeDiameter(diameter.NewRequest(context.Background(), peer, ccr("pgw.test;t;1", Update, 1, usedOctets(10)))); code != diam.UnknownSessionID {
@@ -596,7 +596,7 @@ func stuckServer(t *testing.T, opt diameter.Options) (*diameter.Server, *rig, *s
 	src, emb := openSources(t, path)
 	st := &stuck{Store: emb, entered: make(chan struct{}, 8), left: make(chan error, 8)}
 	id := diameter.Identity{Host: "pcrf.test", Realm: "test"}
-	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default()}
+	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.Default(), Metrics: testGxMetrics}
 	opt.OriginHost, opt.OriginRealm = id.Host, id.Realm
 	opt.Peers = allowPeers([]string{"pgw.test"})
 	opt.Apps = map[uint32]diameter.Handler{diameter.GxApplicationID: h}

@@ -116,13 +116,14 @@ func execPCEF(t *testing.T, pcef []string, port, originHost string, during ...fu
 	return r
 }
 
-// testRegistry holds the metrics of the Diameter servers (serveOn) and Lua engines
-// (TestLuaThrottle) these tests build; counter reads it.
+// testRegistry holds the metrics of the Gx handlers and Diameter servers (serveOn) and Lua
+// engines (TestLuaThrottle) these tests build; counter reads it.
 var (
 	testRegistry        = prometheus.NewRegistry()
 	testShared          = metrics.New(testRegistry)
 	testDiameterMetrics = diameter.NewMetrics(testRegistry, testShared)
 	testLuaMetrics      = luapolicy.NewMetrics(testRegistry, testShared)
+	testGxMetrics       = NewMetrics(testRegistry)
 )
 
 // counter reads a counter of testRegistry by name and labels.

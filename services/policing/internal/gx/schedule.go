@@ -10,10 +10,7 @@ import (
 	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
@@ -27,16 +24,6 @@ import (
 // without usage would) and sends a RAR to those whose rules change. A session that moved to
 // another node (the PCEF failed over) is that node's to track from its next CCR; here the RAR
 // finds it held elsewhere and forgets it.
-
-var scheduledRARs = promauto.NewCounterVec(prometheus.CounterOpts{
-	Namespace: metrics.Namespace, Subsystem: "gx", Name: "scheduled_rars_total",
-	Help: "RARs the data policy pushed between CCRs, by cause (window: a rule window opened or closed; quota: the quota ran out) and result: answered (2001), refused (another Result-Code), failed (no answer, no connection; retried), forgotten (the session ended or moved to another node).",
-}, []string{"cause", "result"})
-
-var trackedSessions = promauto.NewGauge(prometheus.GaugeOpts{
-	Namespace: metrics.Namespace, Subsystem: "gx", Name: "scheduled_sessions",
-	Help: "Gx sessions this node holds whose data policy has rule windows or a quota (watched for RARs).",
-})
 
 // maxTracked bounds the sessions one node watches (about 150 bytes each, more with per-key
 // usage); past it a new session's policy changes only at its next CCR.
@@ -72,7 +59,7 @@ func (h *Handler) track(sessionID, user string, p *subscriber.DataPolicy, decide
 		return
 	}
 	h.sched.sessions[sessionID] = tracked{user: user, decided: decided, used: used}
-	trackedSessions.Set(float64(len(h.sched.sessions)))
+	h.Metrics.trackedSessions.Set(float64(len(h.sched.sessions)))
 }
 
 func (h *Handler) untrack(sessionID string) {
@@ -80,7 +67,7 @@ func (h *Handler) untrack(sessionID string) {
 	defer h.sched.mu.Unlock()
 	if _, ok := h.sched.sessions[sessionID]; ok {
 		delete(h.sched.sessions, sessionID)
-		trackedSessions.Set(float64(len(h.sched.sessions)))
+		h.Metrics.trackedSessions.Set(float64(len(h.sched.sessions)))
 	}
 }
 
@@ -138,26 +125,26 @@ func (h *Handler) push(ctx context.Context, id string, t tracked, sub *subscribe
 	switch {
 	case errors.Is(err, session.ErrNotFound) || errors.As(err, &elsewhere):
 		h.untrack(id)
-		scheduledRARs.WithLabelValues(cause, "forgotten").Inc()
+		h.Metrics.scheduledRARs.WithLabelValues(cause, "forgotten").Inc()
 		return false
 	case err != nil:
-		scheduledRARs.WithLabelValues(cause, "failed").Inc()
+		h.Metrics.scheduledRARs.WithLabelValues(cause, "failed").Inc()
 		h.Log.Warn("gx: policy RAR not answered; retried next round", "sessionId", id, "cause", cause, "err", err.Error())
 		return true
 	case code == diam.UnknownSessionID:
 		h.untrack(id)
-		scheduledRARs.WithLabelValues(cause, "forgotten").Inc()
+		h.Metrics.scheduledRARs.WithLabelValues(cause, "forgotten").Inc()
 		return true
 	case code != diam.Success:
-		scheduledRARs.WithLabelValues(cause, "refused").Inc()
+		h.Metrics.scheduledRARs.WithLabelValues(cause, "refused").Inc()
 		h.Log.Warn("gx: policy RAR refused", "sessionId", id, "cause", cause, "resultCode", code)
 	default:
-		scheduledRARs.WithLabelValues(cause, "answered").Inc()
+		h.Metrics.scheduledRARs.WithLabelValues(cause, "answered").Inc()
 	}
 	if code == diam.Success && (d.Throttled || len(d.Exhausted) > 0) {
 		upd := session.Session{Key: session.Key{NAS: NAS, ID: id}, MonitoringExhausted: d.Exhausted, LastSeen: now, GxThrottled: d.Throttled}
 		if d.Throttled {
-			throttles.Inc()
+			h.Metrics.throttles.Inc()
 		}
 		if _, err := h.Store.Apply(rctx, &session.Update{Kind: session.KindInterim, Session: upd}, session.WriteOptions{NoSpool: true, Push: true}); err != nil {
 			// The PCEF has the new rules; its next CCA-U sends the change again, which it
