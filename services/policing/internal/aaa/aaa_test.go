@@ -25,6 +25,8 @@ import (
 	"layeh.com/radius/rfc6911"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/eapforward"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
@@ -39,7 +41,7 @@ var secret = []byte("aaa-test-secret")
 // registry of their own: tests read their differences.
 var testMetrics = func() *Metrics {
 	reg := prometheus.NewRegistry()
-	return NewMetrics(reg, metrics.New(reg))
+	return NewMetrics(reg, metrics.New(reg), eap.NewMetrics(reg), eapforward.NewMetrics(reg))
 }()
 
 func quiet() *slog.Logger {

@@ -28,7 +28,7 @@ func (h *Auth) serveEAP(w radiusd.ResponseWriter, r *radiusd.Request) {
 	defer cancel()
 	var res eap.Result
 	if h.EAP == nil {
-		res = eap.Failure(r.Packet, eap.ReasonDisabled)
+		res = h.Metrics.eap.Failure(r.Packet, eap.ReasonDisabled)
 	} else {
 		res = h.EAP.Handle(ctx, r.Packet)
 	}
@@ -41,7 +41,7 @@ func (h *Auth) serveEAP(w radiusd.ResponseWriter, r *radiusd.Request) {
 		if d = h.Policy.Authorize(ctx, r.Packet, res.Subscriber); d.Accept {
 			code, result = radius.CodeAccessAccept, "accept"
 		} else {
-			res = res.Refused(eap.ReasonPolicy)
+			res = h.Metrics.eap.Refused(res, eap.ReasonPolicy)
 		}
 	default:
 		d = h.Policy.Reject("eap: " + string(res.Reason))
@@ -51,7 +51,7 @@ func (h *Auth) serveEAP(w radiusd.ResponseWriter, r *radiusd.Request) {
 	if err != nil { // the keys did not encrypt: nothing half-made leaves
 		h.Log.Warn("eap reply not built", "err", err)
 		reply = r.Response(radius.CodeAccessReject)
-		attrs, _ = res.Refused(eap.ReasonInternal).Attributes(r.Packet)
+		attrs, _ = h.Metrics.eap.Refused(res, eap.ReasonInternal).Attributes(r.Packet)
 		d.Reply, result = nil, "reject"
 	}
 	// Clip: the policy's reply may be shared (a profile's cached attributes).

@@ -20,7 +20,7 @@ func (h *Auth) forwardEAP(w radiusd.ResponseWriter, r *radiusd.Request, owner st
 	code, attrs, err := h.Forward.Exchange(r.Context(), r.Packet, r.Client.Name, owner)
 	if err != nil { // logged by Exchange
 		code = radius.CodeAccessReject
-		attrs, _ = eap.Failure(r.Packet, eap.ReasonOwnerGone).Attributes(r.Packet) // no keys: never fails
+		attrs, _ = h.Metrics.eap.Failure(r.Packet, eap.ReasonOwnerGone).Attributes(r.Packet) // no keys: never fails
 	}
 	reply := r.Response(code)
 	reply.Attributes = attrs
@@ -39,7 +39,7 @@ func (h *Auth) ForwardedEAP(clients func() *nas.Table) radiusd.Handler {
 			h.Metrics.shared.Dropped.WithLabelValues(metrics.DropMalformed).Inc()
 			return
 		}
-		eapforward.Received.Inc()
+		h.Metrics.forward.Received.Inc()
 		fr := *r
 		fr.Client = clientNamed(clients(), name)
 		h.serveEAP(w, &fr)

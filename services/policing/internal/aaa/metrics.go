@@ -6,14 +6,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/eapforward"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
 )
 
 // Metrics are the handlers' series of the node's shared request metrics and the auth log's
-// metrics; one value per node, given to its Auth, Acct and AuthLog.
+// metrics; one value per node, given to its Auth, Acct and AuthLog. The node's EAP metrics
+// count the EAP refusals auth makes, and the rounds it serves for other nodes.
 type Metrics struct {
 	shared         *metrics.Metrics
+	eap            *eap.Metrics
+	forward        *eapforward.Metrics
 	auth, acct     *series
 	authLogDropped *prometheus.CounterVec
 	authLogWritten prometheus.Counter
@@ -22,12 +27,14 @@ type Metrics struct {
 
 // NewMetrics registers the auth log's metrics on reg (nil: unregistered) and resolves the
 // handlers' series of shared, so that they show from the start.
-func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics) *Metrics {
+func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics, eap *eap.Metrics, forward *eapforward.Metrics) *Metrics {
 	f := promauto.With(reg)
 	return &Metrics{
-		shared: shared,
-		auth:   newSeries(shared, "auth", "radius_auth", "accept", "reject", "challenge", "error"),
-		acct:   newSeries(shared, "acct", "radius_acct", "ok", "error"),
+		shared:  shared,
+		eap:     eap,
+		forward: forward,
+		auth:    newSeries(shared, "auth", "radius_auth", "accept", "reject", "challenge", "error"),
+		acct:    newSeries(shared, "acct", "radius_acct", "ok", "error"),
 		authLogDropped: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_dropped_total",
 			Help: "Auth log records not written, by reason: full (the queue was full: the store is slower than auth), closed (after shutdown began), error (the store failed the write).",

@@ -52,7 +52,9 @@ type Server struct {
 	Token *Token
 	// MetricsHandler serves /metrics (the node's registry); nil: no /metrics.
 	MetricsHandler http.Handler
-	mux            *http.ServeMux
+	// Metrics are the node's (NewMetrics); required.
+	Metrics *Metrics
+	mux     *http.ServeMux
 }
 
 // Handler returns the routes.

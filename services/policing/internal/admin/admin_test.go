@@ -124,7 +124,7 @@ func serveSessions(t *testing.T, sessions ...session.Session) *httptest.Server {
 	}
 	tok := &Token{}
 	tok.Set([]byte(testToken))
-	srv := httptest.NewServer((&Server{Store: st, Token: tok, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
+	srv := httptest.NewServer((&Server{Store: st, Token: tok, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: testMetrics}).Handler())
 	t.Cleanup(srv.Close)
 	return srv
 }

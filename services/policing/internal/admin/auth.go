@@ -10,17 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
-
-var unauthorized = promauto.NewCounter(prometheus.CounterOpts{
-	Namespace: metrics.Namespace, Subsystem: "admin", Name: "unauthorized_requests_total",
-	Help: "Admin API requests refused for a missing or wrong bearer token.",
-})
 
 // MinTokenLength is the shortest bearer token accepted: a token must not be guessable.
 const MinTokenLength = 16
@@ -82,7 +72,7 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 			return
 		}
 		if !s.Token.allows(r) {
-			unauthorized.Inc()
+			s.Metrics.unauthorized.Inc()
 			w.Header().Set("WWW-Authenticate", `Bearer realm="policing admin"`)
 			httpError(w, http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer <token>)")
 			return

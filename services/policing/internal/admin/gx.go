@@ -11,11 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
 	"github.com/openaaa/openaaa/services/policing/config"
-	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -41,11 +37,6 @@ const forwardSlack = 3 * time.Second
 // forwardedHeader marks a RAR request one node forwarded to another (its value names the
 // first node): it is forwarded once at most, so two nodes that disagree cannot loop.
 const forwardedHeader = "X-OpenAAA-Forwarded-By"
-
-var rarsForwarded = promauto.NewCounterVec(prometheus.CounterOpts{
-	Namespace: metrics.Namespace, Subsystem: "gx", Name: "rars_forwarded_total",
-	Help: "RAR requests forwarded to the node holding the PCEF's connection, by result: ok (that node answered), unregistered (no live node of that identity), unreachable.",
-}, []string{"result"})
 
 // holder is the error of a RAR another node must send (gx.HeldElsewhere).
 type holder interface {
@@ -102,14 +93,14 @@ func (s *Server) forwardRAR(w http.ResponseWriter, r *http.Request, req *GxRARRe
 	defer cancel()
 	base, err := s.GxNodes(ctx, host)
 	if err != nil {
-		rarsForwarded.WithLabelValues("unregistered").Inc()
+		s.Metrics.rarsForwarded.WithLabelValues("unregistered").Inc()
 		httpError(w, http.StatusConflict, fmt.Sprintf("node %s holds the PCEF's connection and is not registered (stopped?): %v", host, err))
 		return
 	}
 	body, _ := json.Marshal(req)
 	fr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/api/v1/gx/rar", bytes.NewReader(body))
 	if err != nil {
-		rarsForwarded.WithLabelValues("unreachable").Inc()
+		s.Metrics.rarsForwarded.WithLabelValues("unreachable").Inc()
 		httpError(w, http.StatusConflict, fmt.Sprintf("node %s: bad admin URL %q", host, base))
 		return
 	}
@@ -118,13 +109,13 @@ func (s *Server) forwardRAR(w http.ResponseWriter, r *http.Request, req *GxRARRe
 	fr.Header.Set(forwardedHeader, s.NodeName)
 	resp, err := forwardClient.Do(fr)
 	if err != nil {
-		rarsForwarded.WithLabelValues("unreachable").Inc()
+		s.Metrics.rarsForwarded.WithLabelValues("unreachable").Inc()
 		s.Log.Warn("gx: RAR not forwarded", "node", host, "url", base, "err", err.Error())
 		httpError(w, http.StatusConflict, fmt.Sprintf("node %s holds the PCEF's connection and cannot be reached at %s", host, base))
 		return
 	}
 	defer resp.Body.Close()
-	rarsForwarded.WithLabelValues("ok").Inc()
+	s.Metrics.rarsForwarded.WithLabelValues("ok").Inc()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set(forwardedHeader+"-To", host)
 	w.WriteHeader(resp.StatusCode)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/openaaa/openaaa/services/policing/internal/session"
@@ -24,11 +25,15 @@ type heldBy string
 func (h heldBy) Error() string  { return "held by " + string(h) }
 func (h heldBy) Holder() string { return string(h) }
 
+// testMetrics are the metrics of the admin servers these tests build, on a registry of their
+// own: tests read their differences.
+var testMetrics = NewMetrics(prometheus.NewRegistry())
+
 func node(t *testing.T, name string, rar GxRAR, nodes map[string]string) *httptest.Server {
 	t.Helper()
 	tok := &Token{}
 	tok.Set([]byte(gxTestToken))
-	s := &Server{Store: nil, Log: slog.New(slog.DiscardHandler), Token: tok, GxRAR: rar, NodeName: name,
+	s := &Server{Store: nil, Log: slog.New(slog.DiscardHandler), Token: tok, GxRAR: rar, NodeName: name, Metrics: testMetrics,
 		GxNodes: func(_ context.Context, host string) (string, error) {
 			if u, ok := nodes[host]; ok {
 				return u, nil
@@ -68,12 +73,12 @@ func TestRARForwardedToTheHolder(t *testing.T) {
 	other := node(t, "pcrf.dc3", func(context.Context, string, []string, []string) (uint32, error) {
 		return 0, heldBy("pcrf.dc1")
 	}, nodes)
-	before := testutil.ToFloat64(rarsForwarded.WithLabelValues("ok"))
+	before := testutil.ToFloat64(testMetrics.rarsForwarded.WithLabelValues("ok"))
 	code, out := postRAR(t, other.URL)
 	if code != http.StatusOK || out["resultCode"] != float64(2001) || len(got) != 1 || got[0] != "pgw;1;1 [video]" {
 		t.Fatalf("HTTP %d %v; the holder saw %v", code, out, got)
 	}
-	if testutil.ToFloat64(rarsForwarded.WithLabelValues("ok")) != before+1 {
+	if testutil.ToFloat64(testMetrics.rarsForwarded.WithLabelValues("ok")) != before+1 {
 		t.Fatal("forward not counted")
 	}
 }

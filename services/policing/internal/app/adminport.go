@@ -78,7 +78,7 @@ func (a *adminAPI) Start(context.Context) error {
 	}
 	s := &admin.Server{Store: a.store.store, LogLevel: a.d.level, Log: a.d.log, Ready: a.d.ready, CoA: a.coa.sender,
 		CoATimeout: a.d.cfg.CoA.APITimeout.D(), Pprof: a.d.cfg.Admin.Pprof, Token: a.port.token, Dict: a.pol.dict,
-		MetricsHandler: a.d.metrics}
+		MetricsHandler: a.d.metrics, Metrics: a.d.m.admin}
 	if dm := a.diameter; dm.gx != nil {
 		s.GxRAR, s.GxRARTimeout = dm.gx.RAR, a.d.cfg.Diameter.RARTimeout.D()
 		s.GxNodes, s.NodeName = dm.lookupNode, diameterNodeName(a.d.cfg.Diameter)

@@ -60,6 +60,6 @@ func (p *policyPart) swapDictionaries(f *subscriber.File) error {
 	if f != nil {
 		f.Store(db)
 	}
-	dict.Export(d.Stats())
+	p.d.m.dict.Export(d.Stats())
 	return nil
 }

@@ -30,7 +30,8 @@ func (p *eapPart) Start(context.Context) error {
 	}
 	opt := eap.Options{NodeID: c.NodeID, MaxConversations: c.MaxConversations, Timeout: c.Timeout.D(),
 		RoundTimeout: c.RoundTimeout.D(), TLSMaxVersion: tls.VersionTLS13, TLSIdentity: c.TLSIdentity,
-		Subscribers: p.subs.source, Log: p.d.log, TLS: func() *tls.Config { return nil }, AKANetworkName: c.AKANetworkName}
+		Subscribers: p.subs.source, Log: p.d.log, TLS: func() *tls.Config { return nil }, AKANetworkName: c.AKANetworkName,
+		Metrics: p.d.m.eap}
 	if c.UsesAKA() {
 		opt.SQN = p.store.sqn // config.Validate: the store keeps them
 	}

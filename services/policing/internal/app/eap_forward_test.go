@@ -70,7 +70,6 @@ func TestEAPForwardedRounds(t *testing.T) {
 		backends = append(backends, nodes[1].Addr("radius.authAddress").String(), nodes[2].Addr("radius.authAddress").String())
 	}
 	relay := testenv.StartUDPRelay(t, backends...)
-	admin := nodes[0].Addr("admin.address").String() // the metrics are the process's: all three nodes'
 	answered := `openaaa_eap_forwarded_rounds_total{result="answered"}`
 	received := `openaaa_eap_forwarded_rounds_received_total`
 	cases := []struct{ name, network, tls string }{
@@ -84,7 +83,7 @@ func TestEAPForwardedRounds(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			relay.SetNext(0)
 			sentBefore := relay.Sent()
-			ansBefore, recBefore := testenv.Metric(t, admin, answered), testenv.Metric(t, admin, received)
+			ansBefore, recBefore := metricSum(t, nodes, answered), metricSum(t, nodes, received)
 			out, ok := runEapolTest(t, relay.Addr(), dir, c.network, nil)
 			if !ok {
 				t.Fatalf("eapol_test did not succeed:\n%s", out)
@@ -99,7 +98,7 @@ func TestEAPForwardedRounds(t *testing.T) {
 			for i, s := range relay.Sent() {
 				rounds += float64(s - sentBefore[i])
 			}
-			ans, rec := testenv.Metric(t, admin, answered)-ansBefore, testenv.Metric(t, admin, received)-recBefore
+			ans, rec := metricSum(t, nodes, answered)-ansBefore, metricSum(t, nodes, received)-recBefore
 			if rounds < 4 || ans != rounds-1 || rec != ans {
 				t.Fatalf("%v rounds: %v forwarded and answered, %v received by the owner; want every round but the first", rounds, ans, rec)
 			}

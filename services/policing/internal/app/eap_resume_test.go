@@ -62,24 +62,25 @@ func place(relay *testenv.UDPRelay, before map[int]func(), nodes ...int) {
 	})
 }
 
-// handshakes reads openaaa_eap_tls_handshakes_total of method, resumed and full.
-func handshakes(t *testing.T, n *Node, method string) (resumed, full float64) {
+// handshakes reads openaaa_eap_tls_handshakes_total of method, resumed and full, summed over
+// the nodes.
+func handshakes(t *testing.T, method string, nodes ...*Node) (resumed, full float64) {
 	t.Helper()
 	s := `openaaa_eap_tls_handshakes_total{method="` + method + `",resumed="`
-	return metricValue(t, n, s+`true"}`), metricValue(t, n, s+`false"}`)
+	return metricSum(t, nodes, s+`true"}`), metricSum(t, nodes, s+`false"}`)
 }
 
 // reauth runs eapol_test with one re-authentication (-r 1: it keeps the TLS session and
 // offers it again) and checks that both succeeded with the MPPE keys of the peer's MSKs,
-// and that the second one resumed (eapol_test's OpenSSL log, and the server's metric) or not.
-func reauth(t *testing.T, n *Node, relay *testenv.UDPRelay, dir, method, network string, resumed bool) string {
+// and that the second one resumed (eapol_test's OpenSSL log, and the servers' metric) or not.
+func reauth(t *testing.T, nodes []*Node, relay *testenv.UDPRelay, dir, method, network string, resumed bool) string {
 	t.Helper()
-	r0, f0 := handshakes(t, n, method)
+	r0, f0 := handshakes(t, method, nodes...)
 	out, ok := runEapolTest(t, relay.Addr(), dir, network, nil, "-r", "1")
 	if !ok || !strings.Contains(out, "MPPE keys OK: 2  mismatch: 0") {
 		t.Fatalf("eapol_test did not succeed twice with the MPPE keys of its MSK:\n%s", out)
 	}
-	r, f := handshakes(t, n, method)
+	r, f := handshakes(t, method, nodes...)
 	wantR, wantF := r0, f0+2
 	if resumed {
 		wantR, wantF = r0+1, f0+1
@@ -120,7 +121,7 @@ func TestEAPResumption(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name+" on another node", func(t *testing.T) {
 			place(relay, nil, 0, 1)
-			second := reauth(t, nodes[0], relay, dir, c.method, c.network, c.resumed)
+			second := reauth(t, nodes, relay, dir, c.method, c.network, c.resumed)
 			if v := c.name[len(c.name)-3:]; !strings.Contains(second, "Using TLS version TLSv"+v) { // the name ends in the version
 				t.Fatalf("the re-authentication is not TLS %s:\n%s", v, second)
 			}
@@ -132,7 +133,7 @@ func TestEAPResumption(t *testing.T) {
 	}
 	t.Run("another key: a full handshake", func(t *testing.T) {
 		place(relay, nil, 0, 2)
-		reauth(t, nodes[0], relay, dir, "tls", tls12, false)
+		reauth(t, nodes, relay, dir, "tls", tls12, false)
 	})
 	t.Run("a key added to the file, second: resumed, no restart", func(t *testing.T) {
 		reloads := func() float64 {
@@ -142,7 +143,7 @@ func TestEAPResumption(t *testing.T) {
 		writeAtomically(t, filepath.Join(dir, "tickets-c"), []byte(ownTicketKey+"\n"+sharedTicketKey+"\n"))
 		eventually(t, 20*time.Second, "node-c's new ticket keys", func() bool { return reloads() > before })
 		place(relay, nil, 0, 2)
-		reauth(t, nodes[0], relay, dir, "tls", tls12, true)
+		reauth(t, nodes, relay, dir, "tls", tls12, true)
 	})
 }
 
@@ -200,7 +201,7 @@ func TestEAPResumptionRefused(t *testing.T) {
 				})
 				series := `openaaa_eap_rejects_total{reason="` + c.reason + `"}`
 				before := metricValue(t, nodes[1], series)
-				resumed, _ := handshakes(t, nodes[1], "tls")
+				resumed, _ := handshakes(t, "tls", nodes[1])
 				place(relay, map[int]func(){1: c.change}, 0, 1)
 				out, ok := runEapolTest(t, relay.Addr(), dir, network, nil, "-r", "1")
 				first, second, _ := strings.Cut(out, "CTRL-EVENT-EAP-SUCCESS")
@@ -213,7 +214,7 @@ func TestEAPResumptionRefused(t *testing.T) {
 				// The revoked certificate's resumption is aborted in the handshake; the removed
 				// subscriber's resumed handshake completes and is refused after.
 				want := resumed + map[string]float64{"certificate_revoked": 0, "unknown_user": 1}[c.reason]
-				if r, _ := handshakes(t, nodes[1], "tls"); r != want {
+				if r, _ := handshakes(t, "tls", nodes[1]); r != want {
 					t.Fatalf("resumed handshakes on node-b %v, want %v", r, want)
 				}
 			})
@@ -228,5 +229,5 @@ func TestEAPResumptionOwnKey(t *testing.T) {
 	eapPKI(t, dir)
 	n := eapNodeWith(t, dir, "  resumption: {enabled: true}\n")
 	relay := testenv.StartUDPRelay(t, n.Addr("radius.authAddress").String())
-	reauth(t, n, relay, dir, "tls", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=1 tls_disable_session_ticket=0\""), true)
+	reauth(t, []*Node{n}, relay, dir, "tls", tlsNetwork("alice", "phase1=\"tls_disable_tlsv1_3=1 tls_disable_session_ticket=0\""), true)
 }

@@ -35,7 +35,7 @@ func newEAPForwarding(d *deps, reg session.NodeRegistry, e *eap.Server) (*eapFor
 		// Every request on this port comes from another node, whatever its address (pods).
 		peer: &nas.Client{Name: "eap-forward", Secret: secret, RequireMA: true},
 		self: e.NodeID(),
-		fwd: &eapforward.Forwarder{Self: e.NodeID(), Secret: secret, Timeout: c.Timeout.D(), Retries: c.Retries, Log: d.log,
+		fwd: &eapforward.Forwarder{Self: e.NodeID(), Secret: secret, Timeout: c.Timeout.D(), Retries: c.Retries, Log: d.log, Metrics: d.m.eapForward,
 			Lookup: func(ctx context.Context, node string) (string, error) {
 				rec, err := reg.LookupNode(ctx, node)
 				if err != nil {

@@ -178,6 +178,16 @@ func metricValue(t *testing.T, n *Node, series string) float64 {
 	return testenv.Metric(t, n.Addr("admin.address").String(), series)
 }
 
+// metricSum sums a series over nodes: each node's /metrics counts only what it did.
+func metricSum(t *testing.T, nodes []*Node, series string) float64 {
+	t.Helper()
+	var sum float64
+	for _, n := range nodes {
+		sum += metricValue(t, n, series)
+	}
+	return sum
+}
+
 // writeAtomically replaces a file the way a Secret volume update does (write + rename).
 func writeAtomically(t *testing.T, path string, data []byte) {
 	t.Helper()

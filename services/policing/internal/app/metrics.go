@@ -8,8 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
+	"github.com/openaaa/openaaa/services/policing/internal/admin"
 	"github.com/openaaa/openaaa/services/policing/internal/coa"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/eapforward"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
@@ -24,15 +28,19 @@ import (
 // registry whatever the configuration turns on (so that /metrics shows the same series as
 // it always did, a feature off included) and handed to the parts that count.
 type nodeMetrics struct {
-	shared   *metrics.Metrics
-	aaa      *aaa.Metrics
-	coa      *coa.Metrics
-	diameter *diameter.Metrics
-	gx       *gx.Metrics
-	lua      *luapolicy.Metrics
-	proxy    *proxy.Metrics
-	ldap     *subscriber.Metrics
-	store    store.Metrics
+	shared     *metrics.Metrics
+	aaa        *aaa.Metrics
+	admin      *admin.Metrics
+	dict       *dict.Metrics
+	eap        *eap.Metrics
+	eapForward *eapforward.Metrics
+	coa        *coa.Metrics
+	diameter   *diameter.Metrics
+	gx         *gx.Metrics
+	lua        *luapolicy.Metrics
+	proxy      *proxy.Metrics
+	ldap       *subscriber.Metrics
+	store      store.Metrics
 
 	// The node's own: its start (startup.go), its drain (shutdown.go), its records in the
 	// node registry (noderegistry.go).
@@ -50,16 +58,21 @@ type nodeMetrics struct {
 func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 	f := promauto.With(reg)
 	shared := metrics.New(reg)
+	eapM, forward := eap.NewMetrics(reg), eapforward.NewMetrics(reg)
 	return &nodeMetrics{
-		shared:   shared,
-		aaa:      aaa.NewMetrics(reg, shared),
-		coa:      coa.NewMetrics(reg, shared),
-		diameter: diameter.NewMetrics(reg, shared),
-		gx:       gx.NewMetrics(reg),
-		lua:      luapolicy.NewMetrics(reg, shared),
-		proxy:    proxy.NewMetrics(reg, shared),
-		ldap:     subscriber.NewMetrics(reg, shared),
-		store:    store.Metrics{Shared: shared, Cassandra: cassandra.NewMetrics(reg), Spool: spool.NewMetrics(reg)},
+		shared:     shared,
+		aaa:        aaa.NewMetrics(reg, shared, eapM, forward),
+		admin:      admin.NewMetrics(reg),
+		dict:       dict.NewMetrics(reg),
+		eap:        eapM,
+		eapForward: forward,
+		coa:        coa.NewMetrics(reg, shared),
+		diameter:   diameter.NewMetrics(reg, shared),
+		gx:         gx.NewMetrics(reg),
+		lua:        luapolicy.NewMetrics(reg, shared),
+		proxy:      proxy.NewMetrics(reg, shared),
+		ldap:       subscriber.NewMetrics(reg, shared),
+		store:      store.Metrics{Shared: shared, Cassandra: cassandra.NewMetrics(reg), Spool: spool.NewMetrics(reg)},
 		storeOpenFailures: f.NewCounter(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Subsystem: "store", Name: "open_failures_total",
 			Help: "Failed attempts to open the session store at start (unreachable, no schema yet); the node retries and is not ready meanwhile.",

@@ -31,7 +31,7 @@ func (p *policyPart) Start(context.Context) error {
 		return err
 	}
 	p.dict = d
-	dict.Export(d.Stats())
+	p.d.m.dict.Export(d.Stats())
 	p.builtin = &policy.Default{Dict: d, RateLimitAttribute: cfg.Policy.RateLimitAttribute, RejectMessage: cfg.Policy.RejectMessage,
 		Disconnects: p.d.m.shared.PolicyDisconnects}
 	if err := p.builtin.CheckRateLimitAttribute(); err != nil {

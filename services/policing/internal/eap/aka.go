@@ -237,7 +237,7 @@ func (m *akaMethod) syncFailure(ctx context.Context, msg simMsg) outcome {
 		return fail(ReasonResync)
 	}
 	m.resynced = true
-	resyncs.Inc()
+	m.srv.opt.Metrics.resyncs.Inc()
 	next, r := m.challenge(ctx, sqnMS+1)
 	if r != "" {
 		return fail(r)

@@ -61,7 +61,7 @@ func akaServer(t *testing.T, methods ...byte) (*Server, *sqnMap) {
 // shared (nil: none).
 func akaNode(t *testing.T, id string, shared session.Ephemeral, sqn session.SQNCounter, who subs, methods ...byte) *Server {
 	t.Helper()
-	s := New(Options{Methods: methods, NodeID: id, MaxConversations: 100, Timeout: 30 * time.Second,
+	s := New(Options{Metrics: testMetrics, Methods: methods, NodeID: id, MaxConversations: 100, Timeout: 30 * time.Second,
 		Subscribers: who, SQN: sqn, AKANetworkName: "WLAN", Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Shared: shared})
 	t.Cleanup(s.Close)
 	return s

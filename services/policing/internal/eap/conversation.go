@@ -79,15 +79,16 @@ var errFull = errors.New("too many EAP conversations")
 
 // table holds the conversations between rounds, bounded, each forgotten when it expires.
 type table struct {
-	mu   sync.Mutex
-	m    map[string]*conversation
-	max  int
-	stop chan struct{}
-	once sync.Once
+	metrics *Metrics
+	mu      sync.Mutex
+	m       map[string]*conversation
+	max     int
+	stop    chan struct{}
+	once    sync.Once
 }
 
-func newTable(max int, sweep time.Duration) *table {
-	t := &table{m: make(map[string]*conversation), max: max, stop: make(chan struct{})}
+func newTable(max int, sweep time.Duration, m *Metrics) *table {
+	t := &table{metrics: m, m: make(map[string]*conversation), max: max, stop: make(chan struct{})}
 	go t.sweepEvery(sweep)
 	return t
 }
@@ -99,10 +100,10 @@ func (t *table) take(state string, now time.Time) *conversation {
 	delete(t.m, state)
 	n := len(t.m)
 	t.mu.Unlock()
-	conversations.Set(float64(n))
+	t.metrics.conversations.Set(float64(n))
 	if c != nil && now.After(c.expires) {
 		c.close()
-		expired.Inc()
+		t.metrics.expired.Inc()
 		return nil
 	}
 	return c
@@ -119,7 +120,7 @@ func (t *table) put(node string, c *conversation) (string, error) {
 	t.m[state] = c
 	n := len(t.m)
 	t.mu.Unlock()
-	conversations.Set(float64(n))
+	t.metrics.conversations.Set(float64(n))
 	return state, nil
 }
 
@@ -150,9 +151,9 @@ func (t *table) sweep(now time.Time) {
 	t.mu.Unlock()
 	for _, c := range old {
 		c.close()
-		expired.Inc()
+		t.metrics.expired.Inc()
 	}
-	conversations.Set(float64(n))
+	t.metrics.conversations.Set(float64(n))
 }
 
 // close stops the sweeper and forgets every conversation.
@@ -165,5 +166,5 @@ func (t *table) close() {
 	for _, c := range m {
 		c.close()
 	}
-	conversations.Set(0)
+	t.metrics.conversations.Set(0)
 }

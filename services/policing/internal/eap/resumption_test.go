@@ -33,12 +33,12 @@ func TestResumption(t *testing.T) {
 				cfg.MaxVersion, cfg.ClientSessionCache = v, cache
 				p := eappeer.New(eappeer.Config{Method: TypeTLS, Identity: "alice", TLS: cfg})
 				defer p.Close()
-				before := testutil.ToFloat64(handshakes.WithLabelValues("tls", "true"))
+				before := testutil.ToFloat64(testMetrics.handshakes.WithLabelValues("tls", "true"))
 				r, _ := converse(t, s, p)
 				if !r.Accept || len(r.MSK) != 64 || r.Subscriber == nil || r.Subscriber.Username != "alice" {
 					t.Fatalf("not accepted: %+v", r)
 				}
-				return testutil.ToFloat64(handshakes.WithLabelValues("tls", "true")) == before+1
+				return testutil.ToFloat64(testMetrics.handshakes.WithLabelValues("tls", "true")) == before+1
 			}
 			a, b := resumingServer(t, srvTLS, 1, time.Hour), resumingServer(t, srvTLS, 1, time.Hour)
 			cache := tls.NewLRUClientSessionCache(4)

@@ -52,6 +52,8 @@ type Options struct {
 	// between rounds, so that any node sharing the store continues them (shared.go); nil:
 	// every conversation stays in this node's memory.
 	Shared session.Ephemeral
+	// Metrics are the node's; nil: unregistered ones.
+	Metrics *Metrics
 }
 
 // Server runs EAP conversations.
@@ -63,8 +65,11 @@ type Server struct {
 
 // New starts a server (its sweeper of expired conversations runs until Close).
 func New(opt Options) *Server {
+	if opt.Metrics == nil {
+		opt.Metrics = NewMetrics(nil)
+	}
 	sweep := min(opt.Timeout/2, time.Second)
-	return &Server{opt: opt, convs: newTable(opt.MaxConversations, max(sweep, 10*time.Millisecond))}
+	return &Server{opt: opt, convs: newTable(opt.MaxConversations, max(sweep, 10*time.Millisecond), opt.Metrics)}
 }
 
 // NodeID is the node id this server writes in its States (eap.nodeID).
@@ -88,12 +93,12 @@ type Result struct {
 
 // Failure is the Result for a request refused before or after EAP (the policy's Reject):
 // EAP-Failure with the Identifier of the request's EAP packet, when it has one.
-func Failure(req *radius.Packet, r Reason) Result {
+func (m *Metrics) Failure(req *radius.Packet, r Reason) Result {
 	var id byte
 	if b, err := fromRADIUS(req); err == nil && len(b) > 1 {
 		id = b[1]
 	}
-	return failure(id, r)
+	return m.failure(id, r)
 }
 
 // Handle runs one round: the request's EAP Response, in the conversation its State names
@@ -186,7 +191,7 @@ func (s *Server) after(ctx context.Context, c *conversation, id byte, o outcome,
 	if o.reason != "" {
 		return s.reject(id, o.reason)
 	}
-	successes.WithLabelValues(typeName(c.typ)).Inc()
+	s.opt.Metrics.successes.WithLabelValues(typeName(c.typ)).Inc()
 	return Result{Accept: true, EAP: final(CodeSuccess, id), Subscriber: o.sub, MSK: o.msk}
 }
 
@@ -207,13 +212,7 @@ func (s *Server) challenge(ctx context.Context, c *conversation, data []byte, no
 	return Result{Challenge: true, EAP: request(c.lastID, c.typ, data), State: []byte(state), Timeout: s.opt.Timeout}
 }
 
-func (s *Server) reject(id byte, r Reason) Result { return failure(id, r) }
-
-// failure is an EAP-Failure answering the Response with Identifier id, counted by reason.
-func failure(id byte, r Reason) Result {
-	rejects.WithLabelValues(string(r)).Inc()
-	return Result{EAP: final(CodeFailure, id), Reason: r}
-}
+func (s *Server) reject(id byte, r Reason) Result { return s.opt.Metrics.failure(id, r) }
 
 func typeName(t byte) string {
 	switch t {
@@ -283,10 +282,10 @@ func (s *Server) lookup(ctx context.Context, user string) (*subscriber.Subscribe
 
 // Refused turns a successful Result into a refusal (the policy said no): EAP-Failure with
 // the same Identifier, no keys.
-func (r Result) Refused(reason Reason) Result {
+func (m *Metrics) Refused(r Result, reason Reason) Result {
 	var id byte
 	if len(r.EAP) > 1 {
 		id = r.EAP[1]
 	}
-	return failure(id, reason)
+	return m.failure(id, reason)
 }

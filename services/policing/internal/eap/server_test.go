@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
@@ -27,6 +28,10 @@ import (
 )
 
 type subs map[string]*subscriber.Subscriber
+
+// testMetrics are the metrics of the servers these tests build, on a registry of their own:
+// tests read their differences.
+var testMetrics = NewMetrics(prometheus.NewRegistry())
 
 func (s subs) Lookup(_ context.Context, user string) (*subscriber.Subscriber, error) {
 	if sub, ok := s[user]; ok {
@@ -59,7 +64,7 @@ func testServer(t *testing.T, methods ...byte) *Server {
 // tlsServer is a server with the certificate set cfg.
 func tlsServer(t *testing.T, cfg *tls.Config, methods ...byte) *Server {
 	t.Helper()
-	s := New(Options{Methods: methods, NodeID: "node-a", MaxConversations: 100, Timeout: 30 * time.Second,
+	s := New(Options{Metrics: testMetrics, Methods: methods, NodeID: "node-a", MaxConversations: 100, Timeout: 30 * time.Second,
 		RoundTimeout: 5 * time.Second, TLS: func() *tls.Config { return cfg }, TLSMaxVersion: tls.VersionTLS13,
 		TLSIdentity: "commonName", Subscribers: subs{"alice": {Username: "alice", Password: "alicepw"}},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -145,12 +150,12 @@ func TestRejects(t *testing.T) {
 	s := testServer(t, TypeMD5, TypeTLS)
 	bad := func(name string, want Reason, req func() *radius.Packet) {
 		t.Run(name, func(t *testing.T) {
-			before := testutil.ToFloat64(rejects.WithLabelValues(string(want)))
+			before := testutil.ToFloat64(testMetrics.rejects.WithLabelValues(string(want)))
 			r := s.Handle(context.Background(), req())
 			if r.Challenge || r.Accept || r.Reason != want || len(r.EAP) != 4 || r.EAP[0] != CodeFailure {
 				t.Fatalf("got %+v, want a failure for %s", r, want)
 			}
-			if got := testutil.ToFloat64(rejects.WithLabelValues(string(want))); got != before+1 {
+			if got := testutil.ToFloat64(testMetrics.rejects.WithLabelValues(string(want))); got != before+1 {
 				t.Fatalf("rejects{%s} %v, want %v", want, got, before+1)
 			}
 		})
@@ -265,7 +270,7 @@ func TestTLSRoundTimeout(t *testing.T) {
 		<-release
 		return &cert, nil
 	}
-	s := New(Options{Methods: []byte{TypePEAP}, NodeID: "n", MaxConversations: 10, Timeout: 30 * time.Second,
+	s := New(Options{Metrics: testMetrics, Methods: []byte{TypePEAP}, NodeID: "n", MaxConversations: 10, Timeout: 30 * time.Second,
 		RoundTimeout: 100 * time.Millisecond, TLS: func() *tls.Config { return cfg }, Subscribers: subs{},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer s.Close()
@@ -326,7 +331,7 @@ func TestAttributesFragmentEAP(t *testing.T) {
 }
 
 func TestConversationsBoundedAndExpired(t *testing.T) {
-	s := New(Options{Methods: []byte{TypeMD5}, NodeID: "n", MaxConversations: 2, Timeout: 50 * time.Millisecond,
+	s := New(Options{Metrics: testMetrics, Methods: []byte{TypeMD5}, NodeID: "n", MaxConversations: 2, Timeout: 50 * time.Millisecond,
 		RoundTimeout: time.Second, Subscribers: subs{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer s.Close()
 	first := identity(s, t, "a")
@@ -335,10 +340,10 @@ func TestConversationsBoundedAndExpired(t *testing.T) {
 		t.Fatalf("third conversation: %+v", r)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for testutil.ToFloat64(conversations) != 0 && time.Now().Before(deadline) {
+	for testutil.ToFloat64(testMetrics.conversations) != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := testutil.ToFloat64(conversations); n != 0 {
+	if n := testutil.ToFloat64(testMetrics.conversations); n != 0 {
 		t.Fatalf("%v conversations left after their timeout", n)
 	}
 	if r := s.Handle(context.Background(), accessRequest(response(first.EAP[1], TypeMD5, make([]byte, 17)), first.State)); r.Reason != ReasonUnknownState {

@@ -105,7 +105,7 @@ func (s *Server) keepShared(ctx context.Context, c *conversation) (string, bool)
 	}
 	state := newState(s.opt.NodeID, stateShared)
 	if err := s.opt.Shared.PutEphemeral(ctx, []byte(state), c.marshal(), time.Until(c.expires)); err != nil {
-		sharedErrors.WithLabelValues("put").Inc()
+		s.opt.Metrics.sharedErrors.WithLabelValues("put").Inc()
 		if s.warnStore.ok() {
 			s.opt.Log.Warn("eap conversation not stored; kept on this node (run `policing migrate`?)", "err", err)
 		}
@@ -125,7 +125,7 @@ func (s *Server) takeShared(ctx context.Context, state []byte, now time.Time) (*
 		return nil, ReasonUnknownState
 	}
 	if err != nil {
-		sharedErrors.WithLabelValues("take").Inc()
+		s.opt.Metrics.sharedErrors.WithLabelValues("take").Inc()
 		if s.warnStore.ok() {
 			s.opt.Log.Warn("eap conversation not read from the store", "err", err)
 		}
@@ -133,11 +133,11 @@ func (s *Server) takeShared(ctx context.Context, state []byte, now time.Time) (*
 	}
 	c, err := s.unmarshal(b)
 	if err != nil {
-		sharedErrors.WithLabelValues("decode").Inc()
+		s.opt.Metrics.sharedErrors.WithLabelValues("decode").Inc()
 		return nil, ReasonInternal
 	}
 	if now.After(c.expires) {
-		expired.Inc()
+		s.opt.Metrics.expired.Inc()
 		return nil, ReasonUnknownState
 	}
 	return c, ""

@@ -29,7 +29,7 @@ import (
 func node(t *testing.T, id string, store session.Ephemeral, methods ...byte) *Server {
 	t.Helper()
 	cfg := selfSigned(t)
-	s := New(Options{Methods: methods, NodeID: id, MaxConversations: 100, Timeout: 30 * time.Second,
+	s := New(Options{Metrics: testMetrics, Methods: methods, NodeID: id, MaxConversations: 100, Timeout: 30 * time.Second,
 		RoundTimeout: 5 * time.Second, TLS: func() *tls.Config { return cfg }, TLSMaxVersion: tls.VersionTLS13,
 		TLSIdentity: "commonName", Subscribers: subs{"alice": {Username: "alice", Password: "alicepw"}},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Shared: store})
@@ -66,12 +66,12 @@ func md5Answer(t *testing.T, r Result, password string) []byte {
 func TestMD5ConversationAcrossNodes(t *testing.T) {
 	st := sharedStore(t)
 	a, b := node(t, "dc1-a", st, TypeMD5), node(t, "dc2-b", st, TypeMD5)
-	before := testutil.ToFloat64(conversations)
+	before := testutil.ToFloat64(testMetrics.conversations)
 	r := identity(a, t, "alice")
 	if node, ok := StateNode(r.State); !ok || node != "dc1-a" || !sharedState(r.State) {
 		t.Fatalf("State names %q (%v), shared %v", node, ok, sharedState(r.State))
 	}
-	if n := testutil.ToFloat64(conversations); n != before {
+	if n := testutil.ToFloat64(testMetrics.conversations); n != before {
 		t.Errorf("a shared conversation counted in memory: %v, was %v", n, before)
 	}
 	answer := md5Answer(t, r, "alicepw")
@@ -128,7 +128,7 @@ func (failing) TakeEphemeral(context.Context, []byte) ([]byte, error) { return n
 // A store that is down costs the DC hop, not the conversation: the owner keeps it in memory.
 func TestSharedStoreDown(t *testing.T) {
 	s := node(t, "dc1-a", failing{}, TypeMD5)
-	before := testutil.ToFloat64(sharedErrors.WithLabelValues("put"))
+	before := testutil.ToFloat64(testMetrics.sharedErrors.WithLabelValues("put"))
 	r := identity(s, t, "alice")
 	if sharedState(r.State) {
 		t.Fatal("a shared State from a store that is down")
@@ -136,7 +136,7 @@ func TestSharedStoreDown(t *testing.T) {
 	if res := s.Handle(context.Background(), accessRequest(md5Answer(t, r, "alicepw"), r.State)); !res.Accept {
 		t.Fatalf("owner could not finish: %+v", res)
 	}
-	if got := testutil.ToFloat64(sharedErrors.WithLabelValues("put")) - before; got != 1 {
+	if got := testutil.ToFloat64(testMetrics.sharedErrors.WithLabelValues("put")) - before; got != 1 {
 		t.Errorf("put errors counted %v, want 1", got)
 	}
 	// A shared State whose store cannot be read: state_store_unavailable.
@@ -409,11 +409,11 @@ func TestStoredConversationGarbage(t *testing.T) {
 		if err := st.PutEphemeral(context.Background(), state, v, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		before := testutil.ToFloat64(sharedErrors.WithLabelValues("decode"))
+		before := testutil.ToFloat64(testMetrics.sharedErrors.WithLabelValues("decode"))
 		if r := s.Handle(context.Background(), accessRequest(response(good.EAP[1], TypeAKA, []byte{akaChallenge, 0, 0}), state)); r.Reason != ReasonInternal {
 			t.Fatalf("stored %x: %+v", v, r)
 		}
-		if got := testutil.ToFloat64(sharedErrors.WithLabelValues("decode")) - before; got != 1 {
+		if got := testutil.ToFloat64(testMetrics.sharedErrors.WithLabelValues("decode")) - before; got != 1 {
 			t.Fatalf("stored %x: %v decode errors counted, want 1", v, got)
 		}
 	}

@@ -135,7 +135,7 @@ func (m *tlsMethod) message(ctx context.Context, msg []byte) outcome {
 			m.established = true
 			st := m.eng.State()
 			m.v13 = st.Version == tls.VersionTLS13
-			handshakes.WithLabelValues(typeName(m.typ), strconv.FormatBool(st.DidResume)).Inc()
+			m.srv.opt.Metrics.handshakes.WithLabelValues(typeName(m.typ), strconv.FormatBool(st.DidResume)).Inc()
 			if m.v13 && m.inner != nil {
 				// TLS 1.3 ends with the peer's Finished: no flight of ours is left for it to
 				// acknowledge, so the tunnel's conversation starts in this round, on inner

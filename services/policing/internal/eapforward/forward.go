@@ -37,6 +37,7 @@ type Forwarder struct {
 	Timeout time.Duration
 	Retries int
 	Log     *slog.Logger
+	Metrics *Metrics // the node's (NewMetrics); required
 	// lastLog is when a failure was last logged (unix seconds): at most one a second.
 	lastLog atomic.Int64
 }
@@ -77,7 +78,7 @@ func (f *Forwarder) Exchange(ctx context.Context, nas *radius.Packet, client, ow
 	case err != nil:
 		result = "error"
 	}
-	forwarded.WithLabelValues(result).Inc()
+	f.Metrics.forwarded.WithLabelValues(result).Inc()
 	if err != nil {
 		if now, last := time.Now().Unix(), f.lastLog.Load(); now != last && f.lastLog.CompareAndSwap(last, now) {
 			f.Log.Warn("eap round not forwarded to its owner: refused (owner_unreachable)", "owner", owner, "client", client, "result", result, "err", err.Error())

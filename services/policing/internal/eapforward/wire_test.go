@@ -170,7 +170,7 @@ func TestExchangeFailures(t *testing.T) {
 	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
 	must(t, err)
 	defer silent.Close()
-	f := &Forwarder{Self: "node-a", Secret: interSecret, Timeout: 100 * time.Millisecond, Retries: 1, Log: quiet(),
+	f := &Forwarder{Self: "node-a", Secret: interSecret, Timeout: 100 * time.Millisecond, Retries: 1, Log: quiet(), Metrics: NewMetrics(nil),
 		Lookup: func(_ context.Context, node string) (string, error) {
 			if node == "node-b" {
 				return silent.LocalAddr().String(), nil

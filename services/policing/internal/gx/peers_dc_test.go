@@ -40,7 +40,7 @@ func adminOf(t *testing.T, st session.Store, h *Handler, nodes map[string]string
 	t.Helper()
 	tok := &admin.Token{}
 	tok.Set([]byte(dcTestToken))
-	srv := httptest.NewServer((&admin.Server{Store: st, Log: slog.New(slog.DiscardHandler), Token: tok,
+	srv := httptest.NewServer((&admin.Server{Store: st, Log: slog.New(slog.DiscardHandler), Token: tok, Metrics: admin.NewMetrics(nil),
 		GxRAR: h.RAR, NodeName: h.node(),
 		GxNodes: func(_ context.Context, node string) (string, error) {
 			if u, ok := nodes[node]; ok {

@@ -23,6 +23,8 @@ import (
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/eapforward"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
@@ -136,7 +138,7 @@ subscribers:
 		_ = conn.Close()
 		_ = sink.Close()
 	})
-	am := aaa.NewMetrics(nil, m)
+	am := aaa.NewMetrics(nil, m, eap.NewMetrics(nil), eapforward.NewMetrics(nil))
 	return &fuzzEnv{s: s, m: m, conn: conn, from: sink.LocalAddr().(*net.UDPAddr).AddrPort(),
 		auth: &writeCounter{h: &aaa.Auth{Subscribers: src, Policy: pol, Log: log, LookupTimeout: time.Second, Metrics: am}},
 		acct: &writeCounter{h: &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: time.Second, Metrics: am}}}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/eapforward"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
@@ -36,7 +38,7 @@ func TestDecisionAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	auth := func(p aaa.Auth) float64 {
-		p.Subscribers, p.Log, p.Metrics = oneSubscriber{s}, log, aaa.NewMetrics(nil, metrics.New(nil))
+		p.Subscribers, p.Log, p.Metrics = oneSubscriber{s}, log, aaa.NewMetrics(nil, metrics.New(nil), eap.NewMetrics(nil), eapforward.NewMetrics(nil))
 		w := &discard{t, 3}
 		return testing.AllocsPerRun(200, func() { p.ServeRADIUS(w, r) })
 	}

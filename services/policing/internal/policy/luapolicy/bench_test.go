@@ -15,6 +15,8 @@ import (
 	"layeh.com/radius/rfc2865"
 
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
+	"github.com/openaaa/openaaa/services/policing/internal/eap"
+	"github.com/openaaa/openaaa/services/policing/internal/eapforward"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/nas"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
@@ -220,7 +222,7 @@ func BenchmarkAuthRequest(b *testing.B) {
 			defer e.Close()
 			pol, replies = e, 0 // the subscriber has no rate limit
 		}
-		h := &aaa.Auth{Subscribers: oneSubscriber{s}, Policy: pol, Log: log, Metrics: aaa.NewMetrics(nil, metrics.New(nil))}
+		h := &aaa.Auth{Subscribers: oneSubscriber{s}, Policy: pol, Log: log, Metrics: aaa.NewMetrics(nil, metrics.New(nil), eap.NewMetrics(nil), eapforward.NewMetrics(nil))}
 		b.Run(variant, func(b *testing.B) {
 			b.ReportAllocs()
 			w := &discard{b, replies}
