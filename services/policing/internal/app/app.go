@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/proxy"
 	"github.com/openaaa/openaaa/services/policing/internal/radiusd"
@@ -63,7 +61,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, level *slo
 	// The watcher exists before the first read of any file it will watch: each part Marks its
 	// files before reading them, so that a change between that read and the watch (which
 	// spans the wait for the store) is reloaded at the first poll (reload.Watcher.Mark).
-	reg := prometheus.NewRegistry()
+	reg := newRegistry()
 	m := newNodeMetrics(reg)
 	d := &deps{cfg: cfg, log: log, level: level, reloader: reload.New(log, cfg.Reload.Interval.D(), m.shared),
 		m: m, metrics: metricsHandler(reg)}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -104,15 +105,21 @@ func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
 // package's as a node registers them (test/monitoring checks dashboards and alerts against
 // it).
 func NewRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
+	reg := newRegistry()
 	newNodeMetrics(reg)
 	return reg
 }
 
+// newRegistry is a node's registry with the collectors the default registry has (the Go
+// runtime's, the process's), so that /metrics shows what it showed on the default one.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
 // metricsHandler serves /metrics from reg, on both of the node's ports (the startup switch
-// and the admin API), counting its own scrapes as promhttp.Handler did. The packages not
-// yet given the node's registry still register on the default one, gathered too.
+// and the admin API), counting its own scrapes as promhttp.Handler did.
 func metricsHandler(reg *prometheus.Registry) http.Handler {
-	g := prometheus.Gatherers{reg, prometheus.DefaultGatherer}
-	return promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	return promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 }
