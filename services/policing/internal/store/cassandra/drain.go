@@ -113,6 +113,7 @@ func (st *Store) remote(ctx context.Context, dc RemoteDC) (*Store, error) {
 	r := &Store{
 		o: o, s: sess, log: st.log.With("dc", dc.Name), cons: st.cons, hcons: st.hcons, q: st.q,
 		stop: make(chan struct{}), stopped: make(chan struct{}), errLog: rateLimiter{every: 10 * time.Second},
+		m: st.m, // its statements count in the node's metrics, as the local store's
 	}
 	r.pending.n = map[session.Key]int{}
 	return r, nil
