@@ -140,15 +140,14 @@ per_decision() {
 		-v b="$(jq -r '.cpuMicrosPerTransaction // 0' "$OUT/builtin-workers-$2.json")" \
 		-v tx="$((3 + INTERIMS))" -v dec="$((2 + INTERIMS))" 'BEGIN { printf "%.3f\n", (a - b) * tx / dec }'
 }
-# paired VARIANT: the median over the rounds of per_decision.
-paired() {
-	for i in $(seq 1 "$ROUNDS"); do per_decision "$1" "$i"; done | median
+# per_decisions VARIANT: per_decision of every round, a line each.
+per_decisions() {
+	for i in $(seq 1 "$ROUNDS"); do per_decision "$1" "$i"; done
 }
-# paired_ci VARIANT: the mean of per_decision over the rounds ± the half-width of its 95 %
-# confidence interval (Student's t): whether a goal of a microsecond is shown, or within the
-# box's noise.
-paired_ci() {
-	for i in $(seq 1 "$ROUNDS"); do per_decision "$1" "$i"; done | awk '
+# mean_ci: the mean of the numbers on stdin ± the half-width of its 95 % confidence interval
+# (Student's t): whether a goal of a microsecond is shown, or within the box's noise.
+mean_ci() {
+	awk '
 		{ x[NR] = $1; s += $1 }
 		END {
 			n = NR; m = s / n
@@ -189,7 +188,10 @@ paired_ci() {
 		reuses=$(lua_stat "$v" 2)
 		mean=$(lua_stat "$v" 3)
 		pair=0 ci="—"
-		[[ $v == builtin* ]] || { pair=$(paired "$v"); ci=$(paired_ci "$v"); }
+		if [[ $v != builtin* ]]; then
+			diffs=$(per_decisions "$v")
+			pair=$(median <<<"$diffs") ci=$(mean_ci <<<"$diffs")
+		fi
 		awk -v v="$v" -v tps="$tps" -v bt="$base_tps" -v p99="$p99" -v cpu="$cpu" -v pair="$pair" -v mean="$mean" \
 			-v runs="$runs" -v reuses="$reuses" -v ci="$ci" 'BEGIN {
 			per = v ~ /^builtin/ ? "—" : sprintf("%+.1f", pair)
