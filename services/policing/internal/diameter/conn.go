@@ -77,10 +77,7 @@ func (c *peerConn) Write(b []byte) (int, error) {
 	if err := c.queue(b); err != nil {
 		return 0, err
 	}
-	select {
-	case c.kick <- struct{}{}:
-	default: // the writer is awake already
-	}
+	c.wake()
 	return len(b), nil
 }
 
@@ -104,6 +101,14 @@ func (c *peerConn) answer(b []byte) error {
 	}
 	_, err := c.Write(b)
 	return err
+}
+
+// wake wakes the writer unless it is awake already.
+func (c *peerConn) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (c *peerConn) writer() {
@@ -143,10 +148,7 @@ func (c *peerConn) send() {
 	more := len(c.pending) > 0 && c.werr == nil
 	c.wmu.Unlock()
 	if more {
-		select {
-		case c.kick <- struct{}{}:
-		default: // the writer is awake already
-		}
+		c.wake()
 	}
 }
 
@@ -155,10 +157,7 @@ func (c *peerConn) send() {
 // reading must not hold a shutdown.
 func (c *peerConn) Close() error {
 	deadline := time.Now().Add(c.flush)
-	select { // an inline reader's answers may be queued with no one woken to send them
-	case c.kick <- struct{}{}:
-	default:
-	}
+	c.wake() // an inline reader's answers may be queued with no one woken to send them
 	c.wmu.Lock()
 	for (c.writing || len(c.pending) > 0) && c.werr == nil && time.Now().Before(deadline) {
 		c.wmu.Unlock()
