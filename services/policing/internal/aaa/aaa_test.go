@@ -41,7 +41,7 @@ var secret = []byte("aaa-test-secret")
 // registry of their own: tests read their differences.
 var testMetrics = func() *Metrics {
 	reg := prometheus.NewRegistry()
-	return NewMetrics(reg, metrics.New(reg), eap.NewMetrics(reg), eapforward.NewMetrics(reg))
+	return NewMetrics(metrics.With(reg), metrics.New(metrics.With(reg)), eap.NewMetrics(metrics.With(reg)), eapforward.NewMetrics(metrics.With(reg)))
 }()
 
 func quiet() *slog.Logger {

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
 	"github.com/openaaa/openaaa/services/policing/internal/eapforward"
@@ -25,28 +24,18 @@ type Metrics struct {
 	authLogQueue   prometheus.Gauge
 }
 
-// NewMetrics registers the auth log's metrics on reg (nil: unregistered) and resolves the
+// NewMetrics builds the auth log's metrics with f (zero: unregistered) and resolves the
 // handlers' series of shared, so that they show from the start.
-func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics, eap *eap.Metrics, forward *eapforward.Metrics) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory, shared *metrics.Metrics, eap *eap.Metrics, forward *eapforward.Metrics) *Metrics {
 	return &Metrics{
-		shared:  shared,
-		eap:     eap,
-		forward: forward,
-		auth:    newSeries(shared, "auth", "radius_auth", "accept", "reject", "challenge", "error"),
-		acct:    newSeries(shared, "acct", "radius_acct", "ok", "error"),
-		authLogDropped: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_dropped_total",
-			Help: "Auth log records not written, by reason: full (the queue was full: the store is slower than auth), closed (after shutdown began), error (the store failed the write).",
-		}, []string{"reason"}),
-		authLogWritten: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_written_total",
-			Help: "Auth log records written to the store.",
-		}),
-		authLogQueue: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "store", Name: "auth_log_queue",
-			Help: "Auth log records waiting to be written.",
-		}),
+		shared:         shared,
+		eap:            eap,
+		forward:        forward,
+		auth:           newSeries(shared, "auth", "radius_auth", "accept", "reject", "challenge", "error"),
+		acct:           newSeries(shared, "acct", "radius_acct", "ok", "error"),
+		authLogDropped: f.CounterVec("store_auth_log_dropped_total", "Auth log records not written, by reason: full (the queue was full: the store is slower than auth), closed (after shutdown began), error (the store failed the write).", "reason"),
+		authLogWritten: f.Counter("store_auth_log_written_total", "Auth log records written to the store."),
+		authLogQueue:   f.Gauge("store_auth_log_queue", "Auth log records waiting to be written."),
 	}
 }
 

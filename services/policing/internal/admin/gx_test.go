@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -27,7 +28,7 @@ func (h heldBy) Holder() string { return string(h) }
 
 // testMetrics are the metrics of the admin servers these tests build, on a registry of their
 // own: tests read their differences.
-var testMetrics = NewMetrics(prometheus.NewRegistry())
+var testMetrics = NewMetrics(metrics.With(prometheus.NewRegistry()))
 
 func node(t *testing.T, name string, rar GxRAR, nodes map[string]string) *httptest.Server {
 	t.Helper()

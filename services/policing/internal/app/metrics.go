@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
@@ -57,47 +56,29 @@ type nodeMetrics struct {
 // newNodeMetrics registers every metric on reg; nil: none is registered (a node built only
 // to check its configuration).
 func newNodeMetrics(reg prometheus.Registerer) *nodeMetrics {
-	f := promauto.With(reg)
-	shared := metrics.New(reg)
-	eapM, forward := eap.NewMetrics(reg), eapforward.NewMetrics(reg)
+	f := metrics.With(reg)
+	shared := metrics.New(f)
+	eapM, forward := eap.NewMetrics(f), eapforward.NewMetrics(f)
 	return &nodeMetrics{
-		shared:     shared,
-		aaa:        aaa.NewMetrics(reg, shared, eapM, forward),
-		admin:      admin.NewMetrics(reg),
-		dict:       dict.NewMetrics(reg),
-		eap:        eapM,
-		eapForward: forward,
-		coa:        coa.NewMetrics(reg, shared),
-		diameter:   diameter.NewMetrics(reg, shared),
-		gx:         gx.NewMetrics(reg),
-		lua:        luapolicy.NewMetrics(reg, shared),
-		proxy:      proxy.NewMetrics(reg, shared),
-		ldap:       subscriber.NewMetrics(reg, shared),
-		store:      store.Metrics{Shared: shared, Cassandra: cassandra.NewMetrics(reg), Spool: spool.NewMetrics(reg)},
-		storeOpenFailures: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "store", Name: "open_failures_total",
-			Help: "Failed attempts to open the session store at start (unreachable, no schema yet); the node retries and is not ready meanwhile.",
-		}),
-		nodeStarting: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "node", Name: "starting",
-			Help: "1 while the node waits for its session store before it serves RADIUS, else 0.",
-		}),
-		nodeDraining: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "node", Name: "draining",
-			Help: "1 while the node stops: not ready, no new requests, delivering its accounting spool and proxy queue.",
-		}),
-		drainDelivered: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "drain", Name: "delivered_total",
-			Help: "Acknowledged accounting records delivered while the node stopped (queue: spool to Cassandra, proxy to an upstream).",
-		}, []string{"queue"}),
-		drainLeft: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "drain", Name: "left_total",
-			Help: "Acknowledged accounting records still undelivered when the shutdown time ran out: lost unless their directory is on a persistent volume.",
-		}, []string{"queue"}),
-		registryFailures: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "node", Name: "registry_failures_total",
-			Help: "Failed writes of this node's records in the node registry (RAR and EAP forwarding to this node need them).",
-		}),
+		shared:            shared,
+		aaa:               aaa.NewMetrics(f, shared, eapM, forward),
+		admin:             admin.NewMetrics(f),
+		dict:              dict.NewMetrics(f),
+		eap:               eapM,
+		eapForward:        forward,
+		coa:               coa.NewMetrics(f, shared),
+		diameter:          diameter.NewMetrics(f, shared),
+		gx:                gx.NewMetrics(f),
+		lua:               luapolicy.NewMetrics(f, shared),
+		proxy:             proxy.NewMetrics(f, shared),
+		ldap:              subscriber.NewMetrics(f, shared),
+		store:             store.Metrics{Shared: shared, Cassandra: cassandra.NewMetrics(f), Spool: spool.NewMetrics(f)},
+		storeOpenFailures: f.Counter("store_open_failures_total", "Failed attempts to open the session store at start (unreachable, no schema yet); the node retries and is not ready meanwhile."),
+		nodeStarting:      f.Gauge("node_starting", "1 while the node waits for its session store before it serves RADIUS, else 0."),
+		nodeDraining:      f.Gauge("node_draining", "1 while the node stops: not ready, no new requests, delivering its accounting spool and proxy queue."),
+		drainDelivered:    f.CounterVec("drain_delivered_total", "Acknowledged accounting records delivered while the node stopped (queue: spool to Cassandra, proxy to an upstream).", "queue"),
+		drainLeft:         f.CounterVec("drain_left_total", "Acknowledged accounting records still undelivered when the shutdown time ran out: lost unless their directory is on a persistent volume.", "queue"),
+		registryFailures:  f.Counter("node_registry_failures_total", "Failed writes of this node's records in the node registry (RAR and EAP forwarding to this node need them)."),
 	}
 }
 

@@ -2,7 +2,6 @@ package coa
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
@@ -18,33 +17,16 @@ type Metrics struct {
 	policySkipped   prometheus.Counter
 }
 
-// NewMetrics registers the metrics on reg (nil: unregistered); shared counts the requests
+// NewMetrics builds the metrics with f (zero: unregistered); shared counts the requests
 // sent as transactions.
-func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory, shared *metrics.Metrics) *Metrics {
 	return &Metrics{
-		transactions: shared.Transactions,
-		requests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "coa", Name: "requests_total",
-			Help: "CoA and Disconnect requests, by kind (coa, disconnect), trigger (api, policy) and result (ack, nak, timeout, error, no_session, no_client).",
-		}, []string{"kind", "trigger", "result"}),
-		errorCauses: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "coa", Name: "nak_error_causes_total",
-			Help: "Error-Cause values (RFC 5176 §3.5) of CoA-NAK and Disconnect-NAK replies.",
-		}, []string{"kind", "error_cause"}),
-		retransmissions: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "coa", Name: "retransmissions_total",
-			Help: "CoA and Disconnect requests retransmitted after a timeout.",
-		}),
-		duration: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: metrics.Namespace, Subsystem: "coa", Name: "duration_seconds",
-			Help:    "Time from sending a CoA or Disconnect request to its ACK or NAK.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"kind"}),
-		policySkipped: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "coa", Name: "policy_disconnects_skipped_total",
-			Help: "Policy disconnects not sent now because too many were in flight (retried on the session's next accounting message).",
-		}),
+		transactions:    shared.Transactions,
+		requests:        f.CounterVec("coa_requests_total", "CoA and Disconnect requests, by kind (coa, disconnect), trigger (api, policy) and result (ack, nak, timeout, error, no_session, no_client).", "kind", "trigger", "result"),
+		errorCauses:     f.CounterVec("coa_nak_error_causes_total", "Error-Cause values (RFC 5176 §3.5) of CoA-NAK and Disconnect-NAK replies.", "kind", "error_cause"),
+		retransmissions: f.Counter("coa_retransmissions_total", "CoA and Disconnect requests retransmitted after a timeout."),
+		duration:        f.HistogramVec("coa_duration_seconds", "Time from sending a CoA or Disconnect request to its ACK or NAK.", []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}, "kind"),
+		policySkipped:   f.Counter("coa_policy_disconnects_skipped_total", "Policy disconnects not sent now because too many were in flight (retried on the session's next accounting message)."),
 	}
 }
 

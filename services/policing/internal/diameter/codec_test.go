@@ -136,7 +136,7 @@ func codecSamples() []*diam.Message {
 		diam.NewAVP(avp.ProxyState, avp.Mbit, 0, datatype.OctetString("st")),
 	}})
 	id := Identity{Host: ourHost, Realm: ourRealm}
-	s := &Server{opt: Options{VendorID: 1, ProductName: "OpenAAA", Apps: map[uint32]Handler{GxApplicationID: nil}, Metrics: NewMetrics(nil, metrics.New(nil))}, id: id, hostIP: net.IPv4(127, 0, 0, 1)}
+	s := &Server{opt: Options{VendorID: 1, ProductName: "OpenAAA", Apps: map[uint32]Handler{GxApplicationID: nil}, Metrics: NewMetrics(metrics.Factory{}, metrics.New(metrics.Factory{}))}, id: id, hostIP: net.IPv4(127, 0, 0, 1)}
 	return []*diam.Message{cer("pcef.test", GxApplicationID), ccr, id.Answer(ccr, 2001), s.cea(cer("pcef.test", GxApplicationID), 2001),
 		id.FailedAVP(ccr, diam.MissingAVP, avp.CCRequestNumber), id.FailedAVPOf(ccr, diam.InvalidAVPValue, avp.CCRequestType, 0)}
 }

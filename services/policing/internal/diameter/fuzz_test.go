@@ -20,7 +20,7 @@ func FuzzDecode(f *testing.F) {
 		b, _ := m.Serialize()
 		f.Add(b)
 	}
-	s := &Server{opt: Options{Apps: map[uint32]Handler{GxApplicationID: nil}, Metrics: NewMetrics(nil, metrics.New(nil))}}
+	s := &Server{opt: Options{Apps: map[uint32]Handler{GxApplicationID: nil}, Metrics: NewMetrics(metrics.Factory{}, metrics.New(metrics.Factory{}))}}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		frame, err := readFrame(bytes.NewReader(b))
 		if err != nil {

@@ -3,7 +3,6 @@ package diameter
 import (
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
@@ -25,40 +24,17 @@ type Metrics struct {
 	malformed    prometheus.Counter
 }
 
-// NewMetrics registers the metrics on reg (nil: unregistered); shared counts the requests
+// NewMetrics builds the metrics with f (zero: unregistered); shared counts the requests
 // as transactions.
-func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory, shared *metrics.Metrics) *Metrics {
 	m := &Metrics{
-		requests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_total",
-			Help: "Diameter requests answered, by command (CER, DWR, DPR, CCR…) and Result-Code.",
-		}, []string{"command", "result_code"}),
-		duration: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "request_duration_seconds",
-			Help:    "Time from reading a Diameter request to writing its answer, by command.",
-			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
-		}, []string{"command"}),
-		peersUp: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "peers_up",
-			Help: "Diameter peers whose capabilities exchange succeeded and whose connection is open.",
-		}),
-		peersRefused: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "peers_refused_total",
-			Help: "Diameter connections or requests refused by the peer table, by reason.",
-		}, []string{"reason"}),
-		duplicates: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "duplicates_answered_total",
-			Help: "Retransmitted Diameter requests (same Origin-Host and End-to-End-Id) answered from the cache without processing them again.",
-		}),
-		sent: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "requests_sent_total",
-			Help: "Diameter requests this node sent to a peer (RAR; DPR when it stops), by command.",
-		}, []string{"command"}),
-		malformed: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "diameter", Name: "malformed_total",
-			Help: "Diameter messages that could not be decoded; the connection is closed (RFC 6733 §3: framing is lost).",
-		}),
+		requests:     f.CounterVec("diameter_requests_total", "Diameter requests answered, by command (CER, DWR, DPR, CCR…) and Result-Code.", "command", "result_code"),
+		duration:     f.HistogramVec("diameter_request_duration_seconds", "Time from reading a Diameter request to writing its answer, by command.", []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}, "command"),
+		peersUp:      f.Gauge("diameter_peers_up", "Diameter peers whose capabilities exchange succeeded and whose connection is open."),
+		peersRefused: f.CounterVec("diameter_peers_refused_total", "Diameter connections or requests refused by the peer table, by reason.", "reason"),
+		duplicates:   f.Counter("diameter_duplicates_answered_total", "Retransmitted Diameter requests (same Origin-Host and End-to-End-Id) answered from the cache without processing them again."),
+		sent:         f.CounterVec("diameter_requests_sent_total", "Diameter requests this node sent to a peer (RAR; DPR when it stops), by command.", "command"),
+		malformed:    f.Counter("diameter_malformed_total", "Diameter messages that could not be decoded; the connection is closed (RFC 6733 §3: framing is lost)."),
 	}
 	m.transactions = shared.Transactions.WithLabelValues("diameter")
 	m.ccrAnswered = m.requests.WithLabelValues("CCR", "2001")

@@ -196,7 +196,7 @@ func New(opt Options) (*Server, error) {
 		opt.Log = slog.Default()
 	}
 	if opt.Metrics == nil {
-		opt.Metrics = NewMetrics(nil, metrics.New(nil))
+		opt.Metrics = NewMetrics(metrics.Factory{}, metrics.New(metrics.Factory{}))
 	}
 	if opt.ProductName == "" {
 		opt.ProductName = "OpenAAA"

@@ -2,7 +2,6 @@ package dict
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
@@ -13,19 +12,12 @@ type Metrics struct {
 	linesSkipped     *prometheus.GaugeVec
 }
 
-// NewMetrics registers the metrics on reg; a nil reg leaves them unregistered (a part
+// NewMetrics builds the metrics with f (a zero Factory leaves them unregistered: a part
 // built outside a node, a test that does not read them).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory) *Metrics {
 	return &Metrics{
-		attributesLoaded: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "dictionary", Name: "attributes",
-			Help: "Attribute names known: the built-in dictionary and radius.dictionaries, as last loaded.",
-		}),
-		linesSkipped: f.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "dictionary", Name: "skipped_lines",
-			Help: "Dictionary lines left out by the last load, by reason (docs/dictionaries.md).",
-		}, []string{"reason"}),
+		attributesLoaded: f.Gauge("dictionary_attributes", "Attribute names known: the built-in dictionary and radius.dictionaries, as last loaded."),
+		linesSkipped:     f.GaugeVec("dictionary_skipped_lines", "Dictionary lines left out by the last load, by reason (docs/dictionaries.md).", "reason"),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/openaaa/openaaa/internal/milenage"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
 // AnswerAKA is the peer's answer to an EAP-AKA or AKA' Challenge (req, a whole EAP-Request)
@@ -29,7 +30,7 @@ func AnswerAKA(req []byte, identity, network string, ki, opc []byte) (resp, msk 
 		return nil, nil, err
 	}
 	// The card's side of the vector is the server's derivation, over what the Challenge says.
-	v := &akaMethod{srv: &Server{opt: Options{AKANetworkName: network, Metrics: NewMetrics(nil)}}, typ: p.Type, identity: identity}
+	v := &akaMethod{srv: &Server{opt: Options{AKANetworkName: network, Metrics: NewMetrics(metrics.Factory{})}}, typ: p.Type, identity: identity}
 	copy(v.rand[:], rnd[2:])
 	copy(v.sqnAK[:], autn[2:8])
 	v.derive(card)

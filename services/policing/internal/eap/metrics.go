@@ -2,7 +2,6 @@ package eap
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
@@ -26,39 +25,17 @@ type Metrics struct {
 	expired      prometheus.Counter
 }
 
-// NewMetrics registers the metrics on reg; a nil reg leaves them unregistered (a part
+// NewMetrics builds the metrics with f (a zero Factory leaves them unregistered: a part
 // built outside a node, a test that does not read them).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory) *Metrics {
 	return &Metrics{
-		rejects: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "eap", Name: "rejects_total",
-			Help: "EAP conversations ended with an Access-Reject and EAP-Failure, by reason.",
-		}, []string{"reason"}),
-		successes: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "eap", Name: "successes_total",
-			Help: "EAP conversations ended with EAP-Success, by method (tls, peap, ttls, md5, sim, aka, aka-prime).",
-		}, []string{"method"}),
-		handshakes: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "eap", Name: "tls_handshakes_total",
-			Help: "TLS handshakes of EAP-TLS, PEAP and TTLS completed, by method and resumed (true: a session ticket resumed, false: a full handshake).",
-		}, []string{"method", "resumed"}),
-		conversations: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "eap", Name: "conversations",
-			Help: "EAP conversations waiting for the peer's next round on this node.",
-		}),
-		resyncs: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "eap", Name: "aka_resyncs_total",
-			Help: "EAP-AKA and AKA' resynchronisations: the card's SQN, from a verified AUTS, moved the stored SQN past it.",
-		}),
-		sharedErrors: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "eap", Name: "state_store_errors_total",
-			Help: "Failures to store (put), read (take) or decode an EAP conversation kept in the session store between rounds.",
-		}, []string{"op"}),
-		expired: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "eap", Name: "conversations_expired_total",
-			Help: "EAP conversations forgotten because the peer's next round did not come within eap.timeout.",
-		}),
+		rejects:       f.CounterVec("eap_rejects_total", "EAP conversations ended with an Access-Reject and EAP-Failure, by reason.", "reason"),
+		successes:     f.CounterVec("eap_successes_total", "EAP conversations ended with EAP-Success, by method (tls, peap, ttls, md5, sim, aka, aka-prime).", "method"),
+		handshakes:    f.CounterVec("eap_tls_handshakes_total", "TLS handshakes of EAP-TLS, PEAP and TTLS completed, by method and resumed (true: a session ticket resumed, false: a full handshake).", "method", "resumed"),
+		conversations: f.Gauge("eap_conversations", "EAP conversations waiting for the peer's next round on this node."),
+		resyncs:       f.Counter("eap_aka_resyncs_total", "EAP-AKA and AKA' resynchronisations: the card's SQN, from a verified AUTS, moved the stored SQN past it."),
+		sharedErrors:  f.CounterVec("eap_state_store_errors_total", "Failures to store (put), read (take) or decode an EAP conversation kept in the session store between rounds.", "op"),
+		expired:       f.Counter("eap_conversations_expired_total", "EAP conversations forgotten because the peer's next round did not come within eap.timeout."),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
@@ -66,7 +67,7 @@ type Server struct {
 // New starts a server (its sweeper of expired conversations runs until Close).
 func New(opt Options) *Server {
 	if opt.Metrics == nil {
-		opt.Metrics = NewMetrics(nil)
+		opt.Metrics = NewMetrics(metrics.Factory{})
 	}
 	sweep := min(opt.Timeout/2, time.Second)
 	return &Server{opt: opt, convs: newTable(opt.MaxConversations, max(sweep, 10*time.Millisecond), opt.Metrics)}

@@ -24,6 +24,7 @@ import (
 	"layeh.com/radius/rfc2869"
 
 	"github.com/openaaa/openaaa/internal/eaptls"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
@@ -31,7 +32,7 @@ type subs map[string]*subscriber.Subscriber
 
 // testMetrics are the metrics of the servers these tests build, on a registry of their own:
 // tests read their differences.
-var testMetrics = NewMetrics(prometheus.NewRegistry())
+var testMetrics = NewMetrics(metrics.With(prometheus.NewRegistry()))
 
 func (s subs) Lookup(_ context.Context, user string) (*subscriber.Subscriber, error) {
 	if sub, ok := s[user]; ok {

@@ -2,7 +2,6 @@ package eapforward
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
@@ -17,18 +16,11 @@ type Metrics struct {
 	Received prometheus.Counter
 }
 
-// NewMetrics registers the metrics on reg; a nil reg leaves them unregistered (a part
+// NewMetrics builds the metrics with f (a zero Factory leaves them unregistered: a part
 // built outside a node, a test that does not read them).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory) *Metrics {
 	return &Metrics{
-		forwarded: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "eap", Name: "forwarded_rounds_total",
-			Help: "EAP rounds of a conversation in another node's memory forwarded to that node, by result (answered, owner_unknown, timeout, error).",
-		}, []string{"result"}),
-		Received: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "eap", Name: "forwarded_rounds_received_total",
-			Help: "EAP rounds forwarded by other nodes to this one (the conversation's owner) and served.",
-		}),
+		forwarded: f.CounterVec("eap_forwarded_rounds_total", "EAP rounds of a conversation in another node's memory forwarded to that node, by result (answered, owner_unknown, timeout, error).", "result"),
+		Received:  f.Counter("eap_forwarded_rounds_received_total", "EAP rounds forwarded by other nodes to this one (the conversation's owner) and served."),
 	}
 }

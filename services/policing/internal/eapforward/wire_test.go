@@ -16,6 +16,7 @@ import (
 	"layeh.com/radius/vendors/microsoft"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/mschapv2"
 )
 
@@ -170,7 +171,7 @@ func TestExchangeFailures(t *testing.T) {
 	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
 	must(t, err)
 	defer silent.Close()
-	f := &Forwarder{Self: "node-a", Secret: interSecret, Timeout: 100 * time.Millisecond, Retries: 1, Log: quiet(), Metrics: NewMetrics(nil),
+	f := &Forwarder{Self: "node-a", Secret: interSecret, Timeout: 100 * time.Millisecond, Retries: 1, Log: quiet(), Metrics: NewMetrics(metrics.Factory{}),
 		Lookup: func(_ context.Context, node string) (string, error) {
 			if node == "node-b" {
 				return silent.LocalAddr().String(), nil

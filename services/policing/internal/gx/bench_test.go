@@ -19,6 +19,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
@@ -70,7 +71,7 @@ func benchCCRUpdate(b *testing.B, inline bool) {
 	}
 	b.Cleanup(func() { _ = st.Close(b.Context()) })
 	id := diameter.Identity{Host: "pcrf.bench", Realm: "bench"}
-	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(nil)}
+	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(metrics.Factory{})}
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm, VendorID: 1,
 		Peers: []diameter.Peer{{OriginHost: "pcef.bench"}}, Apps: map[uint32]diameter.Handler{diameter.GxApplicationID: h},
 		MaxInFlight: 4096, Inline: inline, Log: h.Log})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/admin"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/policy"
 	"github.com/openaaa/openaaa/services/policing/internal/policy/luapolicy"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
@@ -40,7 +41,7 @@ func adminOf(t *testing.T, st session.Store, h *Handler, nodes map[string]string
 	t.Helper()
 	tok := &admin.Token{}
 	tok.Set([]byte(dcTestToken))
-	srv := httptest.NewServer((&admin.Server{Store: st, Log: slog.New(slog.DiscardHandler), Token: tok, Metrics: admin.NewMetrics(nil),
+	srv := httptest.NewServer((&admin.Server{Store: st, Log: slog.New(slog.DiscardHandler), Token: tok, Metrics: admin.NewMetrics(metrics.Factory{}),
 		GxRAR: h.RAR, NodeName: h.node(),
 		GxNodes: func(_ context.Context, node string) (string, error) {
 			if u, ok := nodes[node]; ok {

@@ -120,10 +120,10 @@ func execPCEF(t *testing.T, pcef []string, port, originHost string, during ...fu
 // engines (TestLuaThrottle) these tests build; counter reads it.
 var (
 	testRegistry        = prometheus.NewRegistry()
-	testShared          = metrics.New(testRegistry)
-	testDiameterMetrics = diameter.NewMetrics(testRegistry, testShared)
-	testLuaMetrics      = luapolicy.NewMetrics(testRegistry, testShared)
-	testGxMetrics       = NewMetrics(testRegistry)
+	testShared          = metrics.New(metrics.With(testRegistry))
+	testDiameterMetrics = diameter.NewMetrics(metrics.With(testRegistry), testShared)
+	testLuaMetrics      = luapolicy.NewMetrics(metrics.With(testRegistry), testShared)
+	testGxMetrics       = NewMetrics(metrics.With(testRegistry))
 )
 
 // counter reads a counter of testRegistry by name and labels.

@@ -9,7 +9,6 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Metrics are the metrics the node's packages share (a request is counted by the handler
@@ -59,80 +58,27 @@ type Metrics struct {
 	ConfigReloads *prometheus.CounterVec
 }
 
-// New registers the metrics on reg; a nil reg leaves them unregistered (a part built
+// New builds the metrics with f (a zero Factory leaves them unregistered: a part built
 // outside a node, a test that does not read them).
-func New(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
+func New(f Factory) *Metrics {
 	return &Metrics{
-		Requests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "requests_total",
-			Help: "RADIUS requests processed, by kind (auth, acct) and result.",
-		}, []string{"kind", "result"}),
-		AccountingRequests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "accounting_requests_total",
-			Help: "Accounting requests processed, by Acct-Status-Type.",
-		}, []string{"status"}),
-		Duration: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "request_duration_seconds",
-			Help:    "Time from receiving a RADIUS request to sending its reply, by kind (auth, acct).",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-		}, []string{"kind"}),
-		Dropped: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "requests_dropped_total",
-			Help: "RADIUS requests dropped without a reply, by reason.",
-		}, []string{"reason"}),
-		AcctDelayClamped: f.NewCounter(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "acct_delay_clamped_total",
-			Help: "Accounting requests whose Acct-Delay-Time exceeded one day and was clamped to it.",
-		}),
-		DuplicatesAnswered: f.NewCounter(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "duplicates_answered_total",
-			Help: "Retransmitted requests answered from the reply cache without processing them again.",
-		}),
-		Transactions: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "transactions_total",
-			Help: "Transactions (requests processed or sent: radius_auth, radius_acct, proxy, coa, ldap, diameter).",
-		}, []string{"kind"}),
-		QueueDepth: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "queue_depth",
-			Help: "Requests received and waiting for a worker.",
-		}),
-		WorkersBusy: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "workers_busy",
-			Help: "Workers processing a request now.",
-		}),
-		Workers: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "workers",
-			Help: "Size of the worker pool.",
-		}),
-		SessionsActive: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: Namespace, Subsystem: "sessions", Name: "active",
-			Help: "Active sessions in the session store.",
-		}),
-		SessionsExpired: f.NewCounter(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "sessions", Name: "expired_total",
-			Help: "Sessions closed by the store because the NAS stopped reporting them.",
-		}),
-		SessionsSuperseded: f.NewCounter(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "sessions", Name: "superseded_total",
-			Help: "Active sessions closed because their NAS started a new session for the same user on the same framed IP.",
-		}),
-		SessionsSupersedeErrors: f.NewCounter(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "sessions", Name: "supersede_errors_total",
-			Help: "Accounting-Starts and Interim-Updates whose check for a stale session to close failed in the store.",
-		}),
-		InvalidAttributes: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "radius", Name: "invalid_attributes_total",
-			Help: "Malformed attributes ignored in accounting requests, by attribute name.",
-		}, []string{"attribute"}),
-		PolicyDisconnects: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "policy", Name: "disconnects_marked_total",
-			Help: "Sessions the policy marked for disconnect, by reason.",
-		}, []string{"reason"}),
-		ConfigReloads: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "config", Name: "reloads_total",
-			Help: "Reloads of mounted configuration files, by kind (clients, subscribers, certificates, policy) and result (ok, rejected).",
-		}, []string{"kind", "result"}),
+		Requests:                f.CounterVec("radius_requests_total", "RADIUS requests processed, by kind (auth, acct) and result.", "kind", "result"),
+		AccountingRequests:      f.CounterVec("radius_accounting_requests_total", "Accounting requests processed, by Acct-Status-Type.", "status"),
+		Duration:                f.HistogramVec("radius_request_duration_seconds", "Time from receiving a RADIUS request to sending its reply, by kind (auth, acct).", []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, "kind"),
+		Dropped:                 f.CounterVec("radius_requests_dropped_total", "RADIUS requests dropped without a reply, by reason.", "reason"),
+		AcctDelayClamped:        f.Counter("radius_acct_delay_clamped_total", "Accounting requests whose Acct-Delay-Time exceeded one day and was clamped to it."),
+		DuplicatesAnswered:      f.Counter("radius_duplicates_answered_total", "Retransmitted requests answered from the reply cache without processing them again."),
+		Transactions:            f.CounterVec("transactions_total", "Transactions (requests processed or sent: radius_auth, radius_acct, proxy, coa, ldap, diameter).", "kind"),
+		QueueDepth:              f.Gauge("radius_queue_depth", "Requests received and waiting for a worker."),
+		WorkersBusy:             f.Gauge("radius_workers_busy", "Workers processing a request now."),
+		Workers:                 f.Gauge("radius_workers", "Size of the worker pool."),
+		SessionsActive:          f.Gauge("sessions_active", "Active sessions in the session store."),
+		SessionsExpired:         f.Counter("sessions_expired_total", "Sessions closed by the store because the NAS stopped reporting them."),
+		SessionsSuperseded:      f.Counter("sessions_superseded_total", "Active sessions closed because their NAS started a new session for the same user on the same framed IP."),
+		SessionsSupersedeErrors: f.Counter("sessions_supersede_errors_total", "Accounting-Starts and Interim-Updates whose check for a stale session to close failed in the store."),
+		InvalidAttributes:       f.CounterVec("radius_invalid_attributes_total", "Malformed attributes ignored in accounting requests, by attribute name.", "attribute"),
+		PolicyDisconnects:       f.CounterVec("policy_disconnects_marked_total", "Sessions the policy marked for disconnect, by reason.", "reason"),
+		ConfigReloads:           f.CounterVec("config_reloads_total", "Reloads of mounted configuration files, by kind (clients, subscribers, certificates, policy) and result (ok, rejected).", "kind", "result"),
 	}
 }
 

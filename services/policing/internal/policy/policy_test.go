@@ -217,7 +217,7 @@ func TestIPv6ProfileAttributes(t *testing.T) {
 func TestAccountingQuota(t *testing.T) {
 	t.Parallel() // its metrics are its own
 	d := newPolicy()
-	d.Disconnects = metrics.New(prometheus.NewRegistry()).PolicyDisconnects
+	d.Disconnects = metrics.New(metrics.With(prometheus.NewRegistry())).PolicyDisconnects
 	sub := &subscriber.Subscriber{Username: "alice", Profile: subscriber.Profile{QuotaOctets: 1000}}
 	period := &subscriber.Subscriber{Username: "bob", Profile: subscriber.Profile{QuotaOctets: 1000, UsedOctets: 800}}
 	before := testutil.ToFloat64(d.Disconnects.WithLabelValues(QuotaReason))

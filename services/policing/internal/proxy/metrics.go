@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
@@ -21,44 +20,18 @@ type Metrics struct {
 	duration        prometheus.Histogram
 }
 
-// NewMetrics registers the metrics on reg (nil: unregistered); shared counts the requests
+// NewMetrics builds the metrics with f (zero: unregistered); shared counts the requests
 // sent as transactions.
-func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory, shared *metrics.Metrics) *Metrics {
 	return &Metrics{
-		transactions: shared.Transactions,
-		requests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "proxy", Name: "requests_total",
-			Help: "Accounting requests sent to an upstream, by upstream and result (ok, timeout, error).",
-		}, []string{"upstream", "result"}),
-		retransmissions: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "proxy", Name: "retransmissions_total",
-			Help: "Requests retransmitted to an upstream after a timeout.",
-		}, []string{"upstream"}),
-		repliesDropped: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "proxy", Name: "replies_dropped_total",
-			Help: "Upstream replies ignored, by reason (bad_authenticator, proxy_state, unexpected, malformed).",
-		}, []string{"reason"}),
-		upstreamUp: f.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "proxy", Name: "upstream_up",
-			Help: "1 when the upstream is considered alive, 0 when dead.",
-		}, []string{"upstream"}),
-		statusChecks: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "proxy", Name: "status_checks_total",
-			Help: "Status-Server health checks (RFC 5997), by upstream and result (ok, fail).",
-		}, []string{"upstream", "result"}),
-		forwarded: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "proxy", Name: "forwarded_total",
-			Help: "Accounting requests delivered to the pool, by mode (queue, sync) and result (ok, failed, lost).",
-		}, []string{"mode", "result"}),
-		queueRecords: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "proxy", Name: "queue_records",
-			Help: "Accounting requests in the proxy's durable queue waiting for an upstream.",
-		}),
-		duration: f.NewHistogram(prometheus.HistogramOpts{
-			Namespace: metrics.Namespace, Subsystem: "proxy", Name: "exchange_duration_seconds",
-			Help:    "Time from sending a request to an upstream to its verified reply.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}),
+		transactions:    shared.Transactions,
+		requests:        f.CounterVec("proxy_requests_total", "Accounting requests sent to an upstream, by upstream and result (ok, timeout, error).", "upstream", "result"),
+		retransmissions: f.CounterVec("proxy_retransmissions_total", "Requests retransmitted to an upstream after a timeout.", "upstream"),
+		repliesDropped:  f.CounterVec("proxy_replies_dropped_total", "Upstream replies ignored, by reason (bad_authenticator, proxy_state, unexpected, malformed).", "reason"),
+		upstreamUp:      f.GaugeVec("proxy_upstream_up", "1 when the upstream is considered alive, 0 when dead.", "upstream"),
+		statusChecks:    f.CounterVec("proxy_status_checks_total", "Status-Server health checks (RFC 5997), by upstream and result (ok, fail).", "upstream", "result"),
+		forwarded:       f.CounterVec("proxy_forwarded_total", "Accounting requests delivered to the pool, by mode (queue, sync) and result (ok, failed, lost).", "mode", "result"),
+		queueRecords:    f.Gauge("proxy_queue_records", "Accounting requests in the proxy's durable queue waiting for an upstream."),
+		duration:        f.Histogram("proxy_exchange_duration_seconds", "Time from sending a request to an upstream to its verified reply.", []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}),
 	}
 }

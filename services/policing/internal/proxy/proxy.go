@@ -57,7 +57,7 @@ func New(cfg config.Proxy, log *slog.Logger, m *Metrics) (*Proxy, error) {
 		log = slog.Default()
 	}
 	if m == nil {
-		m = NewMetrics(nil, metrics.New(nil))
+		m = NewMetrics(metrics.Factory{}, metrics.New(metrics.Factory{}))
 	}
 	p := &Proxy{cfg: cfg, log: log, m: m}
 	for i, uc := range cfg.Upstreams {

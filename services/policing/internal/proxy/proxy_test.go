@@ -67,7 +67,7 @@ func counter(u *upstream, reason string) float64 {
 
 func TestExchangeAcceptsOnlyVerifiedReplyWithOurProxyState(t *testing.T) {
 	t.Parallel() // its metrics are its own
-	u := &upstream{name: "fake", addr: fakeUpstream(t, "s3cret"), secret: []byte("s3cret"), m: NewMetrics(prometheus.NewRegistry(), metrics.New(nil))}
+	u := &upstream{name: "fake", addr: fakeUpstream(t, "s3cret"), secret: []byte("s3cret"), m: NewMetrics(metrics.With(prometheus.NewRegistry()), metrics.New(metrics.Factory{}))}
 	before := map[string]float64{}
 	for _, r := range []string{"bad_authenticator", "proxy_state"} {
 		before[r] = counter(u, r)
@@ -104,7 +104,7 @@ func TestExchangeAcceptsOnlyVerifiedReplyWithOurProxyState(t *testing.T) {
 func TestExchangeTimesOutWithBackoff(t *testing.T) {
 	c, _ := net.ListenPacket("udp", "127.0.0.1:0") // swallows everything
 	defer c.Close()
-	u := &upstream{name: "silent", addr: c.LocalAddr().String(), secret: []byte("x"), m: NewMetrics(nil, metrics.New(nil))}
+	u := &upstream{name: "silent", addr: c.LocalAddr().String(), secret: []byte("x"), m: NewMetrics(metrics.Factory{}, metrics.New(metrics.Factory{}))}
 	start := time.Now()
 	_, err := u.exchange(context.Background(), radius.CodeAccountingRequest, nil, exchangeOpts{timeout: 100 * time.Millisecond, maxTimeout: 400 * time.Millisecond, retries: 2, maxProxyState: 1})
 	if err == nil {

@@ -113,7 +113,7 @@ subscribers:
 	if err != nil {
 		f.Fatal(err)
 	}
-	m := metrics.New(prometheus.NewRegistry())
+	m := metrics.New(metrics.With(prometheus.NewRegistry()))
 	s := radiusd.New(radiusd.Options{Workers: 1, DuplicateWindow: time.Second, Log: log, Metrics: m}, tab)
 	// Replies go from conn to a sink that discards them.
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -138,7 +138,7 @@ subscribers:
 		_ = conn.Close()
 		_ = sink.Close()
 	})
-	am := aaa.NewMetrics(nil, m, eap.NewMetrics(nil), eapforward.NewMetrics(nil))
+	am := aaa.NewMetrics(metrics.Factory{}, m, eap.NewMetrics(metrics.Factory{}), eapforward.NewMetrics(metrics.Factory{}))
 	return &fuzzEnv{s: s, m: m, conn: conn, from: sink.LocalAddr().(*net.UDPAddr).AddrPort(),
 		auth: &writeCounter{h: &aaa.Auth{Subscribers: src, Policy: pol, Log: log, LookupTimeout: time.Second, Metrics: am}},
 		acct: &writeCounter{h: &aaa.Acct{Store: st, Subscribers: src, Policy: pol, Log: log, StoreTimeout: time.Second, Metrics: am}}}

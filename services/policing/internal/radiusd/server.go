@@ -160,7 +160,7 @@ func New(opt Options, clients *nas.Table) *Server {
 		opt.Log = slog.Default()
 	}
 	if opt.Metrics == nil {
-		opt.Metrics = metrics.New(nil)
+		opt.Metrics = metrics.New(metrics.Factory{})
 	}
 	s := &Server{opt: opt, dups: newDupCache(opt.DuplicateWindow), stopReading: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

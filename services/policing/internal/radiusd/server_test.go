@@ -28,7 +28,7 @@ import (
 const secret = "radiusd-test-secret"
 
 // testMetrics are the metrics of the servers start builds: tests read their differences.
-var testMetrics = metrics.New(prometheus.NewRegistry())
+var testMetrics = metrics.New(metrics.With(prometheus.NewRegistry()))
 
 func dropped(reason string) float64 {
 	return testutil.ToFloat64(testMetrics.Dropped.WithLabelValues(reason))

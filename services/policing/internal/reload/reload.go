@@ -75,7 +75,7 @@ func (a fingerprint) sameContent(b fingerprint) bool {
 // New returns a watcher that polls every interval once started (0: only Reload calls).
 func New(log *slog.Logger, interval time.Duration, m *metrics.Metrics) *Watcher {
 	if m == nil {
-		m = metrics.New(nil)
+		m = metrics.New(metrics.Factory{})
 	}
 	return &Watcher{log: log, interval: interval, reloads: m.ConfigReloads, stop: make(chan struct{}), done: make(chan struct{})}
 }

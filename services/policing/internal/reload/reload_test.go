@@ -94,7 +94,7 @@ func TestRejectedReloadIsCountedAndRetriedOnNextChange(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "clients.yaml")
 	must(t, os.WriteFile(path, []byte("good"), 0o600))
-	m := metrics.New(prometheus.NewRegistry())
+	m := metrics.New(metrics.With(prometheus.NewRegistry()))
 	w := New(quiet, 0, m)
 	w.Watch("testkind", []string{path}, func() error {
 		b, err := os.ReadFile(path)

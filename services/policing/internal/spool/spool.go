@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
 
 // ErrFull is returned by Append when the spool has reached its size bound.
@@ -120,7 +122,7 @@ func Open(opts Options) (*Spool, error) {
 	}
 	s := &Spool{opts: opts, log: opts.Log, m: opts.Metrics}
 	if s.m == nil {
-		s.m = NewMetrics(nil)
+		s.m = NewMetrics(metrics.Factory{})
 	}
 	if err := s.load(); err != nil {
 		return nil, err

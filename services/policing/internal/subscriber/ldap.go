@@ -84,7 +84,7 @@ const maxUsernameLen = 253
 // metrics (nil: unregistered ones).
 func OpenLDAP(cfg config.LDAP, check func(*Profile) error, log *slog.Logger, m *Metrics) (*LDAP, error) {
 	if m == nil {
-		m = NewMetrics(nil, metrics.New(nil))
+		m = NewMetrics(metrics.Factory{}, metrics.New(metrics.Factory{}))
 	}
 	l := &LDAP{cfg: cfg, check: check, log: log, m: m, cache: newProfileCache(cfg.Cache.Size),
 		attrs: cfg.Attributes.Names(), flights: map[string]*flight{},

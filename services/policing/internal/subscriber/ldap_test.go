@@ -39,7 +39,7 @@ func openLDAP(t *testing.T, cfg config.LDAP) *LDAP {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	l, err := OpenLDAP(cfg, nil, testLog(), NewMetrics(prometheus.NewRegistry(), metrics.New(nil)))
+	l, err := OpenLDAP(cfg, nil, testLog(), NewMetrics(metrics.With(prometheus.NewRegistry()), metrics.New(metrics.Factory{})))
 	if err != nil {
 		t.Fatal(err)
 	}

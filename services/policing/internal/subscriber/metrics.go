@@ -2,7 +2,6 @@ package subscriber
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
@@ -31,44 +30,18 @@ type Metrics struct {
 	ldapUp prometheus.Gauge
 }
 
-// NewMetrics registers the metrics on reg (nil: unregistered); shared counts the searches
+// NewMetrics builds the metrics with f (zero: unregistered); shared counts the searches
 // as transactions.
-func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory, shared *metrics.Metrics) *Metrics {
 	return &Metrics{
-		transactions: shared.Transactions,
-		ldapSearches: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "ldap", Name: "searches_total",
-			Help: "LDAP subscriber searches sent, by result (found, not_found, invalid, error).",
-		}, []string{"result"}),
-		ldapSearchDuration: f.NewHistogram(prometheus.HistogramOpts{
-			Namespace: metrics.Namespace, Subsystem: "ldap", Name: "search_duration_seconds",
-			Help:    "Time of one LDAP subscriber search.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-		}),
-		ldapCache: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "ldap", Name: "cache_lookups_total",
-			Help: "Subscriber lookups of the LDAP source by cache outcome (hit, negative_hit, miss, stale, unavailable).",
-		}, []string{"result"}),
-		ldapCachedOnly: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "ldap", Name: "cache_only_lookups_total",
-			Help: "Cache-only subscriber lookups (accounting) of the LDAP source, by result (hit, stale, miss).",
-		}, []string{"result"}),
-		ldapCacheEntries: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "ldap", Name: "cache_entries",
-			Help: "Profiles (and remembered unknown users) in the LDAP profile cache.",
-		}),
-		ldapConnErrors: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "ldap", Name: "connection_errors_total",
-			Help: "LDAP connection failures by stage (dial, tls, bind, search, timeout).",
-		}, []string{"stage"}),
-		ldapConnections: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "ldap", Name: "connections",
-			Help: "Open LDAP connections in the pool.",
-		}),
-		ldapUp: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "ldap", Name: "up",
-			Help: "1 when LDAP answered the last connection attempt or search, 0 when it failed.",
-		}),
+		transactions:       shared.Transactions,
+		ldapSearches:       f.CounterVec("ldap_searches_total", "LDAP subscriber searches sent, by result (found, not_found, invalid, error).", "result"),
+		ldapSearchDuration: f.Histogram("ldap_search_duration_seconds", "Time of one LDAP subscriber search.", []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}),
+		ldapCache:          f.CounterVec("ldap_cache_lookups_total", "Subscriber lookups of the LDAP source by cache outcome (hit, negative_hit, miss, stale, unavailable).", "result"),
+		ldapCachedOnly:     f.CounterVec("ldap_cache_only_lookups_total", "Cache-only subscriber lookups (accounting) of the LDAP source, by result (hit, stale, miss).", "result"),
+		ldapCacheEntries:   f.Gauge("ldap_cache_entries", "Profiles (and remembered unknown users) in the LDAP profile cache."),
+		ldapConnErrors:     f.CounterVec("ldap_connection_errors_total", "LDAP connection failures by stage (dial, tls, bind, search, timeout).", "stage"),
+		ldapConnections:    f.Gauge("ldap_connections", "Open LDAP connections in the pool."),
+		ldapUp:             f.Gauge("ldap_up", "1 when LDAP answered the last connection attempt or search, 0 when it failed."),
 	}
 }

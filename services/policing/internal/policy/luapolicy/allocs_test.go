@@ -38,7 +38,7 @@ func TestDecisionAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	auth := func(p aaa.Auth) float64 {
-		p.Subscribers, p.Log, p.Metrics = oneSubscriber{s}, log, aaa.NewMetrics(nil, metrics.New(nil), eap.NewMetrics(nil), eapforward.NewMetrics(nil))
+		p.Subscribers, p.Log, p.Metrics = oneSubscriber{s}, log, aaa.NewMetrics(metrics.Factory{}, metrics.New(metrics.Factory{}), eap.NewMetrics(metrics.Factory{}), eapforward.NewMetrics(metrics.Factory{}))
 		w := &discard{t, 3}
 		return testing.AllocsPerRun(200, func() { p.ServeRADIUS(w, r) })
 	}

@@ -222,7 +222,7 @@ func BenchmarkAuthRequest(b *testing.B) {
 			defer e.Close()
 			pol, replies = e, 0 // the subscriber has no rate limit
 		}
-		h := &aaa.Auth{Subscribers: oneSubscriber{s}, Policy: pol, Log: log, Metrics: aaa.NewMetrics(nil, metrics.New(nil), eap.NewMetrics(nil), eapforward.NewMetrics(nil))}
+		h := &aaa.Auth{Subscribers: oneSubscriber{s}, Policy: pol, Log: log, Metrics: aaa.NewMetrics(metrics.Factory{}, metrics.New(metrics.Factory{}), eap.NewMetrics(metrics.Factory{}), eapforward.NewMetrics(metrics.Factory{}))}
 		b.Run(variant, func(b *testing.B) {
 			b.ReportAllocs()
 			w := &discard{b, replies}

@@ -67,7 +67,7 @@ func New(opt Options) (*Engine, error) {
 		opt.Now = time.Now
 	}
 	if opt.Metrics == nil {
-		opt.Metrics = NewMetrics(nil, metrics.New(nil))
+		opt.Metrics = NewMetrics(metrics.Factory{}, metrics.New(metrics.Factory{}))
 	}
 	if opt.Budget <= 0 {
 		return nil, errors.New("budget must be positive")

@@ -38,7 +38,7 @@ func writeScript(t testing.TB, dir, src string) string {
 
 // testMetrics are the metrics of the engines these tests build (options), on a registry of
 // their own: tests read their differences.
-var testMetrics = NewMetrics(prometheus.NewRegistry(), metrics.New(nil))
+var testMetrics = NewMetrics(metrics.With(prometheus.NewRegistry()), metrics.New(metrics.Factory{}))
 
 func options(file string) Options {
 	return Options{File: file, Budget: 50 * time.Millisecond, PoolSize: 4, Memoize: true, MemoSize: 1000,

@@ -2,7 +2,6 @@ package luapolicy
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
@@ -31,36 +30,16 @@ type Metrics struct {
 	Failed *prometheus.CounterVec
 }
 
-// NewMetrics registers the metrics on reg (nil: unregistered); shared holds the disconnects
+// NewMetrics builds the metrics with f (zero: unregistered); shared holds the disconnects
 // the script marks.
-func NewMetrics(reg prometheus.Registerer, shared *metrics.Metrics) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory, shared *metrics.Metrics) *Metrics {
 	m := &Metrics{
-		Runs: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "policy_lua", Name: "runs_total",
-			Help: "Lua policy hook executions, by hook.",
-		}, []string{"hook"}),
-		Reuses: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "policy_lua", Name: "reuses_total",
-			Help: "Lua policy decisions reused (memoized: the hook's declared inputs were unchanged), by hook.",
-		}, []string{"hook"}),
-		Errors: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "policy_lua", Name: "errors_total",
-			Help: "Lua policy hook calls that failed, by hook and kind (runtime, budget, decision, input, busy).",
-		}, []string{"hook", "kind"}),
-		Duration: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: metrics.Namespace, Subsystem: "policy_lua", Name: "run_duration_seconds",
-			Help:    "Duration of one Lua policy hook execution, by hook (reuses excluded).",
-			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2, .1},
-		}, []string{"hook"}),
-		Loads: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "policy_lua", Name: "loads_total",
-			Help: "Lua policy script loads (compile, run, selftest), by result (ok, rejected).",
-		}, []string{"result"}),
-		Failed: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "policy_lua", Name: "fail_decisions_total",
-			Help: "Requests decided by policy.lua.failMode after a hook error: closed (rejected), open (built-in policy), acct (accounting stored without a decision), gx_initial/gx_update (the data policy alone decided).",
-		}, []string{"mode"}),
+		Runs:     f.CounterVec("policy_lua_runs_total", "Lua policy hook executions, by hook.", "hook"),
+		Reuses:   f.CounterVec("policy_lua_reuses_total", "Lua policy decisions reused (memoized: the hook's declared inputs were unchanged), by hook.", "hook"),
+		Errors:   f.CounterVec("policy_lua_errors_total", "Lua policy hook calls that failed, by hook and kind (runtime, budget, decision, input, busy).", "hook", "kind"),
+		Duration: f.HistogramVec("policy_lua_run_duration_seconds", "Duration of one Lua policy hook execution, by hook (reuses excluded).", []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2, .1}, "hook"),
+		Loads:    f.CounterVec("policy_lua_loads_total", "Lua policy script loads (compile, run, selftest), by result (ok, rejected).", "result"),
+		Failed:   f.CounterVec("policy_lua_fail_decisions_total", "Requests decided by policy.lua.failMode after a hook error: closed (rejected), open (built-in policy), acct (accounting stored without a decision), gx_initial/gx_update (the data policy alone decided).", "mode"),
 	}
 	for h := range numHooks {
 		n := hookNames[h]

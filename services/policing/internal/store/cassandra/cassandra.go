@@ -31,6 +31,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/openaaa/openaaa/services/policing/config"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/spool"
 )
@@ -90,7 +91,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.Now = time.Now
 	}
 	if o.Metrics == nil {
-		o.Metrics = NewMetrics(nil)
+		o.Metrics = NewMetrics(metrics.Factory{})
 	}
 	if o.ReplayInterval <= 0 {
 		o.ReplayInterval = config.Default().Session.Cassandra.Spool.ReplayInterval.D()

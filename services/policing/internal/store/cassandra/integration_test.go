@@ -22,6 +22,7 @@ import (
 
 	"github.com/openaaa/openaaa/internal/cassandratest"
 	"github.com/openaaa/openaaa/services/policing/internal/aaa"
+	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 	"github.com/openaaa/openaaa/services/policing/internal/migrate"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/spool"
@@ -72,8 +73,8 @@ func migrateKS(t *testing.T, ks string) {
 // statements and counterValue read it.
 var (
 	testRegistry = prometheus.NewRegistry()
-	testMetrics  = cassandra.NewMetrics(testRegistry)
-	testSpool    = spool.NewMetrics(testRegistry)
+	testMetrics  = cassandra.NewMetrics(metrics.With(testRegistry))
+	testSpool    = spool.NewMetrics(metrics.With(testRegistry))
 )
 
 func openStore(t *testing.T, ks string, o cassandra.Options) *cassandra.Store {

@@ -7,7 +7,6 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
 )
@@ -24,44 +23,18 @@ type Metrics struct {
 	spoolDrained     *prometheus.CounterVec
 }
 
-// NewMetrics registers the metrics on reg; a nil reg leaves them unregistered (a part
+// NewMetrics builds the metrics with f (a zero Factory leaves them unregistered: a part
 // built outside a node, a test that does not read them).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
+func NewMetrics(f metrics.Factory) *Metrics {
 	return &Metrics{
-		stmtDuration: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: metrics.Namespace, Subsystem: "store", Name: "statement_duration_seconds",
-			Help:    "Cassandra statement latency by kind (read_session, write_session, stop_session, write_history, lookup_user, lookup_framed_ip, lookup_ipv6, lookup_nas, read_history, write_auth_log).",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"kind"}),
-		stmtErrors: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "store", Name: "errors_total",
-			Help: "Cassandra statement errors by kind and error (timeout, unavailable, overloaded, no_connection, canceled, other).",
-		}, []string{"kind", "error"}),
-		writesSkipped: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "store", Name: "writes_skipped_total",
-			Help: "Accounting updates that changed nothing in the session row (no write sent).",
-		}),
-		rowCacheRequests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "store", Name: "row_cache_total",
-			Help: "Interims that looked for their session's row in the row cache, by result: hit (merged onto it, no read), miss, refused (out of order, another session, or the row may have expired), bypassed (the write would have changed a lookup: read after all).",
-		}, []string{"result"}),
-		spoolUndecodable: f.NewCounter(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "spool", Name: "undecodable_total",
-			Help: "Spooled records that could not be decoded and were skipped (a bug: they are logged in full).",
-		}),
-		cacheRequests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "cache", Name: "requests_total",
-			Help: "Hybrid store cache look-ups by result (hit, miss, stale, stale_served). Hit ratio: hit / sum.",
-		}, []string{"result"}),
-		cacheEntries: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "cache", Name: "entries",
-			Help: "Sessions in the hybrid store's local cache.",
-		}),
-		spoolDrained: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "spool", Name: "drained_total",
-			Help: "Spooled accounting records delivered at shutdown, by connection: local (the store's own, which the driver may route to another datacenter) or a remote datacenter's.",
-		}, []string{"via"}),
+		stmtDuration:     f.HistogramVec("store_statement_duration_seconds", "Cassandra statement latency by kind (read_session, write_session, stop_session, write_history, lookup_user, lookup_framed_ip, lookup_ipv6, lookup_nas, read_history, write_auth_log).", []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}, "kind"),
+		stmtErrors:       f.CounterVec("store_errors_total", "Cassandra statement errors by kind and error (timeout, unavailable, overloaded, no_connection, canceled, other).", "kind", "error"),
+		writesSkipped:    f.Counter("store_writes_skipped_total", "Accounting updates that changed nothing in the session row (no write sent)."),
+		rowCacheRequests: f.CounterVec("store_row_cache_total", "Interims that looked for their session's row in the row cache, by result: hit (merged onto it, no read), miss, refused (out of order, another session, or the row may have expired), bypassed (the write would have changed a lookup: read after all).", "result"),
+		spoolUndecodable: f.Counter("spool_undecodable_total", "Spooled records that could not be decoded and were skipped (a bug: they are logged in full)."),
+		cacheRequests:    f.CounterVec("cache_requests_total", "Hybrid store cache look-ups by result (hit, miss, stale, stale_served). Hit ratio: hit / sum.", "result"),
+		cacheEntries:     f.Gauge("cache_entries", "Sessions in the hybrid store's local cache."),
+		spoolDrained:     f.CounterVec("spool_drained_total", "Spooled accounting records delivered at shutdown, by connection: local (the store's own, which the driver may route to another datacenter) or a remote datacenter's.", "via"),
 	}
 }
 

@@ -172,7 +172,7 @@ func Open(opt Options) (*Store, error) {
 		opt.Now = time.Now
 	}
 	if opt.Metrics == nil {
-		opt.Metrics = metrics.New(nil)
+		opt.Metrics = metrics.New(metrics.Factory{})
 	}
 	s := &Store{opt: opt, seed: maphash.MakeSeed(), shards: make([]shard, opt.Shards), mask: uint64(opt.Shards - 1),
 		ips: make([]ipShard, opt.Shards), v6: v6Index{claim: map[netip.Prefix][]session.Key{}},
