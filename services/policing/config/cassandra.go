@@ -150,9 +150,7 @@ func ValidKeyspaceName(s string) bool {
 
 func (c Cassandra) validate(key string) []error {
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
+	bad := keyed(key, &errs)
 	if len(c.ContactPoints) == 0 {
 		bad("contactPoints", "at least one contact point is required")
 	}
@@ -203,37 +201,19 @@ func (c Cassandra) validate(key string) []error {
 	if !validConsistency(c.HistoryConsistency) {
 		bad("historyConsistency", "%q is not one of %s", c.HistoryConsistency, strings.Join(consistencies, ", "))
 	}
-	if c.Timeout <= 0 {
-		bad("timeout", "must be positive")
-	}
-	if c.ConnectTimeout <= 0 {
-		bad("connectTimeout", "must be positive")
-	}
-	if c.WriteTimeout <= 0 {
-		bad("writeTimeout", "must be positive")
-	}
-	if c.ReplicaWait < 0 {
-		bad("replicaWait", "must not be negative (0: no wait)")
-	}
+	positive(bad, "timeout", c.Timeout)
+	positive(bad, "connectTimeout", c.ConnectTimeout)
+	positive(bad, "writeTimeout", c.WriteTimeout)
+	notNegative(bad, "replicaWait", c.ReplicaWait, "0: no wait")
 	if c.NumConns < 1 || c.NumConns > 64 {
 		bad("numConns", "must be between 1 and 64, got %d", c.NumConns)
 	}
 	if (c.UsernameFile == "") != (c.PasswordFile == "") {
 		bad("usernameFile", "usernameFile and passwordFile go together")
 	}
-	if c.StoppedTTL < 0 {
-		bad("stoppedTTL", "must not be negative (0 keeps stopped rows forever)")
-	}
+	notNegative(bad, "stoppedTTL", c.StoppedTTL, "0 keeps stopped rows forever")
 	if c.Spool.Dir != "" {
-		if c.Spool.MaxBytes < 1<<20 {
-			bad("spool.maxBytes", "must be at least 1048576 (1 MiB), got %d", c.Spool.MaxBytes)
-		}
-		if c.Spool.ReplayInterval <= 0 {
-			bad("spool.replayInterval", "must be positive")
-		}
-		if c.Spool.DeliverWithin < 0 {
-			bad("spool.deliverWithin", "must not be negative (0: no bound but maxBytes)")
-		}
+		spoolBounds(bad, "spool.", c.Spool.MaxBytes, c.Spool.ReplayInterval, c.Spool.DeliverWithin)
 	}
 	if c.Cache.Size < 1 {
 		bad("cache.size", "must be at least 1, got %d", c.Cache.Size)
@@ -241,8 +221,16 @@ func (c Cassandra) validate(key string) []error {
 	if c.RowCache.Size < 0 {
 		bad("rowCache.size", "must not be negative (0 turns the row cache off), got %d", c.RowCache.Size)
 	}
-	if c.Cache.TTL < 0 {
-		bad("cache.ttl", "must not be negative (0: every read goes to Cassandra)")
-	}
+	notNegative(bad, "cache.ttl", c.Cache.TTL, "0: every read goes to Cassandra")
 	return errs
+}
+
+// spoolBounds checks what the accounting spool and the proxy's queue (a spool too) share:
+// their size, replay interval and delivery bound, under prefix ("spool.", "queue.").
+func spoolBounds(bad func(k, format string, a ...any), prefix string, maxBytes int64, replay, deliverWithin Duration) {
+	if maxBytes < 1<<20 {
+		bad(prefix+"maxBytes", "must be at least 1048576 (1 MiB), got %d", maxBytes)
+	}
+	positive(bad, prefix+"replayInterval", replay)
+	notNegative(bad, prefix+"deliverWithin", deliverWithin, "0: no bound but maxBytes")
 }

@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // CoA configures the sending of CoA-Request and Disconnect-Request to NAS (RFC 5176,
 // docs/coa.md). Each NAS's CoA port and secret come from its clients entry.
@@ -41,18 +38,12 @@ func defaultCoA() CoA {
 
 func (c CoA) validate(key string) []error {
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
-	if c.Timeout <= 0 {
-		bad("timeout", "must be positive")
-	}
+	bad := keyed(key, &errs)
+	positive(bad, "timeout", c.Timeout)
 	if c.Retries < 0 || c.Retries > 10 {
 		bad("retries", "must be between 0 and 10, got %d", c.Retries)
 	}
-	if c.ResendAfter < 0 {
-		bad("resendAfter", "must not be negative")
-	}
+	notNegative(bad, "resendAfter", c.ResendAfter, "")
 	if c.Concurrency < 1 {
 		bad("concurrency", "must be at least 1")
 	}

@@ -512,6 +512,31 @@ func EnvNames() [][2]string {
 	return out
 }
 
+// keyed returns the function a section's validate reports a problem with: appended to errs,
+// its key below the section's ("proxy" and "timeout": proxy.timeout).
+func keyed(section string, errs *[]error) func(k, format string, a ...any) {
+	return func(k, format string, a ...any) {
+		*errs = append(*errs, fmt.Errorf("%s.%s: %s", section, k, fmt.Sprintf(format, a...)))
+	}
+}
+
+// positive reports k unless v is above zero (a timeout, an interval, a size).
+func positive[T ~int | ~int64](bad func(k, format string, a ...any), k string, v T) {
+	if v <= 0 {
+		bad(k, "must be positive")
+	}
+}
+
+// notNegative reports k if v is below zero; zero means what zero says ("0: no limit"), if
+// anything.
+func notNegative[T ~int | ~int64 | ~float64](bad func(k, format string, a ...any), k string, v T, zero string) {
+	if v < 0 && zero == "" {
+		bad(k, "must not be negative")
+	} else if v < 0 {
+		bad(k, "must not be negative (%s)", zero)
+	}
+}
+
 // Validate checks every key and returns all problems at once, each naming its key.
 func (c *Config) Validate() error {
 	var errs []error
@@ -573,15 +598,9 @@ func (c *Config) Validate() error {
 	if c.Radius.QueueSize < 1 {
 		bad("radius.queueSize", "must be at least 1, got %d", c.Radius.QueueSize)
 	}
-	if c.Radius.Readers < 0 {
-		bad("radius.readers", "must not be negative (0: one per CPU)")
-	}
-	if c.Radius.MaxQueueWait <= 0 {
-		bad("radius.maxQueueWait", "must be positive")
-	}
-	if c.Radius.DuplicateWindow < 0 {
-		bad("radius.duplicateWindow", "must not be negative (0 disables duplicate detection)")
-	}
+	notNegative(bad, "radius.readers", c.Radius.Readers, "0: one per CPU")
+	positive(bad, "radius.maxQueueWait", c.Radius.MaxQueueWait)
+	notNegative(bad, "radius.duplicateWindow", c.Radius.DuplicateWindow, "0 disables duplicate detection")
 	for i, d := range c.Radius.Dictionaries {
 		if strings.TrimSpace(d) == "" {
 			bad(fmt.Sprintf("radius.dictionaries[%d]", i), "empty path")
@@ -619,21 +638,15 @@ func (c *Config) Validate() error {
 	} else if caps.Shared { // cassandra, hybrid
 		errs = append(errs, c.Session.Cassandra.validate("session.cassandra")...)
 	}
-	if c.Session.Expiry.Multiplier < 0 {
-		bad("session.expiry.multiplier", "must not be negative (0 disables expiry)")
-	}
+	notNegative(bad, "session.expiry.multiplier", c.Session.Expiry.Multiplier, "0 disables expiry")
 	if c.Session.Expiry.Multiplier > 0 && c.Session.Expiry.InterimInterval <= 0 {
 		bad("session.expiry.interimInterval", "must be positive when expiry is on")
 	}
 	if c.Session.Embedded.Shards < 1 || c.Session.Embedded.Shards&(c.Session.Embedded.Shards-1) != 0 {
 		bad("session.embedded.shards", "must be a power of two, got %d", c.Session.Embedded.Shards)
 	}
-	if c.Session.Embedded.HistorySize < 0 {
-		bad("session.embedded.historySize", "must not be negative")
-	}
-	if c.Session.Embedded.SweepInterval <= 0 {
-		bad("session.embedded.sweepInterval", "must be positive")
-	}
+	notNegative(bad, "session.embedded.historySize", c.Session.Embedded.HistorySize, "")
+	positive(bad, "session.embedded.sweepInterval", c.Session.Embedded.SweepInterval)
 	errs = append(errs, c.Reload.validate("reload")...)
 	errs = append(errs, c.storeFeatureErrors()...)
 	return errors.Join(errs...)
@@ -641,9 +654,7 @@ func (c *Config) Validate() error {
 
 func (cl Client) validate(key string) []error {
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
+	bad := keyed(key, &errs)
 	if cl.Name == "" {
 		bad("name", "required")
 	}

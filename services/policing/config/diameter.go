@@ -118,9 +118,7 @@ func (p DiameterPeer) Network() (*net.IPNet, error) {
 
 func (d Diameter) validate(key string) []error {
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
+	bad := keyed(key, &errs)
 	if !d.Enabled {
 		return nil
 	}
@@ -136,9 +134,7 @@ func (d Diameter) validate(key string) []error {
 	if d.MaxInFlight < 1 {
 		bad("maxInFlight", "must be at least 1")
 	}
-	if d.RequestTimeout <= 0 {
-		bad("requestTimeout", "must be positive")
-	}
+	positive(bad, "requestTimeout", d.RequestTimeout)
 	if d.Dispatch != "auto" && d.Dispatch != "inline" && d.Dispatch != "workers" {
 		bad("dispatch", "must be auto, inline or workers, got %q", d.Dispatch)
 	}

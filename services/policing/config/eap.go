@@ -104,9 +104,7 @@ func (e EAP) UsesAKA() bool {
 
 func (e EAP) validate(key string) []error {
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
+	bad := keyed(key, &errs)
 	for i, m := range e.Methods {
 		if !slices.Contains(EAPMethods, m) {
 			bad(fmt.Sprintf("methods[%d]", i), "%q is not one of tls, peap, ttls, md5, sim, aka, aka-prime", m)
@@ -134,15 +132,11 @@ func (e EAP) validate(key string) []error {
 	if len(e.NodeID) > 64 {
 		bad("nodeID", "longer than 64 octets (it goes in every State attribute)")
 	}
-	if e.MaxConversations <= 0 {
-		bad("maxConversations", "must be positive")
-	}
+	positive(bad, "maxConversations", e.MaxConversations)
 	if e.Timeout < Duration(time.Second) {
 		bad("timeout", "must be at least 1s (it is sent as Session-Timeout, in seconds)")
 	}
-	if e.RoundTimeout <= 0 {
-		bad("roundTimeout", "must be positive")
-	}
+	positive(bad, "roundTimeout", e.RoundTimeout)
 	if slices.Contains(e.Methods, "aka-prime") && (e.AKANetworkName == "" || len(e.AKANetworkName) > 200) {
 		bad("akaNetworkName", "required by aka-prime, at most 200 octets")
 	}
@@ -169,9 +163,7 @@ func (f EAPForward) validate(key string, eapOn bool) []error {
 		return nil
 	}
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
+	bad := keyed(key, &errs)
 	if !eapOn {
 		bad("address", "forwarding needs eap.methods")
 	}
@@ -187,9 +179,7 @@ func (f EAPForward) validate(key string, eapOn bool) []error {
 	if f.SecretFile == "" {
 		bad("secretFile", "required when eap.forward.address is set (the inter-node secret)")
 	}
-	if f.Timeout <= 0 {
-		bad("timeout", "must be positive")
-	}
+	positive(bad, "timeout", f.Timeout)
 	if f.Retries < 0 || f.Retries > 5 {
 		bad("retries", "must be 0 to 5")
 	}

@@ -153,9 +153,7 @@ func (a LDAPAttributes) Names() []string {
 
 func (l LDAP) validate(key string) []error {
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
+	bad := keyed(key, &errs)
 	if len(l.URLs) == 0 {
 		bad("urls", "at least one ldap:// or ldaps:// URL is required")
 	}
@@ -204,29 +202,17 @@ func (l LDAP) validate(key string) []error {
 	if l.PoolSize < 1 || l.PoolSize > 256 {
 		bad("poolSize", "must be between 1 and 256, got %d", l.PoolSize)
 	}
-	if l.ConnectTimeout <= 0 {
-		bad("connectTimeout", "must be positive")
-	}
-	if l.Timeout <= 0 {
-		bad("timeout", "must be positive")
-	}
-	if l.LookupTimeout <= 0 {
-		bad("lookupTimeout", "must be positive")
-	}
-	if l.RetryInterval < 0 {
-		bad("retryInterval", "must not be negative")
-	}
+	positive(bad, "connectTimeout", l.ConnectTimeout)
+	positive(bad, "timeout", l.Timeout)
+	positive(bad, "lookupTimeout", l.LookupTimeout)
+	notNegative(bad, "retryInterval", l.RetryInterval, "")
 	if l.Cache.TTL <= 0 {
 		bad("cache.ttl", "must be positive (accounting reads profiles from the cache only)")
 	}
-	if l.Cache.NegativeTTL < 0 {
-		bad("cache.negativeTTL", "must not be negative (0: unknown users are not remembered)")
-	}
+	notNegative(bad, "cache.negativeTTL", l.Cache.NegativeTTL, "0: unknown users are not remembered")
 	if l.Cache.Size < 1 {
 		bad("cache.size", "must be at least 1, got %d", l.Cache.Size)
 	}
-	if l.Cache.MaxStale < 0 {
-		bad("cache.maxStale", "must not be negative (0: no limit)")
-	}
+	notNegative(bad, "cache.maxStale", l.Cache.MaxStale, "0: no limit")
 	return errs
 }

@@ -198,20 +198,12 @@ func (f *fileCheck) walk(n *yamlv3.Node, t reflect.Type, path, drop string) {
 				names = append(names, name)
 			}
 		}
-		seen := map[string]int{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if f.merge(k, v, t, path, drop) {
-				continue
-			}
-			kp := joinKey(path, k.Value)
-			f.twice(seen, k, kp)
-			f.pos[kp] = position{k.Line, k.Column}
+		f.entries(n, t, path, drop, func(k, v *yamlv3.Node, kp string) {
 			ft, ok := fields[k.Value]
 			if !ok {
 				if why, gone := removedKeys[kp]; gone {
 					f.bad(k, kp, kp, "this key was removed: %s", why)
-					continue
+					return
 				}
 				msg := "unknown key"
 				if k.Kind != yamlv3.ScalarNode {
@@ -220,26 +212,16 @@ func (f *fileCheck) walk(n *yamlv3.Node, t reflect.Type, path, drop string) {
 					msg += "; did you mean " + s + "?"
 				}
 				f.bad(k, kp, kp, "%s", msg)
-				continue
+				return
 			}
 			f.walk(v, ft, kp, kp)
-		}
+		})
 	case reflect.Map:
 		if n.Kind != yamlv3.MappingNode {
 			f.bad(n, path, drop, "%s where a mapping belongs", kindWords(n))
 			return
 		}
-		seen := map[string]int{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if f.merge(k, v, t, path, drop) {
-				continue
-			}
-			kp := joinKey(path, k.Value)
-			f.twice(seen, k, kp)
-			f.pos[kp] = position{k.Line, k.Column}
-			f.walk(v, t.Elem(), kp, kp)
-		}
+		f.entries(n, t, path, drop, func(_, v *yamlv3.Node, kp string) { f.walk(v, t.Elem(), kp, kp) })
 	case reflect.Slice:
 		if n.Kind != yamlv3.SequenceNode {
 			what := "list"
@@ -286,6 +268,22 @@ func (f *fileCheck) walk(n *yamlv3.Node, t reflect.Type, path, drop string) {
 			return
 		}
 		f.bad(n, path, drop, "%q is not true or false", n.Value)
+	}
+}
+
+// entries calls each for every key of mapping n but a merge key (<<, merged by merge), with
+// the key's path, once its position is noted and a key written twice warned about.
+func (f *fileCheck) entries(n *yamlv3.Node, t reflect.Type, path, drop string, each func(k, v *yamlv3.Node, kp string)) {
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if f.merge(k, v, t, path, drop) {
+			continue
+		}
+		kp := joinKey(path, k.Value)
+		f.twice(seen, k, kp)
+		f.pos[kp] = position{k.Line, k.Column}
+		each(k, v, kp)
 	}
 }
 

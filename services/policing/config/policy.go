@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Policy tunes the built-in policy and selects a Lua policy.
 type Policy struct {
@@ -47,15 +44,11 @@ func (c *Config) EffectiveLuaPoolSize() int {
 
 func (l PolicyLua) validate(key string) []error {
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
+	bad := keyed(key, &errs)
 	if l.Budget < Duration(time.Millisecond) || l.Budget > Duration(10*time.Second) {
 		bad("budget", "must be between 1ms and 10s, got %s", l.Budget.D())
 	}
-	if l.PoolSize < 0 {
-		bad("poolSize", "must not be negative (0: radius.workers)")
-	}
+	notNegative(bad, "poolSize", l.PoolSize, "0: radius.workers")
 	switch l.FailMode {
 	case "closed", "open":
 	default:

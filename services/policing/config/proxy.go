@@ -84,9 +84,7 @@ func (p Proxy) Enabled() bool { return len(p.Upstreams) > 0 }
 
 func (p Proxy) validate(key string) []error {
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
+	bad := keyed(key, &errs)
 	if !p.Enabled() {
 		return nil
 	}
@@ -100,24 +98,18 @@ func (p Proxy) validate(key string) []error {
 	default:
 		bad("strategy", "%q is not one of failover, loadbalance", p.Strategy)
 	}
-	if p.Timeout <= 0 {
-		bad("timeout", "must be positive")
-	}
+	positive(bad, "timeout", p.Timeout)
 	if p.MaxTimeout < p.Timeout {
 		bad("maxTimeout", "must be at least timeout")
 	}
-	if p.Retries < 0 {
-		bad("retries", "must not be negative")
-	}
-	if p.Mode == "sync" && p.SyncTimeout <= 0 {
-		bad("syncTimeout", "must be positive")
+	notNegative(bad, "retries", p.Retries, "")
+	if p.Mode == "sync" {
+		positive(bad, "syncTimeout", p.SyncTimeout)
 	}
 	if p.DeadAfter < 1 {
 		bad("deadAfter", "must be at least 1")
 	}
-	if p.StatusInterval < 0 {
-		bad("statusInterval", "must not be negative (0 disables health checks)")
-	}
+	notNegative(bad, "statusInterval", p.StatusInterval, "0 disables health checks")
 	if p.StatusInterval == 0 && p.ReviveAfter <= 0 {
 		bad("reviveAfter", "must be positive when statusInterval is 0")
 	}
@@ -144,15 +136,7 @@ func (p Proxy) validate(key string) []error {
 		if p.Queue.Dir == "" {
 			bad("queue.dir", "required in queue mode")
 		}
-		if p.Queue.MaxBytes < 1<<20 {
-			bad("queue.maxBytes", "must be at least 1048576 (1 MiB), got %d", p.Queue.MaxBytes)
-		}
-		if p.Queue.ReplayInterval <= 0 {
-			bad("queue.replayInterval", "must be positive")
-		}
-		if p.Queue.DeliverWithin < 0 {
-			bad("queue.deliverWithin", "must not be negative (0: no bound but maxBytes)")
-		}
+		spoolBounds(bad, "queue.", p.Queue.MaxBytes, p.Queue.ReplayInterval, p.Queue.DeliverWithin)
 		if c := p.Queue.Concurrency; c < 1 || c > 256 || c&(c-1) != 0 {
 			bad("queue.concurrency", "must be a power of two up to 256, got %d", c)
 		}

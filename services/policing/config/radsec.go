@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"net"
 	"time"
 )
@@ -35,9 +34,7 @@ func defaultRadSec() RadSec {
 
 func (r RadSec) validate(key string) []error {
 	var errs []error
-	bad := func(k, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, k, fmt.Sprintf(format, a...)))
-	}
+	bad := keyed(key, &errs)
 	if r.Address == "" {
 		return nil
 	}
@@ -52,9 +49,7 @@ func (r RadSec) validate(key string) []error {
 	if r.Secret == "" {
 		bad("secret", "must not be empty (RFC 6614: \"radsec\")")
 	}
-	if r.IdleTimeout <= 0 {
-		bad("idleTimeout", "must be positive")
-	}
+	positive(bad, "idleTimeout", r.IdleTimeout)
 	if p := timeoutProblem(r.HandshakeTimeout, time.Minute); p != "" {
 		bad("handshakeTimeout", "%s", p)
 	}
