@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/fiorix/go-diameter/v4/diam"
 	"github.com/fiorix/go-diameter/v4/diam/avp"
@@ -20,8 +19,6 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/diameter"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
-	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
-	"github.com/openaaa/openaaa/services/policing/internal/subscriber"
 )
 
 // benchSubscribers is the profile `aaa-loadgen subscribers --gx-subscribers` writes for
@@ -58,18 +55,7 @@ func benchCCRUpdate(b *testing.B, inline bool) {
 	if err := os.WriteFile(path, fmt.Appendf(nil, benchSubscribers, subs), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	if err := LoadDictionary(); err != nil {
-		b.Fatal(err)
-	}
-	src, err := subscriber.OpenFile(path, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := embedded.Open(embedded.Options{Shards: 4, HistorySize: 100, SweepInterval: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close(b.Context()) })
+	src, st := openSources(b, path)
 	id := diameter.Identity{Host: "pcrf.bench", Realm: "bench"}
 	h := &Handler{Identity: id, Subscribers: src, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(metrics.Factory{})}
 	srv, err := diameter.Listen("127.0.0.1:0", diameter.Options{OriginHost: id.Host, OriginRealm: id.Realm, VendorID: 1,
