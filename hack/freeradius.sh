@@ -104,6 +104,19 @@ coa_session_check() {
 EOF
 }
 
+# listen_section TYPE ADDRESS PORT [SERVER]: a listen section that hands TYPE (auth, acct, coa)
+# packets on ADDRESS:PORT to the virtual server SERVER (default "default").
+listen_section() {
+	cat <<EOF
+listen {
+	type = $1
+	ipaddr = $2
+	port = $3
+	virtual_server = ${4:-default}
+}
+EOF
+}
+
 # radsec_proxy_config ADDRESS PORT HOME CERT KEY CA: listeners and a TLS home server.
 radsec_proxy_config() {
 	local address=$1 port=$2 home=$3 cert=$4 key=$5 ca=$6
@@ -141,18 +154,8 @@ realm radsec {
 	acct_pool = radsec
 }
 
-listen {
-	type = auth
-	ipaddr = $address
-	port = $port
-	virtual_server = default
-}
-listen {
-	type = acct
-	ipaddr = $address
-	port = $((port + 1))
-	virtual_server = default
-}
+$(listen_section auth "$address" "$port")
+$(listen_section acct "$address" $((port + 1)))
 
 server default {
 	authorize {
@@ -419,18 +422,8 @@ EOF
 	server)
 		cat >>"$dir/radiusd.conf" <<EOF
 
-listen {
-	type = auth
-	ipaddr = $address
-	port = $port
-	virtual_server = default
-}
-listen {
-	type = acct
-	ipaddr = $address
-	port = $((port + 1))
-	virtual_server = default
-}
+$(listen_section auth "$address" "$port")
+$(listen_section acct "$address" $((port + 1)))
 
 server default {
 	authorize {
@@ -468,12 +461,7 @@ EOF
 	acct)
 		cat >>"$dir/radiusd.conf" <<EOF
 
-listen {
-	type = acct
-	ipaddr = $address
-	port = $port
-	virtual_server = default
-}
+$(listen_section acct "$address" "$port")
 
 server default {
 	preacct {
@@ -488,12 +476,7 @@ EOF
 	coa)
 		cat >>"$dir/radiusd.conf" <<EOF
 
-listen {
-	type = coa
-	ipaddr = $address
-	port = $port
-	virtual_server = coa
-}
+$(listen_section coa "$address" "$port" coa)
 
 server coa {
 	recv-coa {
