@@ -62,6 +62,8 @@ FREERADIUS_BIN=${FREERADIUS_BIN:-/usr/sbin/freeradius}
 die() { echo "freeradius.sh: $*" >&2; exit 1; }
 # shellcheck source=lib/proc.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 
 instance_dir() {
@@ -75,16 +77,7 @@ cmd_install() {
 		echo "freeradius: installed ($("$FREERADIUS_BIN" -v 2>/dev/null | sed -n '1s/.*Version \([0-9.]*\).*/\1/p'))"
 		return 0
 	fi
-	[[ $(id -u) -eq 0 ]] || die "installing freeradius needs root (apt-get)"
-	export DEBIAN_FRONTEND=noninteractive
-	# One apt-get update per day at most (a fresh machine has no lists).
-	local stamp="$CACHE/apt-updated"
-	mkdir -p "$CACHE"
-	if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]] || ! apt-cache policy freeradius 2>/dev/null | grep -q Candidate; then
-		apt-get update -qq
-		touch "$stamp"
-	fi
-	apt-get install -y -qq --no-install-recommends freeradius freeradius-utils >/dev/null
+	apt_install freeradius freeradius-utils
 	# Debian enables the system service but does not start it in containers (policy-rc.d);
 	# our instances listen on their own ports anyway, never 1812/1813 unless asked.
 	echo "freeradius: installed"

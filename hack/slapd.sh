@@ -38,6 +38,8 @@ SUFFIX="dc=openaaa,dc=test"
 die() { echo "slapd.sh: $*" >&2; exit 1; }
 # shellcheck source=lib/proc.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 
 instance_dir() {
@@ -54,16 +56,9 @@ cmd_install() {
 		return 0
 	fi
 	[[ $(id -u) -eq 0 ]] || die "installing slapd needs root (apt-get)"
-	export DEBIAN_FRONTEND=noninteractive
 	# No default database: every test instance has its own slapd.conf.
 	echo "slapd slapd/no_configuration boolean true" | debconf-set-selections
-	local stamp="$CACHE/apt-updated"
-	mkdir -p "$CACHE"
-	if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]] || ! apt-cache policy slapd 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-		apt-get update -qq
-		touch "$stamp"
-	fi
-	apt-get install -y -qq --no-install-recommends slapd ldap-utils >/dev/null
+	apt_install slapd ldap-utils
 	# Services do not start on install here; make sure no system slapd holds a port anyway.
 	if [[ -f /run/slapd/slapd.pid ]]; then
 		kill "$(cat /run/slapd/slapd.pid)" 2>/dev/null || true
