@@ -64,13 +64,10 @@ die() { echo "freeradius.sh: $*" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
 # shellcheck source=lib/apt.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
+INSTANCE_HOME=$FREERADIUS_HOME
+# shellcheck source=lib/instance.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/instance.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-
-instance_dir() {
-	[[ -n ${1:-} ]] || die "missing instance NAME"
-	[[ $1 =~ ^[A-Za-z0-9._-]+$ ]] || die "bad instance name: $1"
-	echo "$FREERADIUS_HOME/$1"
-}
 
 cmd_install() {
 	if command -v "$FREERADIUS_BIN" >/dev/null && command -v radclient >/dev/null; then
@@ -528,19 +525,9 @@ install) cmd_install ;;
 config) cmd_config "$@" ;;
 start) cmd_start "$@" ;;
 stop) cmd_stop "$@" ;;
-pid) pid_of "$(instance_dir "${1:-}")" || exit 1 ;;
-status)
-	if pid=$(pid_of "$(instance_dir "${1:-}")"); then echo "running $pid"; else echo stopped; exit 1; fi
-	;;
 check)
 	dir=$(instance_dir "${1:-}")
 	"$FREERADIUS_BIN" -C -d "$dir" -n radiusd -l stdout
 	;;
-dir) instance_dir "${1:-}" ;;
-clean)
-	cmd_stop "$@"
-	rm -rf "$(instance_dir "${1:-}")"
-	;;
-help | -h | --help) usage ;;
-*) usage >&2; exit 2 ;;
+*) instance_command "$cmd" "$@" ;;
 esac

@@ -40,13 +40,10 @@ die() { echo "slapd.sh: $*" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
 # shellcheck source=lib/apt.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
+INSTANCE_HOME=$SLAPD_HOME
+# shellcheck source=lib/instance.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/instance.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-
-instance_dir() {
-	[[ -n ${1:-} ]] || die "missing instance NAME"
-	[[ $1 =~ ^[A-Za-z0-9._-]+$ ]] || die "bad instance name: $1"
-	echo "$SLAPD_HOME/$1"
-}
 
 pid_of() { proc_pid "$1/run/slapd.pid"; }
 
@@ -289,10 +286,6 @@ config) cmd_config "$@" ;;
 start) cmd_start "$@" ;;
 stop) cmd_stop "$@" ;;
 load) cmd_load "$@" ;;
-pid) pid_of "$(instance_dir "${1:-}")" || exit 1 ;;
-status)
-	if pid=$(pid_of "$(instance_dir "${1:-}")"); then echo "running $pid"; else echo stopped; exit 1; fi
-	;;
 url)
 	dir=$(instance_dir "${1:-}")
 	[[ -f $dir/env ]] || die "url: no config in $dir"
@@ -301,11 +294,5 @@ url)
 	echo "ldap://127.0.0.1:$PORT"
 	if [[ -n $LDAPS_PORT ]]; then echo "ldaps://127.0.0.1:$LDAPS_PORT"; fi
 	;;
-dir) instance_dir "${1:-}" ;;
-clean)
-	cmd_stop "$@"
-	rm -rf "$(instance_dir "${1:-}")"
-	;;
-help | -h | --help) usage ;;
-*) usage >&2; exit 2 ;;
+*) instance_command "$cmd" "$@" ;;
 esac
