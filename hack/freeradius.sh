@@ -60,8 +60,6 @@ FREERADIUS_HOME=${FREERADIUS_HOME:-$CACHE/freeradius}
 FREERADIUS_BIN=${FREERADIUS_BIN:-/usr/sbin/freeradius}
 
 die() { echo "freeradius.sh: $*" >&2; exit 1; }
-# shellcheck source=lib/proc.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
 # shellcheck source=lib/apt.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 INSTANCE_HOME=$FREERADIUS_HOME
@@ -521,10 +519,6 @@ cmd_stop() {
 cmd=${1:-help}
 shift || true
 case $cmd in
-install) cmd_install ;;
-config) cmd_config "$@" ;;
-start) cmd_start "$@" ;;
-stop) cmd_stop "$@" ;;
 check)
 	dir=$(instance_dir "${1:-}")
 	"$FREERADIUS_BIN" -C -d "$dir" -n radiusd -l stdout

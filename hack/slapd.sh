@@ -36,8 +36,6 @@ SLAPD_BIN=${SLAPD_BIN:-/usr/sbin/slapd}
 SUFFIX="dc=openaaa,dc=test"
 
 die() { echo "slapd.sh: $*" >&2; exit 1; }
-# shellcheck source=lib/proc.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
 # shellcheck source=lib/apt.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 INSTANCE_HOME=$SLAPD_HOME
@@ -281,10 +279,6 @@ EOF
 cmd=${1:-help}
 shift || true
 case $cmd in
-install) cmd_install ;;
-config) cmd_config "$@" ;;
-start) cmd_start "$@" ;;
-stop) cmd_stop "$@" ;;
 load) cmd_load "$@" ;;
 url)
 	dir=$(instance_dir "${1:-}")
