@@ -688,31 +688,33 @@ ca_injected() { # name
   [[ -n "$v" && -n "$m" ]]
 }
 
-# A K8ssandraCluster without storageConfig, dry-run on the server: k8ssandra-operator's webhook
-# (not the CRD schema) denies it.
-k8ssandra_webhook_answers() {
+# webhook_denies NAME: the object on stdin, applied dry-run on the server, is denied by the
+# admission webhook NAME (so that webhook answers).
+webhook_denies() {
   local out
-  if out="$(printf '%s\n' 'apiVersion: k8ssandra.io/v1alpha1' 'kind: K8ssandraCluster' \
-    'metadata: {name: openaaa-webhook-probe, namespace: k8ssandra-operator}' \
-    'spec: {cassandra: {serverVersion: "5.0.9", datacenters: [{metadata: {name: dc1}, size: 1}]}}' |
-    k apply --dry-run=server -f - 2>&1)"; then
+  if out="$(k apply --dry-run=server -f - 2>&1)"; then
     return 1
   fi
-  grep -q 'admission webhook "vk8ssandracluster.kb.io" denied' <<<"$out"
+  grep -q "admission webhook \"$1\" denied" <<<"$out"
 }
 
-# A CassandraDatacenter of server type cassandra with DSE workloads, dry-run on the server:
-# cass-operator's webhook denies it.
+# A K8ssandraCluster without storageConfig: k8ssandra-operator's webhook (not the CRD schema)
+# denies it.
+k8ssandra_webhook_answers() {
+  printf '%s\n' 'apiVersion: k8ssandra.io/v1alpha1' 'kind: K8ssandraCluster' \
+    'metadata: {name: openaaa-webhook-probe, namespace: k8ssandra-operator}' \
+    'spec: {cassandra: {serverVersion: "5.0.9", datacenters: [{metadata: {name: dc1}, size: 1}]}}' |
+    webhook_denies vk8ssandracluster.kb.io
+}
+
+# A CassandraDatacenter of server type cassandra with DSE workloads: cass-operator's webhook
+# denies it.
 cass_webhook_answers() {
-  local out
-  if out="$(printf '%s\n' 'apiVersion: cassandra.datastax.com/v1beta1' 'kind: CassandraDatacenter' \
+  printf '%s\n' 'apiVersion: cassandra.datastax.com/v1beta1' 'kind: CassandraDatacenter' \
     'metadata: {name: openaaa-webhook-probe, namespace: k8ssandra-operator}' \
     'spec: {clusterName: probe, serverType: cassandra, serverVersion: "5.0.9", size: 1, dseWorkloads: {searchEnabled: true},' \
     '  storageConfig: {cassandraDataVolumeClaimSpec: {storageClassName: openaaa-local, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}}' |
-    k apply --dry-run=server -f - 2>&1)"; then
-    return 1
-  fi
-  grep -q 'admission webhook "vcassandradatacenter.kb.io" denied' <<<"$out"
+    webhook_denies vcassandradatacenter.kb.io
 }
 
 # cert-manager (the webhooks' certificates), the CRDs, storage, both operators; waits until both

@@ -87,27 +87,19 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# Same subscribers in both servers.
-printf '%s\n' "$SECRET" >"$OUT/secret"
-"$LOADGEN" subscribers --users "$USERS" --policing "$OUT/subscribers.yaml" --freeradius "$OUT/users" >/dev/null
-POP=(--users "$USERS") # the population of the runs (the overload phase has its own)
+BENCH_NAME=bench
+# shellcheck source=hack/bench-lib.sh
+source "$ROOT/hack/bench-lib.sh"
 
 # pprof is behind the admin API's token; curl reads the header from a file.
 # shellcheck source=hack/lib/admin-token.sh
 source "$ROOT/hack/lib/admin-token.sh"
 admin_token "$OUT"
 
-cat >"$OUT/policing.yaml" <<EOF
-log: {level: warn, format: json}
-radius:
-  authAddress: 127.0.0.1:$POL_PORT
-  acctAddress: 127.0.0.1:$((POL_PORT + 1))
-clients:
-  - {name: loadgen, address: 127.0.0.0/8, secretFile: $OUT/secret, requireMessageAuthenticator: true}
-subscribers: {source: file, file: $OUT/subscribers.yaml}
-session: {store: embedded}
-admin: {address: 127.0.0.1:$ADMIN_PORT, tokenFile: $OUT/admin-token, pprof: $([[ $PROFILE == 1 ]] && echo true || echo false)}
-EOF
+# Same subscribers in both servers.
+BASE=$POL_PORT write_bench_config "{store: embedded}" "tokenFile: $OUT/admin-token, pprof: $([[ $PROFILE == 1 ]] && echo true || echo false)"
+"$LOADGEN" subscribers --users "$USERS" --freeradius "$OUT/users" >/dev/null
+POP=(--users "$USERS") # the population of the runs (the overload phase has its own)
 
 machine() {
 	echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
@@ -122,9 +114,6 @@ start_fr() {
 }
 stop_fr() { "$FR" stop bench; }
 
-BENCH_NAME=bench
-# shellcheck source=hack/bench-lib.sh
-source "$ROOT/hack/bench-lib.sh"
 # Pinning (bench-lib's pin). On 2 cores the generator (~10 µs of CPU per message) and the
 # server share the CPUs; at 2× the maximum the generator's own work would take the CPU the
 # server needs to shed load, and the overload run would measure the generator. Pinned, the

@@ -125,6 +125,34 @@ EOF
   touch "${LIB}/.complete"
 }
 
+# The --add-exports/--add-opens of conf/jvm17-clients.options; the server's options hold them
+# all, and a few more (server_flags).
+module_flags() {
+  cat <<'EOF'
+--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED
+--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED
+--add-exports=java.base/sun.nio.ch=ALL-UNNAMED
+--add-exports=java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED
+--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED
+--add-exports=java.rmi/sun.rmi.server=ALL-UNNAMED
+--add-exports=java.sql/java.sql=ALL-UNNAMED
+--add-opens=java.base/java.lang.module=ALL-UNNAMED
+--add-opens=java.base/jdk.internal.loader=ALL-UNNAMED
+--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
+--add-opens=java.base/jdk.internal.reflect=ALL-UNNAMED
+--add-opens=java.base/jdk.internal.math=ALL-UNNAMED
+--add-opens=java.base/jdk.internal.module=ALL-UNNAMED
+--add-opens=java.base/jdk.internal.util.jar=ALL-UNNAMED
+--add-opens=jdk.management/com.sun.management.internal=ALL-UNNAMED
+--add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+--add-opens=java.base/java.io=ALL-UNNAMED
+--add-opens=java.base/java.nio=ALL-UNNAMED
+--add-opens=java.base/java.util.concurrent=ALL-UNNAMED
+--add-opens=java.base/java.util=ALL-UNNAMED
+--add-opens=java.base/java.lang=ALL-UNNAMED
+EOF
+}
+
 # Flags of Cassandra's conf/jvm-server.options + conf/jvm17-server.options (5.0).
 server_flags() {
   local jamm
@@ -152,30 +180,10 @@ server_flags() {
 -XX:+DebugNonSafepoints
 -XX:CICompilerCount=2
 -Djdk.attach.allowAttachSelf=true
---add-exports=java.base/jdk.internal.misc=ALL-UNNAMED
---add-exports=java.base/jdk.internal.ref=ALL-UNNAMED
---add-exports=java.base/sun.nio.ch=ALL-UNNAMED
---add-exports=java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED
---add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED
---add-exports=java.rmi/sun.rmi.server=ALL-UNNAMED
---add-exports=java.sql/java.sql=ALL-UNNAMED
+$(module_flags)
 --add-exports=java.base/java.lang.ref=ALL-UNNAMED
 --add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED
---add-opens=java.base/java.lang.module=ALL-UNNAMED
---add-opens=java.base/jdk.internal.loader=ALL-UNNAMED
---add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
---add-opens=java.base/jdk.internal.reflect=ALL-UNNAMED
---add-opens=java.base/jdk.internal.math=ALL-UNNAMED
---add-opens=java.base/jdk.internal.module=ALL-UNNAMED
---add-opens=java.base/jdk.internal.util.jar=ALL-UNNAMED
---add-opens=jdk.management/com.sun.management.internal=ALL-UNNAMED
---add-opens=java.base/sun.nio.ch=ALL-UNNAMED
---add-opens=java.base/java.io=ALL-UNNAMED
---add-opens=java.base/java.nio=ALL-UNNAMED
---add-opens=java.base/java.util.concurrent=ALL-UNNAMED
---add-opens=java.base/java.util=ALL-UNNAMED
 --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
---add-opens=java.base/java.lang=ALL-UNNAMED
 --add-opens=java.base/java.math=ALL-UNNAMED
 --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
 --add-opens=java.base/java.net=ALL-UNNAMED
@@ -190,28 +198,8 @@ client_flags() {
 -XX:+UseSerialGC
 -XX:TieredStopAtLevel=1
 -Xmx128m
---add-exports=java.base/jdk.internal.misc=ALL-UNNAMED
---add-exports=java.base/jdk.internal.ref=ALL-UNNAMED
---add-exports=java.base/sun.nio.ch=ALL-UNNAMED
---add-exports=java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED
---add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED
---add-exports=java.rmi/sun.rmi.server=ALL-UNNAMED
---add-exports=java.sql/java.sql=ALL-UNNAMED
---add-opens=java.base/java.lang.module=ALL-UNNAMED
---add-opens=java.base/jdk.internal.loader=ALL-UNNAMED
---add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
---add-opens=java.base/jdk.internal.reflect=ALL-UNNAMED
---add-opens=java.base/jdk.internal.math=ALL-UNNAMED
---add-opens=java.base/jdk.internal.module=ALL-UNNAMED
---add-opens=java.base/jdk.internal.util.jar=ALL-UNNAMED
---add-opens=jdk.management/com.sun.management.internal=ALL-UNNAMED
---add-opens=java.base/sun.nio.ch=ALL-UNNAMED
---add-opens=java.base/java.io=ALL-UNNAMED
---add-opens=java.base/java.nio=ALL-UNNAMED
---add-opens=java.base/java.util.concurrent=ALL-UNNAMED
---add-opens=java.base/java.util=ALL-UNNAMED
---add-opens=java.base/java.lang=ALL-UNNAMED
 EOF
+  module_flags
 }
 
 write_config() { # i seeds

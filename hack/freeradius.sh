@@ -60,31 +60,19 @@ FREERADIUS_HOME=${FREERADIUS_HOME:-$CACHE/freeradius}
 FREERADIUS_BIN=${FREERADIUS_BIN:-/usr/sbin/freeradius}
 
 die() { echo "freeradius.sh: $*" >&2; exit 1; }
-# shellcheck source=lib/proc.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
+INSTANCE_HOME=$FREERADIUS_HOME
+# shellcheck source=lib/instance.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/instance.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-
-instance_dir() {
-	[[ -n ${1:-} ]] || die "missing instance NAME"
-	[[ $1 =~ ^[A-Za-z0-9._-]+$ ]] || die "bad instance name: $1"
-	echo "$FREERADIUS_HOME/$1"
-}
 
 cmd_install() {
 	if command -v "$FREERADIUS_BIN" >/dev/null && command -v radclient >/dev/null; then
 		echo "freeradius: installed ($("$FREERADIUS_BIN" -v 2>/dev/null | sed -n '1s/.*Version \([0-9.]*\).*/\1/p'))"
 		return 0
 	fi
-	[[ $(id -u) -eq 0 ]] || die "installing freeradius needs root (apt-get)"
-	export DEBIAN_FRONTEND=noninteractive
-	# One apt-get update per day at most (a fresh machine has no lists).
-	local stamp="$CACHE/apt-updated"
-	mkdir -p "$CACHE"
-	if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]] || ! apt-cache policy freeradius 2>/dev/null | grep -q Candidate; then
-		apt-get update -qq
-		touch "$stamp"
-	fi
-	apt-get install -y -qq --no-install-recommends freeradius freeradius-utils >/dev/null
+	apt_install freeradius freeradius-utils
 	# Debian enables the system service but does not start it in containers (policy-rc.d);
 	# our instances listen on their own ports anyway, never 1812/1813 unless asked.
 	echo "freeradius: installed"
@@ -101,6 +89,19 @@ coa_session_check() {
 			}
 			reject
 		}
+EOF
+}
+
+# listen_section TYPE ADDRESS PORT [SERVER]: a listen section that hands TYPE (auth, acct, coa)
+# packets on ADDRESS:PORT to the virtual server SERVER (default "default").
+listen_section() {
+	cat <<EOF
+listen {
+	type = $1
+	ipaddr = $2
+	port = $3
+	virtual_server = ${4:-default}
+}
 EOF
 }
 
@@ -141,18 +142,8 @@ realm radsec {
 	acct_pool = radsec
 }
 
-listen {
-	type = auth
-	ipaddr = $address
-	port = $port
-	virtual_server = default
-}
-listen {
-	type = acct
-	ipaddr = $address
-	port = $((port + 1))
-	virtual_server = default
-}
+$(listen_section auth "$address" "$port")
+$(listen_section acct "$address" $((port + 1)))
 
 server default {
 	authorize {
@@ -419,18 +410,8 @@ EOF
 	server)
 		cat >>"$dir/radiusd.conf" <<EOF
 
-listen {
-	type = auth
-	ipaddr = $address
-	port = $port
-	virtual_server = default
-}
-listen {
-	type = acct
-	ipaddr = $address
-	port = $((port + 1))
-	virtual_server = default
-}
+$(listen_section auth "$address" "$port")
+$(listen_section acct "$address" $((port + 1)))
 
 server default {
 	authorize {
@@ -468,12 +449,7 @@ EOF
 	acct)
 		cat >>"$dir/radiusd.conf" <<EOF
 
-listen {
-	type = acct
-	ipaddr = $address
-	port = $port
-	virtual_server = default
-}
+$(listen_section acct "$address" "$port")
 
 server default {
 	preacct {
@@ -488,12 +464,7 @@ EOF
 	coa)
 		cat >>"$dir/radiusd.conf" <<EOF
 
-listen {
-	type = coa
-	ipaddr = $address
-	port = $port
-	virtual_server = coa
-}
+$(listen_section coa "$address" "$port" coa)
 
 server coa {
 	recv-coa {
@@ -548,23 +519,9 @@ cmd_stop() {
 cmd=${1:-help}
 shift || true
 case $cmd in
-install) cmd_install ;;
-config) cmd_config "$@" ;;
-start) cmd_start "$@" ;;
-stop) cmd_stop "$@" ;;
-pid) pid_of "$(instance_dir "${1:-}")" || exit 1 ;;
-status)
-	if pid=$(pid_of "$(instance_dir "${1:-}")"); then echo "running $pid"; else echo stopped; exit 1; fi
-	;;
 check)
 	dir=$(instance_dir "${1:-}")
 	"$FREERADIUS_BIN" -C -d "$dir" -n radiusd -l stdout
 	;;
-dir) instance_dir "${1:-}" ;;
-clean)
-	cmd_stop "$@"
-	rm -rf "$(instance_dir "${1:-}")"
-	;;
-help | -h | --help) usage ;;
-*) usage >&2; exit 2 ;;
+*) instance_command "$cmd" "$@" ;;
 esac

@@ -36,15 +36,12 @@ SLAPD_BIN=${SLAPD_BIN:-/usr/sbin/slapd}
 SUFFIX="dc=openaaa,dc=test"
 
 die() { echo "slapd.sh: $*" >&2; exit 1; }
-# shellcheck source=lib/proc.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
+INSTANCE_HOME=$SLAPD_HOME
+# shellcheck source=lib/instance.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/instance.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-
-instance_dir() {
-	[[ -n ${1:-} ]] || die "missing instance NAME"
-	[[ $1 =~ ^[A-Za-z0-9._-]+$ ]] || die "bad instance name: $1"
-	echo "$SLAPD_HOME/$1"
-}
 
 pid_of() { proc_pid "$1/run/slapd.pid"; }
 
@@ -54,16 +51,9 @@ cmd_install() {
 		return 0
 	fi
 	[[ $(id -u) -eq 0 ]] || die "installing slapd needs root (apt-get)"
-	export DEBIAN_FRONTEND=noninteractive
 	# No default database: every test instance has its own slapd.conf.
 	echo "slapd slapd/no_configuration boolean true" | debconf-set-selections
-	local stamp="$CACHE/apt-updated"
-	mkdir -p "$CACHE"
-	if [[ ! -f $stamp ]] || [[ -n $(find "$stamp" -mmin +1440 2>/dev/null) ]] || ! apt-cache policy slapd 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-		apt-get update -qq
-		touch "$stamp"
-	fi
-	apt-get install -y -qq --no-install-recommends slapd ldap-utils >/dev/null
+	apt_install slapd ldap-utils
 	# Services do not start on install here; make sure no system slapd holds a port anyway.
 	if [[ -f /run/slapd/slapd.pid ]]; then
 		kill "$(cat /run/slapd/slapd.pid)" 2>/dev/null || true
@@ -289,15 +279,7 @@ EOF
 cmd=${1:-help}
 shift || true
 case $cmd in
-install) cmd_install ;;
-config) cmd_config "$@" ;;
-start) cmd_start "$@" ;;
-stop) cmd_stop "$@" ;;
 load) cmd_load "$@" ;;
-pid) pid_of "$(instance_dir "${1:-}")" || exit 1 ;;
-status)
-	if pid=$(pid_of "$(instance_dir "${1:-}")"); then echo "running $pid"; else echo stopped; exit 1; fi
-	;;
 url)
 	dir=$(instance_dir "${1:-}")
 	[[ -f $dir/env ]] || die "url: no config in $dir"
@@ -306,11 +288,5 @@ url)
 	echo "ldap://127.0.0.1:$PORT"
 	if [[ -n $LDAPS_PORT ]]; then echo "ldaps://127.0.0.1:$LDAPS_PORT"; fi
 	;;
-dir) instance_dir "${1:-}" ;;
-clean)
-	cmd_stop "$@"
-	rm -rf "$(instance_dir "${1:-}")"
-	;;
-help | -h | --help) usage ;;
-*) usage >&2; exit 2 ;;
+*) instance_command "$cmd" "$@" ;;
 esac

@@ -10,9 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,7 +23,8 @@ import (
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/api"
 	"github.com/cert-manager/cert-manager/pkg/controller/cainjector"
-	logf "github.com/cert-manager/cert-manager/pkg/logs"
+
+	"github.com/cert-manager/cert-manager/openaaa-addons/cmdmain"
 )
 
 // version is set at build time (-X main.version=...) by hack/addons.sh.
@@ -34,24 +32,11 @@ var version = "dev"
 
 func main() {
 	var (
-		showVersion = flag.Bool("version", false, "print the version and exit")
-		namespace   = flag.String("namespace", "", "only objects of this namespace (default: all)")
-		healthAddr  = flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+		namespace  = flag.String("namespace", "", "only objects of this namespace (default: all)")
+		healthAddr = flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	)
-	klog.InitFlags(flag.CommandLine)
-	flag.Parse()
-	if *showVersion {
-		fmt.Printf("cert-manager-cainjector %s (OpenAAA main)\n", version)
-		return
-	}
-	logf.InitLogs()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *namespace, *healthAddr); err != nil {
-		klog.ErrorS(err, "cert-manager-cainjector failed")
-		klog.Flush()
-		os.Exit(1)
-	}
+	cmdmain.Parse(func() string { return fmt.Sprintf("cert-manager-cainjector %s (OpenAAA main)", version) })
+	cmdmain.Run("cert-manager-cainjector", func(ctx context.Context) error { return run(ctx, *namespace, *healthAddr) })
 }
 
 func run(ctx context.Context, namespace, healthAddr string) error {

@@ -15,11 +15,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -28,6 +25,8 @@ import (
 	controllerpkg "github.com/cert-manager/cert-manager/pkg/controller"
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
 	"github.com/cert-manager/cert-manager/pkg/metrics"
+
+	"github.com/cert-manager/cert-manager/openaaa-addons/cmdmain"
 
 	// Each import registers its controller in controllerpkg.Known() (or its issuer type in the
 	// issuer factory); what is not imported is not compiled in.
@@ -51,7 +50,6 @@ var version = "dev"
 
 func main() {
 	var (
-		showVersion      = flag.Bool("version", false, "print the version and exit")
 		kubeconfig       = flag.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 		clusterNamespace = flag.String("cluster-resource-namespace", "cert-manager", "namespace of the Secrets ClusterIssuers refer to")
 		namespace        = flag.String("namespace", "", "only this namespace (default: all)")
@@ -61,24 +59,16 @@ func main() {
 		burst            = flag.Int("kube-api-burst", 50, "API server request burst")
 		enableOwnerRef   = flag.Bool("enable-certificate-owner-ref", false, "make each Certificate the owner of its Secret")
 	)
-	klog.InitFlags(flag.CommandLine)
-	flag.Parse()
-	if *showVersion {
-		fmt.Printf("cert-manager-controller %s (OpenAAA main; controllers: %v)\n", version, names())
-		return
-	}
-	logf.InitLogs()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, options{
-		kubeconfig: *kubeconfig, clusterNamespace: *clusterNamespace, namespace: *namespace,
-		metricsAddr: *metricsAddr, workers: *workers, qps: float32(*qps), burst: *burst,
-		enableOwnerRef: *enableOwnerRef,
-	}); err != nil {
-		klog.ErrorS(err, "cert-manager-controller failed")
-		klog.Flush()
-		os.Exit(1)
-	}
+	cmdmain.Parse(func() string {
+		return fmt.Sprintf("cert-manager-controller %s (OpenAAA main; controllers: %v)", version, names())
+	})
+	cmdmain.Run("cert-manager-controller", func(ctx context.Context) error {
+		return run(ctx, options{
+			kubeconfig: *kubeconfig, clusterNamespace: *clusterNamespace, namespace: *namespace,
+			metricsAddr: *metricsAddr, workers: *workers, qps: float32(*qps), burst: *burst,
+			enableOwnerRef: *enableOwnerRef,
+		})
+	})
 }
 
 type options struct {

@@ -15,9 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -26,6 +24,8 @@ import (
 	config "github.com/cert-manager/cert-manager/internal/apis/config/webhook"
 	cmwebhook "github.com/cert-manager/cert-manager/internal/webhook"
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
+
+	"github.com/cert-manager/cert-manager/openaaa-addons/cmdmain"
 )
 
 // version is set at build time (-X main.version=...) by hack/addons.sh.
@@ -33,7 +33,6 @@ var version = "dev"
 
 func main() {
 	var (
-		showVersion = flag.Bool("version", false, "print the version and exit")
 		securePort  = flag.Int("secure-port", 10250, "port of the admission webhook (HTTPS)")
 		healthzPort = flag.Int("healthz-port", 6080, "port of /healthz and /livez (HTTP)")
 		caNamespace = flag.String("dynamic-serving-ca-secret-namespace", "cert-manager", "namespace of the Secret holding the serving CA")
@@ -41,41 +40,30 @@ func main() {
 		dnsNames    = flag.String("dynamic-serving-dns-names", "", "DNS names of the serving certificate, comma-separated")
 		leaf        = flag.Duration("dynamic-serving-leaf-duration", 7*24*time.Hour, "lifetime of a serving certificate")
 	)
-	klog.InitFlags(flag.CommandLine)
-	flag.Parse()
-	if *showVersion {
-		fmt.Printf("cert-manager-webhook %s (OpenAAA main)\n", version)
-		return
-	}
+	cmdmain.Parse(func() string { return fmt.Sprintf("cert-manager-webhook %s (OpenAAA main)", version) })
 	if *dnsNames == "" {
 		fmt.Fprintln(os.Stderr, "cert-manager-webhook: --dynamic-serving-dns-names is required (the Service's DNS names)")
 		os.Exit(2)
 	}
-	logf.InitLogs()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	log := klog.FromContext(ctx).WithName("cert-manager-webhook")
-	ctx = logf.NewContext(ctx, log)
-
-	srv, err := cmwebhook.NewCertManagerWebhookServer(log, config.WebhookConfiguration{
-		SecurePort:  int32(*securePort),
-		HealthzPort: int32(*healthzPort),
-		// --kubeconfig is controller-runtime's own flag (registered by its config package).
-		KubeConfig: flag.Lookup("kubeconfig").Value.String(),
-		TLSConfig: shared.TLSConfig{Dynamic: shared.DynamicServingConfig{
-			SecretNamespace: *caNamespace,
-			SecretName:      *caName,
-			DNSNames:        strings.Split(*dnsNames, ","),
-			LeafDuration:    *leaf,
-		}},
-		MetricsListenAddress: "0", // no metrics listener: nothing here scrapes the webhook
+	cmdmain.Run("cert-manager-webhook", func(ctx context.Context) error {
+		log := klog.FromContext(ctx).WithName("cert-manager-webhook")
+		ctx = logf.NewContext(ctx, log)
+		srv, err := cmwebhook.NewCertManagerWebhookServer(log, config.WebhookConfiguration{
+			SecurePort:  int32(*securePort),
+			HealthzPort: int32(*healthzPort),
+			// --kubeconfig is controller-runtime's own flag (registered by its config package).
+			KubeConfig: flag.Lookup("kubeconfig").Value.String(),
+			TLSConfig: shared.TLSConfig{Dynamic: shared.DynamicServingConfig{
+				SecretNamespace: *caNamespace,
+				SecretName:      *caName,
+				DNSNames:        strings.Split(*dnsNames, ","),
+				LeafDuration:    *leaf,
+			}},
+			MetricsListenAddress: "0", // no metrics listener: nothing here scrapes the webhook
+		})
+		if err != nil {
+			return err
+		}
+		return srv.Run(ctx)
 	})
-	if err == nil {
-		err = srv.Run(ctx)
-	}
-	if err != nil {
-		klog.ErrorS(err, "cert-manager-webhook failed")
-		klog.Flush()
-		os.Exit(1)
-	}
 }
