@@ -15,6 +15,7 @@ import (
 	"layeh.com/radius/rfc2869"
 
 	"github.com/openaaa/openaaa/services/policing/internal/app"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/testslapd"
 )
 
@@ -24,8 +25,8 @@ const ldapSecret = "ldap-test-secret"
 func ldapNode(t *testing.T, srv *testslapd.Server, extra string) *app.Node {
 	t.Helper()
 	dir := t.TempDir()
-	check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(ldapSecret+"\n"), 0o600))
-	return startFromYAML(t, dir, `
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(ldapSecret+"\n"), 0o600))
+	return app.StartYAML(t, dir, `
 log: {level: debug, format: text}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
 admin: {address: "127.0.0.1:0"}
@@ -46,8 +47,8 @@ func TestLDAPAuthWithProfiles(t *testing.T) {
 	srv := testslapd.Start(t, 3000) // "a few thousand subscribers loaded with ldapadd"
 	n := ldapNode(t, srv, "    poolSize: 4\n")
 
-	reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, "user01234", "pw01234"), 2*time.Second)
-	check(t, err)
+	reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user01234", "pw01234"), 2*time.Second)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Fatalf("user01234: %v, want Access-Accept", reply.Code)
 	}
@@ -75,8 +76,8 @@ func TestLDAPAuthWithProfiles(t *testing.T) {
 		{"user99999", "x", "not in LDAP"},
 		{"*", "pw00001", "filter wildcard"},
 	} {
-		reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, c.user, c.pass), 2*time.Second)
-		check(t, err)
+		reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, c.user, c.pass), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Errorf("%s (%s): %v, want Access-Reject", c.user, c.why, reply.Code)
 		}
@@ -87,19 +88,19 @@ func TestLDAPAuthWithProfiles(t *testing.T) {
 		t.Errorf("radclient:\n%s", out)
 	}
 	// Accounting finds the profile in the cache (it never asks LDAP).
-	before := scrape(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`)
-	reply, err = send(n.Addr("radius.acctAddress"), acctStart(ldapSecret, "ldap-s1", "user01234"), 2*time.Second)
-	check(t, err)
+	before := app.Metric(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`)
+	reply, err = apptest.Send(n.Addr("radius.acctAddress"), acctStart(ldapSecret, "ldap-s1", "user01234"), 2*time.Second)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccountingResponse {
 		t.Fatalf("accounting: %v", reply.Code)
 	}
-	if d := scrape(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`) - before; d != 1 {
+	if d := app.Metric(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`) - before; d != 1 {
 		t.Errorf("accounting cache hits +%v, want +1", d)
 	}
-	if v := scrape(t, n, `openaaa_transactions_total{kind="ldap"}`); v < 5 {
+	if v := app.Metric(t, n, `openaaa_transactions_total{kind="ldap"}`); v < 5 {
 		t.Errorf("ldap transactions = %v", v)
 	}
-	if v := scrape(t, n, `openaaa_ldap_up`); v != 1 {
+	if v := app.Metric(t, n, `openaaa_ldap_up`); v != 1 {
 		t.Errorf("openaaa_ldap_up = %v", v)
 	}
 }
@@ -114,41 +115,41 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 	stale := ldapNode(t, srv, common+"    cache: {ttl: 300ms, serveStale: true}\n")
 	strict := ldapNode(t, srv, common+"    cache: {ttl: 300ms, serveStale: false}\n")
 	for _, n := range []*app.Node{stale, strict} {
-		reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
-		check(t, err)
+		reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessAccept {
 			t.Fatalf("before the outage: %v", reply.Code)
 		}
 	}
 	srv.Stop(t)
 	time.Sleep(400 * time.Millisecond) // past the cache TTL
-	staleBefore := scrape(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`)
-	unavailBefore := scrape(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`)
+	staleBefore := app.Metric(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`)
+	unavailBefore := app.Metric(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`)
 	var worst time.Duration
 	for i := range 10 {
 		start := time.Now()
-		reply, err := send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
-		check(t, err)
+		reply, err := apptest.Send(stale.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessAccept || rfc2865.FramedIPAddress_Get(reply).String() != "10.64.0.1" {
 			t.Fatalf("serveStale node, request %d: %v (profile %v)", i, reply.Code, rfc2865.FramedIPAddress_Get(reply))
 		}
-		reply, err = send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "bad"), 2*time.Second)
-		check(t, err)
+		reply, err = apptest.Send(stale.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "bad"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("stale profile accepted a wrong password")
 		}
-		reply, err = send(strict.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
-		check(t, err)
+		reply, err = apptest.Send(strict.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("strict node, request %d: %v, want Access-Reject", i, reply.Code)
 		}
-		reply, err = send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00002", "pw00002"), 2*time.Second)
-		check(t, err)
+		reply, err = apptest.Send(stale.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00002", "pw00002"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("uncached subscriber during the outage: %v, want Access-Reject", reply.Code)
 		}
-		reply, err = send(strict.Addr("radius.acctAddress"), acctStart(ldapSecret, "outage-"+string(rune('a'+i)), "user00001"), 2*time.Second)
-		check(t, err)
+		reply, err = apptest.Send(strict.Addr("radius.acctAddress"), acctStart(ldapSecret, "outage-"+string(rune('a'+i)), "user00001"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccountingResponse {
 			t.Fatalf("accounting during the outage: %v", reply.Code)
 		}
@@ -158,25 +159,25 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 	if worst > time.Second {
 		t.Errorf("requests during the LDAP outage took up to %v", worst)
 	}
-	if d := scrape(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`) - staleBefore; d < 10 {
+	if d := app.Metric(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`) - staleBefore; d < 10 {
 		t.Errorf("stale profiles served +%v, want >= 10", d)
 	}
-	if d := scrape(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`) - unavailBefore; d < 10 {
+	if d := app.Metric(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`) - unavailBefore; d < 10 {
 		t.Errorf("unavailable lookups +%v, want >= 10", d)
 	}
-	if v := scrape(t, strict, `openaaa_ldap_up`); v != 0 {
+	if v := app.Metric(t, strict, `openaaa_ldap_up`); v != 0 {
 		t.Errorf("openaaa_ldap_up = %v during the outage", v)
 	}
 
 	srv.Start(t)
 	start := time.Now()
-	waitUntil(t, 10*time.Second, "auth from LDAP after slapd restart", func() bool {
-		reply, err := send(strict.Addr("radius.authAddress"), pap(ldapSecret, "user00002", "pw00002"), time.Second)
+	apptest.Eventually(t, 10*time.Second, "auth from LDAP after slapd restart", func() bool {
+		reply, err := apptest.Send(strict.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00002", "pw00002"), time.Second)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
 	t.Logf("recovered %v after slapd restart", time.Since(start).Round(time.Millisecond))
-	reply, err := send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00003", "pw00003"), 2*time.Second)
-	check(t, err)
+	reply, err := apptest.Send(stale.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00003", "pw00003"), 2*time.Second)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Errorf("serveStale node after restart: %v", reply.Code)
 	}
@@ -188,17 +189,17 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 func TestLDAPLookupTimeoutFromConfig(t *testing.T) {
 	srv := testslapd.Start(t, 10)
 	n := ldapNode(t, srv, "    timeout: 3s\n    lookupTimeout: 400ms\n    retryInterval: 0s\n    cache: {ttl: 1ms, serveStale: false}\n")
-	reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
-	check(t, err)
+	reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Fatalf("before the freeze: %v", reply.Code)
 	}
 	srv.Pause(t)
 	defer srv.Resume(t)
 	start := time.Now()
-	reply, err = send(n.Addr("radius.authAddress"), pap(ldapSecret, "user00002", "pw00002"), 5*time.Second)
+	reply, err = apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00002", "pw00002"), 5*time.Second)
 	took := time.Since(start)
-	check(t, err)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessReject {
 		t.Fatalf("slapd frozen: %v, want Access-Reject", reply.Code)
 	}

@@ -1,0 +1,91 @@
+package apptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
+
+	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/internal/testenv"
+)
+
+// ErrNoReply wraps what kept a request from being answered (writing it, reading the reply):
+// the outcome some tests want, unlike a reply that does not verify.
+var ErrNoReply = errors.New("no reply")
+
+// Send sends p to addr as a NAS does, with a Message-Authenticator on an Access-Request
+// only, and waits up to timeout for the verified reply. It fails no test, so that
+// goroutines may call it.
+func Send(addr net.Addr, p *radius.Packet, timeout time.Duration) (*radius.Packet, error) {
+	return SendFrom(nil, addr, p, p.Code == radius.CodeAccessRequest, timeout)
+}
+
+// SendFrom sends p from local (nil: any address) to addr, with a Message-Authenticator when
+// withMA, and waits up to timeout for the reply. The reply must carry a Message-Authenticator
+// and verify: the node signs every reply with one.
+func SendFrom(local *net.UDPAddr, addr net.Addr, p *radius.Packet, withMA bool, timeout time.Duration) (*radius.Packet, error) {
+	b, err := p.Encode()
+	if err != nil {
+		return nil, err
+	}
+	off := -1
+	if withMA {
+		b, off = radiusx.AppendMessageAuthenticator(b)
+	}
+	radiusx.SignRequest(b, off, p.Secret)
+	raddr, err := net.ResolveUDPAddr("udp", addr.String())
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.DialUDP("udp", local, raddr)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write(b); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoReply, err)
+	}
+	buf := make([]byte, 4096)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoReply, err)
+	}
+	if err := radiusx.VerifyResponse(buf[:n], b[4:20], p.Secret, true); err != nil {
+		return nil, fmt.Errorf("reply does not verify: %w", err)
+	}
+	return radius.Parse(buf[:n], p.Secret)
+}
+
+// PAP is an Access-Request with a User-Password.
+func PAP(secret, user, pass string) *radius.Packet {
+	p := radius.New(radius.CodeAccessRequest, []byte(secret))
+	rfc2865.UserName_SetString(p, user)
+	rfc2865.UserPassword_SetString(p, pass)
+	return p
+}
+
+// Radclient sends one request with FreeRADIUS's radclient (-x: the reply's attributes
+// shown), tries times waiting timeoutSec each, and returns its output (its error when it
+// printed nothing).
+func Radclient(t testing.TB, server, command, secret string, tries, timeoutSec int, attrs ...string) string {
+	t.Helper()
+	bin := testenv.LookPath(t, "radclient", "Debian freeradius-utils")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-x", "-r", fmt.Sprint(tries), "-t", fmt.Sprint(timeoutSec), server, command, secret)
+	cmd.Stdin = strings.NewReader(strings.Join(attrs, "\n") + "\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil && len(out) == 0 {
+		return err.Error()
+	}
+	return string(out)
+}
