@@ -77,27 +77,7 @@ func TestPAPAcceptCarriesProfile(t *testing.T) {
 	n := startNode(t)
 	reply, err := exchange(t, n.Addr("radius.authAddress"), apptest.PAP(secret, "alice", "wonderland"), true)
 	apptest.Check(t, err)
-	if reply.Code != radius.CodeAccessAccept {
-		t.Fatalf("code = %v, want Access-Accept", reply.Code)
-	}
-	if ip := rfc2865.FramedIPAddress_Get(reply); ip.String() != "10.1.0.1" {
-		t.Errorf("Framed-IP-Address = %v", ip)
-	}
-	if st := rfc2865.SessionTimeout_Get(reply); st != 3600 {
-		t.Errorf("Session-Timeout = %v", st)
-	}
-	if iv := rfc2869.AcctInterimInterval_Get(reply); iv != 300 {
-		t.Errorf("Acct-Interim-Interval = %v", iv)
-	}
-	if mtu := rfc2865.FramedMTU_Get(reply); mtu != 1492 {
-		t.Errorf("Framed-MTU = %v", mtu)
-	}
-	if c := string(rfc2865.Class_Get(reply)); c != "gold" {
-		t.Errorf("Class = %q", c)
-	}
-	if _, ok := reply.Lookup(26); !ok {
-		t.Errorf("no Vendor-Specific rate limit attribute")
-	}
+	apptest.WantProfile(t, reply, apptest.Profile{FramedIP: "10.1.0.1", SessionTimeout: 3600, Interim: 300, FramedMTU: 1492, Class: "gold"})
 }
 
 func TestPAPRejects(t *testing.T) {

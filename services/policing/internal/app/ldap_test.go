@@ -12,7 +12,6 @@ import (
 
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
-	"layeh.com/radius/rfc2869"
 
 	"github.com/openaaa/openaaa/services/policing/internal/app"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
@@ -49,27 +48,8 @@ func TestLDAPAuthWithProfiles(t *testing.T) {
 
 	reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user01234", "pw01234"), 2*time.Second)
 	apptest.Check(t, err)
-	if reply.Code != radius.CodeAccessAccept {
-		t.Fatalf("user01234: %v, want Access-Accept", reply.Code)
-	}
-	if ip := rfc2865.FramedIPAddress_Get(reply); ip.String() != "10.64.4.210" {
-		t.Errorf("Framed-IP-Address = %v, want 10.64.4.210 (from LDAP)", ip)
-	}
-	if v := rfc2865.SessionTimeout_Get(reply); v != 3600 {
-		t.Errorf("Session-Timeout = %v", v)
-	}
-	if v := rfc2869.AcctInterimInterval_Get(reply); v != 300 {
-		t.Errorf("Acct-Interim-Interval = %v", v)
-	}
-	if v := string(rfc2865.Class_Get(reply)); v != "ldap-silver" {
-		t.Errorf("Class = %q", v)
-	}
-	if v := rfc2865.FramedMTU_Get(reply); v != 1492 {
-		t.Errorf("Framed-MTU = %v (openaaaReplyAttribute)", v)
-	}
-	if _, ok := reply.Lookup(26); !ok {
-		t.Error("no Vendor-Specific rate limit (openaaaRateLimit)")
-	}
+	// The profile from LDAP; Framed-MTU is an openaaaReplyAttribute, the rate limit openaaaRateLimit.
+	apptest.WantProfile(t, reply, apptest.Profile{FramedIP: "10.64.4.210", SessionTimeout: 3600, Interim: 300, FramedMTU: 1492, Class: "ldap-silver"})
 	for _, c := range []struct{ user, pass, why string }{
 		{"user01234", "wrong", "wrong password"},
 		{"user00100", "pw00100", "disabled in LDAP"},

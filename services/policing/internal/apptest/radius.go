@@ -12,6 +12,7 @@ import (
 
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2869"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/internal/testenv"
@@ -71,6 +72,42 @@ func PAP(secret, user, pass string) *radius.Packet {
 	rfc2865.UserName_SetString(p, user)
 	rfc2865.UserPassword_SetString(p, pass)
 	return p
+}
+
+// Profile is what an Access-Accept carries of a subscriber's profile.
+type Profile struct {
+	FramedIP       string
+	SessionTimeout uint32
+	Interim        uint32 // Acct-Interim-Interval
+	FramedMTU      uint32 // a reply attribute of the profile
+	Class          string
+}
+
+// WantProfile fails the test unless reply is an Access-Accept with want and a
+// Vendor-Specific attribute (the profile's rate limit).
+func WantProfile(t testing.TB, reply *radius.Packet, want Profile) {
+	t.Helper()
+	if reply.Code != radius.CodeAccessAccept {
+		t.Fatalf("code = %v, want Access-Accept", reply.Code)
+	}
+	if ip := rfc2865.FramedIPAddress_Get(reply); ip.String() != want.FramedIP {
+		t.Errorf("Framed-IP-Address = %v, want %s", ip, want.FramedIP)
+	}
+	if v := uint32(rfc2865.SessionTimeout_Get(reply)); v != want.SessionTimeout {
+		t.Errorf("Session-Timeout = %v, want %v", v, want.SessionTimeout)
+	}
+	if v := uint32(rfc2869.AcctInterimInterval_Get(reply)); v != want.Interim {
+		t.Errorf("Acct-Interim-Interval = %v, want %v", v, want.Interim)
+	}
+	if v := uint32(rfc2865.FramedMTU_Get(reply)); v != want.FramedMTU {
+		t.Errorf("Framed-MTU = %v, want %v", v, want.FramedMTU)
+	}
+	if v := string(rfc2865.Class_Get(reply)); v != want.Class {
+		t.Errorf("Class = %q, want %q", v, want.Class)
+	}
+	if _, ok := reply.Lookup(26); !ok {
+		t.Error("no Vendor-Specific rate limit attribute")
+	}
 }
 
 // Radclient sends one request with FreeRADIUS's radclient (-x: the reply's attributes
