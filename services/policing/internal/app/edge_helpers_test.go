@@ -7,7 +7,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,16 +103,6 @@ func detailRecords(text string) []string {
 		}
 	}
 	return out
-}
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // edgeNode starts a node from a YAML text in which {{dir}} is the test directory; the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/internal/testpki"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
@@ -42,7 +43,7 @@ func TestRadSecThroughFreeRADIUSProxy(t *testing.T) {
 		"client.crt": cliCert, "client.key": cliKey} {
 		apptest.Check(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
 	}
-	radsecAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	radsecAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	n := edgeNode(t, dir, `
 log: {level: debug, format: text}
 radius:
