@@ -58,6 +58,19 @@ func silentNAS(t *testing.T) int {
 	return pc.LocalAddr().(*net.UDPAddr).Port
 }
 
+// crossQuota sends with radclient the accounting of a session of the subscriber quota
+// (edgeSubs: 1000 octets): a Start, an Interim-Update under the quota (under octets in),
+// then one over it, which must be answered.
+func crossQuota(t *testing.T, acctAddr, id string, under int) {
+	t.Helper()
+	apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Start", id, "quota")...)
+	apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Interim-Update", id, "quota", fmt.Sprintf("Acct-Input-Octets = %d", under))...)
+	out := apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Interim-Update", id, "quota", "Acct-Input-Octets = 900", "Acct-Output-Octets = 300")...)
+	if !strings.Contains(out, "Received Accounting-Response") {
+		t.Fatalf("no Accounting-Response:\n%s", out)
+	}
+}
+
 func postCoA(t *testing.T, n *Node, path string) (int, admin.CoAReply) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, "http://"+n.Addr("admin.address").String()+path, nil)
@@ -154,14 +167,8 @@ func TestPolicyDisconnectOnQuota(t *testing.T) {
 	nas := newFreeRADIUS(t, "nasq", "--role", "coa", "--secret", radclientSecret)
 	n := coaNode(t, nas)
 	acctAddr := n.Addr("radius.acctAddress").String()
-	apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Start", "Q-1", "quota")...)
-	// Under quota: nothing.
-	apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 100")...)
-	// Over quota (1000 octets): the policy marks the session and a Disconnect goes out.
-	out := apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 900", "Acct-Output-Octets = 300")...)
-	if !strings.Contains(out, "Received Accounting-Response") {
-		t.Fatalf("no Accounting-Response:\n%s", out)
-	}
+	// Under quota: nothing. Over quota: the policy marks the session and a Disconnect goes out.
+	crossQuota(t, acctAddr, "Q-1", 100)
 	apptest.Eventually(t, 20*time.Second, "policy Disconnect-Request at the NAS", func() bool {
 		return strings.Contains(nas.detail(), `Acct-Session-Id = "Q-1"`)
 	})
