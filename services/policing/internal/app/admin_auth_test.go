@@ -5,14 +5,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2866"
 
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
@@ -38,10 +36,7 @@ func adminCall(t *testing.T, n *Node, method, path, token string, body string) (
 // open to scrapers and the kubelet.
 func TestAdminAPIRequiresToken(t *testing.T) {
 	n := startNode(t)
-	start := acct(rfc2866.AcctStatusType_Value_Start, "sess-auth", "alice")
-	rfc2865.FramedIPAddress_Set(start, net.IPv4(10, 1, 0, 1))
-	_, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
-	apptest.Check(t, err)
+	startAliceSession(t, n, "sess-auth")
 
 	stateful := []struct{ method, path, body string }{
 		{"GET", "/api/v1/sessions?user=alice", ""},

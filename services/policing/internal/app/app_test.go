@@ -157,6 +157,17 @@ func acct(status rfc2866.AcctStatusType, id, user string) *radius.Packet {
 	return p
 }
 
+// startAliceSession starts alice's session id at her profile's address (10.1.0.1) and
+// returns the reply.
+func startAliceSession(t *testing.T, n *Node, id string) *radius.Packet {
+	t.Helper()
+	start := acct(rfc2866.AcctStatusType_Value_Start, id, "alice")
+	rfc2865.FramedIPAddress_Set(start, net.IPv4(10, 1, 0, 1))
+	reply, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
+	apptest.Check(t, err)
+	return reply
+}
+
 func getJSON(t *testing.T, n *Node, path string, v any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+n.Addr("admin.address").String()+path, nil)
@@ -173,18 +184,14 @@ func getJSON(t *testing.T, n *Node, path string, v any) {
 
 func TestAccountingLifecycle(t *testing.T) {
 	n := startNode(t)
-	start := acct(rfc2866.AcctStatusType_Value_Start, "sess-1", "alice")
-	rfc2865.FramedIPAddress_Set(start, net.IPv4(10, 1, 0, 1))
-	reply, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
-	apptest.Check(t, err)
-	if reply.Code != radius.CodeAccountingResponse {
+	if reply := startAliceSession(t, n, "sess-1"); reply.Code != radius.CodeAccountingResponse {
 		t.Fatalf("code = %v", reply.Code)
 	}
 	interim := acct(rfc2866.AcctStatusType_Value_InterimUpdate, "sess-1", "alice")
 	rfc2866.AcctInputOctets_Set(interim, 100)
 	rfc2869.AcctInputGigawords_Set(interim, 2)
 	rfc2866.AcctSessionTime_Set(interim, 60)
-	_, err = exchange(t, n.Addr("radius.acctAddress"), interim, false)
+	_, err := exchange(t, n.Addr("radius.acctAddress"), interim, false)
 	apptest.Check(t, err)
 
 	var byUser struct{ Sessions []session.Session }
