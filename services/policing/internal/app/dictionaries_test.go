@@ -91,7 +91,7 @@ reload: {interval: 50ms}
 	rejectedWith := func(what, text string) {
 		t.Helper()
 		rejected := reloads(t, n, "dictionaries", "rejected")
-		writeFile(t, filepath.Join(dir, "dictionary.acme"), text)
+		apptest.WriteAtomically(t, filepath.Join(dir, "dictionary.acme"), []byte(text))
 		apptest.Eventually(t, 5*time.Second, "rejected reload: "+what, func() bool { return reloads(t, n, "dictionaries", "rejected") > rejected })
 		if got := fmt.Sprint(accept()); got != want {
 			t.Fatalf("after %s: reply %s, want the old %s", what, got, want)
@@ -104,8 +104,8 @@ reload: {interval: 50ms}
 
 	// A new attribute and its first use, written one after the other: taken together.
 	ok := reloads(t, n, "dictionaries", "ok") + reloads(t, n, "subscribers", "ok")
-	writeFile(t, filepath.Join(dir, "subs.yaml"), subs("\n        Acme-Zone: north"))
-	writeFile(t, filepath.Join(dir, "dictionary.acme"), strings.Replace(acmeDict, "END-VENDOR", "ATTRIBUTE\tAcme-Zone\t300\tstring\nEND-VENDOR", 1))
+	apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte(subs("\n        Acme-Zone: north")))
+	apptest.WriteAtomically(t, filepath.Join(dir, "dictionary.acme"), []byte(strings.Replace(acmeDict, "END-VENDOR", "ATTRIBUTE\tAcme-Zone\t300\tstring\nEND-VENDOR", 1)))
 	want = "[1=3 1=7 2=web 2=voip 2=tv 300=north]"
 	apptest.Eventually(t, 5*time.Second, "the new attribute in replies", func() bool {
 		return fmt.Sprint(accept()) == want

@@ -141,7 +141,7 @@ func TestEAPResumption(t *testing.T) {
 			return Metric(t, nodes[2], `openaaa_config_reloads_total{kind="eap-ticket-keys",result="ok"}`)
 		}
 		before := reloads()
-		writeAtomically(t, filepath.Join(dir, "tickets-c"), []byte(ownTicketKey+"\n"+sharedTicketKey+"\n"))
+		apptest.WriteAtomically(t, filepath.Join(dir, "tickets-c"), []byte(ownTicketKey+"\n"+sharedTicketKey+"\n"))
 		apptest.Eventually(t, 20*time.Second, "node-c's new ticket keys", func() bool { return reloads() > before })
 		place(relay, nil, 0, 2)
 		reauth(t, nodes, relay, dir, "tls", tls12, true)
@@ -175,7 +175,7 @@ func TestEAPResumptionRefused(t *testing.T) {
 	// change is in force on node-b before the re-authentication's first round reaches it.
 	change := func(file string, data []byte) func() {
 		return func() {
-			writeAtomically(t, file, data)
+			apptest.WriteAtomically(t, file, data)
 			if _, rejected := nodes[1].Reloader.Reload(); rejected != 0 {
 				t.Errorf("node-b refused the new %s", file)
 			}
@@ -194,8 +194,8 @@ func TestEAPResumptionRefused(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name+" tls-"+v, func(t *testing.T) {
 				t.Cleanup(func() { // alice back, for the next case
-					writeAtomically(t, subsFile, subs)
-					writeAtomically(t, crlFile, crl())
+					apptest.WriteAtomically(t, subsFile, subs)
+					apptest.WriteAtomically(t, crlFile, crl())
 					for _, n := range nodes {
 						n.Reloader.Reload()
 					}

@@ -365,7 +365,7 @@ func TestEAPCertificateRevocation(t *testing.T) {
 	replace := func(crl []byte, result string) {
 		t.Helper()
 		before := reloads(result)
-		writeAtomically(t, crlFile, crl)
+		apptest.WriteAtomically(t, crlFile, crl)
 		apptest.Eventually(t, 20*time.Second, "the new CRL "+result, func() bool { return reloads(result) > before })
 	}
 	replace(ca.CRL(t, 2, day, 3, 6), "ok") // alice revoked after the start
@@ -376,7 +376,7 @@ func TestEAPCertificateRevocation(t *testing.T) {
 	replace(ca.CRL(t, 3, time.Now().Add(-time.Minute)), "ok")
 	refused(tlsNetwork("alice", ""), "crl_unavailable")
 
-	writeAtomically(t, crlFile, ca.ForgedCRL(t))
+	apptest.WriteAtomically(t, crlFile, ca.ForgedCRL(t))
 	cfg, err := config.Load(filepath.Join(dir, "policing.yaml"), nil, nil)
 	apptest.Check(t, err)
 	n2, err := Start(context.Background(), cfg, quietLog(), new(slog.LevelVar))

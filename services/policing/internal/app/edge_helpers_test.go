@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/openaaa/openaaa/internal/testenv"
-	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // frScript finds hack/freeradius.sh from the package directory.
@@ -123,12 +122,4 @@ func metricSum(t *testing.T, nodes []*Node, series string) float64 {
 		sum += Metric(t, n, series)
 	}
 	return sum
-}
-
-// writeAtomically replaces a file the way a Secret volume update does (write + rename).
-func writeAtomically(t *testing.T, path string, data []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	apptest.Check(t, os.WriteFile(tmp, data, 0o600))
-	apptest.Check(t, os.Rename(tmp, path))
 }

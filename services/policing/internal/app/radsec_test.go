@@ -86,14 +86,14 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 		t.Fatalf("serial before rotation: %q %v", s, err)
 	}
 	newCert, newKey := pki.Issue(t, "policing", 101)
-	writeAtomically(t, filepath.Join(dir, "tls.key"), newKey)
-	writeAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
+	apptest.WriteAtomically(t, filepath.Join(dir, "tls.key"), newKey)
+	apptest.WriteAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
 	apptest.Eventually(t, 20*time.Second, "rotated certificate served", func() bool {
 		s, err := peerSerial(t, radsecAddr, pki.PEM, cliCert, cliKey)
 		return err == nil && s == "101"
 	})
 	// A broken file is rejected and the rotated certificate stays in force.
-	writeAtomically(t, filepath.Join(dir, "tls.crt"), []byte("not a certificate"))
+	apptest.WriteAtomically(t, filepath.Join(dir, "tls.crt"), []byte("not a certificate"))
 	apptest.Eventually(t, 20*time.Second, "broken certificate rejected", func() bool {
 		return Metric(t, n, `openaaa_config_reloads_total{kind="certificates",result="rejected"}`) >= 1
 	})
@@ -101,7 +101,7 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 		t.Fatalf("after a broken file: serial %q %v, want 101", s, err)
 	}
 	// FreeRADIUS, restarted so that it opens a new TLS connection, still gets through.
-	writeAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
+	apptest.WriteAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
 	fr.stop()
 	fr.start()
 	if out := auth("alice", "wonderland"); !strings.Contains(out, "Received Access-Accept") {

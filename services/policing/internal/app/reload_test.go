@@ -48,14 +48,6 @@ func reloads(t *testing.T, n *app.Node, kind, result string) float64 {
 	return app.Metric(t, n, fmt.Sprintf(`openaaa_config_reloads_total{kind=%q,result=%q}`, kind, result))
 }
 
-// writeFile replaces a file atomically (write a temporary file, rename it over).
-func writeFile(t *testing.T, path, text string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	apptest.Check(t, os.WriteFile(tmp, []byte(text), 0o600))
-	apptest.Check(t, os.Rename(tmp, path))
-}
-
 // The issue's scenario: a client's secret (a mounted Secret) changes while radclient traffic
 // runs; the old secret stops working, the new one works, nothing else is disturbed.
 func TestHotReloadClientSecretWithRadclient(t *testing.T) {
@@ -150,8 +142,8 @@ func TestHotReloadDropsNoRequest(t *testing.T) {
 		if i%2 == 0 {
 			clients += fmt.Sprintf("  - {name: other%d, address: 192.0.2.%d, secretFile: %q}\n", i, i+1, filepath.Join(dir, "other"))
 		}
-		writeFile(t, filepath.Join(dir, "clients.yaml"), clients)
-		writeFile(t, filepath.Join(dir, "subs.yaml"), reloadSubs+fmt.Sprintf("  - {username: extra%d, password: x}\n", i))
+		apptest.WriteAtomically(t, filepath.Join(dir, "clients.yaml"), []byte(clients))
+		apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte(reloadSubs+fmt.Sprintf("  - {username: extra%d, password: x}\n", i)))
 		changes++
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -191,7 +183,7 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 		good + fmt.Sprintf("  - {name: lo, address: 127.0.0.2, secretFile: %q}\n", filepath.Join(dir, "secret")),
 	} {
 		rejected := reloads(t, n, "clients", "rejected")
-		writeFile(t, filepath.Join(dir, "clients.yaml"), broken)
+		apptest.WriteAtomically(t, filepath.Join(dir, "clients.yaml"), []byte(broken))
 		apptest.Eventually(t, 5*time.Second, "rejected reload", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
 		if !accept("127.0.0.1", "s1") || accept("127.0.0.2", "s1") {
 			t.Fatalf("old clients not in force after a broken file:\n%s", broken)
@@ -200,7 +192,7 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 	// A second NAS whose secret file is not there yet.
 	lo2secret := filepath.Join(dir, "lo2-secret")
 	rejected := reloads(t, n, "clients", "rejected")
-	writeFile(t, filepath.Join(dir, "clients.yaml"), good+fmt.Sprintf("  - {name: lo2, address: 127.0.0.2, secretFile: %q}\n", lo2secret))
+	apptest.WriteAtomically(t, filepath.Join(dir, "clients.yaml"), []byte(good+fmt.Sprintf("  - {name: lo2, address: 127.0.0.2, secretFile: %q}\n", lo2secret)))
 	apptest.Eventually(t, 5*time.Second, "rejected reload (missing secret)", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
 	if !accept("127.0.0.1", "s1") || accept("127.0.0.2", "s2") {
 		t.Fatal("clients changed although the new file was rejected")
@@ -213,7 +205,7 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 	}
 	// A broken subscriber file: rejected, the old subscribers stay.
 	rejected = reloads(t, n, "subscribers", "rejected")
-	writeFile(t, filepath.Join(dir, "subs.yaml"), "subscribers:\n  - {username: alice}\n  - {username: alice}\n")
+	apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte("subscribers:\n  - {username: alice}\n  - {username: alice}\n"))
 	apptest.Eventually(t, 5*time.Second, "rejected subscriber reload", func() bool { return reloads(t, n, "subscribers", "rejected") > rejected })
 	if !accept("127.0.0.1", "s1") {
 		t.Fatal("old subscribers not in force after a broken subscriber file")
@@ -225,7 +217,7 @@ func TestHotReloadOnSIGHUP(t *testing.T) {
 	dir := t.TempDir()
 	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("hup\n"), 0o600))
 	n := reloadNode(t, dir, fmt.Sprintf("clients:\n  - {name: lo, address: 127.0.0.1, secretFile: %q}\n", filepath.Join(dir, "secret")), "0s")
-	writeFile(t, filepath.Join(dir, "subs.yaml"), reloadSubs+"  - {username: carol, password: hup}\n")
+	apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte(reloadSubs+"  - {username: carol, password: hup}\n"))
 	time.Sleep(200 * time.Millisecond)
 	reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP("hup", "carol", "hup"), time.Second)
 	apptest.Check(t, err)

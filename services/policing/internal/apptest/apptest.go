@@ -5,6 +5,7 @@
 package apptest
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -27,4 +28,13 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// WriteAtomically replaces a file the way a Secret volume update does (write, then rename
+// over), so that a watcher never reads it half written.
+func WriteAtomically(t testing.TB, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	Check(t, os.WriteFile(tmp, data, 0o600))
+	Check(t, os.Rename(tmp, path))
 }
