@@ -148,13 +148,10 @@ func TestWrongSecretNotAnswered(t *testing.T) {
 	}
 }
 
+// acct is an Accounting-Request from the tests' NAS: NAS-IP-Address is its own address,
+// the session key (aaa.NASKey).
 func acct(status rfc2866.AcctStatusType, id, user string) *radius.Packet {
-	p := radius.New(radius.CodeAccountingRequest, []byte(secret))
-	rfc2866.AcctStatusType_Set(p, status)
-	rfc2866.AcctSessionID_SetString(p, id)
-	rfc2865.UserName_SetString(p, user)
-	rfc2865.NASIPAddress_Set(p, net.IPv4(127, 0, 0, 1)) // its own address: the session key (aaa.NASKey)
-	return p
+	return apptest.Acct(secret, status, id, user, net.IPv4(127, 0, 0, 1))
 }
 
 // startAliceSession starts alice's session id at her profile's address (10.1.0.1) and

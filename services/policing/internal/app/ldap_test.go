@@ -4,6 +4,7 @@ package app_test
 // (hack/slapd.sh: hand-written slapd.conf, back_mdb, subscribers loaded with ldapadd).
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2866"
 
 	"github.com/openaaa/openaaa/services/policing/internal/app"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
@@ -42,6 +44,11 @@ subscribers:
 `+extra)
 }
 
+// ldapAcctStart is an Accounting-Start from a NAS of the LDAP nodes' clients.
+func ldapAcctStart(id, user string) *radius.Packet {
+	return apptest.Acct(ldapSecret, rfc2866.AcctStatusType_Value_Start, id, user, net.IPv4(192, 0, 2, 7))
+}
+
 func TestLDAPAuthWithProfiles(t *testing.T) {
 	srv := testslapd.Start(t, 3000) // "a few thousand subscribers loaded with ldapadd"
 	n := ldapNode(t, srv, "    poolSize: 4\n")
@@ -69,7 +76,7 @@ func TestLDAPAuthWithProfiles(t *testing.T) {
 	}
 	// Accounting finds the profile in the cache (it never asks LDAP).
 	before := app.Metric(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`)
-	reply, err = apptest.Send(n.Addr("radius.acctAddress"), acctStart(ldapSecret, "ldap-s1", "user01234"), 2*time.Second)
+	reply, err = apptest.Send(n.Addr("radius.acctAddress"), ldapAcctStart("ldap-s1", "user01234"), 2*time.Second)
 	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccountingResponse {
 		t.Fatalf("accounting: %v", reply.Code)
@@ -128,7 +135,7 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("uncached subscriber during the outage: %v, want Access-Reject", reply.Code)
 		}
-		reply, err = apptest.Send(strict.Addr("radius.acctAddress"), acctStart(ldapSecret, "outage-"+string(rune('a'+i)), "user00001"), 2*time.Second)
+		reply, err = apptest.Send(strict.Addr("radius.acctAddress"), ldapAcctStart("outage-"+string(rune('a'+i)), "user00001"), 2*time.Second)
 		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccountingResponse {
 			t.Fatalf("accounting during the outage: %v", reply.Code)

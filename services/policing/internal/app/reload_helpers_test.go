@@ -11,21 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"layeh.com/radius"
-	"layeh.com/radius/rfc2865"
-	"layeh.com/radius/rfc2866"
-
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
-
-func acctStart(secret, id, user string) *radius.Packet {
-	p := radius.New(radius.CodeAccountingRequest, []byte(secret))
-	rfc2866.AcctStatusType_Set(p, rfc2866.AcctStatusType_Value_Start)
-	rfc2866.AcctSessionID_SetString(p, id)
-	rfc2865.UserName_SetString(p, user)
-	rfc2865.NASIPAddress_Set(p, net.IPv4(192, 0, 2, 7))
-	return p
-}
 
 // radclientAuth sends one Access-Request with FreeRADIUS's radclient and returns its output.
 func radclientAuth(t *testing.T, addr net.Addr, secret, user, pass string, timeoutSec, retries int) string {

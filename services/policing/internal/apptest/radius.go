@@ -12,6 +12,7 @@ import (
 
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
+	"layeh.com/radius/rfc2866"
 	"layeh.com/radius/rfc2869"
 
 	"github.com/openaaa/openaaa/internal/radiusx"
@@ -71,6 +72,16 @@ func PAP(secret, user, pass string) *radius.Packet {
 	p := radius.New(radius.CodeAccessRequest, []byte(secret))
 	rfc2865.UserName_SetString(p, user)
 	rfc2865.UserPassword_SetString(p, pass)
+	return p
+}
+
+// Acct is an Accounting-Request for session id of user from the NAS at nas.
+func Acct(secret string, status rfc2866.AcctStatusType, id, user string, nas net.IP) *radius.Packet {
+	p := radius.New(radius.CodeAccountingRequest, []byte(secret))
+	rfc2866.AcctStatusType_Set(p, status)
+	rfc2866.AcctSessionID_SetString(p, id)
+	rfc2865.UserName_SetString(p, user)
+	rfc2865.NASIPAddress_Set(p, nas)
 	return p
 }
 
