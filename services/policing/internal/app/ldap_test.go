@@ -70,7 +70,7 @@ func TestLDAPAuthWithProfiles(t *testing.T) {
 		}
 	}
 	// A real RADIUS client sees the LDAP profile too.
-	out := radclientAuth(t, n.Addr("radius.authAddress"), ldapSecret, "user00007", "pw00007", 2, 1)
+	out := apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), ldapSecret, "user00007", "pw00007", 1, 2)
 	if !strings.Contains(out, "Access-Accept") || !strings.Contains(out, "10.64.0.7") || !strings.Contains(out, "0x6c6461702d676f6c64") /* Class "ldap-gold" */ {
 		t.Errorf("radclient:\n%s", out)
 	}

@@ -62,7 +62,7 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 	fr := newFreeRADIUS(t, "radsec", "--role", "radsec-proxy", "--secret", radclientSecret, "--home", radsecAddr,
 		"--tls-cert", filepath.Join(dir, "client.crt"), "--tls-key", filepath.Join(dir, "client.key"), "--tls-ca", filepath.Join(dir, "ca.crt"))
 	auth := func(user, pass string) string {
-		return apptest.Radclient(t, fr.addr(), "auth", radclientSecret, 1, 2, `User-Name = "`+user+`"`, `User-Password = "`+pass+`"`, "Message-Authenticator = 0x00")
+		return apptest.RadclientPAP(t, fr.addr(), radclientSecret, user, pass, 1, 2)
 	}
 	out := auth("alice", "wonderland")
 	if !strings.Contains(out, "Received Access-Accept") || !strings.Contains(out, "Framed-IP-Address = 10.9.0.1") {

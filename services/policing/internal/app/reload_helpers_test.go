@@ -1,11 +1,10 @@
 package app_test
 
-// Helpers of the LDAP and hot-reload tests that package app's own tests do not need (those
-// both use are in package apptest and in export_test.go).
+// Helpers of the hot-reload tests that package app's own tests do not need (those both
+// use are in package apptest and in export_test.go).
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,13 +12,6 @@ import (
 
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
-
-// radclientAuth sends one Access-Request with FreeRADIUS's radclient and returns its output.
-func radclientAuth(t *testing.T, addr net.Addr, secret, user, pass string, timeoutSec, retries int) string {
-	t.Helper()
-	return apptest.Radclient(t, addr.String(), "auth", secret, retries, timeoutSec,
-		fmt.Sprintf("User-Name = %q", user), fmt.Sprintf("User-Password = %q", pass), "Message-Authenticator = 0x00")
-}
 
 // k8sVolume mimics how the kubelet lays out a mounted Secret: dir/NAME -> ..data/NAME,
 // ..data -> ..<timestamp>/, and an update writes a new timestamp directory and swaps the

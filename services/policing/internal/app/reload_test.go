@@ -55,7 +55,7 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 	vol := newK8sVolume(t, map[string]string{"lo-secret": "old-secret\n"})
 	n := reloadNode(t, dir, fmt.Sprintf("clients:\n  - {name: lo, address: 127.0.0.1, secretFile: %q}\n", vol.path("lo-secret")), "100ms")
 
-	if out := radclientAuth(t, n.Addr("radius.authAddress"), "old-secret", "alice", "wonderland", 2, 1); !strings.Contains(out, "Access-Accept") {
+	if out := apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), "old-secret", "alice", "wonderland", 1, 2); !strings.Contains(out, "Access-Accept") {
 		t.Fatalf("old secret before the change:\n%s", out)
 	}
 	// radclient traffic with the old secret runs while the Secret is updated.
@@ -71,7 +71,7 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 				return
 			default:
 			}
-			out := radclientAuth(t, n.Addr("radius.authAddress"), "old-secret", "bob", "builder", 1, 1)
+			out := apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), "old-secret", "bob", "builder", 1, 1)
 			if strings.Contains(out, "Access-Accept") {
 				accepted.Add(1)
 			} else {
@@ -85,7 +85,7 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 	// The new secret in force, as the NAS sees it: not the reload counter alone, which a cold
 	// make test once saw rise while the old secret still answered for seconds (2026-11-29).
 	apptest.Eventually(t, 10*time.Second, "the new secret answered", func() bool {
-		return strings.Contains(radclientAuth(t, n.Addr("radius.authAddress"), "new-secret", "alice", "wonderland", 1, 1), "Access-Accept")
+		return strings.Contains(apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), "new-secret", "alice", "wonderland", 1, 1), "Access-Accept")
 	})
 	close(stop)
 	wg.Wait()
@@ -93,7 +93,7 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 	if got := reloads(t, n, "clients", "ok"); got <= before {
 		t.Errorf("clients reloads ok: %v, want more than %v", got, before)
 	}
-	if out := radclientAuth(t, n.Addr("radius.authAddress"), "old-secret", "alice", "wonderland", 1, 1); strings.Contains(out, "Received") {
+	if out := apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), "old-secret", "alice", "wonderland", 1, 1); strings.Contains(out, "Received") {
 		t.Errorf("old secret still answered after the new one was:\n%s", out)
 	}
 }

@@ -137,3 +137,11 @@ func Radclient(t testing.TB, server, command, secret string, tries, timeoutSec i
 	}
 	return string(out)
 }
+
+// RadclientPAP is Radclient sending an Access-Request with a User-Password (and a
+// Message-Authenticator) to server.
+func RadclientPAP(t testing.TB, server, secret, user, pass string, tries, timeoutSec int) string {
+	t.Helper()
+	return Radclient(t, server, "auth", secret, tries, timeoutSec,
+		fmt.Sprintf("User-Name = %q", user), fmt.Sprintf("User-Password = %q", pass), "Message-Authenticator = 0x00")
+}
