@@ -5,16 +5,15 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2866"
 
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/ctl"
 )
 
@@ -22,12 +21,12 @@ import (
 func adminCall(t *testing.T, n *Node, method, path, token string, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, "http://"+n.Addr("admin.address").String()+path, strings.NewReader(body))
-	must(t, err)
+	apptest.Check(t, err)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
+	apptest.Check(t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
@@ -37,10 +36,7 @@ func adminCall(t *testing.T, n *Node, method, path, token string, body string) (
 // open to scrapers and the kubelet.
 func TestAdminAPIRequiresToken(t *testing.T) {
 	n := startNode(t)
-	start := acct(rfc2866.AcctStatusType_Value_Start, "sess-auth", "alice")
-	rfc2865.FramedIPAddress_Set(start, net.IPv4(10, 1, 0, 1))
-	_, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
-	must(t, err)
+	startAliceSession(t, n, "sess-auth")
 
 	stateful := []struct{ method, path, body string }{
 		{"GET", "/api/v1/sessions?user=alice", ""},
@@ -77,7 +73,7 @@ func TestAdminAPIRequiresToken(t *testing.T) {
 			t.Errorf("GET %s without a token: HTTP %d, want 200\n%s", p, code, body)
 		}
 	}
-	if v := metricValue(t, n, "openaaa_admin_unauthorized_requests_total"); v < float64(4*len(stateful)) {
+	if v := Metric(t, n, "openaaa_admin_unauthorized_requests_total"); v < float64(4*len(stateful)) {
 		t.Errorf("openaaa_admin_unauthorized_requests_total = %v, want >= %d", v, 4*len(stateful))
 	}
 }
@@ -90,8 +86,8 @@ func TestAdminTokenRotation(t *testing.T) {
 	const rotated = "rotated-admin-token-abcdefghijkl"
 	// Replace the file as the kubelet does: write beside, rename over.
 	tmp := filepath.Join(filepath.Dir(path), ".token.tmp")
-	must(t, os.WriteFile(tmp, []byte(rotated+"\n"), 0o600))
-	must(t, os.Rename(tmp, path))
+	apptest.Check(t, os.WriteFile(tmp, []byte(rotated+"\n"), 0o600))
+	apptest.Check(t, os.Rename(tmp, path))
 	if ok, rejected := n.Reloader.Poll(); ok < 1 || rejected != 0 {
 		t.Fatalf("poll after the rotation: ok %d rejected %d", ok, rejected)
 	}
@@ -101,7 +97,7 @@ func TestAdminTokenRotation(t *testing.T) {
 	if code, _ := adminCall(t, n, "GET", "/api/v1/loglevel", adminToken, ""); code != http.StatusUnauthorized {
 		t.Errorf("the old token: HTTP %d, want 401", code)
 	}
-	must(t, os.WriteFile(path, []byte("short\n"), 0o600))
+	apptest.Check(t, os.WriteFile(path, []byte("short\n"), 0o600))
 	if _, rejected := n.Reloader.Poll(); rejected != 1 {
 		t.Fatalf("a too short token was not rejected")
 	}
@@ -115,7 +111,7 @@ func TestAdminAPIWithoutTokenServesNothing(t *testing.T) {
 	n := startNode(t, "admin.tokenFile=")
 	start := acct(rfc2866.AcctStatusType_Value_Start, "sess-open", "alice")
 	_, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
-	must(t, err)
+	apptest.Check(t, err)
 	for _, tok := range []string{"", adminToken} {
 		code, body := adminCall(t, n, "GET", "/api/v1/sessions?user=alice", tok, "")
 		if code != http.StatusForbidden || strings.Contains(body, "sess-open") || !strings.Contains(body, "admin.tokenFile") {
@@ -131,7 +127,7 @@ func TestAdminAPIWithoutTokenServesNothing(t *testing.T) {
 func TestAdminTokenFileBadStopsStart(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "token")
-	must(t, os.WriteFile(bad, []byte("tiny-secret\n"), 0o600))
+	apptest.Check(t, os.WriteFile(bad, []byte("tiny-secret\n"), 0o600))
 	cfg := startNodeConfig(t, "admin.tokenFile="+bad)
 	_, err := Start(context.Background(), cfg, quietLog(), new(slog.LevelVar))
 	if err == nil || !strings.Contains(err.Error(), "admin.tokenFile") || strings.Contains(err.Error(), "tiny-secret") {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/json"
-	"fmt"
-	"io"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/services/policing/config"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
 
@@ -43,114 +42,49 @@ subscribers:
 // startNode runs a node on loopback with ephemeral ports. Extra lines are --set overrides.
 func startNode(t *testing.T, sets ...string) *Node {
 	t.Helper()
-	cfg := startNodeConfig(t, sets...)
-	level := new(slog.LevelVar)
-	level.Set(slog.LevelDebug)
-	n, err := Start(context.Background(), cfg, quietLog(), level)
-	must(t, err)
-	t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
-	return n
+	return startConfig(t, startNodeConfig(t, sets...), slog.LevelDebug)
 }
 
 // startNodeConfig is the configuration startNode runs, its files in a new directory.
 func startNodeConfig(t *testing.T, sets ...string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(secret+"\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(subscribers), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "admin-token"), []byte(adminToken+"\n"), 0o600))
-	cfgText := fmt.Sprintf(`
+	writeNodeFiles(t, dir, secret, subscribers)
+	return loadYAML(t, dir, `
 log: {level: debug, format: text}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 4}
-admin: {address: "127.0.0.1:0", tokenFile: %[1]s/admin-token}
+admin: {address: "127.0.0.1:0", tokenFile: {{dir}}/admin-token}
 clients:
-  - {name: lo, address: 127.0.0.0/8, secretFile: %[1]s/secret}
-subscribers: {source: file, file: %[1]s/subs.yaml}
+  - {name: lo, address: 127.0.0.0/8, secretFile: {{dir}}/secret}
+subscribers: {source: file, file: {{dir}}/subs.yaml}
 session:
-  embedded: {snapshotFile: %[1]s/snap.jsonl}
-`, dir)
-	must(t, os.WriteFile(filepath.Join(dir, "policing.yaml"), []byte(cfgText), 0o600))
-	cfg, err := config.Load(filepath.Join(dir, "policing.yaml"), sets, nil)
-	must(t, err)
-	return cfg
+  embedded: {snapshotFile: {{dir}}/snap.jsonl}
+`, sets...)
 }
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// exchange sends a request signed with a Message-Authenticator and waits for the reply.
+// exchange is apptest.SendFrom on the test's goroutine: 700 ms for the reply, and a reply
+// that does not verify fails the test (only a missing one is the error a test may want).
 func exchange(t *testing.T, addr net.Addr, p *radius.Packet, withMA bool) (*radius.Packet, error) {
 	t.Helper()
-	b, err := p.Encode()
-	must(t, err)
-	off := -1
-	if withMA {
-		b, off = radiusx.AppendMessageAuthenticator(b)
+	reply, err := apptest.SendFrom(nil, addr, p, withMA, 700*time.Millisecond)
+	if err != nil && !errors.Is(err, apptest.ErrNoReply) {
+		t.Fatal(err)
 	}
-	radiusx.SignRequest(b, off, p.Secret)
-	conn, err := net.Dial("udp", addr.String())
-	must(t, err)
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(700 * time.Millisecond))
-	if _, err := conn.Write(b); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 4096)
-	n, err := conn.Read(buf)
-	if err != nil {
-		return nil, err
-	}
-	if err := radiusx.VerifyResponse(buf[:n], b[4:20], p.Secret, true); err != nil {
-		t.Fatalf("reply does not verify: %v", err)
-	}
-	return radius.Parse(buf[:n], p.Secret)
-}
-
-func papRequest(user, pass string) *radius.Packet {
-	p := radius.New(radius.CodeAccessRequest, []byte(secret))
-	rfc2865.UserName_SetString(p, user)
-	rfc2865.UserPassword_SetString(p, pass)
-	return p
+	return reply, err
 }
 
 func TestPAPAcceptCarriesProfile(t *testing.T) {
 	n := startNode(t)
-	reply, err := exchange(t, n.Addr("radius.authAddress"), papRequest("alice", "wonderland"), true)
-	must(t, err)
-	if reply.Code != radius.CodeAccessAccept {
-		t.Fatalf("code = %v, want Access-Accept", reply.Code)
-	}
-	if ip := rfc2865.FramedIPAddress_Get(reply); ip.String() != "10.1.0.1" {
-		t.Errorf("Framed-IP-Address = %v", ip)
-	}
-	if st := rfc2865.SessionTimeout_Get(reply); st != 3600 {
-		t.Errorf("Session-Timeout = %v", st)
-	}
-	if iv := rfc2869.AcctInterimInterval_Get(reply); iv != 300 {
-		t.Errorf("Acct-Interim-Interval = %v", iv)
-	}
-	if mtu := rfc2865.FramedMTU_Get(reply); mtu != 1492 {
-		t.Errorf("Framed-MTU = %v", mtu)
-	}
-	if c := string(rfc2865.Class_Get(reply)); c != "gold" {
-		t.Errorf("Class = %q", c)
-	}
-	if _, ok := reply.Lookup(26); !ok {
-		t.Errorf("no Vendor-Specific rate limit attribute")
-	}
+	reply, err := exchange(t, n.Addr("radius.authAddress"), apptest.PAP(secret, "alice", "wonderland"), true)
+	apptest.Check(t, err)
+	apptest.WantProfile(t, reply, apptest.Profile{FramedIP: "10.1.0.1", SessionTimeout: 3600, Interim: 300, FramedMTU: 1492, Class: "gold"})
 }
 
 func TestPAPRejects(t *testing.T) {
 	n := startNode(t)
 	for _, tc := range []struct{ user, pass string }{{"alice", "wrong"}, {"nobody", "x"}, {"carol", "x"}} {
-		reply, err := exchange(t, n.Addr("radius.authAddress"), papRequest(tc.user, tc.pass), true)
-		must(t, err)
+		reply, err := exchange(t, n.Addr("radius.authAddress"), apptest.PAP(secret, tc.user, tc.pass), true)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Errorf("%s/%s: code = %v, want Access-Reject", tc.user, tc.pass, reply.Code)
 		}
@@ -176,7 +110,7 @@ func TestCHAP(t *testing.T) {
 		rfc2865.CHAPPassword_Set(p, append([]byte{7}, h.Sum(nil)...))
 		rfc2865.CHAPChallenge_Set(p, challenge)
 		reply, err := exchange(t, n.Addr("radius.authAddress"), p, true)
-		must(t, err)
+		apptest.Check(t, err)
 		if reply.Code != tc.want {
 			t.Errorf("CHAP %q: code = %v, want %v", tc.pass, reply.Code, tc.want)
 		}
@@ -188,13 +122,13 @@ func TestCHAP(t *testing.T) {
 
 func TestMissingMessageAuthenticatorDropped(t *testing.T) {
 	n := startNode(t)
-	if _, err := exchange(t, n.Addr("radius.authAddress"), papRequest("alice", "wonderland"), false); err == nil {
+	if _, err := exchange(t, n.Addr("radius.authAddress"), apptest.PAP(secret, "alice", "wonderland"), false); err == nil {
 		t.Fatal("request without Message-Authenticator was answered")
 	}
 	// The same client can opt out of the requirement.
 	n2 := startNode(t, "clients.0.requireMessageAuthenticator=false")
-	reply, err := exchange(t, n2.Addr("radius.authAddress"), papRequest("alice", "wonderland"), false)
-	must(t, err)
+	reply, err := exchange(t, n2.Addr("radius.authAddress"), apptest.PAP(secret, "alice", "wonderland"), false)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Fatalf("code = %v", reply.Code)
 	}
@@ -202,7 +136,7 @@ func TestMissingMessageAuthenticatorDropped(t *testing.T) {
 
 func TestWrongSecretNotAnswered(t *testing.T) {
 	n := startNode(t)
-	p := papRequest("alice", "wonderland")
+	p := apptest.PAP(secret, "alice", "wonderland")
 	p.Secret = []byte("not-the-secret")
 	if _, err := exchange(t, n.Addr("radius.authAddress"), p, true); err == nil {
 		t.Fatal("request with a wrong secret was answered")
@@ -214,44 +148,48 @@ func TestWrongSecretNotAnswered(t *testing.T) {
 	}
 }
 
+// acct is an Accounting-Request from the tests' NAS: NAS-IP-Address is its own address,
+// the session key (aaa.NASKey).
 func acct(status rfc2866.AcctStatusType, id, user string) *radius.Packet {
-	p := radius.New(radius.CodeAccountingRequest, []byte(secret))
-	rfc2866.AcctStatusType_Set(p, status)
-	rfc2866.AcctSessionID_SetString(p, id)
-	rfc2865.UserName_SetString(p, user)
-	rfc2865.NASIPAddress_Set(p, net.IPv4(127, 0, 0, 1)) // its own address: the session key (aaa.NASKey)
-	return p
+	return apptest.Acct(secret, status, id, user, net.IPv4(127, 0, 0, 1))
+}
+
+// startAliceSession starts alice's session id at her profile's address (10.1.0.1) and
+// returns the reply.
+func startAliceSession(t *testing.T, n *Node, id string) *radius.Packet {
+	t.Helper()
+	start := acct(rfc2866.AcctStatusType_Value_Start, id, "alice")
+	rfc2865.FramedIPAddress_Set(start, net.IPv4(10, 1, 0, 1))
+	reply, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
+	apptest.Check(t, err)
+	return reply
 }
 
 func getJSON(t *testing.T, n *Node, path string, v any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+n.Addr("admin.address").String()+path, nil)
-	must(t, err)
+	apptest.Check(t, err)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
+	apptest.Check(t, err)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET %s: %s", path, resp.Status)
 	}
-	must(t, json.NewDecoder(resp.Body).Decode(v))
+	apptest.Check(t, json.NewDecoder(resp.Body).Decode(v))
 }
 
 func TestAccountingLifecycle(t *testing.T) {
 	n := startNode(t)
-	start := acct(rfc2866.AcctStatusType_Value_Start, "sess-1", "alice")
-	rfc2865.FramedIPAddress_Set(start, net.IPv4(10, 1, 0, 1))
-	reply, err := exchange(t, n.Addr("radius.acctAddress"), start, true)
-	must(t, err)
-	if reply.Code != radius.CodeAccountingResponse {
+	if reply := startAliceSession(t, n, "sess-1"); reply.Code != radius.CodeAccountingResponse {
 		t.Fatalf("code = %v", reply.Code)
 	}
 	interim := acct(rfc2866.AcctStatusType_Value_InterimUpdate, "sess-1", "alice")
 	rfc2866.AcctInputOctets_Set(interim, 100)
 	rfc2869.AcctInputGigawords_Set(interim, 2)
 	rfc2866.AcctSessionTime_Set(interim, 60)
-	_, err = exchange(t, n.Addr("radius.acctAddress"), interim, false)
-	must(t, err)
+	_, err := exchange(t, n.Addr("radius.acctAddress"), interim, false)
+	apptest.Check(t, err)
 
 	var byUser struct{ Sessions []session.Session }
 	getJSON(t, n, "/api/v1/sessions?user=alice", &byUser)
@@ -271,7 +209,7 @@ func TestAccountingLifecycle(t *testing.T) {
 	stop := acct(rfc2866.AcctStatusType_Value_Stop, "sess-1", "alice")
 	rfc2866.AcctTerminateCause_Set(stop, rfc2866.AcctTerminateCause_Value_UserRequest)
 	_, err = exchange(t, n.Addr("radius.acctAddress"), stop, true)
-	must(t, err)
+	apptest.Check(t, err)
 	getJSON(t, n, "/api/v1/sessions?framedIp=10.1.0.1", &byIP)
 	if len(byIP.Sessions) != 0 {
 		t.Errorf("framed IP still held after Stop")
@@ -286,7 +224,7 @@ func TestAccountingLifecycle(t *testing.T) {
 func TestInterimWithoutStartCreatesSession(t *testing.T) {
 	n := startNode(t)
 	_, err := exchange(t, n.Addr("radius.acctAddress"), acct(rfc2866.AcctStatusType_Value_InterimUpdate, "orphan", "bob"), true)
-	must(t, err)
+	apptest.Check(t, err)
 	var out struct{ Sessions []session.Session }
 	getJSON(t, n, "/api/v1/sessions?user=bob", &out)
 	if len(out.Sessions) != 1 {
@@ -294,7 +232,7 @@ func TestInterimWithoutStartCreatesSession(t *testing.T) {
 	}
 	// Accounting-On from that NAS closes it.
 	_, err = exchange(t, n.Addr("radius.acctAddress"), acct(rfc2866.AcctStatusType_Value_AccountingOn, "on-1", ""), true)
-	must(t, err)
+	apptest.Check(t, err)
 	getJSON(t, n, "/api/v1/sessions?nas=127.0.0.1", &out)
 	if len(out.Sessions) != 0 {
 		t.Fatalf("Accounting-On left %d sessions", len(out.Sessions))
@@ -307,16 +245,16 @@ func TestRetransmissionAnsweredOnce(t *testing.T) {
 	b, _ := p.Encode()
 	radiusx.SignRequest(b, -1, p.Secret)
 	conn, err := net.Dial("udp", n.Addr("radius.acctAddress").String())
-	must(t, err)
+	apptest.Check(t, err)
 	defer conn.Close()
 	var replies [][]byte
 	for i := 0; i < 3; i++ {
 		_, err := conn.Write(b)
-		must(t, err)
+		apptest.Check(t, err)
 		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
 		buf := make([]byte, 4096)
 		k, err := conn.Read(buf)
-		must(t, err)
+		apptest.Check(t, err)
 		replies = append(replies, buf[:k])
 	}
 	for _, r := range replies[1:] {
@@ -325,7 +263,7 @@ func TestRetransmissionAnsweredOnce(t *testing.T) {
 		}
 	}
 	s, err := n.Store.Get(context.Background(), session.Key{NAS: "127.0.0.1", ID: "dup-1"})
-	must(t, err)
+	apptest.Check(t, err)
 	if s.Updates != 1 {
 		t.Fatalf("session updated %d times, want 1 (retransmissions must not be processed again)", s.Updates)
 	}
@@ -336,8 +274,8 @@ func TestSnapshotSurvivesRestart(t *testing.T) {
 	snap := "session.embedded.snapshotFile=" + filepath.Join(dir, "snap.jsonl")
 	n := startNode(t, snap)
 	_, err := exchange(t, n.Addr("radius.acctAddress"), acct(rfc2866.AcctStatusType_Value_Start, "keep-me", "alice"), true)
-	must(t, err)
-	must(t, n.Shutdown(context.Background()))
+	apptest.Check(t, err)
+	apptest.Check(t, n.Shutdown(context.Background()))
 	n2 := startNode(t, snap)
 	if _, err := n2.Store.Get(context.Background(), session.Key{NAS: "127.0.0.1", ID: "keep-me"}); err != nil {
 		t.Fatalf("session lost across restart: %v", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openaaa/openaaa/services/policing/internal/admin"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/ctl"
 )
 
@@ -52,18 +53,31 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 func silentNAS(t *testing.T) int {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	must(t, err)
+	apptest.Check(t, err)
 	t.Cleanup(func() { _ = pc.Close() })
 	return pc.LocalAddr().(*net.UDPAddr).Port
+}
+
+// crossQuota sends with radclient the accounting of a session of the subscriber quota
+// (edgeSubs: 1000 octets): a Start, an Interim-Update under the quota (under octets in),
+// then one over it, which must be answered.
+func crossQuota(t *testing.T, acctAddr, id string, under int) {
+	t.Helper()
+	apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Start", id, "quota")...)
+	apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Interim-Update", id, "quota", fmt.Sprintf("Acct-Input-Octets = %d", under))...)
+	out := apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Interim-Update", id, "quota", "Acct-Input-Octets = 900", "Acct-Output-Octets = 300")...)
+	if !strings.Contains(out, "Received Accounting-Response") {
+		t.Fatalf("no Accounting-Response:\n%s", out)
+	}
 }
 
 func postCoA(t *testing.T, n *Node, path string) (int, admin.CoAReply) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, "http://"+n.Addr("admin.address").String()+path, nil)
-	must(t, err)
+	apptest.Check(t, err)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
-	must(t, err)
+	apptest.Check(t, err)
 	defer resp.Body.Close()
 	var r admin.CoAReply
 	_ = json.NewDecoder(resp.Body).Decode(&r)
@@ -80,7 +94,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 		acctLinesFor("Start", "X-1", "bob"),
 		acctLinesFor("Start", "S-2", "carol", "Framed-IP-Address = 10.9.0.7"),
 	} {
-		if out := radclientSend(t, acctAddr, "acct", radclientSecret, 1, lines...); !strings.Contains(out, "Received Accounting-Response") {
+		if out := apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, lines...); !strings.Contains(out, "Received Accounting-Response") {
 			t.Fatalf("no Accounting-Response:\n%s", out)
 		}
 	}
@@ -90,7 +104,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 	if code != 200 || len(r.Results) != 1 || r.Results[0].Result != "ack" || r.ACKed != 1 {
 		t.Fatalf("disconnect alice: %d %+v", code, r)
 	}
-	eventually(t, 10*time.Second, "Disconnect-Request in the receiver's detail", func() bool {
+	apptest.Eventually(t, 10*time.Second, "Disconnect-Request in the receiver's detail", func() bool {
 		return strings.Contains(nas.detail(), `Acct-Session-Id = "S-1"`)
 	})
 	d := nas.detail()
@@ -131,7 +145,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 	if rc, out := runCtl("coa", "--user", "alice", "--attr", "Session-Timeout=600"); rc != 0 {
 		t.Fatalf("ctl coa: rc %d\n%s", rc, out)
 	}
-	eventually(t, 10*time.Second, "CoA-Request in the receiver's detail", func() bool {
+	apptest.Eventually(t, 10*time.Second, "CoA-Request in the receiver's detail", func() bool {
 		return strings.Contains(nas.detail(), "Session-Timeout = 600")
 	})
 
@@ -143,7 +157,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 		`openaaa_coa_nak_error_causes_total{error_cause="Session-Context-Not-Found",kind="disconnect"}`: 2,
 		`openaaa_transactions_total{kind="coa"}`:                                                        5,
 	} {
-		if v := metricValue(t, n, series); v < min {
+		if v := Metric(t, n, series); v < min {
 			t.Errorf("%s = %v, want >= %v", series, v, min)
 		}
 	}
@@ -153,21 +167,15 @@ func TestPolicyDisconnectOnQuota(t *testing.T) {
 	nas := newFreeRADIUS(t, "nasq", "--role", "coa", "--secret", radclientSecret)
 	n := coaNode(t, nas)
 	acctAddr := n.Addr("radius.acctAddress").String()
-	radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Start", "Q-1", "quota")...)
-	// Under quota: nothing.
-	radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 100")...)
-	// Over quota (1000 octets): the policy marks the session and a Disconnect goes out.
-	out := radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 900", "Acct-Output-Octets = 300")...)
-	if !strings.Contains(out, "Received Accounting-Response") {
-		t.Fatalf("no Accounting-Response:\n%s", out)
-	}
-	eventually(t, 20*time.Second, "policy Disconnect-Request at the NAS", func() bool {
+	// Under quota: nothing. Over quota: the policy marks the session and a Disconnect goes out.
+	crossQuota(t, acctAddr, "Q-1", 100)
+	apptest.Eventually(t, 20*time.Second, "policy Disconnect-Request at the NAS", func() bool {
 		return strings.Contains(nas.detail(), `Acct-Session-Id = "Q-1"`)
 	})
 	// A second interim within resendAfter does not send again.
-	radclientSend(t, acctAddr, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 1900")...)
-	eventually(t, 10*time.Second, "policy disconnect counted", func() bool {
-		return metricValue(t, n, `openaaa_coa_requests_total{kind="disconnect",result="ack",trigger="policy"}`) >= 1
+	apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 1900")...)
+	apptest.Eventually(t, 10*time.Second, "policy disconnect counted", func() bool {
+		return Metric(t, n, `openaaa_coa_requests_total{kind="disconnect",result="ack",trigger="policy"}`) >= 1
 	})
 	time.Sleep(time.Second)
 	if c := strings.Count(nas.detail(), "Disconnect-Request"); c != 1 {
@@ -180,7 +188,7 @@ func TestPolicyDisconnectOnQuota(t *testing.T) {
 // after the configured 300 ms, the session reported error (it was a hard-coded 60 s).
 func TestCoAAPITimeoutFromConfig(t *testing.T) {
 	n := coaNodeAt(t, t.TempDir(), silentNAS(t), "coa: {timeout: 1s, retries: 5, apiTimeout: 300ms}\n", edgeSubs)
-	out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", "T-1", "alice")...)
+	out := apptest.Radclient(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, 2, acctLinesFor("Start", "T-1", "alice")...)
 	if !strings.Contains(out, "Received Accounting-Response") {
 		t.Fatalf("no Accounting-Response:\n%s", out)
 	}
@@ -202,15 +210,15 @@ func TestCoAAPITimeoutFromConfig(t *testing.T) {
 func TestCoAPolicyTimeoutFromConfig(t *testing.T) {
 	n := coaNodeAt(t, t.TempDir(), silentNAS(t), "coa: {timeout: 1s, retries: 5, policyTimeout: 300ms}\n", edgeSubs)
 	acct := n.Addr("radius.acctAddress").String()
-	radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Start", "TQ-1", "quota")...)
+	apptest.Radclient(t, acct, "acct", radclientSecret, 1, 2, acctLinesFor("Start", "TQ-1", "quota")...)
 	const failed = `openaaa_coa_requests_total{kind="disconnect",result="error",trigger="policy"}`
-	before := metricValue(t, n, failed)
+	before := Metric(t, n, failed)
 	start := time.Now()
-	out := radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "TQ-1", "quota", "Acct-Input-Octets = 2000")...)
+	out := apptest.Radclient(t, acct, "acct", radclientSecret, 1, 2, acctLinesFor("Interim-Update", "TQ-1", "quota", "Acct-Input-Octets = 2000")...)
 	if !strings.Contains(out, "Received Accounting-Response") {
 		t.Fatalf("no Accounting-Response:\n%s", out)
 	}
-	eventually(t, 5*time.Second, "the policy disconnect given up", func() bool { return metricValue(t, n, failed) > before })
+	apptest.Eventually(t, 5*time.Second, "the policy disconnect given up", func() bool { return Metric(t, n, failed) > before })
 	took := time.Since(start)
 	t.Logf("given up after %v", took.Round(time.Millisecond))
 	if took > 2500*time.Millisecond {

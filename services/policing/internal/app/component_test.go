@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // recorder is a component that notes its starts and stops in a journal shared by the
@@ -51,13 +53,13 @@ func TestSequenceStopsInReverse(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		l.parts = append(l.parts, &recorder{name: name, journal: j})
 	}
-	must(t, l.Start(context.Background()))
-	must(t, l.Stop(context.Background()))
+	apptest.Check(t, l.Start(context.Background()))
+	apptest.Check(t, l.Stop(context.Background()))
 	want := []string{"start a", "start b", "start c", "stop c", "stop b", "stop a"}
 	if got := *j; !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	must(t, l.Stop(context.Background())) // stopped once: nothing left to stop
+	apptest.Check(t, l.Stop(context.Background())) // stopped once: nothing left to stop
 	if got := *j; len(got) != len(want) {
 		t.Fatalf("a second stop stopped again: %q", got)
 	}
@@ -73,7 +75,7 @@ func TestSequencePartialStart(t *testing.T) {
 	if err := l.Start(context.Background()); !errors.Is(err, boom) {
 		t.Fatalf("start: %v, want boom", err)
 	}
-	must(t, l.Stop(context.Background()))
+	apptest.Check(t, l.Stop(context.Background()))
 	want := []string{"start a", "start b", "start c", "stop b", "stop a"}
 	if got := *j; !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
@@ -86,7 +88,7 @@ func TestSequenceStopErrors(t *testing.T) {
 	e1, e2 := errors.New("one"), errors.New("two")
 	l := &sequence{parts: []component{&recorder{name: "a", journal: j, stopErr: e1}, &recorder{name: "b", journal: j},
 		&recorder{name: "c", journal: j, stopErr: e2}}}
-	must(t, l.Start(context.Background()))
+	apptest.Check(t, l.Start(context.Background()))
 	err := l.Stop(context.Background())
 	if !errors.Is(err, e1) || !errors.Is(err, e2) {
 		t.Fatalf("stop: %v, want both errors", err)
@@ -103,7 +105,7 @@ func TestTogetherStopsAtOnce(t *testing.T) {
 	slow := &recorder{name: "slow", stopWait: release}
 	fast := &recorder{name: "fast", stopped: fastStopped}
 	g := together{slow, fast}
-	must(t, g.Start(context.Background()))
+	apptest.Check(t, g.Start(context.Background()))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -114,7 +116,7 @@ func TestTogetherStopsAtOnce(t *testing.T) {
 		t.Fatal("fast was not stopped while slow was stopping")
 	}
 	close(release)
-	must(t, <-done)
+	apptest.Check(t, <-done)
 }
 
 // A member of together that fails to start stops the members started before it.

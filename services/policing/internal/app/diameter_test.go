@@ -17,6 +17,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 
 	"github.com/openaaa/openaaa/internal/testpki"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/diameter/diametertest"
 )
 
@@ -39,7 +40,7 @@ func dialPCEF(t *testing.T, n *Node) *pcef {
 		t.Fatal("no Diameter listener")
 	}
 	c, err := net.Dial("tcp", n.Addr("diameter.address").String())
-	must(t, err)
+	apptest.Check(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	p := &pcef{t: t, c: diametertest.Record(t, c)} // tshark decodes what was said
@@ -56,11 +57,11 @@ func (p *pcef) send(m *diam.Message) uint32 {
 	m.NewAVP(avp.OriginHost, avp.Mbit, 0, datatype.DiameterIdentity("pgw.test"))
 	m.NewAVP(avp.OriginRealm, avp.Mbit, 0, datatype.DiameterIdentity("test"))
 	_, err := m.WriteTo(p.c)
-	must(p.t, err)
+	apptest.Check(p.t, err)
 	a, err := diam.ReadMessage(p.c, dict.Default)
-	must(p.t, err)
+	apptest.Check(p.t, err)
 	rc, err := a.FindAVP(avp.ResultCode, 0)
-	must(p.t, err)
+	apptest.Check(p.t, err)
 	return uint32(rc.Data.(datatype.Unsigned32))
 }
 
@@ -88,7 +89,7 @@ func TestGxSessionSurvivesRestart(t *testing.T) {
 		t.Fatalf("CCA-I %d", code)
 	}
 	_ = p.c.Close() // gone before the stop: it would not answer the node's DPR (diameter.dprTimeout)
-	must(t, n.Shutdown(context.Background()))
+	apptest.Check(t, n.Shutdown(context.Background()))
 	n2 := startNode(t, sets...)
 	if code := dialPCEF(t, n2).send(ccr(2, "pgw.test;restart;1")); code != 2001 {
 		t.Fatalf("CCA-U after a restart: %d, want 2001", code)
@@ -110,10 +111,10 @@ func TestDiameterFromConfig(t *testing.T) {
 	post := func(token string) *http.Response {
 		req, err := http.NewRequest(http.MethodPost, "http://"+n.Addr("admin.address").String()+"/api/v1/gx/rar",
 			strings.NewReader(`{"sessionId": "pgw.test;app;1", "install": ["boost"]}`))
-		must(t, err)
+		apptest.Check(t, err)
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
-		must(t, err)
+		apptest.Check(t, err)
 		return resp
 	}
 	resp := post("wrong")
@@ -134,7 +135,7 @@ func TestDiameterFromConfig(t *testing.T) {
 		done <- reply{resp.StatusCode, b}
 	}()
 	rar, err := diam.ReadMessage(c, dict.Default)
-	must(t, err)
+	apptest.Check(t, err)
 	if rar.Header.CommandCode != diam.ReAuth {
 		t.Fatalf("got %s, want a RAR", rar)
 	}
@@ -143,7 +144,7 @@ func TestDiameterFromConfig(t *testing.T) {
 	raa.NewAVP(avp.SessionID, avp.Mbit, 0, datatype.UTF8String("pgw.test;app;1"))
 	raa.NewAVP(avp.ResultCode, avp.Mbit, 0, datatype.Unsigned32(2001))
 	_, err = raa.WriteTo(c)
-	must(t, err)
+	apptest.Check(t, err)
 	if r := <-done; r.status != http.StatusOK || r.body["resultCode"] != 2001 {
 		t.Fatalf("POST /api/v1/gx/rar: %d %v", r.status, r.body)
 	}
@@ -175,7 +176,7 @@ func TestDPRTimeoutFromConfig(t *testing.T) {
 	n := startNode(t, append([]string{"diameter.dprTimeout=300ms"}, diameterSets...)...)
 	p := dialPCEF(t, n)
 	start := time.Now()
-	must(t, n.Shutdown(context.Background()))
+	apptest.Check(t, n.Shutdown(context.Background()))
 	took := time.Since(start)
 	t.Logf("Shutdown returned after %v", took.Round(time.Millisecond))
 	if took < 250*time.Millisecond || took > 2500*time.Millisecond {
@@ -206,7 +207,7 @@ func serverPKI(t *testing.T, name string) string {
 	t.Helper()
 	dir := t.TempDir()
 	ca := testpki.New(t, "OpenAAA test CA")
-	must(t, os.WriteFile(filepath.Join(dir, "ca.pem"), ca.PEM, 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "ca.pem"), ca.PEM, 0o600))
 	cert, key := ca.Issue(t, name, 2)
 	writePEM(t, dir, "server", cert, key)
 	return dir
@@ -217,7 +218,7 @@ func serverPKI(t *testing.T, name string) string {
 func wantSilentPeerLetGo(t *testing.T, addr net.Addr, bound time.Duration) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr.String())
-	must(t, err)
+	apptest.Check(t, err)
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
 	start := time.Now()

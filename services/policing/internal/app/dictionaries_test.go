@@ -11,6 +11,8 @@ import (
 
 	"layeh.com/radius"
 
+	"github.com/openaaa/openaaa/services/policing/internal/app"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 )
 
@@ -48,9 +50,9 @@ func acmeValues(p *radius.Packet) []string {
 func TestDictionariesLoadAndReload(t *testing.T) {
 	dir := t.TempDir()
 	dictPath := filepath.Join(dir, "dictionary")
-	check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("s1\n"), 0o600))
-	check(t, os.WriteFile(filepath.Join(dir, "dictionary.acme"), []byte(acmeDict), 0o600))
-	check(t, os.WriteFile(dictPath, []byte("$INCLUDE dictionary.acme\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("s1\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "dictionary.acme"), []byte(acmeDict), 0o600))
+	apptest.Check(t, os.WriteFile(dictPath, []byte("$INCLUDE dictionary.acme\n"), 0o600))
 	subs := func(extra string) string {
 		return `
 subscribers:
@@ -61,8 +63,8 @@ subscribers:
         Acme-Level: [Gold, "7"]
         Acme-Service: [web, voip, tv]` + extra + "\n"
 	}
-	check(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(subs("")), 0o600))
-	n := startFromYAML(t, dir, `
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(subs("")), 0o600))
+	n := app.StartYAML(t, dir, `
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", dictionaries: ["{{dir}}/dictionary"]}
 admin: {address: "127.0.0.1:0"}
 clients: [{name: lo, address: 127.0.0.1, secretFile: "{{dir}}/secret"}]
@@ -71,8 +73,8 @@ reload: {interval: 50ms}
 `)
 	accept := func() []string {
 		t.Helper()
-		reply, err := send(n.Addr("radius.authAddress"), pap("s1", "alice", "wonderland"), 2*time.Second)
-		check(t, err)
+		reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP("s1", "alice", "wonderland"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessAccept {
 			t.Fatalf("alice: %v", reply.Code)
 		}
@@ -82,15 +84,15 @@ reload: {interval: 50ms}
 	if got := fmt.Sprint(accept()); got != want {
 		t.Fatalf("reply %s, want %s", got, want)
 	}
-	if v, want := scrape(t, n, "openaaa_dictionary_attributes"), len(dict.Builtin.Names())+2; v != float64(want) {
+	if v, want := app.Metric(t, n, "openaaa_dictionary_attributes"), len(dict.Builtin.Names())+2; v != float64(want) {
 		t.Errorf("openaaa_dictionary_attributes %v, want %d (built-in and Acme's 2)", v, want)
 	}
 
 	rejectedWith := func(what, text string) {
 		t.Helper()
 		rejected := reloads(t, n, "dictionaries", "rejected")
-		writeFile(t, filepath.Join(dir, "dictionary.acme"), text)
-		waitUntil(t, 5*time.Second, "rejected reload: "+what, func() bool { return reloads(t, n, "dictionaries", "rejected") > rejected })
+		apptest.WriteAtomically(t, filepath.Join(dir, "dictionary.acme"), []byte(text))
+		apptest.Eventually(t, 5*time.Second, "rejected reload: "+what, func() bool { return reloads(t, n, "dictionaries", "rejected") > rejected })
 		if got := fmt.Sprint(accept()); got != want {
 			t.Fatalf("after %s: reply %s, want the old %s", what, got, want)
 		}
@@ -102,10 +104,10 @@ reload: {interval: 50ms}
 
 	// A new attribute and its first use, written one after the other: taken together.
 	ok := reloads(t, n, "dictionaries", "ok") + reloads(t, n, "subscribers", "ok")
-	writeFile(t, filepath.Join(dir, "subs.yaml"), subs("\n        Acme-Zone: north"))
-	writeFile(t, filepath.Join(dir, "dictionary.acme"), strings.Replace(acmeDict, "END-VENDOR", "ATTRIBUTE\tAcme-Zone\t300\tstring\nEND-VENDOR", 1))
+	apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte(subs("\n        Acme-Zone: north")))
+	apptest.WriteAtomically(t, filepath.Join(dir, "dictionary.acme"), []byte(strings.Replace(acmeDict, "END-VENDOR", "ATTRIBUTE\tAcme-Zone\t300\tstring\nEND-VENDOR", 1)))
 	want = "[1=3 1=7 2=web 2=voip 2=tv 300=north]"
-	waitUntil(t, 5*time.Second, "the new attribute in replies", func() bool {
+	apptest.Eventually(t, 5*time.Second, "the new attribute in replies", func() bool {
 		return fmt.Sprint(accept()) == want
 	})
 	if reloads(t, n, "dictionaries", "ok")+reloads(t, n, "subscribers", "ok") <= ok {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // TestShutdownDeliversProxyQueue: requests acknowledged to the NAS wait in the proxy queue while
@@ -22,13 +24,13 @@ func TestShutdownDeliversProxyQueue(t *testing.T) {
 	up1.stop()
 	up2.stop()
 	for i := range 4 {
-		out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1,
+		out := apptest.Radclient(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, 2,
 			acctLinesFor("Interim-Update", "DQ-1", "bob", fmt.Sprintf("Acct-Session-Time = %d", 10*(i+1)))...)
 		if !strings.Contains(out, "Received Accounting-Response") {
 			t.Fatalf("no local Accounting-Response:\n%s", out)
 		}
 	}
-	eventually(t, 20*time.Second, "4 requests queued", func() bool { return n.Proxy.Pending() == 4 })
+	apptest.Eventually(t, 20*time.Second, "4 requests queued", func() bool { return n.Proxy.Pending() == 4 })
 
 	delivered := testutil.ToFloat64(n.d.m.drainDelivered.WithLabelValues("proxy"))
 	done := make(chan error, 1)
@@ -38,7 +40,7 @@ func TestShutdownDeliversProxyQueue(t *testing.T) {
 		done <- n.Shutdown(ctx)
 	}()
 	// Draining: not ready, so no new traffic is routed here, and the admin port still answers.
-	eventually(t, 10*time.Second, "/readyz 503 while draining", func() bool {
+	apptest.Eventually(t, 10*time.Second, "/readyz 503 while draining", func() bool {
 		resp, err := http.Get("http://" + n.Addr("admin.address").String() + "/readyz")
 		if err != nil {
 			return false
@@ -46,10 +48,10 @@ func TestShutdownDeliversProxyQueue(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusServiceUnavailable
 	})
-	if v := metricValue(t, n, `openaaa_node_draining`); v != 1 {
+	if v := Metric(t, n, `openaaa_node_draining`); v != 1 {
 		t.Errorf("openaaa_node_draining = %v while draining, want 1", v)
 	}
-	if v := metricValue(t, n, `openaaa_proxy_queue_records`); v != 4 {
+	if v := Metric(t, n, `openaaa_proxy_queue_records`); v != 4 {
 		t.Errorf("openaaa_proxy_queue_records = %v while draining, want 4", v)
 	}
 	up2.start()
@@ -82,12 +84,12 @@ func TestShutdownCountsWhatIsLeft(t *testing.T) {
 	n, _ := proxyNode(t, "queue", "failover", up)
 	up.stop()
 	for i := range 2 {
-		out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", fmt.Sprintf("DL-%d", i), "bob")...)
+		out := apptest.Radclient(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, 2, acctLinesFor("Start", fmt.Sprintf("DL-%d", i), "bob")...)
 		if !strings.Contains(out, "Received Accounting-Response") {
 			t.Fatalf("no local Accounting-Response:\n%s", out)
 		}
 	}
-	eventually(t, 20*time.Second, "2 requests queued", func() bool { return n.Proxy.Pending() == 2 })
+	apptest.Eventually(t, 20*time.Second, "2 requests queued", func() bool { return n.Proxy.Pending() == 2 })
 	left := testutil.ToFloat64(n.d.m.drainLeft.WithLabelValues("proxy"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/config"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // The USIM of 3GPP TS 35.208 test set 1 (Ki, OP and OPc).
@@ -141,9 +142,9 @@ func TestEAPAKARefusalsAgainstEapolTest(t *testing.T) {
 // refused when loaded (check-config, start), naming the line of eap.methods and the store.
 func TestEAPAKANeedsSQNStore(t *testing.T) {
 	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(radclientSecret+"\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte("subscribers: []\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "policing.yaml"), []byte(strings.ReplaceAll(`
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(radclientSecret+"\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte("subscribers: []\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "policing.yaml"), []byte(strings.ReplaceAll(`
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0"}
 clients: [{name: nas, address: 127.0.0.1, secretFile: {{dir}}/secret}]
 subscribers: {source: file, file: {{dir}}/subs.yaml}

@@ -16,6 +16,7 @@ import (
 	"github.com/openaaa/openaaa/internal/eapoltest"
 	"github.com/openaaa/openaaa/internal/radiusx"
 	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 )
@@ -30,7 +31,7 @@ const interNodeSecret = "inter-node-secret-for-tests"
 func forwardingNodes(t *testing.T, dir, timing string) []*Node {
 	t.Helper()
 	eapPKI(t, dir)
-	must(t, os.WriteFile(filepath.Join(dir, "internode"), []byte(interNodeSecret+"\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "internode"), []byte(interNodeSecret+"\n"), 0o600))
 	forward := "  forward: {address: \"127.0.0.1:0\", secretFile: {{dir}}/internode, " + timing + "}\n"
 	var nodes []*Node
 	for _, id := range []string{"node-a", "node-b", "node-c"} {
@@ -40,7 +41,7 @@ func forwardingNodes(t *testing.T, dir, timing string) []*Node {
 	for _, n := range nodes {
 		id := n.Config.EAP.NodeID
 		var rec *session.Node
-		eventually(t, 10*time.Second, id+" in its node registry", func() bool {
+		apptest.Eventually(t, 10*time.Second, id+" in its node registry", func() bool {
 			r, err := n.Store.(session.NodeRegistry).LookupNode(ctx, id)
 			rec = r
 			return err == nil
@@ -50,7 +51,7 @@ func forwardingNodes(t *testing.T, dir, timing string) []*Node {
 		}
 		for _, o := range nodes {
 			if o != n {
-				must(t, o.Store.(session.NodeRegistry).RegisterNode(ctx, *rec, 10*time.Minute))
+				apptest.Check(t, o.Store.(session.NodeRegistry).RegisterNode(ctx, *rec, 10*time.Minute))
 			}
 		}
 	}
@@ -134,7 +135,7 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 
 	// The Identity on node-a: PEAP proposed, the conversation in node-a's memory.
 	reply, err := exchange(t, a.Addr("radius.authAddress"), eapIdentity(radclientSecret, 1, nil), true)
-	must(t, err)
+	apptest.Check(t, err)
 	state := rfc2865.State_Get(reply)
 	if owner, ok := eap.InMemoryOwner(state); reply.Code != radius.CodeAccessChallenge || !ok || owner != "node-a" {
 		t.Fatalf("Identity answered %v, State of %q", reply.Code, owner)
@@ -142,11 +143,11 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 	eapID := rfc2869.EAPMessage_Get(reply)[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	must(t, a.Shutdown(ctx))
+	apptest.Check(t, a.Shutdown(ctx))
 
 	before, beforeT := testenv.Metric(t, admin, refused), testenv.Metric(t, admin, timeouts)
 	reply, err = exchange(t, b.Addr("radius.authAddress"), eapIdentity(radclientSecret, eapID, state), true)
-	must(t, err)
+	apptest.Check(t, err)
 	if m := rfc2869.EAPMessage_Get(reply); reply.Code != radius.CodeAccessReject || len(m) != 4 || m[0] != eap.CodeFailure || m[1] != eapID {
 		t.Fatalf("a round of a stopped owner answered %v %x", reply.Code, m)
 	}
@@ -161,7 +162,7 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 	stranger := append([]byte("OA\x01\x06node-z"), make([]byte, 16)...)
 	before, beforeU := testenv.Metric(t, admin, refused), testenv.Metric(t, admin, unknown)
 	reply, err = exchange(t, b.Addr("radius.authAddress"), eapIdentity(radclientSecret, 7, stranger), true)
-	must(t, err)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessReject || testenv.Metric(t, admin, refused) != before+1 || testenv.Metric(t, admin, unknown) != beforeU+1 {
 		t.Fatalf("a round of an unknown node: %v, %s counted %v", reply.Code, unknown, testenv.Metric(t, admin, unknown)-beforeU)
 	}
@@ -171,7 +172,7 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 	forged := eapIdentity("not-the-inter-node-secret", 1, nil)
 	forged.Add(224, radius.Attribute("nas"))
 	wire, err := forged.Encode()
-	must(t, err)
+	apptest.Check(t, err)
 	wire, off := radiusx.AppendMessageAuthenticator(wire)
 	radiusx.SignRequest(wire, off, forged.Secret)
 	for _, c := range []struct {
@@ -181,10 +182,10 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 		series := `openaaa_radius_requests_dropped_total{reason="` + c.reason + `"}`
 		before := testenv.Metric(t, admin, series)
 		conn, err := net.Dial("udp", b.Addr("eap.forward.address").String())
-		must(t, err)
+		apptest.Check(t, err)
 		_, err = conn.Write(c.wire)
-		must(t, err)
-		eventually(t, 10*time.Second, c.reason+" counted", func() bool { return testenv.Metric(t, admin, series) == before+1 })
+		apptest.Check(t, err)
+		apptest.Eventually(t, 10*time.Second, c.reason+" counted", func() bool { return testenv.Metric(t, admin, series) == before+1 })
 		_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 		if n, err := conn.Read(make([]byte, 4096)); err == nil {
 			t.Fatalf("%s: answered (%d octets)", c.reason, n)
@@ -195,7 +196,7 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 	ok := eapIdentity(interNodeSecret, 1, nil)
 	ok.Add(224, radius.Attribute("nas"))
 	reply, err = exchange(t, b.Addr("eap.forward.address"), ok, true)
-	must(t, err)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessChallenge {
 		t.Fatalf("a forwarded Identity answered %v", reply.Code)
 	}
@@ -204,6 +205,6 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 func mustEncode(t *testing.T, p *radius.Packet) []byte {
 	t.Helper()
 	b, err := p.Encode()
-	must(t, err)
+	apptest.Check(t, err)
 	return b
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/internal/testpki"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // The shared ticket key of node-a and node-b, and node-c's own.
@@ -28,9 +29,9 @@ var (
 func resumptionNodes(t *testing.T, dir string) ([]*Node, *testenv.UDPRelay, *testpki.CA) {
 	t.Helper()
 	ca := eapPKI(t, dir)
-	must(t, os.WriteFile(filepath.Join(dir, "ca.crl"), ca.CRL(t, 1, time.Now().Add(24*time.Hour)), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "tickets"), []byte("# the shared ticket keys\n"+sharedTicketKey+"\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "tickets-c"), []byte(ownTicketKey+"\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "ca.crl"), ca.CRL(t, 1, time.Now().Add(24*time.Hour)), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "tickets"), []byte("# the shared ticket keys\n"+sharedTicketKey+"\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "tickets-c"), []byte(ownTicketKey+"\n"), 0o600))
 	var nodes []*Node
 	var backends []string
 	for _, id := range []string{"node-a", "node-b", "node-c"} {
@@ -137,11 +138,11 @@ func TestEAPResumption(t *testing.T) {
 	})
 	t.Run("a key added to the file, second: resumed, no restart", func(t *testing.T) {
 		reloads := func() float64 {
-			return metricValue(t, nodes[2], `openaaa_config_reloads_total{kind="eap-ticket-keys",result="ok"}`)
+			return Metric(t, nodes[2], `openaaa_config_reloads_total{kind="eap-ticket-keys",result="ok"}`)
 		}
 		before := reloads()
-		writeAtomically(t, filepath.Join(dir, "tickets-c"), []byte(ownTicketKey+"\n"+sharedTicketKey+"\n"))
-		eventually(t, 20*time.Second, "node-c's new ticket keys", func() bool { return reloads() > before })
+		apptest.WriteAtomically(t, filepath.Join(dir, "tickets-c"), []byte(ownTicketKey+"\n"+sharedTicketKey+"\n"))
+		apptest.Eventually(t, 20*time.Second, "node-c's new ticket keys", func() bool { return reloads() > before })
 		place(relay, nil, 0, 2)
 		reauth(t, nodes, relay, dir, "tls", tls12, true)
 	})
@@ -157,7 +158,7 @@ func TestEAPResumptionRefused(t *testing.T) {
 	nodes, relay, ca := resumptionNodes(t, dir)
 	crlFile, subsFile := filepath.Join(dir, "ca.crl"), filepath.Join(dir, "subs.yaml")
 	subs, err := os.ReadFile(subsFile)
-	must(t, err)
+	apptest.Check(t, err)
 	var lines []string
 	for l := range strings.Lines(string(subs)) {
 		if !strings.Contains(l, "username: alice") {
@@ -174,7 +175,7 @@ func TestEAPResumptionRefused(t *testing.T) {
 	// change is in force on node-b before the re-authentication's first round reaches it.
 	change := func(file string, data []byte) func() {
 		return func() {
-			writeAtomically(t, file, data)
+			apptest.WriteAtomically(t, file, data)
 			if _, rejected := nodes[1].Reloader.Reload(); rejected != 0 {
 				t.Errorf("node-b refused the new %s", file)
 			}
@@ -193,14 +194,14 @@ func TestEAPResumptionRefused(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name+" tls-"+v, func(t *testing.T) {
 				t.Cleanup(func() { // alice back, for the next case
-					writeAtomically(t, subsFile, subs)
-					writeAtomically(t, crlFile, crl())
+					apptest.WriteAtomically(t, subsFile, subs)
+					apptest.WriteAtomically(t, crlFile, crl())
 					for _, n := range nodes {
 						n.Reloader.Reload()
 					}
 				})
 				series := `openaaa_eap_rejects_total{reason="` + c.reason + `"}`
-				before := metricValue(t, nodes[1], series)
+				before := Metric(t, nodes[1], series)
 				resumed, _ := handshakes(t, "tls", nodes[1])
 				place(relay, map[int]func(){1: c.change}, 0, 1)
 				out, ok := runEapolTest(t, relay.Addr(), dir, network, nil, "-r", "1")
@@ -208,7 +209,7 @@ func TestEAPResumptionRefused(t *testing.T) {
 				if ok || !strings.Contains(first, "Using TLS version TLSv"+v) || !strings.Contains(second, "EAP: Received EAP-Failure") {
 					t.Fatalf("not a success then an EAP-Failure:\n%s", out)
 				}
-				if got := metricValue(t, nodes[1], series); got != before+1 {
+				if got := Metric(t, nodes[1], series); got != before+1 {
 					t.Fatalf("%s = %v, want %v", series, got, before+1)
 				}
 				// The revoked certificate's resumption is aborted in the handshake; the removed

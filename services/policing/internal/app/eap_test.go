@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -22,14 +21,15 @@ import (
 	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/internal/testpki"
 	"github.com/openaaa/openaaa/services/policing/config"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/eap"
 )
 
 // writePEM writes dir/name.pem and dir/name.key.
 func writePEM(t *testing.T, dir, name string, cert, key []byte) {
 	t.Helper()
-	must(t, os.WriteFile(filepath.Join(dir, name+".pem"), cert, 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, name+".key"), key, 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, name+".pem"), cert, 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, name+".key"), key, 0o600))
 }
 
 // eapPKI writes into dir a CA (ca.pem), its server certificate (long enough to be sent in
@@ -39,7 +39,7 @@ func eapPKI(t *testing.T, dir string) *testpki.CA {
 	t.Helper()
 	testenv.LookPath(t, "eapol_test", "Debian eapoltest: hack/eapol.sh install") // skip before starting anything
 	ca, other := testpki.New(t, "OpenAAA test CA"), testpki.New(t, "Another CA")
-	must(t, os.WriteFile(filepath.Join(dir, "ca.pem"), ca.PEM, 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "ca.pem"), ca.PEM, 0o600))
 	day := time.Now().Add(24 * time.Hour)
 	// Many names make the server's first flight span several EAP fragments (1,014 octets each).
 	var names []string
@@ -103,7 +103,7 @@ func eapolTest(t *testing.T, n *Node, dir, network string, args ...string) (stri
 
 func ntHashHex(t *testing.T, pw string) string {
 	u, err := rfc2759.ToUTF16([]byte(pw))
-	must(t, err)
+	apptest.Check(t, err)
 	return fmt.Sprintf("%X", rfc2759.NTPasswordHash(u))
 }
 
@@ -263,20 +263,20 @@ func TestEAPMessageAuthenticatorAndEAPOff(t *testing.T) {
 	before = testenv.Metric(t, admin, wrong)
 	p := identity("not-the-secret")
 	b, err := p.Encode()
-	must(t, err)
+	apptest.Check(t, err)
 	b, off := radiusx.AppendMessageAuthenticator(b)
 	radiusx.SignRequest(b, off, p.Secret)
 	conn, err := net.Dial("udp", n.Addr("radius.authAddress").String())
-	must(t, err)
+	apptest.Check(t, err)
 	defer conn.Close()
 	_, err = conn.Write(b)
-	must(t, err)
-	eventually(t, 10*time.Second, "the wrong Message-Authenticator counted", func() bool {
+	apptest.Check(t, err)
+	apptest.Eventually(t, 10*time.Second, "the wrong Message-Authenticator counted", func() bool {
 		return testenv.Metric(t, admin, wrong) == before+1
 	})
 	// The same Identity, properly signed: an Access-Challenge.
 	reply, err := exchange(t, n.Addr("radius.authAddress"), identity(radclientSecret), true)
-	must(t, err)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessChallenge || rfc2865.SessionTimeout_Get(reply) != 30 || len(rfc2865.State_Get(reply)) == 0 {
 		t.Fatalf("Identity answered %v", reply.Code)
 	}
@@ -284,7 +284,7 @@ func TestEAPMessageAuthenticatorAndEAPOff(t *testing.T) {
 	off2 := startNode(t)
 	p = identity(secret)
 	reply, err = exchange(t, off2.Addr("radius.authAddress"), p, true)
-	must(t, err)
+	apptest.Check(t, err)
 	if m, _ := rfc2869.EAPMessage_Lookup(reply); reply.Code != radius.CodeAccessReject || len(m) != 4 || m[0] != eap.CodeFailure {
 		t.Fatalf("EAP off: %v %x", reply.Code, m)
 	}
@@ -299,7 +299,7 @@ func TestEAPCertificateReload(t *testing.T) {
 		return strings.Replace(tunnelNetwork("PEAP", "MSCHAPV2", "alice", "alicepw"), "ca.pem", ca, 1)
 	}
 	ca2 := testpki.New(t, "Renewed CA")
-	must(t, os.WriteFile(filepath.Join(dir, "ca2.pem"), ca2.PEM, 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "ca2.pem"), ca2.PEM, 0o600))
 	cert, key := ca2.Issue(t, "policing.test", 2)
 	writePEM(t, dir, "server", cert, key)
 	if ok, rejected := n.Reloader.Reload(); ok < 1 || rejected != 0 {
@@ -311,7 +311,7 @@ func TestEAPCertificateReload(t *testing.T) {
 	if out, ok := eapolTest(t, n, dir, peap("ca.pem")); ok {
 		t.Fatalf("the old certificate is still in force:\n%s", out)
 	}
-	must(t, os.WriteFile(filepath.Join(dir, "server.key"), []byte("not a key"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "server.key"), []byte("not a key"), 0o600))
 	if _, rejected := n.Reloader.Reload(); rejected < 1 {
 		t.Fatal("a broken key was not refused")
 	}
@@ -334,16 +334,16 @@ func TestEAPCertificateRevocation(t *testing.T) {
 	writePEM(t, dir, "bob", cert, key)
 	crlFile := filepath.Join(dir, "ca.crl")
 	day := time.Now().Add(24 * time.Hour)
-	must(t, os.WriteFile(crlFile, ca.CRL(t, 1, day, 6), 0o600))
+	apptest.Check(t, os.WriteFile(crlFile, ca.CRL(t, 1, day, 6), 0o600))
 	n := eapNodeWith(t, dir, "  crlFile: {{dir}}/ca.crl\nreload: {interval: 100ms}\n")
 	refused := func(network, reason string) {
 		t.Helper()
 		series := `openaaa_eap_rejects_total{reason="` + reason + `"}`
-		before := metricValue(t, n, series)
+		before := Metric(t, n, series)
 		if out, ok := eapolTest(t, n, dir, network); ok || !strings.Contains(out, "EAP: Received EAP-Failure") {
 			t.Fatalf("not refused with EAP-Failure:\n%s", out)
 		}
-		if got := metricValue(t, n, series); got != before+1 {
+		if got := Metric(t, n, series); got != before+1 {
 			t.Fatalf("%s = %v, want %v", series, got, before+1)
 		}
 	}
@@ -360,13 +360,13 @@ func TestEAPCertificateRevocation(t *testing.T) {
 	succeeds(tlsNetwork("alice", tls13))
 
 	reloads := func(result string) float64 {
-		return metricValue(t, n, `openaaa_config_reloads_total{kind="certificates",result="`+result+`"}`)
+		return Metric(t, n, `openaaa_config_reloads_total{kind="certificates",result="`+result+`"}`)
 	}
 	replace := func(crl []byte, result string) {
 		t.Helper()
 		before := reloads(result)
-		writeAtomically(t, crlFile, crl)
-		eventually(t, 20*time.Second, "the new CRL "+result, func() bool { return reloads(result) > before })
+		apptest.WriteAtomically(t, crlFile, crl)
+		apptest.Eventually(t, 20*time.Second, "the new CRL "+result, func() bool { return reloads(result) > before })
 	}
 	replace(ca.CRL(t, 2, day, 3, 6), "ok") // alice revoked after the start
 	refused(tlsNetwork("alice", ""), "certificate_revoked")
@@ -376,10 +376,10 @@ func TestEAPCertificateRevocation(t *testing.T) {
 	replace(ca.CRL(t, 3, time.Now().Add(-time.Minute)), "ok")
 	refused(tlsNetwork("alice", ""), "crl_unavailable")
 
-	writeAtomically(t, crlFile, ca.ForgedCRL(t))
+	apptest.WriteAtomically(t, crlFile, ca.ForgedCRL(t))
 	cfg, err := config.Load(filepath.Join(dir, "policing.yaml"), nil, nil)
-	must(t, err)
-	n2, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), new(slog.LevelVar))
+	apptest.Check(t, err)
+	n2, err := Start(context.Background(), cfg, quietLog(), new(slog.LevelVar))
 	if err == nil {
 		_ = n2.Shutdown(context.Background())
 		t.Fatal("started with a forged CRL")

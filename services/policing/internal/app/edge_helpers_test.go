@@ -1,15 +1,12 @@
 package app
 
 // Helpers for the tests against real FreeRADIUS peers (proxy_test.go, coa_test.go,
-// radsec_test.go): FreeRADIUS instances through hack/freeradius.sh, radclient, a node
+// radsec_test.go): FreeRADIUS instances through hack/freeradius.sh and a node
 // started from a YAML text.
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +15,6 @@ import (
 	"time"
 
 	"github.com/openaaa/openaaa/internal/testenv"
-	"github.com/openaaa/openaaa/services/policing/config"
 )
 
 // frScript finds hack/freeradius.sh from the package directory.
@@ -108,74 +104,14 @@ func detailRecords(text string) []string {
 	return out
 }
 
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// radclient sends one request and returns radclient's output (-x: attributes shown).
-func radclientSend(t *testing.T, server, command, secret string, tries int, attrs ...string) string {
-	t.Helper()
-	bin := testenv.LookPath(t, "radclient", "Debian freeradius-utils")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-x", "-r", fmt.Sprint(tries), "-t", "2", server, command, secret)
-	cmd.Stdin = strings.NewReader(strings.Join(attrs, "\n") + "\n")
-	out, _ := cmd.CombinedOutput()
-	return string(out)
-}
-
 // edgeNode starts a node from a YAML text in which {{dir}} is the test directory; the
 // secret file "secret" holds radclientSecret, "subs.yaml" the subscribers.
 const radclientSecret = "testing123"
 
 func edgeNode(t *testing.T, dir, cfgText string, subs string) *Node {
 	t.Helper()
-	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(radclientSecret+"\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(subs), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "admin-token"), []byte(adminToken+"\n"), 0o600))
-	cfgText = strings.ReplaceAll(cfgText, "{{dir}}", dir)
-	must(t, os.WriteFile(filepath.Join(dir, "policing.yaml"), []byte(cfgText), 0o600))
-	cfg, err := config.Load(filepath.Join(dir, "policing.yaml"), nil, nil)
-	must(t, err)
-	level := new(slog.LevelVar)
-	var log *slog.Logger
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	} else {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	n, err := Start(context.Background(), cfg, log, level)
-	must(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = n.Shutdown(ctx)
-	})
-	return n
-}
-
-// eventually polls cond every 100 ms until it holds or the (generous) deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// metricValue reads one series from the node's /metrics.
-func metricValue(t *testing.T, n *Node, series string) float64 {
-	t.Helper()
-	return testenv.Metric(t, n.Addr("admin.address").String(), series)
+	writeNodeFiles(t, dir, radclientSecret, subs)
+	return StartYAML(t, dir, cfgText)
 }
 
 // metricSum sums a series over nodes: each node's /metrics counts only what it did.
@@ -183,15 +119,7 @@ func metricSum(t *testing.T, nodes []*Node, series string) float64 {
 	t.Helper()
 	var sum float64
 	for _, n := range nodes {
-		sum += metricValue(t, n, series)
+		sum += Metric(t, n, series)
 	}
 	return sum
-}
-
-// writeAtomically replaces a file the way a Secret volume update does (write + rename).
-func writeAtomically(t *testing.T, path string, data []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	must(t, os.WriteFile(tmp, data, 0o600))
-	must(t, os.Rename(tmp, path))
 }

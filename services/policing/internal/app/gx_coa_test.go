@@ -9,6 +9,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
 )
 
@@ -40,7 +41,7 @@ diameter:
 		acctLinesFor("Start", "WIFI-1", "alice"),
 		acctLinesFor("Start", "FIX-2", "bob"),
 	} {
-		if out := radclientSend(t, acctAddr, "acct", radclientSecret, 1, lines...); !strings.Contains(out, "Received Accounting-Response") {
+		if out := apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, lines...); !strings.Contains(out, "Received Accounting-Response") {
 			t.Fatalf("no Accounting-Response:\n%s", out)
 		}
 	}
@@ -73,7 +74,7 @@ diameter:
 	if code := update(700); code != 2001 {
 		t.Fatalf("CCA-U %d", code)
 	}
-	eventually(t, 10*time.Second, "CoA-Requests for both RADIUS sessions of alice", func() bool {
+	apptest.Eventually(t, 10*time.Second, "CoA-Requests for both RADIUS sessions of alice", func() bool {
 		d := nas.detail()
 		return strings.Contains(d, `Acct-Session-Id = "FIX-1"`) && strings.Contains(d, `Acct-Session-Id = "WIFI-1"`)
 	})
@@ -81,8 +82,8 @@ diameter:
 	if code := update(100); code != 2001 {
 		t.Fatalf("CCA-U %d", code)
 	}
-	eventually(t, 10*time.Second, "the Gx-triggered CoAs counted", func() bool {
-		return metricValue(t, n, `openaaa_coa_requests_total{kind="coa",result="ack",trigger="gx_quota"}`) >= 2
+	apptest.Eventually(t, 10*time.Second, "the Gx-triggered CoAs counted", func() bool {
+		return Metric(t, n, `openaaa_coa_requests_total{kind="coa",result="ack",trigger="gx_quota"}`) >= 2
 	})
 	time.Sleep(time.Second)
 	records := detailRecords(nas.detail())

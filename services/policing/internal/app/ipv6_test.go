@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/ctl"
 )
 
@@ -34,7 +35,7 @@ coa: {timeout: 500ms, retries: 2, resendAfter: 1m}
 func TestIPv6OnlyNASDisconnectByDelegatedAddress(t *testing.T) {
 	nas := newFreeRADIUS(t, "nas6", "--role", "coa", "--secret", radclientSecret, "--address", "::1", "--client", "::1/128")
 	n := v6Node(t, nas.port, edgeSubs)
-	out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1,
+	out := apptest.Radclient(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, 2,
 		"Acct-Status-Type = Start", `Acct-Session-Id = "V6-1"`, `User-Name = "alice"`, "NAS-IPv6-Address = ::1",
 		"Delegated-IPv6-Prefix = 2001:db8:100:ab00::/56", "Framed-IPv6-Prefix = 2001:db8:0:7::/64",
 		"Framed-Interface-Id = 0011:22ff:fe33:4455", "Message-Authenticator = 0x00")
@@ -68,7 +69,7 @@ func TestIPv6OnlyNASDisconnectByDelegatedAddress(t *testing.T) {
 	if code != 200 || len(r.Results) != 1 || r.Results[0].Result != "ack" || !strings.HasPrefix(r.Results[0].Target, "[::1]:") {
 		t.Fatalf("disconnect by IPv6 address: %d %+v", code, r)
 	}
-	eventually(t, 10*time.Second, "Disconnect-Request in the receiver's detail", func() bool {
+	apptest.Eventually(t, 10*time.Second, "Disconnect-Request in the receiver's detail", func() bool {
 		return strings.Contains(nas.detail(), `Acct-Session-Id = "V6-1"`)
 	})
 	// The receiver listens on ::1 only: what it logged came over IPv6.
@@ -98,7 +99,7 @@ func TestIPv6OnlyNASDisconnectByDelegatedAddress(t *testing.T) {
 	if rc, out := runCtl("disconnect", "--ip", "2001:db8:999::1"); rc != 3 {
 		t.Fatalf("ctl disconnect of an address no session covers: rc %d\n%s", rc, out)
 	}
-	eventually(t, 10*time.Second, "CoA-Request in the receiver's detail", func() bool {
+	apptest.Eventually(t, 10*time.Second, "CoA-Request in the receiver's detail", func() bool {
 		return strings.Contains(nas.detail(), "Session-Timeout = 600")
 	})
 }
@@ -119,7 +120,7 @@ subscribers:
       framedIPv6Pool: wan6
       dnsServerIPv6Addresses: ["2001:db8::53", "2001:db8::5353"]
 `)
-	out := radclientSend(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1,
+	out := apptest.Radclient(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, 2,
 		`User-Name = "v6only"`, `User-Password = "pw"`, "NAS-IPv6-Address = ::1", "Message-Authenticator = 0x00")
 	mustContainAll(t, out, "Received Access-Accept", "Framed-IPv6-Address = 2001:db8:0:7::1",
 		"Framed-IPv6-Prefix = 2001:db8:0:7::/64", "Delegated-IPv6-Prefix = 2001:db8:100:ab00::/56",

@@ -4,6 +4,7 @@ package app_test
 // (hack/slapd.sh: hand-written slapd.conf, back_mdb, subscribers loaded with ldapadd).
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,9 +13,10 @@ import (
 
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
-	"layeh.com/radius/rfc2869"
+	"layeh.com/radius/rfc2866"
 
 	"github.com/openaaa/openaaa/services/policing/internal/app"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/testslapd"
 )
 
@@ -24,8 +26,8 @@ const ldapSecret = "ldap-test-secret"
 func ldapNode(t *testing.T, srv *testslapd.Server, extra string) *app.Node {
 	t.Helper()
 	dir := t.TempDir()
-	check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(ldapSecret+"\n"), 0o600))
-	return startFromYAML(t, dir, `
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(ldapSecret+"\n"), 0o600))
+	return app.StartYAML(t, dir, `
 log: {level: debug, format: text}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
 admin: {address: "127.0.0.1:0"}
@@ -42,64 +44,50 @@ subscribers:
 `+extra)
 }
 
+// ldapAcctStart is an Accounting-Start from a NAS of the LDAP nodes' clients.
+func ldapAcctStart(id, user string) *radius.Packet {
+	return apptest.Acct(ldapSecret, rfc2866.AcctStatusType_Value_Start, id, user, net.IPv4(192, 0, 2, 7))
+}
+
 func TestLDAPAuthWithProfiles(t *testing.T) {
 	srv := testslapd.Start(t, 3000) // "a few thousand subscribers loaded with ldapadd"
 	n := ldapNode(t, srv, "    poolSize: 4\n")
 
-	reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, "user01234", "pw01234"), 2*time.Second)
-	check(t, err)
-	if reply.Code != radius.CodeAccessAccept {
-		t.Fatalf("user01234: %v, want Access-Accept", reply.Code)
-	}
-	if ip := rfc2865.FramedIPAddress_Get(reply); ip.String() != "10.64.4.210" {
-		t.Errorf("Framed-IP-Address = %v, want 10.64.4.210 (from LDAP)", ip)
-	}
-	if v := rfc2865.SessionTimeout_Get(reply); v != 3600 {
-		t.Errorf("Session-Timeout = %v", v)
-	}
-	if v := rfc2869.AcctInterimInterval_Get(reply); v != 300 {
-		t.Errorf("Acct-Interim-Interval = %v", v)
-	}
-	if v := string(rfc2865.Class_Get(reply)); v != "ldap-silver" {
-		t.Errorf("Class = %q", v)
-	}
-	if v := rfc2865.FramedMTU_Get(reply); v != 1492 {
-		t.Errorf("Framed-MTU = %v (openaaaReplyAttribute)", v)
-	}
-	if _, ok := reply.Lookup(26); !ok {
-		t.Error("no Vendor-Specific rate limit (openaaaRateLimit)")
-	}
+	reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user01234", "pw01234"), 2*time.Second)
+	apptest.Check(t, err)
+	// The profile from LDAP; Framed-MTU is an openaaaReplyAttribute, the rate limit openaaaRateLimit.
+	apptest.WantProfile(t, reply, apptest.Profile{FramedIP: "10.64.4.210", SessionTimeout: 3600, Interim: 300, FramedMTU: 1492, Class: "ldap-silver"})
 	for _, c := range []struct{ user, pass, why string }{
 		{"user01234", "wrong", "wrong password"},
 		{"user00100", "pw00100", "disabled in LDAP"},
 		{"user99999", "x", "not in LDAP"},
 		{"*", "pw00001", "filter wildcard"},
 	} {
-		reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, c.user, c.pass), 2*time.Second)
-		check(t, err)
+		reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, c.user, c.pass), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Errorf("%s (%s): %v, want Access-Reject", c.user, c.why, reply.Code)
 		}
 	}
 	// A real RADIUS client sees the LDAP profile too.
-	out := radclientAuth(t, n.Addr("radius.authAddress"), ldapSecret, "user00007", "pw00007", 2, 1)
+	out := apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), ldapSecret, "user00007", "pw00007", 1, 2)
 	if !strings.Contains(out, "Access-Accept") || !strings.Contains(out, "10.64.0.7") || !strings.Contains(out, "0x6c6461702d676f6c64") /* Class "ldap-gold" */ {
 		t.Errorf("radclient:\n%s", out)
 	}
 	// Accounting finds the profile in the cache (it never asks LDAP).
-	before := scrape(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`)
-	reply, err = send(n.Addr("radius.acctAddress"), acctStart(ldapSecret, "ldap-s1", "user01234"), 2*time.Second)
-	check(t, err)
+	before := app.Metric(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`)
+	reply, err = apptest.Send(n.Addr("radius.acctAddress"), ldapAcctStart("ldap-s1", "user01234"), 2*time.Second)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccountingResponse {
 		t.Fatalf("accounting: %v", reply.Code)
 	}
-	if d := scrape(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`) - before; d != 1 {
+	if d := app.Metric(t, n, `openaaa_ldap_cache_only_lookups_total{result="hit"}`) - before; d != 1 {
 		t.Errorf("accounting cache hits +%v, want +1", d)
 	}
-	if v := scrape(t, n, `openaaa_transactions_total{kind="ldap"}`); v < 5 {
+	if v := app.Metric(t, n, `openaaa_transactions_total{kind="ldap"}`); v < 5 {
 		t.Errorf("ldap transactions = %v", v)
 	}
-	if v := scrape(t, n, `openaaa_ldap_up`); v != 1 {
+	if v := app.Metric(t, n, `openaaa_ldap_up`); v != 1 {
 		t.Errorf("openaaa_ldap_up = %v", v)
 	}
 }
@@ -114,41 +102,41 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 	stale := ldapNode(t, srv, common+"    cache: {ttl: 300ms, serveStale: true}\n")
 	strict := ldapNode(t, srv, common+"    cache: {ttl: 300ms, serveStale: false}\n")
 	for _, n := range []*app.Node{stale, strict} {
-		reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
-		check(t, err)
+		reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessAccept {
 			t.Fatalf("before the outage: %v", reply.Code)
 		}
 	}
 	srv.Stop(t)
 	time.Sleep(400 * time.Millisecond) // past the cache TTL
-	staleBefore := scrape(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`)
-	unavailBefore := scrape(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`)
+	staleBefore := app.Metric(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`)
+	unavailBefore := app.Metric(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`)
 	var worst time.Duration
 	for i := range 10 {
 		start := time.Now()
-		reply, err := send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
-		check(t, err)
+		reply, err := apptest.Send(stale.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessAccept || rfc2865.FramedIPAddress_Get(reply).String() != "10.64.0.1" {
 			t.Fatalf("serveStale node, request %d: %v (profile %v)", i, reply.Code, rfc2865.FramedIPAddress_Get(reply))
 		}
-		reply, err = send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "bad"), 2*time.Second)
-		check(t, err)
+		reply, err = apptest.Send(stale.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "bad"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("stale profile accepted a wrong password")
 		}
-		reply, err = send(strict.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
-		check(t, err)
+		reply, err = apptest.Send(strict.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("strict node, request %d: %v, want Access-Reject", i, reply.Code)
 		}
-		reply, err = send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00002", "pw00002"), 2*time.Second)
-		check(t, err)
+		reply, err = apptest.Send(stale.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00002", "pw00002"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccessReject {
 			t.Fatalf("uncached subscriber during the outage: %v, want Access-Reject", reply.Code)
 		}
-		reply, err = send(strict.Addr("radius.acctAddress"), acctStart(ldapSecret, "outage-"+string(rune('a'+i)), "user00001"), 2*time.Second)
-		check(t, err)
+		reply, err = apptest.Send(strict.Addr("radius.acctAddress"), ldapAcctStart("outage-"+string(rune('a'+i)), "user00001"), 2*time.Second)
+		apptest.Check(t, err)
 		if reply.Code != radius.CodeAccountingResponse {
 			t.Fatalf("accounting during the outage: %v", reply.Code)
 		}
@@ -158,25 +146,25 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 	if worst > time.Second {
 		t.Errorf("requests during the LDAP outage took up to %v", worst)
 	}
-	if d := scrape(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`) - staleBefore; d < 10 {
+	if d := app.Metric(t, stale, `openaaa_ldap_cache_lookups_total{result="stale"}`) - staleBefore; d < 10 {
 		t.Errorf("stale profiles served +%v, want >= 10", d)
 	}
-	if d := scrape(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`) - unavailBefore; d < 10 {
+	if d := app.Metric(t, strict, `openaaa_ldap_cache_lookups_total{result="unavailable"}`) - unavailBefore; d < 10 {
 		t.Errorf("unavailable lookups +%v, want >= 10", d)
 	}
-	if v := scrape(t, strict, `openaaa_ldap_up`); v != 0 {
+	if v := app.Metric(t, strict, `openaaa_ldap_up`); v != 0 {
 		t.Errorf("openaaa_ldap_up = %v during the outage", v)
 	}
 
 	srv.Start(t)
 	start := time.Now()
-	waitUntil(t, 10*time.Second, "auth from LDAP after slapd restart", func() bool {
-		reply, err := send(strict.Addr("radius.authAddress"), pap(ldapSecret, "user00002", "pw00002"), time.Second)
+	apptest.Eventually(t, 10*time.Second, "auth from LDAP after slapd restart", func() bool {
+		reply, err := apptest.Send(strict.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00002", "pw00002"), time.Second)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
 	t.Logf("recovered %v after slapd restart", time.Since(start).Round(time.Millisecond))
-	reply, err := send(stale.Addr("radius.authAddress"), pap(ldapSecret, "user00003", "pw00003"), 2*time.Second)
-	check(t, err)
+	reply, err := apptest.Send(stale.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00003", "pw00003"), 2*time.Second)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Errorf("serveStale node after restart: %v", reply.Code)
 	}
@@ -188,17 +176,17 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 func TestLDAPLookupTimeoutFromConfig(t *testing.T) {
 	srv := testslapd.Start(t, 10)
 	n := ldapNode(t, srv, "    timeout: 3s\n    lookupTimeout: 400ms\n    retryInterval: 0s\n    cache: {ttl: 1ms, serveStale: false}\n")
-	reply, err := send(n.Addr("radius.authAddress"), pap(ldapSecret, "user00001", "pw00001"), 2*time.Second)
-	check(t, err)
+	reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00001", "pw00001"), 2*time.Second)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessAccept {
 		t.Fatalf("before the freeze: %v", reply.Code)
 	}
 	srv.Pause(t)
 	defer srv.Resume(t)
 	start := time.Now()
-	reply, err = send(n.Addr("radius.authAddress"), pap(ldapSecret, "user00002", "pw00002"), 5*time.Second)
+	reply, err = apptest.Send(n.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00002", "pw00002"), 5*time.Second)
 	took := time.Since(start)
-	check(t, err)
+	apptest.Check(t, err)
 	if reply.Code != radius.CodeAccessReject {
 		t.Fatalf("slapd frozen: %v, want Access-Reject", reply.Code)
 	}

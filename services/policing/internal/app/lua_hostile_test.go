@@ -1,7 +1,6 @@
 package app
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +11,7 @@ import (
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
-	"github.com/openaaa/openaaa/internal/radiusx"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // hostileScript matches a string whose length the request sets (Session-Timeout) against a
@@ -47,12 +46,12 @@ const (
 func TestLuaHostileDecisionsDoNotStallOthers(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "policy.lua")
-	must(t, os.WriteFile(script, []byte(hostileScript), 0o600))
+	apptest.Check(t, os.WriteFile(script, []byte(hostileScript), 0o600))
 	n := startNode(t, "policy.lua.file="+script, "radius.readers=2", "radius.workers=64")
 	hostile := func() {
-		p := papRequest("bob", "builder")
+		p := apptest.PAP(secret, "bob", "builder")
 		rfc2865.SessionTimeout_Set(p, 2000)
-		_, _ = exchangeWithin(t, n.Addr("radius.authAddress"), p, 5*time.Second)
+		_, _ = apptest.SendFrom(nil, n.Addr("radius.authAddress"), p, true, 5*time.Second)
 	}
 	rounds := []int{2, 2, 2, 2, 2, 20, 20, 20}
 	var took []time.Duration
@@ -64,7 +63,7 @@ func TestLuaHostileDecisionsDoNotStallOthers(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // all in flight, each good for its 50 ms budget
 		start := time.Now()
-		reply, err := exchangeWithin(t, n.Addr("radius.authAddress"), papRequest("alice", "wonderland"), answeredWithin)
+		reply, err := apptest.SendFrom(nil, n.Addr("radius.authAddress"), apptest.PAP(secret, "alice", "wonderland"), true, answeredWithin)
 		d := time.Since(start)
 		if err != nil {
 			t.Fatalf("round %d: alice unanswered within %s while %d hostile decisions run: %v", round, answeredWithin, inFlight, err)
@@ -84,33 +83,7 @@ func TestLuaHostileDecisionsDoNotStallOthers(t *testing.T) {
 	for _, r := range rounds {
 		want += r
 	}
-	if got := metricValue(t, n, `openaaa_policy_lua_errors_total{hook="authorize",kind="budget"}`); got != float64(want) {
+	if got := Metric(t, n, `openaaa_policy_lua_errors_total{hook="authorize",kind="budget"}`); got != float64(want) {
 		t.Errorf("budget errors = %v, want %d (the hostile decisions)", got, want)
 	}
-}
-
-// exchangeWithin sends an Access-Request with a Message-Authenticator and waits up to d
-// for the reply (safe from any goroutine: it returns errors instead of failing t).
-func exchangeWithin(t *testing.T, addr net.Addr, p *radius.Packet, d time.Duration) (*radius.Packet, error) {
-	b, err := p.Encode()
-	if err != nil {
-		return nil, err
-	}
-	b, off := radiusx.AppendMessageAuthenticator(b)
-	radiusx.SignRequest(b, off, p.Secret)
-	conn, err := net.Dial("udp", addr.String())
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(d))
-	if _, err := conn.Write(b); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 4096)
-	n, err := conn.Read(buf)
-	if err != nil {
-		return nil, err
-	}
-	return radius.Parse(buf[:n], p.Secret)
 }

@@ -10,12 +10,14 @@ import (
 	"testing"
 
 	"layeh.com/radius/rfc2759"
+
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 func unhexT(t *testing.T, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(s)
-	must(t, err)
+	apptest.Check(t, err)
 	return b
 }
 
@@ -43,7 +45,7 @@ func radclientAttr(out, name string) string {
 func TestMSCHAPv2AgainstFreeRADIUS(t *testing.T) {
 	dir := t.TempDir()
 	users := filepath.Join(dir, "fr-users")
-	must(t, os.WriteFile(users, []byte("User\tCleartext-Password := \"clientPass\"\n"+
+	apptest.Check(t, os.WriteFile(users, []byte("User\tCleartext-Password := \"clientPass\"\n"+
 		"HashUser\tNT-Password := 0x44EBBA8D5312B8D611474411F56989AE\n"), 0o600))
 	fr := newFreeRADIUS(t, "mschap", "--users", users, "--secret", radclientSecret, "--threads", "1")
 	n := edgeNode(t, dir, `
@@ -56,8 +58,8 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 `, "subscribers:\n  - {username: User, password: clientPass}\n  - {username: HashUser, ntPassword: 44EBBA8D5312B8D611474411F56989AE}\n")
 
 	request := []string{`User-Name = "User"`, mschapChallenge, mschapResponse, "Message-Authenticator = 0x00"}
-	ours := radclientSend(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, request...)
-	theirs := radclientSend(t, fr.addr(), "auth", radclientSecret, 1, request...)
+	ours := apptest.Radclient(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, 2, request...)
+	theirs := apptest.Radclient(t, fr.addr(), "auth", radclientSecret, 1, 2, request...)
 	for _, out := range []string{ours, theirs} {
 		if !strings.Contains(out, "Received Access-Accept") {
 			t.Fatalf("no Access-Accept:\n%s", out)
@@ -79,11 +81,11 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 
 	// A subscriber stored as an NT hash only (NT-Password in FreeRADIUS): the same keys.
 	nt, err := rfc2759.GenerateNTResponse(unhexT(t, "5B5D7C7D7B3F2F3E3C2C602132262628"), unhexT(t, "21402324255E262A28295F2B3A337C7E"), []byte("HashUser"), []byte("clientPass"))
-	must(t, err)
+	apptest.Check(t, err)
 	hashReq := []string{`User-Name = "HashUser"`, mschapChallenge,
 		fmt.Sprintf("MS-CHAP2-Response = 0x070021402324255E262A28295F2B3A337C7E0000000000000000%X", nt), "Message-Authenticator = 0x00"}
-	ours = radclientSend(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, hashReq...)
-	theirs = radclientSend(t, fr.addr(), "auth", radclientSecret, 1, hashReq...)
+	ours = apptest.Radclient(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, 2, hashReq...)
+	theirs = apptest.Radclient(t, fr.addr(), "auth", radclientSecret, 1, 2, hashReq...)
 	for _, attr := range []string{"MS-CHAP2-Success", "MS-MPPE-Send-Key", "MS-MPPE-Recv-Key"} {
 		o, f := radclientAttr(ours, attr), radclientAttr(theirs, attr)
 		if o == "" || o != f {
@@ -92,8 +94,8 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 	}
 
 	bad := []string{`User-Name = "User"`, mschapChallenge, mschapBadNT, "Message-Authenticator = 0x00"}
-	ours = radclientSend(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, bad...)
-	theirs = radclientSend(t, fr.addr(), "auth", radclientSecret, 1, bad...)
+	ours = apptest.Radclient(t, n.Addr("radius.authAddress").String(), "auth", radclientSecret, 1, 2, bad...)
+	theirs = apptest.Radclient(t, fr.addr(), "auth", radclientSecret, 1, 2, bad...)
 	for name, out := range map[string]string{"policing": ours, "FreeRADIUS": theirs} {
 		if !strings.Contains(out, "Received Access-Reject") || !strings.Contains(radclientAttr(out, "MS-CHAP-Error"), "E=691") {
 			t.Errorf("%s: no Access-Reject with MS-CHAP-Error E=691:\n%s", name, out)

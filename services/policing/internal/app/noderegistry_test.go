@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/session"
 	"github.com/openaaa/openaaa/services/policing/internal/store/embedded"
 )
@@ -56,7 +57,7 @@ func (f *flakyRegistry) RegisterNode(ctx context.Context, n session.Node, ttl ti
 func TestNodeRegistryRefreshRecovers(t *testing.T) {
 	t.Parallel() // its metrics are its own
 	st, err := embedded.Open(embedded.Options{})
-	must(t, err)
+	apptest.Check(t, err)
 	defer st.Close(context.Background())
 	reg := &flakyRegistry{Store: st}
 	reg.down.Store(true)
@@ -68,12 +69,12 @@ func TestNodeRegistryRefreshRecovers(t *testing.T) {
 			stop()
 		}
 	}()
-	eventually(t, 5*time.Second, "several failed refreshes", func() bool { return testutil.ToFloat64(failures) >= 3 })
+	apptest.Eventually(t, 5*time.Second, "several failed refreshes", func() bool { return testutil.ToFloat64(failures) >= 3 })
 	if _, err := st.LookupNode(context.Background(), "node-a"); err == nil {
 		t.Fatal("registered while the store is down")
 	}
 	reg.down.Store(false)
-	eventually(t, 5*time.Second, "the record written", func() bool {
+	apptest.Eventually(t, 5*time.Second, "the record written", func() bool {
 		n, err := st.LookupNode(context.Background(), "node-a")
 		return err == nil && n.EAPForward == "10.0.0.1:1815"
 	})

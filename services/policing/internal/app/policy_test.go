@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // A Lua accounting hook's coa() reaches the session's NAS as a CoA-Request with the
@@ -13,21 +15,15 @@ import (
 func TestLuaPolicyCoAOnQuota(t *testing.T) {
 	nas := newFreeRADIUS(t, "nasl", "--role", "coa", "--secret", radclientSecret)
 	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "policy.lua"), []byte(`
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "policy.lua"), []byte(`
 inputs = { accounting = { "session.quotaPercent" } }
 function accounting(req, session, sub)
   local used = session.quotaPercent
   if used and used >= 100 then coa("Mikrotik-Rate-Limit", "1M/1M") end
 end`), 0o600))
 	n := coaNodeIn(t, dir, nas, "policy: {lua: {file: "+filepath.Join(dir, "policy.lua")+"}}\n")
-	acct := n.Addr("radius.acctAddress").String()
-	radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Start", "L-1", "quota")...)
-	radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "L-1", "quota", "Acct-Input-Octets = 500")...)
-	out := radclientSend(t, acct, "acct", radclientSecret, 1, acctLinesFor("Interim-Update", "L-1", "quota", "Acct-Input-Octets = 900", "Acct-Output-Octets = 300")...)
-	if !strings.Contains(out, "Received Accounting-Response") {
-		t.Fatalf("no Accounting-Response:\n%s", out)
-	}
-	eventually(t, 20*time.Second, "policy CoA-Request at the NAS", func() bool {
+	crossQuota(t, n.Addr("radius.acctAddress").String(), "L-1", 500)
+	apptest.Eventually(t, 20*time.Second, "policy CoA-Request at the NAS", func() bool {
 		return strings.Contains(nas.detail(), "CoA-Request")
 	})
 	d := nas.detail()
@@ -36,8 +32,8 @@ end`), 0o600))
 			t.Errorf("the NAS's record lacks %q:\n%s", w, d)
 		}
 	}
-	eventually(t, 10*time.Second, "policy CoA counted", func() bool {
-		return metricValue(t, n, `openaaa_coa_requests_total{kind="coa",result="ack",trigger="policy"}`) == 1
+	apptest.Eventually(t, 10*time.Second, "policy CoA counted", func() bool {
+		return Metric(t, n, `openaaa_coa_requests_total{kind="coa",result="ack",trigger="policy"}`) == 1
 	})
 	if c := strings.Count(d, "Disconnect-Request"); c != 0 {
 		t.Errorf("%d Disconnect-Requests: the script asked for a CoA", c)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 const edgeSubs = `
@@ -68,7 +70,7 @@ func TestProxyQueueFailoverAndRecovery(t *testing.T) {
 	acctAddr := n.Addr("radius.acctAddress").String()
 	send := func(lines ...string) {
 		t.Helper()
-		out := radclientSend(t, acctAddr, "acct", radclientSecret, 1, lines...)
+		out := apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, lines...)
 		if !strings.Contains(out, "Received Accounting-Response") {
 			t.Fatalf("no local Accounting-Response:\n%s", out)
 		}
@@ -78,7 +80,7 @@ func TestProxyQueueFailoverAndRecovery(t *testing.T) {
 	send(acctLinesFor("Start", "P-1", "alice", "Framed-IP-Address = 10.9.0.1", "Calling-Station-Id = \"02-00-00-00-00-01\"")...)
 	send(acctLinesFor("Interim-Update", "P-1", "alice", "Acct-Input-Octets = 1000", "Acct-Output-Octets = 5000", "Acct-Session-Time = 60")...)
 	send(acctLinesFor("Stop", "P-1", "alice", "Acct-Session-Time = 120", "Acct-Terminate-Cause = User-Request")...)
-	eventually(t, 20*time.Second, "3 records of P-1 at up1", func() bool { return len(recordsFor(up1, "P-1")) == 3 })
+	apptest.Eventually(t, 20*time.Second, "3 records of P-1 at up1", func() bool { return len(recordsFor(up1, "P-1")) == 3 })
 	recs := recordsFor(up1, "P-1")
 	for i, want := range [][]string{
 		{"Acct-Status-Type = Start", `User-Name = "alice"`, "Framed-IP-Address = 10.9.0.1", `Calling-Station-Id = "02-00-00-00-00-01"`, "NAS-IP-Address = 127.0.0.1", "NAS-Port = 7"},
@@ -101,8 +103,8 @@ func TestProxyQueueFailoverAndRecovery(t *testing.T) {
 	// 2. The first upstream stops: requests fail over to the second.
 	up1.stop()
 	send(acctLinesFor("Start", "P-2", "bob")...)
-	eventually(t, 30*time.Second, "P-2 at up2", func() bool { return len(recordsFor(up2, "P-2")) == 1 })
-	eventually(t, 10*time.Second, "up1 marked dead", func() bool { return metricValue(t, n, `openaaa_proxy_upstream_up{upstream="up1"}`) == 0 })
+	apptest.Eventually(t, 30*time.Second, "P-2 at up2", func() bool { return len(recordsFor(up2, "P-2")) == 1 })
+	apptest.Eventually(t, 10*time.Second, "up1 marked dead", func() bool { return Metric(t, n, `openaaa_proxy_upstream_up{upstream="up1"}`) == 0 })
 
 	// 3. Both stopped: local answers stay fast, requests wait in the durable queue.
 	up2.stop()
@@ -113,25 +115,25 @@ func TestProxyQueueFailoverAndRecovery(t *testing.T) {
 			t.Errorf("local answer took %v with the upstreams down", d)
 		}
 	}
-	eventually(t, 20*time.Second, "requests queued", func() bool { return n.Proxy.Pending() >= 1 })
+	apptest.Eventually(t, 20*time.Second, "requests queued", func() bool { return n.Proxy.Pending() >= 1 })
 	if entries, _ := os.ReadDir(filepath.Join(n.Config.Proxy.Queue.Dir)); len(entries) == 0 {
 		t.Errorf("queue directory is empty")
 	}
 
 	// 4. Recovery: the first upstream answers Status-Server again and the queue drains to it.
 	up1.start()
-	eventually(t, 60*time.Second, "5 queued interims of P-3 delivered to up1", func() bool { return len(recordsFor(up1, "P-3")) >= 5 })
-	eventually(t, 10*time.Second, "queue empty", func() bool { return n.Proxy.Pending() == 0 })
+	apptest.Eventually(t, 60*time.Second, "5 queued interims of P-3 delivered to up1", func() bool { return len(recordsFor(up1, "P-3")) >= 5 })
+	apptest.Eventually(t, 10*time.Second, "queue empty", func() bool { return n.Proxy.Pending() == 0 })
 	got := recordsFor(up1, "P-3")
 	for i, r := range got[:5] {
 		if !strings.Contains(r, fmt.Sprintf("Acct-Session-Time = %d", 10*(i+1))) {
 			t.Errorf("queued record %d out of order:\n%s", i, r)
 		}
 	}
-	if v := metricValue(t, n, `openaaa_transactions_total{kind="proxy"}`); v < 9 {
+	if v := Metric(t, n, `openaaa_transactions_total{kind="proxy"}`); v < 9 {
 		t.Errorf("proxy transactions = %v, want >= 9", v)
 	}
-	if v := metricValue(t, n, `openaaa_proxy_status_checks_total{result="ok",upstream="up1"}`); v < 1 {
+	if v := Metric(t, n, `openaaa_proxy_status_checks_total{result="ok",upstream="up1"}`); v < 1 {
 		t.Errorf("no successful Status-Server to up1 counted")
 	}
 }
@@ -141,12 +143,12 @@ func TestProxyLoadBalance(t *testing.T) {
 	up2 := newFreeRADIUS(t, "lb2", "--role", "acct", "--secret", radclientSecret)
 	n, _ := proxyNode(t, "queue", "loadbalance", up1, up2)
 	for i := range 8 {
-		out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", fmt.Sprintf("LB-%d", i), "bob")...)
+		out := apptest.Radclient(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, 2, acctLinesFor("Start", fmt.Sprintf("LB-%d", i), "bob")...)
 		if !strings.Contains(out, "Received Accounting-Response") {
 			t.Fatalf("no reply:\n%s", out)
 		}
 	}
-	eventually(t, 20*time.Second, "8 records over both upstreams", func() bool {
+	apptest.Eventually(t, 20*time.Second, "8 records over both upstreams", func() bool {
 		return len(detailRecords(up1.detail()))+len(detailRecords(up2.detail())) == 8
 	})
 	if a, b := len(detailRecords(up1.detail())), len(detailRecords(up2.detail())); a == 0 || b == 0 {
@@ -157,7 +159,7 @@ func TestProxyLoadBalance(t *testing.T) {
 func TestProxySyncMode(t *testing.T) {
 	up := newFreeRADIUS(t, "sync1", "--role", "acct", "--secret", radclientSecret)
 	n, _ := proxyNode(t, "sync", "failover", up)
-	out := radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", "SY-1", "alice")...)
+	out := apptest.Radclient(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, 2, acctLinesFor("Start", "SY-1", "alice")...)
 	if !strings.Contains(out, "Received Accounting-Response") {
 		t.Fatalf("no reply in sync mode:\n%s", out)
 	}
@@ -167,11 +169,11 @@ func TestProxySyncMode(t *testing.T) {
 	}
 	// Upstream down: the NAS gets no answer (it will retransmit); the local store has it.
 	up.stop()
-	out = radclientSend(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, acctLinesFor("Start", "SY-2", "alice")...)
+	out = apptest.Radclient(t, n.Addr("radius.acctAddress").String(), "acct", radclientSecret, 1, 2, acctLinesFor("Start", "SY-2", "alice")...)
 	if strings.Contains(out, "Received Accounting-Response") {
 		t.Fatalf("sync mode answered although no upstream took the request:\n%s", out)
 	}
-	if v := metricValue(t, n, `openaaa_proxy_forwarded_total{mode="sync",result="failed"}`); v < 1 {
+	if v := Metric(t, n, `openaaa_proxy_forwarded_total{mode="sync",result="failed"}`); v < 1 {
 		t.Errorf("failed sync forward not counted")
 	}
 }

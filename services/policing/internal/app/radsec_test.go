@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/internal/testpki"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // peerSerial connects to the RadSec port with a client certificate and returns the serial
@@ -19,7 +21,7 @@ import (
 func peerSerial(t *testing.T, addr string, ca []byte, cert, key []byte) (string, error) {
 	t.Helper()
 	pair, err := tls.X509KeyPair(cert, key)
-	must(t, err)
+	apptest.Check(t, err)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
 	d := &net.Dialer{Timeout: 5 * time.Second}
@@ -39,9 +41,9 @@ func TestRadSecThroughFreeRADIUSProxy(t *testing.T) {
 	cliCert, cliKey := pki.Issue(t, "freeradius-proxy", 200)
 	for name, data := range map[string][]byte{"tls.crt": srvCert, "tls.key": srvKey, "ca.crt": pki.PEM,
 		"client.crt": cliCert, "client.key": cliKey} {
-		must(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
+		apptest.Check(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
 	}
-	radsecAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+	radsecAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	n := edgeNode(t, dir, `
 log: {level: debug, format: text}
 radius:
@@ -60,7 +62,7 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 	fr := newFreeRADIUS(t, "radsec", "--role", "radsec-proxy", "--secret", radclientSecret, "--home", radsecAddr,
 		"--tls-cert", filepath.Join(dir, "client.crt"), "--tls-key", filepath.Join(dir, "client.key"), "--tls-ca", filepath.Join(dir, "ca.crt"))
 	auth := func(user, pass string) string {
-		return radclientSend(t, fr.addr(), "auth", radclientSecret, 1, `User-Name = "`+user+`"`, `User-Password = "`+pass+`"`, "Message-Authenticator = 0x00")
+		return apptest.RadclientPAP(t, fr.addr(), radclientSecret, user, pass, 1, 2)
 	}
 	out := auth("alice", "wonderland")
 	if !strings.Contains(out, "Received Access-Accept") || !strings.Contains(out, "Framed-IP-Address = 10.9.0.1") {
@@ -70,7 +72,7 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 		t.Fatalf("wrong password over RadSec not rejected:\n%s", out)
 	}
 	// Accounting over the same TLS home server lands in the session store.
-	out = radclientSend(t, fmt.Sprintf("127.0.0.1:%d", fr.port+1), "acct", radclientSecret, 1, acctLinesFor("Start", "RS-1", "alice")...)
+	out = apptest.Radclient(t, fmt.Sprintf("127.0.0.1:%d", fr.port+1), "acct", radclientSecret, 1, 2, acctLinesFor("Start", "RS-1", "alice")...)
 	if !strings.Contains(out, "Received Accounting-Response") {
 		t.Fatalf("accounting over RadSec:\n%s", out)
 	}
@@ -84,22 +86,22 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 		t.Fatalf("serial before rotation: %q %v", s, err)
 	}
 	newCert, newKey := pki.Issue(t, "policing", 101)
-	writeAtomically(t, filepath.Join(dir, "tls.key"), newKey)
-	writeAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
-	eventually(t, 20*time.Second, "rotated certificate served", func() bool {
+	apptest.WriteAtomically(t, filepath.Join(dir, "tls.key"), newKey)
+	apptest.WriteAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
+	apptest.Eventually(t, 20*time.Second, "rotated certificate served", func() bool {
 		s, err := peerSerial(t, radsecAddr, pki.PEM, cliCert, cliKey)
 		return err == nil && s == "101"
 	})
 	// A broken file is rejected and the rotated certificate stays in force.
-	writeAtomically(t, filepath.Join(dir, "tls.crt"), []byte("not a certificate"))
-	eventually(t, 20*time.Second, "broken certificate rejected", func() bool {
-		return metricValue(t, n, `openaaa_config_reloads_total{kind="certificates",result="rejected"}`) >= 1
+	apptest.WriteAtomically(t, filepath.Join(dir, "tls.crt"), []byte("not a certificate"))
+	apptest.Eventually(t, 20*time.Second, "broken certificate rejected", func() bool {
+		return Metric(t, n, `openaaa_config_reloads_total{kind="certificates",result="rejected"}`) >= 1
 	})
 	if s, err := peerSerial(t, radsecAddr, pki.PEM, cliCert, cliKey); err != nil || s != "101" {
 		t.Fatalf("after a broken file: serial %q %v, want 101", s, err)
 	}
 	// FreeRADIUS, restarted so that it opens a new TLS connection, still gets through.
-	writeAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
+	apptest.WriteAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
 	fr.stop()
 	fr.start()
 	if out := auth("alice", "wonderland"); !strings.Contains(out, "Received Access-Accept") {

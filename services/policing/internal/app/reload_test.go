@@ -19,6 +19,7 @@ import (
 	"layeh.com/radius/rfc2865"
 
 	"github.com/openaaa/openaaa/services/policing/internal/app"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 const reloadSubs = `
@@ -31,9 +32,9 @@ subscribers:
 // secrets in vol, and whose subscribers come from dir/subs.yaml.
 func reloadNode(t *testing.T, dir, clients, interval string, sets ...string) *app.Node {
 	t.Helper()
-	check(t, os.WriteFile(filepath.Join(dir, "clients.yaml"), []byte(clients), 0o600))
-	check(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(reloadSubs), 0o600))
-	return startFromYAML(t, dir, `
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "clients.yaml"), []byte(clients), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "subs.yaml"), []byte(reloadSubs), 0o600))
+	return app.StartYAML(t, dir, `
 log: {level: debug, format: text}
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 8}
 admin: {address: "127.0.0.1:0"}
@@ -44,15 +45,7 @@ reload: {interval: `+interval+`}
 }
 
 func reloads(t *testing.T, n *app.Node, kind, result string) float64 {
-	return scrape(t, n, fmt.Sprintf(`openaaa_config_reloads_total{kind=%q,result=%q}`, kind, result))
-}
-
-// writeFile replaces a file atomically (write a temporary file, rename it over).
-func writeFile(t *testing.T, path, text string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	check(t, os.WriteFile(tmp, []byte(text), 0o600))
-	check(t, os.Rename(tmp, path))
+	return app.Metric(t, n, fmt.Sprintf(`openaaa_config_reloads_total{kind=%q,result=%q}`, kind, result))
 }
 
 // The issue's scenario: a client's secret (a mounted Secret) changes while radclient traffic
@@ -62,7 +55,7 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 	vol := newK8sVolume(t, map[string]string{"lo-secret": "old-secret\n"})
 	n := reloadNode(t, dir, fmt.Sprintf("clients:\n  - {name: lo, address: 127.0.0.1, secretFile: %q}\n", vol.path("lo-secret")), "100ms")
 
-	if out := radclientAuth(t, n.Addr("radius.authAddress"), "old-secret", "alice", "wonderland", 2, 1); !strings.Contains(out, "Access-Accept") {
+	if out := apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), "old-secret", "alice", "wonderland", 1, 2); !strings.Contains(out, "Access-Accept") {
 		t.Fatalf("old secret before the change:\n%s", out)
 	}
 	// radclient traffic with the old secret runs while the Secret is updated.
@@ -78,7 +71,7 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 				return
 			default:
 			}
-			out := radclientAuth(t, n.Addr("radius.authAddress"), "old-secret", "bob", "builder", 1, 1)
+			out := apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), "old-secret", "bob", "builder", 1, 1)
 			if strings.Contains(out, "Access-Accept") {
 				accepted.Add(1)
 			} else {
@@ -86,13 +79,13 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 			}
 		}
 	}()
-	waitUntil(t, 15*time.Second, "radclient traffic accepted", func() bool { return accepted.Load() > 0 })
+	apptest.Eventually(t, 15*time.Second, "radclient traffic accepted", func() bool { return accepted.Load() > 0 })
 	before := reloads(t, n, "clients", "ok")
 	vol.update(map[string]string{"lo-secret": "new-secret\n"})
 	// The new secret in force, as the NAS sees it: not the reload counter alone, which a cold
 	// make test once saw rise while the old secret still answered for seconds (2026-11-29).
-	waitUntil(t, 10*time.Second, "the new secret answered", func() bool {
-		return strings.Contains(radclientAuth(t, n.Addr("radius.authAddress"), "new-secret", "alice", "wonderland", 1, 1), "Access-Accept")
+	apptest.Eventually(t, 10*time.Second, "the new secret answered", func() bool {
+		return strings.Contains(apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), "new-secret", "alice", "wonderland", 1, 1), "Access-Accept")
 	})
 	close(stop)
 	wg.Wait()
@@ -100,7 +93,7 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 	if got := reloads(t, n, "clients", "ok"); got <= before {
 		t.Errorf("clients reloads ok: %v, want more than %v", got, before)
 	}
-	if out := radclientAuth(t, n.Addr("radius.authAddress"), "old-secret", "alice", "wonderland", 1, 1); strings.Contains(out, "Received") {
+	if out := apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), "old-secret", "alice", "wonderland", 1, 1); strings.Contains(out, "Received") {
 		t.Errorf("old secret still answered after the new one was:\n%s", out)
 	}
 }
@@ -109,8 +102,8 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 // request is answered (no timeouts), with the right answer.
 func TestHotReloadDropsNoRequest(t *testing.T) {
 	dir := t.TempDir()
-	check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("steady\n"), 0o600))
-	check(t, os.WriteFile(filepath.Join(dir, "other"), []byte("other-nas\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("steady\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "other"), []byte("other-nas\n"), 0o600))
 	base := fmt.Sprintf("clients:\n  - {name: lo, address: 127.0.0.0/8, secretFile: %q}\n", filepath.Join(dir, "secret"))
 	n := reloadNode(t, dir, base, "20ms")
 	okBefore := reloads(t, n, "clients", "ok") + reloads(t, n, "subscribers", "ok")
@@ -130,7 +123,7 @@ func TestHotReloadDropsNoRequest(t *testing.T) {
 				if (i+w)%5 == 0 {
 					pass, want = "nope", radius.CodeAccessReject
 				}
-				reply, err := send(n.Addr("radius.authAddress"), pap("steady", user, pass), 2*time.Second)
+				reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP("steady", user, pass), 2*time.Second)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
@@ -149,8 +142,8 @@ func TestHotReloadDropsNoRequest(t *testing.T) {
 		if i%2 == 0 {
 			clients += fmt.Sprintf("  - {name: other%d, address: 192.0.2.%d, secretFile: %q}\n", i, i+1, filepath.Join(dir, "other"))
 		}
-		writeFile(t, filepath.Join(dir, "clients.yaml"), clients)
-		writeFile(t, filepath.Join(dir, "subs.yaml"), reloadSubs+fmt.Sprintf("  - {username: extra%d, password: x}\n", i))
+		apptest.WriteAtomically(t, filepath.Join(dir, "clients.yaml"), []byte(clients))
+		apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte(reloadSubs+fmt.Sprintf("  - {username: extra%d, password: x}\n", i)))
 		changes++
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -172,11 +165,11 @@ func TestHotReloadDropsNoRequest(t *testing.T) {
 // client whose secret file is not mounted yet is rejected until the file appears.
 func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 	dir := t.TempDir()
-	check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("s1\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("s1\n"), 0o600))
 	good := fmt.Sprintf("clients:\n  - {name: lo, address: 127.0.0.1, secretFile: %q}\n", filepath.Join(dir, "secret"))
 	n := reloadNode(t, dir, good, "50ms")
 	accept := func(from, secret string) bool {
-		reply, err := sendFrom(from, n.Addr("radius.authAddress"), pap(secret, "alice", "wonderland"), 700*time.Millisecond)
+		reply, err := sendFrom(from, n.Addr("radius.authAddress"), apptest.PAP(secret, "alice", "wonderland"), 700*time.Millisecond)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	}
 	if !accept("127.0.0.1", "s1") {
@@ -190,8 +183,8 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 		good + fmt.Sprintf("  - {name: lo, address: 127.0.0.2, secretFile: %q}\n", filepath.Join(dir, "secret")),
 	} {
 		rejected := reloads(t, n, "clients", "rejected")
-		writeFile(t, filepath.Join(dir, "clients.yaml"), broken)
-		waitUntil(t, 5*time.Second, "rejected reload", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
+		apptest.WriteAtomically(t, filepath.Join(dir, "clients.yaml"), []byte(broken))
+		apptest.Eventually(t, 5*time.Second, "rejected reload", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
 		if !accept("127.0.0.1", "s1") || accept("127.0.0.2", "s1") {
 			t.Fatalf("old clients not in force after a broken file:\n%s", broken)
 		}
@@ -199,21 +192,21 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 	// A second NAS whose secret file is not there yet.
 	lo2secret := filepath.Join(dir, "lo2-secret")
 	rejected := reloads(t, n, "clients", "rejected")
-	writeFile(t, filepath.Join(dir, "clients.yaml"), good+fmt.Sprintf("  - {name: lo2, address: 127.0.0.2, secretFile: %q}\n", lo2secret))
-	waitUntil(t, 5*time.Second, "rejected reload (missing secret)", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
+	apptest.WriteAtomically(t, filepath.Join(dir, "clients.yaml"), []byte(good+fmt.Sprintf("  - {name: lo2, address: 127.0.0.2, secretFile: %q}\n", lo2secret)))
+	apptest.Eventually(t, 5*time.Second, "rejected reload (missing secret)", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
 	if !accept("127.0.0.1", "s1") || accept("127.0.0.2", "s2") {
 		t.Fatal("clients changed although the new file was rejected")
 	}
 	ok := reloads(t, n, "clients", "ok")
-	check(t, os.WriteFile(lo2secret, []byte("s2\n"), 0o600)) // the Secret is mounted now
-	waitUntil(t, 5*time.Second, "reload once the secret appears", func() bool { return reloads(t, n, "clients", "ok") > ok })
+	apptest.Check(t, os.WriteFile(lo2secret, []byte("s2\n"), 0o600)) // the Secret is mounted now
+	apptest.Eventually(t, 5*time.Second, "reload once the secret appears", func() bool { return reloads(t, n, "clients", "ok") > ok })
 	if !accept("127.0.0.1", "s1") || !accept("127.0.0.2", "s2") {
 		t.Fatal("new clients file not in force after its secret appeared")
 	}
 	// A broken subscriber file: rejected, the old subscribers stay.
 	rejected = reloads(t, n, "subscribers", "rejected")
-	writeFile(t, filepath.Join(dir, "subs.yaml"), "subscribers:\n  - {username: alice}\n  - {username: alice}\n")
-	waitUntil(t, 5*time.Second, "rejected subscriber reload", func() bool { return reloads(t, n, "subscribers", "rejected") > rejected })
+	apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte("subscribers:\n  - {username: alice}\n  - {username: alice}\n"))
+	apptest.Eventually(t, 5*time.Second, "rejected subscriber reload", func() bool { return reloads(t, n, "subscribers", "rejected") > rejected })
 	if !accept("127.0.0.1", "s1") {
 		t.Fatal("old subscribers not in force after a broken subscriber file")
 	}
@@ -222,28 +215,26 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 // With polling off, SIGHUP reloads.
 func TestHotReloadOnSIGHUP(t *testing.T) {
 	dir := t.TempDir()
-	check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("hup\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("hup\n"), 0o600))
 	n := reloadNode(t, dir, fmt.Sprintf("clients:\n  - {name: lo, address: 127.0.0.1, secretFile: %q}\n", filepath.Join(dir, "secret")), "0s")
-	writeFile(t, filepath.Join(dir, "subs.yaml"), reloadSubs+"  - {username: carol, password: hup}\n")
+	apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte(reloadSubs+"  - {username: carol, password: hup}\n"))
 	time.Sleep(200 * time.Millisecond)
-	reply, err := send(n.Addr("radius.authAddress"), pap("hup", "carol", "hup"), time.Second)
-	check(t, err)
+	reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP("hup", "carol", "hup"), time.Second)
+	apptest.Check(t, err)
 	if reply.Code == radius.CodeAccessAccept {
 		t.Fatal("file reloaded although polling is off")
 	}
-	check(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
-	waitUntil(t, 5*time.Second, "reload on SIGHUP", func() bool {
-		reply, err := send(n.Addr("radius.authAddress"), pap("hup", "carol", "hup"), time.Second)
+	apptest.Check(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+	apptest.Eventually(t, 5*time.Second, "reload on SIGHUP", func() bool {
+		reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP("hup", "carol", "hup"), time.Second)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
 }
 
-// sendFrom is send from a given loopback source address (127.0.0.2 is a different NAS).
+// sendFrom sends an Access-Request from a given loopback source address (127.0.0.2 is a
+// different NAS).
 func sendFrom(src string, addr net.Addr, p *radius.Packet, timeout time.Duration) (*radius.Packet, error) {
-	if src == "127.0.0.1" {
-		return send(addr, p, timeout)
-	}
-	return sendVia(&net.UDPAddr{IP: net.ParseIP(src)}, addr, p, timeout)
+	return apptest.SendFrom(&net.UDPAddr{IP: net.ParseIP(src)}, addr, p, true, timeout)
 }
 
 // Issue 32: the kubelet updates a mounted clients Secret and subscribers ConfigMap while a
@@ -255,8 +246,8 @@ func TestHotReloadChangeDuringStartIsReloaded(t *testing.T) {
 		"clients.yaml": "clients:\n  - {name: lo, address: 127.0.0.1, secretFile: " + filepath.Join(dir, "secret") + "}\n",
 		"subs.yaml":    reloadSubs,
 	})
-	check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("s1\n"), 0o600))
-	check(t, os.WriteFile(filepath.Join(dir, "secret2"), []byte("s2\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("s1\n"), 0o600))
+	apptest.Check(t, os.WriteFile(filepath.Join(dir, "secret2"), []byte("s2\n"), 0o600))
 	undo := app.SetAfterStoreOpen(func() {
 		vol.update(map[string]string{
 			"clients.yaml": "clients:\n  - {name: lo, address: 127.0.0.1, secretFile: " + filepath.Join(dir, "secret") + "}\n" +
@@ -265,7 +256,7 @@ func TestHotReloadChangeDuringStartIsReloaded(t *testing.T) {
 		})
 	})
 	defer undo()
-	n := startFromYAML(t, dir, `
+	n := app.StartYAML(t, dir, `
 radius: {authAddress: "127.0.0.1:0", acctAddress: "127.0.0.1:0", workers: 4}
 admin: {address: "127.0.0.1:0"}
 clientsFile: "`+vol.path("clients.yaml")+`"
@@ -273,12 +264,12 @@ subscribers: {source: file, file: "`+vol.path("subs.yaml")+`"}
 reload: {interval: 50ms}
 `)
 	undo()
-	waitUntil(t, 5*time.Second, "the second client (added during start) answered", func() bool {
-		reply, err := sendFrom("127.0.0.2", n.Addr("radius.authAddress"), pap("s2", "alice", "wonderland"), 300*time.Millisecond)
+	apptest.Eventually(t, 5*time.Second, "the second client (added during start) answered", func() bool {
+		reply, err := sendFrom("127.0.0.2", n.Addr("radius.authAddress"), apptest.PAP("s2", "alice", "wonderland"), 300*time.Millisecond)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
-	waitUntil(t, 5*time.Second, "the subscriber added during start accepted", func() bool {
-		reply, err := send(n.Addr("radius.authAddress"), pap("s1", "carol", "late"), 300*time.Millisecond)
+	apptest.Eventually(t, 5*time.Second, "the subscriber added during start accepted", func() bool {
+		reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP("s1", "carol", "late"), 300*time.Millisecond)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
 }

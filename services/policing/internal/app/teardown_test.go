@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // A node whose start fails after its subscriber source opened closes the source: an LDAP
@@ -14,10 +16,10 @@ import (
 // RADIUS auth port, taken by another socket, after the store opened.
 func TestFailedStartClosesLDAP(t *testing.T) {
 	dir, err := net.Listen("tcp", "127.0.0.1:0") // stands for the directory: takes the pool's connection
-	must(t, err)
+	apptest.Check(t, err)
 	defer dir.Close()
 	taken, err := net.ListenPacket("udp", "127.0.0.1:0")
-	must(t, err)
+	apptest.Check(t, err)
 	defer taken.Close()
 
 	cfg := startNodeConfig(t, "radius.authAddress="+taken.LocalAddr().String())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openaaa/openaaa/internal/eapoltest"
 	"github.com/openaaa/openaaa/internal/testenv"
+	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
 // usim is the card behind eapol_test's external SIM interface (internal/eapoltest).
@@ -15,7 +16,7 @@ type usim = eapoltest.USIM
 
 func newUSIM(t *testing.T, ki, opc string, sqn uint64) *usim {
 	u, err := eapoltest.NewUSIM(ki, opc, sqn)
-	must(t, err)
+	apptest.Check(t, err)
 	return u
 }
 
