@@ -67,7 +67,6 @@ type Handler struct {
 // Hooks is the Lua policy as the Gx handler uses it (luapolicy.Engine).
 type Hooks interface {
 	Gx(ctx context.Context, initial bool, u *session.Update, sub *subscriber.Subscriber) (luapolicy.GxDecision, bool)
-	ForgetGx(sessionID string)
 }
 
 // Result-Code of a CCR-I the Lua policy rejects (RFC 6733 §7.1.5).
@@ -319,9 +318,7 @@ func (h *Handler) later(ctx context.Context, peer diameter.PeerInfo, r *CCR, now
 		h.Metrics.throttles.Inc()
 	}
 	if h.Hooks != nil && sub != nil {
-		if kind == session.KindStop {
-			h.Hooks.ForgetGx(r.SessionID)
-		} else {
+		if kind != session.KindStop {
 			view := s // the session as it will be stored, for the hook's inputs
 			view.InputOctets, view.OutputOctets, view.SessionTime, view.LastSeen = in, out, upd.SessionTime, now
 			if l, ok := h.Hooks.Gx(ctx, false, &session.Update{Kind: kind, Session: view}, sub); ok {

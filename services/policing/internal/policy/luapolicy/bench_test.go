@@ -274,7 +274,6 @@ func BenchmarkGxSession(b *testing.B) {
 						b.Fatalf("gx_update failed at session %d (the engine's warning above says why)", n)
 					}
 				}
-				e.ForgetGx(u.Session.ID)
 			}
 		})
 		e.Close()

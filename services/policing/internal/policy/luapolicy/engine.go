@@ -6,8 +6,9 @@
 // FunctionProto shared by a pool of states (at most policy.lua.poolSize); requests,
 // sessions and subscribers are read through accessor userdata made once per state, not
 // tables built per call. A hook that declares its inputs is memoized: the engine hashes
-// them and reuses the last decision of the same user (authorize) or session (accounting)
-// while the hash is unchanged (field notes §1, CPU lesson 4).
+// them and reuses the last decision of the same user (authorize) while the hash is
+// unchanged, or the session hooks' (accounting) decision for the same inputs, whichever
+// session it was made for (field notes §1, CPU lesson 4).
 //
 // Sandboxed (sandbox.go), bounded in time per call (budget.go), failing closed or open as
 // configured, and reloaded whole: a new script is compiled, run and self-tested before it
@@ -164,15 +165,11 @@ func (e *Engine) Accounting(ctx context.Context, req *radius.Packet, u *session.
 	if !p.hooks[hookAccounting] {
 		return e.opt.Builtin.Accounting(ctx, req, u, sub)
 	}
-	key := memoKey{a: u.Session.NAS, b: u.Session.ID}
 	if u.Kind == session.KindStop {
-		if p.memo != nil {
-			p.memo.forget(key)
-		}
 		return policy.Actions{}
 	}
 	a := args{req: req.Attributes, sub: sub, sess: u, clock: e.opt.Now}
-	d, err := e.decide(ctx, p, hookAccounting, key, a)
+	d, err := e.decide(ctx, p, hookAccounting, memoKey{a: hookNames[hookAccounting], byInputs: true}, a)
 	if err != nil {
 		e.opt.Metrics.Failed.WithLabelValues("acct").Inc()
 		return policy.Actions{}
@@ -188,8 +185,8 @@ func (e *Engine) Accounting(ctx context.Context, req *radius.Packet, u *session.
 	return acts
 }
 
-// decide reuses the memoized decision of key when the hook's inputs hash as last time,
-// else runs the hook (and remembers its decision).
+// decide reuses the memoized decision of key when the hook's inputs hash as when it was
+// made, else runs the hook (and remembers its decision).
 func (e *Engine) decide(ctx context.Context, p *program, h hook, key memoKey, a args) (decision, error) {
 	ins := p.inputs[h]
 	memoized := p.memo != nil && ins != nil && (key.a != "" || key.b != "")

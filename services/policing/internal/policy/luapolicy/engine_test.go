@@ -2,6 +2,7 @@ package luapolicy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -297,20 +298,44 @@ end`)
 	}
 }
 
-func TestAccountingStopForgetsSession(t *testing.T) {
+// TestAccountingSharedBySessions: a declared accounting hook's decision depends on its
+// inputs alone, so a new session with the inputs another session had reuses that decision
+// (each session's Start ran the script before), other inputs run it, and a Stop runs nothing
+// and leaves the memo one entry per distinct inputs, not per session.
+func TestAccountingSharedBySessions(t *testing.T) {
 	e := newEngine(t, `
 inputs = { accounting = { "session.octetsGiB" } }
-function accounting(req, session, sub) end`)
-	u := &session.Update{Kind: session.KindInterim}
-	u.Session.Key = session.Key{NAS: "n", ID: "1"}
-	e.Accounting(context.Background(), request(t, "alice"), u, sub("gold", ""))
-	if n := e.prog.Load().memo.len(); n != 1 {
-		t.Fatalf("memo has %d entries, want 1", n)
+function accounting(req, session, sub)
+  if session.octetsGiB >= 10 then disconnect("cap") end
+end`)
+	runs := func() float64 { return testutil.ToFloat64(testMetrics.Runs.WithLabelValues("accounting")) }
+	r0 := runs()
+	acct := func(kind session.Kind, id string, gib uint64) policy.Actions {
+		u := &session.Update{Kind: kind}
+		u.Session.Key = session.Key{NAS: "n", ID: id}
+		u.Session.InputOctets = gib << 30
+		return e.Accounting(context.Background(), request(t, "user"+id), u, sub("gold", ""))
 	}
-	u.Kind = session.KindStop
-	e.Accounting(context.Background(), request(t, "alice"), u, sub("gold", ""))
-	if n := e.prog.Load().memo.len(); n != 0 {
-		t.Fatalf("memo has %d entries after Stop, want 0", n)
+	for i := range 100 {
+		if acts := acct(session.KindStart, fmt.Sprint(i), 0); acts.Disconnect != "" {
+			t.Fatalf("session %d: %+v", i, acts)
+		}
+	}
+	if n := runs() - r0; n != 1 {
+		t.Fatalf("100 sessions' Starts with the same inputs: %v runs, want 1", n)
+	}
+	if acts := acct(session.KindInterim, "7", 12); acts.Disconnect != "cap" {
+		t.Fatalf("over the cap: %+v, want a disconnect", acts)
+	}
+	if acts := acct(session.KindInterim, "8", 12); acts.Disconnect != "cap" || runs()-r0 != 2 {
+		t.Fatalf("another session over the cap: %+v after %v runs, want the reused disconnect after 2", acts, runs()-r0)
+	}
+	acct(session.KindStop, "7", 12)
+	if n := runs() - r0; n != 2 {
+		t.Fatalf("a Stop ran the hook: %v runs", n)
+	}
+	if n := e.prog.Load().memo.len(); n != 2 {
+		t.Fatalf("memo has %d entries, want 2 (one per distinct inputs)", n)
 	}
 }
 

@@ -20,8 +20,8 @@ type GxDecision struct {
 }
 
 // Gx runs gx_initial (initial) or gx_update for a Gx session, memoized — gx_initial per
-// subscriber, gx_update per session like accounting: the script runs again only when its
-// declared inputs changed. ok is false when
+// subscriber, gx_update by its inputs like accounting: the script runs again only for
+// declared inputs it has not decided for. ok is false when
 // the script does not define the hook or the hook failed (the data policy alone decides).
 // u is the session as stored after the CCR (counters include this CCR's usage).
 func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *subscriber.Subscriber) (GxDecision, bool) {
@@ -34,10 +34,11 @@ func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *s
 		return GxDecision{}, false
 	}
 	// gx_initial is memoized per subscriber, like authorize per User-Name: every new session
-	// of a subscriber asks it again, and its inputs rarely differ between them.
-	key := memoKey{a: hookNames[h], b: u.Session.ID}
+	// of a subscriber asks it again, and its inputs rarely differ between them. gx_update,
+	// like accounting, by its inputs alone.
+	key := memoKey{a: hookNames[h], byInputs: true}
 	if initial {
-		key.b = u.Session.UserName
+		key = memoKey{a: hookNames[h], b: u.Session.UserName}
 	}
 	a := args{sub: sub, sess: u, clock: e.opt.Now}
 	d, err := e.decide(ctx, p, h, key, a)
@@ -46,13 +47,6 @@ func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *s
 		return GxDecision{}, false
 	}
 	return GxDecision{Reject: d.reject, Reason: d.reason, Install: slices.Clip(d.install), Remove: slices.Clip(d.remove)}, true
-}
-
-// ForgetGx drops the memoized gx_update decision of a session that ended (CCR-T).
-func (e *Engine) ForgetGx(sessionID string) {
-	if p := e.prog.Load(); p.memo != nil {
-		p.memo.forget(memoKey{a: hookNames[hookGxUpdate], b: sessionID})
-	}
 }
 
 // install_rule(name): a Gx hook installs a predefined PCC rule (Charging-Rule-Name).

@@ -21,16 +21,23 @@ type decision struct {
 	remove  []string
 }
 
-// memoKey names what a decision was made for: the User-Name (authorize) or the session
-// (NAS, Acct-Session-Id) of accounting.
+// memoKey names what a decision was made for: the hook and the User-Name (authorize,
+// gx_initial: one entry per user, its last decision), or the hook alone with byInputs
+// (accounting, gx_update: one entry per distinct inputs, shared by every session).
 type memoKey struct {
 	a, b string
 	// borrowed: a is a view of the request's memory (the User-Name: a memoized authorize
 	// then allocates nothing), valid only during the call; put keeps a copy.
 	borrowed bool
+	// byInputs: the inputs' hash is part of the key. A declared hook's decision is a
+	// function of its inputs (reading anything else fails), so a session hook's decision for
+	// some inputs serves every session with the same: a new session's Start or CCR-U reuses
+	// it instead of running the script, and the memo holds one entry per distinct inputs
+	// instead of one per active session (nothing to forget at a Stop).
+	byInputs bool
 }
 
-func (k memoKey) same(o memoKey) bool { return k.a == o.a && k.b == o.b }
+func (k memoKey) same(o memoKey) bool { return k.a == o.a && k.b == o.b && k.byInputs == o.byInputs }
 
 type memoEntry struct {
 	key memoKey
@@ -64,17 +71,20 @@ func newMemo(size int) *memo {
 	return m
 }
 
-func (m *memo) hash(k memoKey) uint64 {
+func (m *memo) hash(k memoKey, sum uint64) uint64 {
 	h := maphash.String(m.seed, k.a)
 	if k.b != "" {
 		h = h*31 ^ maphash.String(m.seed, k.b)
+	}
+	if k.byInputs {
+		h = mix(h ^ sum)
 	}
 	return h
 }
 
 // get returns the decision made for k when its inputs hashed to sum.
 func (m *memo) get(k memoKey, sum uint64) (*decision, bool) {
-	h := m.hash(k)
+	h := m.hash(k, sum)
 	s := &m.shards[h%memoShards]
 	s.mu.Lock()
 	e, ok := s.m[h]
@@ -86,9 +96,9 @@ func (m *memo) get(k memoKey, sum uint64) (*decision, bool) {
 }
 
 func (m *memo) put(k memoKey, sum uint64, d decision) {
-	h := m.hash(k)
+	h := m.hash(k, sum)
 	if k.borrowed {
-		k = memoKey{a: strings.Clone(k.a), b: k.b}
+		k = memoKey{a: strings.Clone(k.a), b: k.b, byInputs: k.byInputs}
 	}
 	e := memoEntry{key: k, sum: sum, d: &d}
 	s := &m.shards[h%memoShards]
@@ -100,16 +110,6 @@ func (m *memo) put(k memoKey, sum uint64, d decision) {
 		}
 	}
 	s.m[h] = e
-	s.mu.Unlock()
-}
-
-func (m *memo) forget(k memoKey) {
-	h := m.hash(k)
-	s := &m.shards[h%memoShards]
-	s.mu.Lock()
-	if e, ok := s.m[h]; ok && e.key.same(k) {
-		delete(s.m, h)
-	}
 	s.mu.Unlock()
 }
 

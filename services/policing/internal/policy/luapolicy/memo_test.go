@@ -21,8 +21,28 @@ func TestMemoKeepsABorrowedKey(t *testing.T) {
 	if _, ok := m.get(memoKey{a: "alice"}, 2); ok {
 		t.Fatal("a decision reused for other inputs")
 	}
-	m.forget(memoKey{a: "alice"})
-	if m.len() != 0 {
-		t.Fatalf("%d entries after forget", m.len())
+}
+
+// TestMemoByInputs: a session hook's key holds one decision per inputs' hash, so one made
+// for a session serves another with the same inputs, and each inputs keeps its own.
+func TestMemoByInputs(t *testing.T) {
+	m := newMemo(10)
+	acct := memoKey{a: "accounting", byInputs: true}
+	m.put(acct, 1, decision{disconnect: "quota"})
+	m.put(acct, 2, decision{})
+	if d, ok := m.get(acct, 1); !ok || d.disconnect != "quota" {
+		t.Fatalf("inputs 1: %v %v, want the quota decision", d, ok)
+	}
+	if d, ok := m.get(acct, 2); !ok || d.disconnect != "" {
+		t.Fatalf("inputs 2: %v %v, want its own decision", d, ok)
+	}
+	if _, ok := m.get(acct, 3); ok {
+		t.Fatal("a decision reused for inputs never decided")
+	}
+	if _, ok := m.get(memoKey{a: "gx_update", byInputs: true}, 1); ok {
+		t.Fatal("another hook reused accounting's decision")
+	}
+	if m.len() != 2 {
+		t.Fatalf("%d entries, want 2", m.len())
 	}
 }
