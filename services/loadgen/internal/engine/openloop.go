@@ -127,14 +127,8 @@ func (r *run) open(ctx context.Context) (*Result, error) {
 	senderDone := make(chan struct{})
 	go func() { defer close(senderDone); o.send(ctx) }()
 
-	progressEvery := cfg.ProgressEvery
-	if progressEvery <= 0 {
-		progressEvery = time.Second
-	}
-	tick := time.NewTicker(progressEvery)
-	defer tick.Stop()
-	var lastAnswered uint64
-	lastAt := r.start
+	prog := r.newProgressTicker()
+	defer prog.Stop()
 	sending := true
 loop:
 	for {
@@ -144,14 +138,8 @@ loop:
 		case <-senderDone:
 			// The sender stopped at a count or session bound: wait for the replies in flight.
 			senderDone, sending = nil, false
-		case now := <-tick.C:
-			if cfg.Progress != nil {
-				p := Progress{Elapsed: now.Sub(r.start), Sent: o.c.sent.Load(), Answered: o.c.answered.Load(),
-					Timeouts: o.c.timeouts.Load(), Errors: o.c.errors.Load()}
-				p.Rate = float64(p.Answered-lastAnswered) / now.Sub(lastAt).Seconds()
-				lastAnswered, lastAt = p.Answered, now
-				cfg.Progress(p)
-			}
+		case now := <-prog.C:
+			prog.report(now, o.c.progress)
 		case <-time.After(5 * time.Millisecond):
 		}
 		if !sending && o.pending.Load() == 0 {
