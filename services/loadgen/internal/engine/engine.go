@@ -550,23 +550,27 @@ func (t *progressTicker) report(now time.Time, read func() Progress) {
 	t.fn(p)
 }
 
+// addTo adds the counters to res: the closed loop's workers' and the open loop's alike.
+func (c *counters) addTo(res *Result) {
+	res.Sent += c.sent.Load()
+	res.Answered += c.answered.Load()
+	res.Retransmissions += c.retrans.Load()
+	res.Timeouts += c.timeouts.Load()
+	res.Errors += c.errors.Load()
+	res.Aborted += c.aborted.Load()
+	res.Late += c.late.Load()
+	res.Rounds += c.rounds.Load()
+	res.Accepts += c.accepts.Load()
+	res.Rejects += c.rejects.Load()
+	res.AcctResponses += c.acct.Load()
+	res.Sessions += c.sessions.Load()
+	res.SessionsDone += c.sessionsDone.Load()
+}
+
 func (r *run) collect() *Result {
 	res := &Result{PerTarget: make([]uint64, len(r.cfg.Targets)), Targets: make([]TargetResult, len(r.cfg.Targets)), ErrorSamples: map[string]uint64{}}
 	for _, w := range r.workers {
-		c := w.c
-		res.Sent += c.sent.Load()
-		res.Answered += c.answered.Load()
-		res.Retransmissions += c.retrans.Load()
-		res.Timeouts += c.timeouts.Load()
-		res.Errors += c.errors.Load()
-		res.Aborted += c.aborted.Load()
-		res.Late += c.late.Load()
-		res.Rounds += c.rounds.Load()
-		res.Accepts += c.accepts.Load()
-		res.Rejects += c.rejects.Load()
-		res.AcctResponses += c.acct.Load()
-		res.Sessions += c.sessions.Load()
-		res.SessionsDone += c.sessionsDone.Load()
+		w.c.addTo(res)
 		for i := range w.lat {
 			res.Latency[i].Merge(&w.lat[i])
 		}

@@ -167,10 +167,8 @@ loop:
 	}
 	res := &Result{Started: r.start, Elapsed: endAt.Sub(r.start), PerTarget: o.perT, ErrorSamples: map[string]uint64{},
 		Offered: o.offered, Unsent: o.unsent, Targets: make([]TargetResult, len(cfg.Targets))}
-	c := &o.c
-	res.Sent, res.Answered, res.Timeouts, res.Errors = c.sent.Load(), c.answered.Load(), c.timeouts.Load(), c.errors.Load()
-	res.Late, res.Accepts, res.Rejects, res.AcctResponses = c.late.Load(), c.accepts.Load(), c.rejects.Load(), c.acct.Load()
-	res.Sessions, res.SessionsDone = c.sessions.Load(), c.sessionsDone.Load()
+	o.c.addTo(res)
+	// The open loop counts no aborts as it goes: the requests still pending at the end are its aborted ones.
 	res.Aborted = uint64(max(o.pending.Load(), 0))
 	res.SendLag = o.lag
 	res.Timeline = r.timeline.seconds(res.Elapsed)
