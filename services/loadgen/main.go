@@ -34,6 +34,7 @@ import (
 	"github.com/openaaa/openaaa/services/loadgen/internal/procstat"
 	"github.com/openaaa/openaaa/services/loadgen/internal/report"
 	"github.com/openaaa/openaaa/services/loadgen/internal/scrape"
+	"github.com/openaaa/openaaa/services/loadgen/internal/tick"
 	"github.com/openaaa/openaaa/services/loadgen/summary"
 )
 
@@ -455,67 +456,44 @@ func measure(ctx context.Context, cfg *engine.Config, sources []metricsSource, b
 	// caches (duplicate detection, the store) have filled.
 	rss := make([][]int64, len(pids))
 	if len(pids) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(500 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-sampleCtx.Done():
-					return
-				case <-t.C:
-					mu.Lock()
-					for i, p := range pids {
-						if s, err := procstat.Read(p); err == nil {
-							rss[i] = append(rss[i], s.RSSBytes)
-						}
+		wg.Go(func() {
+			tick.Every(sampleCtx, 500*time.Millisecond, func(time.Time) bool {
+				mu.Lock()
+				for i, p := range pids {
+					if s, err := procstat.Read(p); err == nil {
+						rss[i] = append(rss[i], s.RSSBytes)
 					}
-					mu.Unlock()
 				}
-			}
-		}()
+				mu.Unlock()
+				return true
+			})
+		})
 	}
 	if len(sources) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(500 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-sampleCtx.Done():
-					return
-				case <-t.C:
-					var sum float64
-					perTarget := make([]float64, len(cfg.Targets))
-					failed := false
-					for _, src := range sources {
-						s, err := scrape.Fetch(sampleCtx, hc, src.url)
-						if err != nil {
-							failed = true
-							break
-						}
-						sum += s.WorkersBusy
-						if src.target >= 0 {
-							perTarget[src.target] += s.WorkersBusy
-						}
+		wg.Go(func() {
+			tick.Every(sampleCtx, 500*time.Millisecond, func(time.Time) bool {
+				var sum float64
+				perTarget := make([]float64, len(cfg.Targets))
+				for _, src := range sources {
+					s, err := scrape.Fetch(sampleCtx, hc, src.url)
+					if err != nil {
+						// Best effort skips this sample; otherwise sampling stops.
+						return bestEffort && sampleCtx.Err() == nil
 					}
-					if failed {
-						if bestEffort && sampleCtx.Err() == nil {
-							continue // skip this sample
-						}
-						return
+					sum += s.WorkersBusy
+					if src.target >= 0 {
+						perTarget[src.target] += s.WorkersBusy
 					}
-					mu.Lock()
-					busy = append(busy, sum)
-					for i, v := range perTarget {
-						targetBusy[i] = append(targetBusy[i], v)
-					}
-					mu.Unlock()
 				}
-			}
-		}()
+				mu.Lock()
+				busy = append(busy, sum)
+				for i, v := range perTarget {
+					targetBusy[i] = append(targetBusy[i], v)
+				}
+				mu.Unlock()
+				return true
+			})
+		})
 	}
 	res, err := engine.Run(ctx, *cfg)
 	stopSampling()

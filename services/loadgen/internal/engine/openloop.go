@@ -11,6 +11,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/loadgen/internal/hist"
 	"github.com/openaaa/openaaa/services/loadgen/internal/packet"
+	"github.com/openaaa/openaaa/services/loadgen/internal/tick"
 )
 
 // The open loop is asynchronous: one sender paces the offered rate, one receiver per socket
@@ -393,39 +394,33 @@ func (o *openRun) receive(sock *olSock) {
 // sweep times out requests older than Timeout, scanning every Timeout/10 (10..50 ms).
 func (o *openRun) sweep(ctx context.Context, all []*olSock) {
 	every := min(max(o.cfg.Timeout/10, 10*time.Millisecond), 50*time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
 	type expired struct {
 		s *session
 		k Kind
 	}
 	var exp []expired
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			for _, sock := range all {
-				sock.mu.Lock()
-				for id := range sock.pend {
-					p := &sock.pend[id]
-					if p.used && now.Sub(p.sent) > o.cfg.Timeout {
-						p.used = false
-						sock.tgt.Timeouts++
-						sock.put(byte(id))
-						exp = append(exp, expired{p.sess, p.kind})
-					}
+	tick.Every(ctx, every, func(now time.Time) bool {
+		for _, sock := range all {
+			sock.mu.Lock()
+			for id := range sock.pend {
+				p := &sock.pend[id]
+				if p.used && now.Sub(p.sent) > o.cfg.Timeout {
+					p.used = false
+					sock.tgt.Timeouts++
+					sock.put(byte(id))
+					exp = append(exp, expired{p.sess, p.kind})
 				}
-				sock.mu.Unlock()
 			}
-			for _, e := range exp {
-				o.pending.Add(-1)
-				o.c.timeouts.Add(1)
-				o.advance(e.s, e.k, nil, errTimeout)
-			}
-			exp = exp[:0]
+			sock.mu.Unlock()
 		}
-	}
+		for _, e := range exp {
+			o.pending.Add(-1)
+			o.c.timeouts.Add(1)
+			o.advance(e.s, e.k, nil, errTimeout)
+		}
+		exp = exp[:0]
+		return true
+	})
 }
 
 // slotsDue is how many messages are scheduled at or before t (the inverse of slotTime).
