@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/openaaa/openaaa/services/loadgen/internal/gxload"
-	"github.com/openaaa/openaaa/services/loadgen/internal/population"
 	"github.com/openaaa/openaaa/services/loadgen/internal/procstat"
 )
 
@@ -124,15 +123,8 @@ func cmdGx(args []string, stdout, stderr io.Writer) error {
 	}
 	rep := gxload.NewReport(&cfg, res, cpu, selfAfter.CPUSeconds-selfBefore.CPUSeconds)
 	rep.Label = label
-	if jsonOut != "" {
-		if err := population.WriteFile(jsonOut, rep.WriteJSON); err != nil {
-			return err
-		}
-	}
-	if textOut != "" {
-		if err := population.WriteFile(textOut, rep.WriteText); err != nil {
-			return err
-		}
+	if err := writeFiles(outFile{jsonOut, rep.WriteJSON}, outFile{textOut, rep.WriteText}); err != nil {
+		return err
 	}
 	if asJSON {
 		return rep.WriteJSON(stdout)

@@ -338,25 +338,32 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 			return err
 		}
 	}
-	if jsonOut != "" {
-		if err := population.WriteFile(jsonOut, rep.WriteJSON); err != nil {
-			return err
-		}
-	}
-	if logOut != "" {
-		if err := population.WriteFile(logOut, rep.WriteText); err != nil {
-			return err
-		}
-	}
-	if ackedOut != "" {
-		if err := population.WriteFile(ackedOut, rep.WriteAcked); err != nil {
-			return err
-		}
+	if err := writeFiles(outFile{jsonOut, rep.WriteJSON}, outFile{logOut, rep.WriteText}, outFile{ackedOut, rep.WriteAcked}); err != nil {
+		return err
 	}
 	if asJSON {
 		return rep.WriteJSON(stdout)
 	}
 	return rep.WriteText(stdout)
+}
+
+// outFile is a file a command writes when asked to: path empty, it is not.
+type outFile struct {
+	path  string
+	write func(io.Writer) error
+}
+
+// writeFiles writes the files asked for, in order, and stops at the first error.
+func writeFiles(files ...outFile) error {
+	for _, f := range files {
+		if f.path == "" {
+			continue
+		}
+		if err := population.WriteFile(f.path, f.write); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func netipv4(s string) ([4]byte, error) {
@@ -590,15 +597,8 @@ func cmdSubscribers(args []string, stdout, stderr io.Writer) error {
 	if gx.Count > 0 {
 		pop.Gx = &gx
 	}
-	if policing != "" {
-		if err := population.WriteFile(policing, pop.WritePolicing); err != nil {
-			return err
-		}
-	}
-	if freeradius != "" {
-		if err := population.WriteFile(freeradius, pop.WriteFreeRADIUS); err != nil {
-			return err
-		}
+	if err := writeFiles(outFile{policing, pop.WritePolicing}, outFile{freeradius, pop.WriteFreeRADIUS}); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "%d subscribers written\n", len(pop.Users))
 	return nil
