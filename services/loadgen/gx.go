@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -76,13 +75,9 @@ func cmdGx(args []string, stdout, stderr io.Writer) error {
 	if cfg.FramedIPBase, err = netip.ParseAddr(framedIP); err != nil || !cfg.FramedIPBase.Is4() {
 		return fmt.Errorf("gx: --framed-ip-base %q: not an IPv4 address", framedIP)
 	}
-	var pidList []int
-	for _, p := range pids {
-		n, err := strconv.Atoi(p)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("gx: --server-pid %q: not a PID", p)
-		}
-		pidList = append(pidList, n)
+	pidList, err := parsePIDs(pids)
+	if err != nil {
+		return fmt.Errorf("gx: %w", err)
 	}
 	if !quiet {
 		cfg.Progress = func(p gxload.Progress) {

@@ -297,13 +297,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	if cfg.Population, err = pf.load(); err != nil {
 		return err
 	}
-	var pidList []int
-	for _, p := range pids {
-		n, err := strconv.Atoi(p)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("--server-pid %q: not a PID", p)
-		}
-		pidList = append(pidList, n)
+	pidList, err := parsePIDs(pids)
+	if err != nil {
+		return err
 	}
 	if !quiet {
 		cfg.Progress = func(p engine.Progress) {
@@ -345,6 +341,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 		return rep.WriteJSON(stdout)
 	}
 	return rep.WriteText(stdout)
+}
+
+// parsePIDs reads the --server-pid values.
+func parsePIDs(values []string) ([]int, error) {
+	var pids []int
+	for _, p := range values {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--server-pid %q: not a PID", p)
+		}
+		pids = append(pids, n)
+	}
+	return pids, nil
 }
 
 // outFile is a file a command writes when asked to: path empty, it is not.
