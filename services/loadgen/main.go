@@ -134,6 +134,38 @@ func (p *popFlags) load() (*population.Population, error) {
 }
 
 // parseTarget accepts [name=]host:port (accounting on port+1) or [name=]host:authport/acctport.
+// outFlags say where run and gx put their report: stdout, as the table or JSON, and files.
+type outFlags struct {
+	asJSON, quiet           bool
+	jsonOut, textOut, label string
+}
+
+func (o *outFlags) register(fs *flag.FlagSet, labelUsage string) {
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON instead of the table")
+	fs.StringVar(&o.jsonOut, "json-out", "", "also write the JSON report to this file")
+	fs.StringVar(&o.textOut, "text-out", "", "also write the table to this file")
+	fs.StringVar(&o.label, "label", "", labelUsage)
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line")
+}
+
+// tableReport is a report of run or gx: a table and JSON.
+type tableReport interface {
+	WriteJSON(io.Writer) error
+	WriteText(io.Writer) error
+}
+
+// write writes rep to the files asked for, then the files of more, then to stdout.
+func (o *outFlags) write(stdout io.Writer, rep tableReport, more ...outFile) error {
+	files := append([]outFile{{o.jsonOut, rep.WriteJSON}, {o.textOut, rep.WriteText}}, more...)
+	if err := writeFiles(files...); err != nil {
+		return err
+	}
+	if o.asJSON {
+		return rep.WriteJSON(stdout)
+	}
+	return rep.WriteText(stdout)
+}
+
 func parseTarget(s string, i int) (engine.Target, error) {
 	t := engine.Target{Name: fmt.Sprintf("t%d", i+1)}
 	if n, rest, ok := strings.Cut(s, "="); ok {
@@ -164,21 +196,22 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		targets, metricsURLs, pids           listFlag
-		secret, secretFile                   string
-		mode, authMethod, dist               string
-		interims, concurrency                int
-		rate                                 float64
-		duration, ramp, timeout              time.Duration
-		count, sessions, seed                uint64
-		retries                              int
-		requireMA, asJSON, quiet             bool
-		jsonOut, label, nasIP, nasID, logOut string
-		summaryFile                          string
-		metricsBestEffort, failover          bool
-		holdDown                             time.Duration
-		ackedOut                             string
-		pf                                   popFlags
+		targets, metricsURLs, pids  listFlag
+		secret, secretFile          string
+		mode, authMethod, dist      string
+		interims, concurrency       int
+		rate                        float64
+		duration, ramp, timeout     time.Duration
+		count, sessions, seed       uint64
+		retries                     int
+		requireMA                   bool
+		nasIP, nasID                string
+		out                         outFlags
+		summaryFile                 string
+		metricsBestEffort, failover bool
+		holdDown                    time.Duration
+		ackedOut                    string
+		pf                          popFlags
 	)
 	fs.Var(&targets, "target", "server [name=]host:authport[/acctport] (accounting port defaults to authport+1); repeat or comma-separate for several DCs")
 	fs.StringVar(&secret, "secret", "testing123", "shared secret")
@@ -207,11 +240,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	fs.BoolVar(&metricsBestEffort, "metrics-best-effort", false, "a --metrics page that cannot be read before the run is left out (with a warning) instead of failing the run, and a failed sample is skipped")
 	fs.StringVar(&summaryFile, "summary-file", "", "also write a compact JSON summary (at most 4096 bytes, per target and in total) to this file, e.g. /dev/termination-log; on failure it holds the error")
 	fs.Var(&pids, "server-pid", "PID of a server process to charge CPU and RSS to; repeatable")
-	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of the table")
-	fs.StringVar(&jsonOut, "json-out", "", "also write the JSON report to this file")
-	fs.StringVar(&logOut, "text-out", "", "also write the table to this file")
-	fs.StringVar(&label, "label", "", "label of the run in the report (compare groups runs by label)")
-	fs.BoolVar(&quiet, "quiet", false, "no progress line")
+	out.register(fs, "label of the run in the report (compare groups runs by label)")
 	fs.Uint64Var(&seed, "seed", 0, "seed of the counters' growth (0: random)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	pf.register(fs)
@@ -301,7 +330,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	if !quiet {
+	if !out.quiet {
 		cfg.Progress = func(p engine.Progress) {
 			fmt.Fprintf(stderr, "aaa-loadgen: %5.1fs  %8.0f/s  sent %d  answered %d  timeouts %d  errors %d\n",
 				p.Elapsed.Seconds(), p.Rate, p.Sent, p.Answered, p.Timeouts, p.Errors)
@@ -328,19 +357,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	rep.Label = label
+	rep.Label = out.label
 	if summaryFile != "" {
 		if err := writeSummary(summaryFile, rep.Summary()); err != nil {
 			return err
 		}
 	}
-	if err := writeFiles(outFile{jsonOut, rep.WriteJSON}, outFile{logOut, rep.WriteText}, outFile{ackedOut, rep.WriteAcked}); err != nil {
-		return err
-	}
-	if asJSON {
-		return rep.WriteJSON(stdout)
-	}
-	return rep.WriteText(stdout)
+	return out.write(stdout, rep, outFile{ackedOut, rep.WriteAcked})
 }
 
 // parsePIDs reads the --server-pid values.
