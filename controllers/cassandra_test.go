@@ -26,15 +26,7 @@ func listenTCP(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	acceptOn(l)
 	return l.Addr().String()
 }
 
@@ -104,15 +96,7 @@ func TestExternalCassandraUnreachable(t *testing.T) {
 		t.Skipf("the port was taken meanwhile: %v", err)
 	}
 	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	acceptOn(l)
 	te.waitCondition(t, ns, "ext", aaav1.ConditionCassandraReady, metav1.ConditionTrue, ReasonExternalCassandra)
 	te.waitMigrationJob(t, ns, "ext", "dc1:3")
 }

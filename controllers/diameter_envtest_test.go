@@ -20,18 +20,14 @@ import (
 func TestDiameterOnAndOff(t *testing.T) {
 	te := sharedEnv(t)
 	ns := te.newNamespace(t, "gx")
-	c := te.externalCluster(t, ns, "gx")
-	c.Spec.Datacenters = c.Spec.Datacenters[:1]
-	c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "epc.example.net", Peers: []aaav1.DiameterPeer{
-		{OriginHost: "pgw1.epc.example.net", SourceCIDRs: []aaav1.CIDR{"10.1.0.0/16"}},
-	}}
-	if err := te.c.Create(bg, c); err != nil {
-		t.Fatal(err)
-	}
+	c := te.migratedCluster(t, ns, "gx", func(c *aaav1.AAACluster) {
+		c.Spec.Diameter = &aaav1.DiameterSpec{Enabled: true, Realm: "epc.example.net", Peers: []aaav1.DiameterPeer{
+			{OriginHost: "pgw1.epc.example.net", SourceCIDRs: []aaav1.CIDR{"10.1.0.0/16"}},
+		}}
+	})
 	if c.Spec.Diameter.Port != DefaultDiameterPort || c.Spec.Diameter.OriginHost != DefaultDiameterOriginHost {
 		t.Errorf("schema defaults of spec.diameter: port %d, originHost %q", c.Spec.Diameter.Port, c.Spec.Diameter.OriginHost)
 	}
-	te.finishJob(t, te.waitMigrationJob(t, ns, "gx", "dc1:3"), true)
 
 	svc := &corev1.Service{}
 	eventually(t, wait, "Service gx-dc1-diameter", func() error {

@@ -23,17 +23,13 @@ import (
 func TestEAPReconcile(t *testing.T) {
 	te := sharedEnv(t)
 	ns := te.newNamespace(t, "eap")
-	c := te.externalCluster(t, ns, "wifi")
-	c.Spec.Datacenters = c.Spec.Datacenters[:1]
-	c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"tls", "peap"}, IssuerRef: &aaav1.IssuerReference{Name: "wifi-ca"},
-		DNSNames: []string{"radius.example.net"}, ClientCA: &aaav1.ConfigMapKeyRef{Name: "client-ca"}, CRL: &aaav1.ConfigMapKeyRef{Name: "client-crl"}}
-	if err := te.c.Create(bg, c); err != nil {
-		t.Fatal(err)
-	}
+	c := te.migratedCluster(t, ns, "wifi", func(c *aaav1.AAACluster) {
+		c.Spec.EAP = &aaav1.EAPSpec{Methods: []string{"tls", "peap"}, IssuerRef: &aaav1.IssuerReference{Name: "wifi-ca"},
+			DNSNames: []string{"radius.example.net"}, ClientCA: &aaav1.ConfigMapKeyRef{Name: "client-ca"}, CRL: &aaav1.ConfigMapKeyRef{Name: "client-crl"}}
+	})
 	if c.Spec.EAP.MaxConversations != int32(policing.Default().EAP.MaxConversations) || c.Spec.EAP.TLSIdentity != policing.Default().EAP.TLSIdentity {
 		t.Errorf("schema defaults of spec.eap: maxConversations %d, tlsIdentity %q", c.Spec.EAP.MaxConversations, c.Spec.EAP.TLSIdentity)
 	}
-	te.finishJob(t, te.waitMigrationJob(t, ns, "wifi", "dc1:3"), true)
 
 	cert := &unstructured.Unstructured{}
 	cert.SetGroupVersionKind(CertificateGVK)

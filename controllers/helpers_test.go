@@ -59,6 +59,23 @@ func (te *testEnv) externalCluster(t *testing.T, ns, name string) *aaav1.AAAClus
 	return c
 }
 
+// migratedCluster creates a one-data-center AAACluster on an external Cassandra, its spec
+// changed by mutate (if not nil) first, and finishes its migration Job: how the feature
+// tests begin. The object returned is as the API server stored it (schema defaults set).
+func (te *testEnv) migratedCluster(t *testing.T, ns, name string, mutate func(*aaav1.AAACluster)) *aaav1.AAACluster {
+	t.Helper()
+	c := te.externalCluster(t, ns, name)
+	c.Spec.Datacenters = c.Spec.Datacenters[:1]
+	if mutate != nil {
+		mutate(c)
+	}
+	if err := te.c.Create(bg, c); err != nil {
+		t.Fatal(err)
+	}
+	te.finishJob(t, te.waitMigrationJob(t, ns, name, "dc1:3"), true)
+	return c
+}
+
 func (te *testEnv) getCluster(t *testing.T, ns, name string) *aaav1.AAACluster {
 	t.Helper()
 	c := &aaav1.AAACluster{}

@@ -159,6 +159,14 @@ func (te *testEnv) runPod(t *testing.T, job *batchv1.Job, exitCode int32, messag
 	}
 }
 
+// endPod runs the Job's pod to exitCode and message (runPod), then ends the Job as that exit
+// code says: complete on 0, failed otherwise.
+func (te *testEnv) endPod(t *testing.T, job *batchv1.Job, exitCode int32, message string) {
+	t.Helper()
+	te.runPod(t, job, exitCode, message)
+	te.finishJob(t, job, exitCode == 0)
+}
+
 // TestLoadTestValidation: the API server rejects invalid AAALoadTests with messages naming the
 // field, and any change of the spec.
 func TestLoadTestValidation(t *testing.T) {
@@ -346,8 +354,7 @@ func TestLoadTestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	te.runPod(t, job, 0, string(msg))
-	te.finishJob(t, job, true)
+	te.endPod(t, job, 0, string(msg))
 	done := te.waitLoadTest(t, ns, "capacity", "Succeeded", func(l *aaav1.AAALoadTest) error {
 		if l.Status.Phase != aaav1.LoadTestSucceeded {
 			return fmt.Errorf("phase %q: %+v", l.Status.Phase, l.Status.Conditions)
@@ -486,33 +493,29 @@ func TestLoadTestFailures(t *testing.T) {
 	te.endJob(t, job, false, batchv1.JobReasonDeadlineExceeded)
 	waitFailed("deadline", ReasonDeadlineExceeded, "DeadlineExceeded")
 
+	// The pod ends with exitCode and message: the load test fails with reason.
+	podFails := func(name string, exitCode int32, message, reason, inMessage string) {
+		t.Helper()
+		te.endPod(t, start(name), exitCode, message)
+		waitFailed(name, reason, inMessage)
+	}
+
 	// aaa-loadgen exited 1 without a summary: the kubelet put the end of its log there.
-	job = start("crashed")
-	te.runPod(t, job, 1, "aaa-loadgen: target aaa-dc1-radius: no such host")
-	te.finishJob(t, job, false)
-	waitFailed("crashed", ReasonLoadTestJobFailed, "no such host")
+	podFails("crashed", 1, "aaa-loadgen: target aaa-dc1-radius: no such host", ReasonLoadTestJobFailed, "no such host")
 
 	// aaa-loadgen said why in its summary.
-	job = start("refused")
 	msg, _ := summary.Marshal(summary.Summary{Error: "metrics before the run: connection refused"})
-	te.runPod(t, job, 1, string(msg))
-	te.finishJob(t, job, false)
-	waitFailed("refused", ReasonLoadgenFailed, "connection refused")
+	podFails("refused", 1, string(msg), ReasonLoadgenFailed, "connection refused")
 
 	// The Job completed but the message is no report.
-	job = start("garbled")
-	te.runPod(t, job, 0, "hello")
-	te.finishJob(t, job, true)
-	waitFailed("garbled", ReasonReportUnreadable, "no report")
+	podFails("garbled", 0, "hello", ReasonReportUnreadable, "no report")
 
 	// Issue 32: the run completed and nothing was answered (policing dropped every request as
 	// unknown_client): Failed with a reason naming it, Ready=False, a Warning; the report and
 	// policing's drop reasons are in status.
-	job = start("unanswered")
 	msg, _ = summary.Marshal(summary.Summary{Seconds: 30, Sent: 1140, Figures: summary.Figures{Timeouts: 1140},
 		Dropped: map[string]uint64{"unknown_client": 3553}})
-	te.runPod(t, job, 0, string(msg))
-	te.finishJob(t, job, true)
+	te.endPod(t, start("unanswered"), 0, string(msg))
 	un := te.waitLoadTest(t, ns, "unanswered", "unanswered Failed/NoAnswer", func(l *aaav1.AAALoadTest) error {
 		if l.Status.Phase != aaav1.LoadTestFailed {
 			return fmt.Errorf("phase %q", l.Status.Phase)

@@ -94,13 +94,7 @@ func computeLoadTestStatus(lt *aaav1.AAALoadTest, o loadTestOutcome) aaav1.AAALo
 		s.CompletionTime = o.completionTime
 	}
 	set := func(typ string, ok bool, reason, message string) {
-		status := metav1.ConditionFalse
-		if ok {
-			status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: truncate(message), ObservedGeneration: gen,
-		})
+		setCondition(&s.Conditions, gen, typ, ok, reason, message)
 	}
 	switch o.phase {
 	case aaav1.LoadTestSucceeded:

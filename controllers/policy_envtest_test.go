@@ -24,13 +24,9 @@ func TestLuaPolicyConfigMap(t *testing.T) {
 	if err := te.c.Create(bg, script); err != nil {
 		t.Fatal(err)
 	}
-	c := te.externalCluster(t, ns, "lua")
-	c.Spec.Datacenters = c.Spec.Datacenters[:1]
-	c.Spec.Policy = &aaav1.PolicySpec{Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "policy"}, FailMode: "open"}}
-	if err := te.c.Create(bg, c); err != nil {
-		t.Fatal(err)
-	}
-	te.finishJob(t, te.waitMigrationJob(t, ns, "lua", "dc1:3"), true)
+	te.migratedCluster(t, ns, "lua", func(c *aaav1.AAACluster) {
+		c.Spec.Policy = &aaav1.PolicySpec{Lua: &aaav1.LuaPolicySpec{ConfigMap: aaav1.ConfigMapKeyRef{Name: "policy"}, FailMode: "open"}}
+	})
 
 	dep := func() *appsv1.Deployment {
 		d := &appsv1.Deployment{}

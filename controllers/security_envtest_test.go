@@ -25,12 +25,7 @@ import (
 func TestAdminTokenAndNetworkPolicy(t *testing.T) {
 	te := sharedEnv(t)
 	ns := te.newNamespace(t, "sec")
-	c := te.externalCluster(t, ns, "sec")
-	c.Spec.Datacenters = c.Spec.Datacenters[:1]
-	if err := te.c.Create(bg, c); err != nil {
-		t.Fatal(err)
-	}
-	te.finishJob(t, te.waitMigrationJob(t, ns, "sec", "dc1:3"), true)
+	te.migratedCluster(t, ns, "sec", nil)
 
 	secret := &corev1.Secret{}
 	eventually(t, wait, "Secret sec-admin-token", func() error {

@@ -18,13 +18,7 @@ import (
 func TestSpoolPersistence(t *testing.T) {
 	te := sharedEnv(t)
 	ns := te.newNamespace(t, "spool")
-	c := te.externalCluster(t, ns, "sp")
-	c.Spec.Datacenters = c.Spec.Datacenters[:1]
-	c.Spec.Spool.Persistence = &aaav1.SpoolPersistence{}
-	if err := te.c.Create(bg, c); err != nil {
-		t.Fatal(err)
-	}
-	te.finishJob(t, te.waitMigrationJob(t, ns, "sp", "dc1:3"), true)
+	te.migratedCluster(t, ns, "sp", func(c *aaav1.AAACluster) { c.Spec.Spool.Persistence = &aaav1.SpoolPersistence{} })
 	key := client.ObjectKey{Namespace: ns, Name: "sp-dc1"}
 	ss := &appsv1.StatefulSet{}
 	eventually(t, wait, "StatefulSet sp-dc1", func() error { return te.c.Get(bg, key, ss) })

@@ -38,13 +38,7 @@ func computeStatus(st *state, stepErr error) aaav1.AAAClusterStatus {
 	gen := c.Generation
 	s.ObservedGeneration = gen
 	set := func(typ string, ok bool, reason, message string) {
-		status := metav1.ConditionFalse
-		if ok {
-			status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: truncate(message), ObservedGeneration: gen,
-		})
+		setCondition(&s.Conditions, gen, typ, ok, reason, message)
 	}
 
 	// CassandraReady. A step that did not complete observed nothing whole: its conditions
@@ -236,6 +230,18 @@ func findDC(list []aaav1.DatacenterStatus, name string) *aaav1.DatacenterStatus 
 		}
 	}
 	return nil
+}
+
+// setCondition sets the condition typ, True when ok, observed at generation gen; the
+// AAACluster and the AAALoadTest status share it so that both cap messages alike.
+func setCondition(conds *[]metav1.Condition, gen int64, typ string, ok bool, reason, message string) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: truncate(message), ObservedGeneration: gen,
+	})
 }
 
 func truncate(s string) string {

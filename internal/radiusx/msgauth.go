@@ -144,14 +144,7 @@ func VerifyAccountingRequest(pkt []byte, secret []byte) error {
 	if len(pkt) < HeaderLen {
 		return ErrMalformed
 	}
-	var zero [16]byte
-	h := md5.New()
-	h.Write(pkt[:4])
-	h.Write(zero[:])
-	h.Write(pkt[20:])
-	h.Write(secret)
-	var sum [16]byte
-	h.Sum(sum[:0])
+	sum := authenticator(pkt, zeroAuth, secret)
 	if !hmac.Equal(sum[:], pkt[4:20]) {
 		return ErrBadAuthenticator
 	}
@@ -166,13 +159,7 @@ func VerifyResponse(pkt []byte, reqAuth []byte, secret []byte, requireMA bool) e
 		return err
 	}
 	pkt = pkt[:n]
-	h := md5.New()
-	h.Write(pkt[:4])
-	h.Write(reqAuth)
-	h.Write(pkt[20:])
-	h.Write(secret)
-	var sum [16]byte
-	h.Sum(sum[:0])
+	sum := authenticator(pkt, reqAuth, secret)
 	if !hmac.Equal(sum[:], pkt[4:20]) {
 		return ErrBadAuthenticator
 	}
@@ -235,15 +222,8 @@ func AppendMessageAuthenticator(pkt []byte) ([]byte, int) {
 // the response authenticator MD5(code|id|len|reqAuth|attributes|secret) in place.
 // reqCode is the code of the request answered.
 func SignResponse(pkt []byte, maOff int, secret []byte, reqCode byte) {
-	if maOff >= 0 {
-		mac := messageAuth(pkt, maOff, responseMAAuth(pkt[0], reqCode, pkt[4:20]), secret)
-		copy(pkt[maOff:], mac[:])
-	}
-	h := md5.New()
-	h.Write(pkt)
-	h.Write(secret)
-	var sum [16]byte
-	h.Sum(sum[:0])
+	fillMessageAuth(pkt, maOff, responseMAAuth(pkt[0], reqCode, pkt[4:20]), secret)
+	sum := authenticator(pkt, pkt[4:20], secret)
 	copy(pkt[4:20], sum[:])
 }
 
@@ -255,22 +235,33 @@ func SignResponse(pkt []byte, maOff int, secret []byte, reqCode byte) {
 func SignRequest(pkt []byte, maOff int, secret []byte) {
 	switch pkt[0] {
 	case 4, 40, 43:
-		var zero [16]byte
-		copy(pkt[4:20], zero[:])
-		if maOff >= 0 {
-			mac := messageAuth(pkt, maOff, nil, secret)
-			copy(pkt[maOff:], mac[:])
-		}
-		h := md5.New()
-		h.Write(pkt)
-		h.Write(secret)
-		var sum [16]byte
-		h.Sum(sum[:0])
+		copy(pkt[4:20], zeroAuth)
+		fillMessageAuth(pkt, maOff, nil, secret)
+		sum := authenticator(pkt, zeroAuth, secret)
 		copy(pkt[4:20], sum[:])
 	default:
-		if maOff >= 0 {
-			mac := messageAuth(pkt, maOff, nil, secret)
-			copy(pkt[maOff:], mac[:])
-		}
+		fillMessageAuth(pkt, maOff, nil, secret)
 	}
+}
+
+// fillMessageAuth writes the Message-Authenticator at maOff, if >= 0, computed with the
+// authenticator field taken as auth (nil: as in pkt).
+func fillMessageAuth(pkt []byte, maOff int, auth, secret []byte) {
+	if maOff >= 0 {
+		mac := messageAuth(pkt, maOff, auth, secret)
+		copy(pkt[maOff:], mac[:])
+	}
+}
+
+// authenticator is MD5(code|id|length|auth|attributes|secret): a response authenticator
+// with auth the request's, an Accounting/CoA/Disconnect request authenticator with zeros.
+func authenticator(pkt, auth, secret []byte) [16]byte {
+	h := md5.New()
+	h.Write(pkt[:4])
+	h.Write(auth)
+	h.Write(pkt[20:])
+	h.Write(secret)
+	var sum [16]byte
+	h.Sum(sum[:0])
+	return sum
 }

@@ -9,12 +9,10 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/openaaa/openaaa/services/loadgen/internal/gxload"
-	"github.com/openaaa/openaaa/services/loadgen/internal/population"
 	"github.com/openaaa/openaaa/services/loadgen/internal/procstat"
 )
 
@@ -28,8 +26,8 @@ func cmdGx(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var targets, pids listFlag
 	var cfg gxload.Config
-	var dist, framedIP, label, jsonOut, textOut string
-	var asJSON, quiet bool
+	var dist, framedIP string
+	var out outFlags
 	fs.Var(&targets, "target", "policy server host:port (Diameter, TCP), one per data center; repeatable or comma-separated")
 	fs.StringVar(&cfg.Identity.OriginHost, "origin-host", "pcef.loadgen", "our Origin-Host (the server must allow it as a peer)")
 	fs.StringVar(&cfg.Identity.OriginRealm, "origin-realm", "loadgen", "our Origin-Realm")
@@ -51,11 +49,7 @@ func cmdGx(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.Failover, "failover", true, "on a timeout or a lost connection, send the request again (T flag) to the next target, as a PCEF fails over between PCRF peers")
 	fs.DurationVar(&cfg.Interval, "interval", 0, "pause between the requests of a session (0: none); sessions then stay up for RARs")
 	fs.Var(&pids, "server-pid", "PID of a server process to charge CPU to; repeatable")
-	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of the table")
-	fs.StringVar(&jsonOut, "json-out", "", "also write the JSON report to this file")
-	fs.StringVar(&textOut, "text-out", "", "also write the table to this file")
-	fs.StringVar(&label, "label", "", "label of the run in the report")
-	fs.BoolVar(&quiet, "quiet", false, "no progress line")
+	out.register(fs, "label of the run in the report")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,15 +71,11 @@ func cmdGx(args []string, stdout, stderr io.Writer) error {
 	if cfg.FramedIPBase, err = netip.ParseAddr(framedIP); err != nil || !cfg.FramedIPBase.Is4() {
 		return fmt.Errorf("gx: --framed-ip-base %q: not an IPv4 address", framedIP)
 	}
-	var pidList []int
-	for _, p := range pids {
-		n, err := strconv.Atoi(p)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("gx: --server-pid %q: not a PID", p)
-		}
-		pidList = append(pidList, n)
+	pidList, err := parsePIDs(pids)
+	if err != nil {
+		return fmt.Errorf("gx: %w", err)
 	}
-	if !quiet {
+	if !out.quiet {
 		cfg.Progress = func(p gxload.Progress) {
 			fmt.Fprintf(stderr, "aaa-loadgen gx: %5.1fs  %8.0f/s  answered %d  timeouts %d  errors %d\n",
 				p.Elapsed.Seconds(), p.Rate, p.Answered, p.Timeouts, p.Errors)
@@ -123,19 +113,6 @@ func cmdGx(args []string, stdout, stderr io.Writer) error {
 		cpu = after - cpuBefore
 	}
 	rep := gxload.NewReport(&cfg, res, cpu, selfAfter.CPUSeconds-selfBefore.CPUSeconds)
-	rep.Label = label
-	if jsonOut != "" {
-		if err := population.WriteFile(jsonOut, rep.WriteJSON); err != nil {
-			return err
-		}
-	}
-	if textOut != "" {
-		if err := population.WriteFile(textOut, rep.WriteText); err != nil {
-			return err
-		}
-	}
-	if asJSON {
-		return rep.WriteJSON(stdout)
-	}
-	return rep.WriteText(stdout)
+	rep.Label = out.label
+	return out.write(stdout, rep)
 }

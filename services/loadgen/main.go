@@ -34,6 +34,7 @@ import (
 	"github.com/openaaa/openaaa/services/loadgen/internal/procstat"
 	"github.com/openaaa/openaaa/services/loadgen/internal/report"
 	"github.com/openaaa/openaaa/services/loadgen/internal/scrape"
+	"github.com/openaaa/openaaa/services/loadgen/internal/tick"
 	"github.com/openaaa/openaaa/services/loadgen/summary"
 )
 
@@ -133,6 +134,38 @@ func (p *popFlags) load() (*population.Population, error) {
 }
 
 // parseTarget accepts [name=]host:port (accounting on port+1) or [name=]host:authport/acctport.
+// outFlags say where run and gx put their report: stdout, as the table or JSON, and files.
+type outFlags struct {
+	asJSON, quiet           bool
+	jsonOut, textOut, label string
+}
+
+func (o *outFlags) register(fs *flag.FlagSet, labelUsage string) {
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON instead of the table")
+	fs.StringVar(&o.jsonOut, "json-out", "", "also write the JSON report to this file")
+	fs.StringVar(&o.textOut, "text-out", "", "also write the table to this file")
+	fs.StringVar(&o.label, "label", "", labelUsage)
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line")
+}
+
+// tableReport is a report of run or gx: a table and JSON.
+type tableReport interface {
+	WriteJSON(io.Writer) error
+	WriteText(io.Writer) error
+}
+
+// write writes rep to the files asked for, then the files of more, then to stdout.
+func (o *outFlags) write(stdout io.Writer, rep tableReport, more ...outFile) error {
+	files := append([]outFile{{o.jsonOut, rep.WriteJSON}, {o.textOut, rep.WriteText}}, more...)
+	if err := writeFiles(files...); err != nil {
+		return err
+	}
+	if o.asJSON {
+		return rep.WriteJSON(stdout)
+	}
+	return rep.WriteText(stdout)
+}
+
 func parseTarget(s string, i int) (engine.Target, error) {
 	t := engine.Target{Name: fmt.Sprintf("t%d", i+1)}
 	if n, rest, ok := strings.Cut(s, "="); ok {
@@ -163,21 +196,22 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		targets, metricsURLs, pids           listFlag
-		secret, secretFile                   string
-		mode, authMethod, dist               string
-		interims, concurrency                int
-		rate                                 float64
-		duration, ramp, timeout              time.Duration
-		count, sessions, seed                uint64
-		retries                              int
-		requireMA, asJSON, quiet             bool
-		jsonOut, label, nasIP, nasID, logOut string
-		summaryFile                          string
-		metricsBestEffort, failover          bool
-		holdDown                             time.Duration
-		ackedOut                             string
-		pf                                   popFlags
+		targets, metricsURLs, pids  listFlag
+		secret, secretFile          string
+		mode, authMethod, dist      string
+		interims, concurrency       int
+		rate                        float64
+		duration, ramp, timeout     time.Duration
+		count, sessions, seed       uint64
+		retries                     int
+		requireMA                   bool
+		nasIP, nasID                string
+		out                         outFlags
+		summaryFile                 string
+		metricsBestEffort, failover bool
+		holdDown                    time.Duration
+		ackedOut                    string
+		pf                          popFlags
 	)
 	fs.Var(&targets, "target", "server [name=]host:authport[/acctport] (accounting port defaults to authport+1); repeat or comma-separate for several DCs")
 	fs.StringVar(&secret, "secret", "testing123", "shared secret")
@@ -206,11 +240,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	fs.BoolVar(&metricsBestEffort, "metrics-best-effort", false, "a --metrics page that cannot be read before the run is left out (with a warning) instead of failing the run, and a failed sample is skipped")
 	fs.StringVar(&summaryFile, "summary-file", "", "also write a compact JSON summary (at most 4096 bytes, per target and in total) to this file, e.g. /dev/termination-log; on failure it holds the error")
 	fs.Var(&pids, "server-pid", "PID of a server process to charge CPU and RSS to; repeatable")
-	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of the table")
-	fs.StringVar(&jsonOut, "json-out", "", "also write the JSON report to this file")
-	fs.StringVar(&logOut, "text-out", "", "also write the table to this file")
-	fs.StringVar(&label, "label", "", "label of the run in the report (compare groups runs by label)")
-	fs.BoolVar(&quiet, "quiet", false, "no progress line")
+	out.register(fs, "label of the run in the report (compare groups runs by label)")
 	fs.Uint64Var(&seed, "seed", 0, "seed of the counters' growth (0: random)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	pf.register(fs)
@@ -296,15 +326,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	if cfg.Population, err = pf.load(); err != nil {
 		return err
 	}
-	var pidList []int
-	for _, p := range pids {
-		n, err := strconv.Atoi(p)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("--server-pid %q: not a PID", p)
-		}
-		pidList = append(pidList, n)
+	pidList, err := parsePIDs(pids)
+	if err != nil {
+		return err
 	}
-	if !quiet {
+	if !out.quiet {
 		cfg.Progress = func(p engine.Progress) {
 			fmt.Fprintf(stderr, "aaa-loadgen: %5.1fs  %8.0f/s  sent %d  answered %d  timeouts %d  errors %d\n",
 				p.Elapsed.Seconds(), p.Rate, p.Sent, p.Answered, p.Timeouts, p.Errors)
@@ -331,31 +357,45 @@ func cmdRun(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	rep.Label = label
+	rep.Label = out.label
 	if summaryFile != "" {
 		if err := writeSummary(summaryFile, rep.Summary()); err != nil {
 			return err
 		}
 	}
-	if jsonOut != "" {
-		if err := population.WriteFile(jsonOut, rep.WriteJSON); err != nil {
+	return out.write(stdout, rep, outFile{ackedOut, rep.WriteAcked})
+}
+
+// parsePIDs reads the --server-pid values.
+func parsePIDs(values []string) ([]int, error) {
+	var pids []int
+	for _, p := range values {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--server-pid %q: not a PID", p)
+		}
+		pids = append(pids, n)
+	}
+	return pids, nil
+}
+
+// outFile is a file a command writes when asked to: path empty, it is not.
+type outFile struct {
+	path  string
+	write func(io.Writer) error
+}
+
+// writeFiles writes the files asked for, in order, and stops at the first error.
+func writeFiles(files ...outFile) error {
+	for _, f := range files {
+		if f.path == "" {
+			continue
+		}
+		if err := population.WriteFile(f.path, f.write); err != nil {
 			return err
 		}
 	}
-	if logOut != "" {
-		if err := population.WriteFile(logOut, rep.WriteText); err != nil {
-			return err
-		}
-	}
-	if ackedOut != "" {
-		if err := population.WriteFile(ackedOut, rep.WriteAcked); err != nil {
-			return err
-		}
-	}
-	if asJSON {
-		return rep.WriteJSON(stdout)
-	}
-	return rep.WriteText(stdout)
+	return nil
 }
 
 func netipv4(s string) ([4]byte, error) {
@@ -455,67 +495,44 @@ func measure(ctx context.Context, cfg *engine.Config, sources []metricsSource, b
 	// caches (duplicate detection, the store) have filled.
 	rss := make([][]int64, len(pids))
 	if len(pids) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(500 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-sampleCtx.Done():
-					return
-				case <-t.C:
-					mu.Lock()
-					for i, p := range pids {
-						if s, err := procstat.Read(p); err == nil {
-							rss[i] = append(rss[i], s.RSSBytes)
-						}
+		wg.Go(func() {
+			tick.Every(sampleCtx, 500*time.Millisecond, func(time.Time) bool {
+				mu.Lock()
+				for i, p := range pids {
+					if s, err := procstat.Read(p); err == nil {
+						rss[i] = append(rss[i], s.RSSBytes)
 					}
-					mu.Unlock()
 				}
-			}
-		}()
+				mu.Unlock()
+				return true
+			})
+		})
 	}
 	if len(sources) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(500 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-sampleCtx.Done():
-					return
-				case <-t.C:
-					var sum float64
-					perTarget := make([]float64, len(cfg.Targets))
-					failed := false
-					for _, src := range sources {
-						s, err := scrape.Fetch(sampleCtx, hc, src.url)
-						if err != nil {
-							failed = true
-							break
-						}
-						sum += s.WorkersBusy
-						if src.target >= 0 {
-							perTarget[src.target] += s.WorkersBusy
-						}
+		wg.Go(func() {
+			tick.Every(sampleCtx, 500*time.Millisecond, func(time.Time) bool {
+				var sum float64
+				perTarget := make([]float64, len(cfg.Targets))
+				for _, src := range sources {
+					s, err := scrape.Fetch(sampleCtx, hc, src.url)
+					if err != nil {
+						// Best effort skips this sample; otherwise sampling stops.
+						return bestEffort && sampleCtx.Err() == nil
 					}
-					if failed {
-						if bestEffort && sampleCtx.Err() == nil {
-							continue // skip this sample
-						}
-						return
+					sum += s.WorkersBusy
+					if src.target >= 0 {
+						perTarget[src.target] += s.WorkersBusy
 					}
-					mu.Lock()
-					busy = append(busy, sum)
-					for i, v := range perTarget {
-						targetBusy[i] = append(targetBusy[i], v)
-					}
-					mu.Unlock()
 				}
-			}
-		}()
+				mu.Lock()
+				busy = append(busy, sum)
+				for i, v := range perTarget {
+					targetBusy[i] = append(targetBusy[i], v)
+				}
+				mu.Unlock()
+				return true
+			})
+		})
 	}
 	res, err := engine.Run(ctx, *cfg)
 	stopSampling()
@@ -612,15 +629,8 @@ func cmdSubscribers(args []string, stdout, stderr io.Writer) error {
 	if gx.Count > 0 {
 		pop.Gx = &gx
 	}
-	if policing != "" {
-		if err := population.WriteFile(policing, pop.WritePolicing); err != nil {
-			return err
-		}
-	}
-	if freeradius != "" {
-		if err := population.WriteFile(freeradius, pop.WriteFreeRADIUS); err != nil {
-			return err
-		}
+	if err := writeFiles(outFile{policing, pop.WritePolicing}, outFile{freeradius, pop.WriteFreeRADIUS}); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "%d subscribers written\n", len(pop.Users))
 	return nil

@@ -387,14 +387,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Stopper: when the duration is up, abort what is in flight so that every reply counted
 	// arrived within the run.
 	var endAt time.Time
-	progressEvery := cfg.ProgressEvery
-	if progressEvery <= 0 {
-		progressEvery = time.Second
-	}
-	tick := time.NewTicker(progressEvery)
-	defer tick.Stop()
-	var lastAnswered uint64
-	lastAt := r.start
+	prog := r.newProgressTicker()
+	defer prog.Stop()
 loop:
 	for {
 		select {
@@ -416,14 +410,8 @@ loop:
 			}
 			<-allDone
 			break loop
-		case now := <-tick.C:
-			if cfg.Progress != nil {
-				p := r.progress()
-				p.Elapsed = now.Sub(r.start)
-				p.Rate = float64(p.Answered-lastAnswered) / now.Sub(lastAt).Seconds()
-				lastAnswered, lastAt = p.Answered, now
-				cfg.Progress(p)
-			}
+		case now := <-prog.C:
+			prog.report(now, r.progress)
 		}
 	}
 	cancel()
@@ -515,31 +503,74 @@ func slotTime(i uint64, rate float64, ramp time.Duration) time.Duration {
 func (r *run) progress() Progress {
 	var p Progress
 	for _, w := range r.workers {
-		p.Sent += w.c.sent.Load()
-		p.Answered += w.c.answered.Load()
-		p.Timeouts += w.c.timeouts.Load()
-		p.Errors += w.c.errors.Load()
+		p.add(w.c.progress())
 	}
 	return p
+}
+
+// progress reads the counters a Progress shows.
+func (c *counters) progress() Progress {
+	return Progress{Sent: c.sent.Load(), Answered: c.answered.Load(), Timeouts: c.timeouts.Load(), Errors: c.errors.Load()}
+}
+
+func (p *Progress) add(q Progress) {
+	p.Sent += q.Sent
+	p.Answered += q.Answered
+	p.Timeouts += q.Timeouts
+	p.Errors += q.Errors
+}
+
+// progressTicker calls Config.Progress every ProgressEvery (1 s by default) with the rate
+// answered since the call before; the closed and the open loop both report through it.
+type progressTicker struct {
+	*time.Ticker
+	fn           func(Progress)
+	start        time.Time
+	lastAt       time.Time
+	lastAnswered uint64
+}
+
+func (r *run) newProgressTicker() *progressTicker {
+	every := r.cfg.ProgressEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	return &progressTicker{Ticker: time.NewTicker(every), fn: r.cfg.Progress, start: r.start, lastAt: r.start}
+}
+
+// report calls Config.Progress, if set, with what read returns at the tick now.
+func (t *progressTicker) report(now time.Time, read func() Progress) {
+	if t.fn == nil {
+		return
+	}
+	p := read()
+	p.Elapsed = now.Sub(t.start)
+	p.Rate = float64(p.Answered-t.lastAnswered) / now.Sub(t.lastAt).Seconds()
+	t.lastAnswered, t.lastAt = p.Answered, now
+	t.fn(p)
+}
+
+// addTo adds the counters to res: the closed loop's workers' and the open loop's alike.
+func (c *counters) addTo(res *Result) {
+	res.Sent += c.sent.Load()
+	res.Answered += c.answered.Load()
+	res.Retransmissions += c.retrans.Load()
+	res.Timeouts += c.timeouts.Load()
+	res.Errors += c.errors.Load()
+	res.Aborted += c.aborted.Load()
+	res.Late += c.late.Load()
+	res.Rounds += c.rounds.Load()
+	res.Accepts += c.accepts.Load()
+	res.Rejects += c.rejects.Load()
+	res.AcctResponses += c.acct.Load()
+	res.Sessions += c.sessions.Load()
+	res.SessionsDone += c.sessionsDone.Load()
 }
 
 func (r *run) collect() *Result {
 	res := &Result{PerTarget: make([]uint64, len(r.cfg.Targets)), Targets: make([]TargetResult, len(r.cfg.Targets)), ErrorSamples: map[string]uint64{}}
 	for _, w := range r.workers {
-		c := w.c
-		res.Sent += c.sent.Load()
-		res.Answered += c.answered.Load()
-		res.Retransmissions += c.retrans.Load()
-		res.Timeouts += c.timeouts.Load()
-		res.Errors += c.errors.Load()
-		res.Aborted += c.aborted.Load()
-		res.Late += c.late.Load()
-		res.Rounds += c.rounds.Load()
-		res.Accepts += c.accepts.Load()
-		res.Rejects += c.rejects.Load()
-		res.AcctResponses += c.acct.Load()
-		res.Sessions += c.sessions.Load()
-		res.SessionsDone += c.sessionsDone.Load()
+		w.c.addTo(res)
 		for i := range w.lat {
 			res.Latency[i].Merge(&w.lat[i])
 		}

@@ -16,6 +16,14 @@ import (
 
 var secret = []byte("s3cret")
 
+// dropInterims makes srv leave every Interim-Update unanswered: sessions held open whose
+// interims time out.
+func dropInterims(srv *responder.Responder) {
+	srv.Configure(func(r *responder.Responder) {
+		r.Drop = func(r responder.Request, n int) bool { return r.StatusType == packet.AcctInterim }
+	})
+}
+
 func newResponder(t *testing.T, pop *population.Population) *responder.Responder {
 	t.Helper()
 	r := &responder.Responder{Secret: secret, Passwords: map[string]string{}}
@@ -375,9 +383,7 @@ func TestValidate(t *testing.T) {
 func TestOpenLoopTimeouts(t *testing.T) {
 	p := pop(t, 10)
 	srv := newResponder(t, p)
-	srv.Configure(func(r *responder.Responder) {
-		r.Drop = func(r responder.Request, n int) bool { return r.StatusType == packet.AcctInterim }
-	})
+	dropInterims(srv)
 	cfg := baseConfig(p, target(srv, "dc1"))
 	// The timeout must outlast a loopback round trip on a loaded machine (30 ms did not, once,
 	// in a cold make test at a load of 80): the answered ones are asserted.
@@ -447,9 +453,7 @@ func TestClosedLoopOneSessionPerUser(t *testing.T) {
 func TestOpenLoopOneSessionPerUser(t *testing.T) {
 	p := pop(t, 3)
 	srv := newResponder(t, p)
-	srv.Configure(func(r *responder.Responder) {
-		r.Drop = func(r responder.Request, n int) bool { return r.StatusType == packet.AcctInterim }
-	})
+	dropInterims(srv)
 	cfg := baseConfig(p, target(srv, "dc1"))
 	cfg.Rate, cfg.MaxMessages, cfg.MaxSessions, cfg.Concurrency, cfg.Timeout = 2000, 200, 0, 16, 50*time.Millisecond
 	res := runOnce(t, cfg)

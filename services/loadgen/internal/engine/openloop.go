@@ -11,6 +11,7 @@ import (
 
 	"github.com/openaaa/openaaa/services/loadgen/internal/hist"
 	"github.com/openaaa/openaaa/services/loadgen/internal/packet"
+	"github.com/openaaa/openaaa/services/loadgen/internal/tick"
 )
 
 // The open loop is asynchronous: one sender paces the offered rate, one receiver per socket
@@ -127,14 +128,8 @@ func (r *run) open(ctx context.Context) (*Result, error) {
 	senderDone := make(chan struct{})
 	go func() { defer close(senderDone); o.send(ctx) }()
 
-	progressEvery := cfg.ProgressEvery
-	if progressEvery <= 0 {
-		progressEvery = time.Second
-	}
-	tick := time.NewTicker(progressEvery)
-	defer tick.Stop()
-	var lastAnswered uint64
-	lastAt := r.start
+	prog := r.newProgressTicker()
+	defer prog.Stop()
 	sending := true
 loop:
 	for {
@@ -144,14 +139,8 @@ loop:
 		case <-senderDone:
 			// The sender stopped at a count or session bound: wait for the replies in flight.
 			senderDone, sending = nil, false
-		case now := <-tick.C:
-			if cfg.Progress != nil {
-				p := Progress{Elapsed: now.Sub(r.start), Sent: o.c.sent.Load(), Answered: o.c.answered.Load(),
-					Timeouts: o.c.timeouts.Load(), Errors: o.c.errors.Load()}
-				p.Rate = float64(p.Answered-lastAnswered) / now.Sub(lastAt).Seconds()
-				lastAnswered, lastAt = p.Answered, now
-				cfg.Progress(p)
-			}
+		case now := <-prog.C:
+			prog.report(now, o.c.progress)
 		case <-time.After(5 * time.Millisecond):
 		}
 		if !sending && o.pending.Load() == 0 {
@@ -179,10 +168,8 @@ loop:
 	}
 	res := &Result{Started: r.start, Elapsed: endAt.Sub(r.start), PerTarget: o.perT, ErrorSamples: map[string]uint64{},
 		Offered: o.offered, Unsent: o.unsent, Targets: make([]TargetResult, len(cfg.Targets))}
-	c := &o.c
-	res.Sent, res.Answered, res.Timeouts, res.Errors = c.sent.Load(), c.answered.Load(), c.timeouts.Load(), c.errors.Load()
-	res.Late, res.Accepts, res.Rejects, res.AcctResponses = c.late.Load(), c.accepts.Load(), c.rejects.Load(), c.acct.Load()
-	res.Sessions, res.SessionsDone = c.sessions.Load(), c.sessionsDone.Load()
+	o.c.addTo(res)
+	// The open loop counts no aborts as it goes: the requests still pending at the end are its aborted ones.
 	res.Aborted = uint64(max(o.pending.Load(), 0))
 	res.SendLag = o.lag
 	res.Timeline = r.timeline.seconds(res.Elapsed)
@@ -407,39 +394,33 @@ func (o *openRun) receive(sock *olSock) {
 // sweep times out requests older than Timeout, scanning every Timeout/10 (10..50 ms).
 func (o *openRun) sweep(ctx context.Context, all []*olSock) {
 	every := min(max(o.cfg.Timeout/10, 10*time.Millisecond), 50*time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
 	type expired struct {
 		s *session
 		k Kind
 	}
 	var exp []expired
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			for _, sock := range all {
-				sock.mu.Lock()
-				for id := range sock.pend {
-					p := &sock.pend[id]
-					if p.used && now.Sub(p.sent) > o.cfg.Timeout {
-						p.used = false
-						sock.tgt.Timeouts++
-						sock.put(byte(id))
-						exp = append(exp, expired{p.sess, p.kind})
-					}
+	tick.Every(ctx, every, func(now time.Time) bool {
+		for _, sock := range all {
+			sock.mu.Lock()
+			for id := range sock.pend {
+				p := &sock.pend[id]
+				if p.used && now.Sub(p.sent) > o.cfg.Timeout {
+					p.used = false
+					sock.tgt.Timeouts++
+					sock.put(byte(id))
+					exp = append(exp, expired{p.sess, p.kind})
 				}
-				sock.mu.Unlock()
 			}
-			for _, e := range exp {
-				o.pending.Add(-1)
-				o.c.timeouts.Add(1)
-				o.advance(e.s, e.k, nil, errTimeout)
-			}
-			exp = exp[:0]
+			sock.mu.Unlock()
 		}
-	}
+		for _, e := range exp {
+			o.pending.Add(-1)
+			o.c.timeouts.Add(1)
+			o.advance(e.s, e.k, nil, errTimeout)
+		}
+		exp = exp[:0]
+		return true
+	})
 }
 
 // slotsDue is how many messages are scheduled at or before t (the inverse of slotTime).

@@ -22,6 +22,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/dict"
 
 	"github.com/openaaa/openaaa/services/loadgen/internal/hist"
+	"github.com/openaaa/openaaa/services/loadgen/internal/tick"
 )
 
 // Command is a CCR's CC-Request-Type less one: the index of its figures.
@@ -535,14 +536,7 @@ func (r *run) destinationRealm() string {
 
 // redial replaces lost connections, once a second.
 func (r *run) redial(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, time.Second, func(time.Time) bool {
 		for _, cs := range r.conns {
 			for _, s := range cs {
 				if s.live() != nil {
@@ -555,7 +549,8 @@ func (r *run) redial(ctx context.Context) {
 				}
 			}
 		}
-	}
+		return true
+	})
 }
 
 func (r *run) closeAll() {
