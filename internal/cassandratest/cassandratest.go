@@ -191,6 +191,14 @@ func (c *Cluster) Restart(i int) error {
 	return c.run("restart", strconv.Itoa(i))
 }
 
+// FlushSchema writes node i's schema tables to disk now. The tests' nodes skip the flush of
+// each schema change (TestJVMOpts) and `kill` flushes before its SIGKILL, but that flush is a
+// JVM started under the test's load: in a cold make test (load average near 100) it did not
+// finish within its bound, and the killed node came back without the keyspace's tables
+// (INCOMPATIBLE_SCHEMA, 2026-11-29). A test that will kill a node flushes it once its schema
+// is made, before the load.
+func (c *Cluster) FlushSchema(i int) error { return c.Nodetool(i, "flush", "system_schema") }
+
 // Nodetool runs nodetool against node i.
 func (c *Cluster) Nodetool(i int, args ...string) error {
 	return c.run(append([]string{"nodetool", strconv.Itoa(i)}, args...)...)

@@ -47,6 +47,7 @@ func TestSpoolDeliveredToAnotherDCAtShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("policing migrate: %v\n%s", err, out)
 	}
+	must(t, cl.FlushSchema(2)) // killed, then restarted
 
 	work := t.TempDir()
 	secret := "drain-secret"
