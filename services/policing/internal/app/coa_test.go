@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/admin"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/ctl"
@@ -104,7 +105,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 	if code != 200 || len(r.Results) != 1 || r.Results[0].Result != "ack" || r.ACKed != 1 {
 		t.Fatalf("disconnect alice: %d %+v", code, r)
 	}
-	apptest.Eventually(t, 10*time.Second, "Disconnect-Request in the receiver's detail", func() bool {
+	testenv.Eventually(t, 10*time.Second, "Disconnect-Request in the receiver's detail", func() bool {
 		return strings.Contains(nas.detail(), `Acct-Session-Id = "S-1"`)
 	})
 	d := nas.detail()
@@ -145,7 +146,7 @@ func TestDisconnectWithFreeRADIUSReceiver(t *testing.T) {
 	if rc, out := runCtl("coa", "--user", "alice", "--attr", "Session-Timeout=600"); rc != 0 {
 		t.Fatalf("ctl coa: rc %d\n%s", rc, out)
 	}
-	apptest.Eventually(t, 10*time.Second, "CoA-Request in the receiver's detail", func() bool {
+	testenv.Eventually(t, 10*time.Second, "CoA-Request in the receiver's detail", func() bool {
 		return strings.Contains(nas.detail(), "Session-Timeout = 600")
 	})
 
@@ -169,12 +170,12 @@ func TestPolicyDisconnectOnQuota(t *testing.T) {
 	acctAddr := n.Addr("radius.acctAddress").String()
 	// Under quota: nothing. Over quota: the policy marks the session and a Disconnect goes out.
 	crossQuota(t, acctAddr, "Q-1", 100)
-	apptest.Eventually(t, 20*time.Second, "policy Disconnect-Request at the NAS", func() bool {
+	testenv.Eventually(t, 20*time.Second, "policy Disconnect-Request at the NAS", func() bool {
 		return strings.Contains(nas.detail(), `Acct-Session-Id = "Q-1"`)
 	})
 	// A second interim within resendAfter does not send again.
 	apptest.Radclient(t, acctAddr, "acct", radclientSecret, 1, 2, acctLinesFor("Interim-Update", "Q-1", "quota", "Acct-Input-Octets = 1900")...)
-	apptest.Eventually(t, 10*time.Second, "policy disconnect counted", func() bool {
+	testenv.Eventually(t, 10*time.Second, "policy disconnect counted", func() bool {
 		return Metric(t, n, `openaaa_coa_requests_total{kind="disconnect",result="ack",trigger="policy"}`) >= 1
 	})
 	time.Sleep(time.Second)
@@ -218,7 +219,7 @@ func TestCoAPolicyTimeoutFromConfig(t *testing.T) {
 	if !strings.Contains(out, "Received Accounting-Response") {
 		t.Fatalf("no Accounting-Response:\n%s", out)
 	}
-	apptest.Eventually(t, 5*time.Second, "the policy disconnect given up", func() bool { return Metric(t, n, failed) > before })
+	testenv.Eventually(t, 5*time.Second, "the policy disconnect given up", func() bool { return Metric(t, n, failed) > before })
 	took := time.Since(start)
 	t.Logf("given up after %v", took.Round(time.Millisecond))
 	if took > 2500*time.Millisecond {

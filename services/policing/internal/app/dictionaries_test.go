@@ -11,6 +11,7 @@ import (
 
 	"layeh.com/radius"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/app"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
@@ -92,7 +93,7 @@ reload: {interval: 50ms}
 		t.Helper()
 		rejected := reloads(t, n, "dictionaries", "rejected")
 		apptest.WriteAtomically(t, filepath.Join(dir, "dictionary.acme"), []byte(text))
-		apptest.Eventually(t, 5*time.Second, "rejected reload: "+what, func() bool { return reloads(t, n, "dictionaries", "rejected") > rejected })
+		testenv.Eventually(t, 5*time.Second, "rejected reload: "+what, func() bool { return reloads(t, n, "dictionaries", "rejected") > rejected })
 		if got := fmt.Sprint(accept()); got != want {
 			t.Fatalf("after %s: reply %s, want the old %s", what, got, want)
 		}
@@ -107,7 +108,7 @@ reload: {interval: 50ms}
 	apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte(subs("\n        Acme-Zone: north")))
 	apptest.WriteAtomically(t, filepath.Join(dir, "dictionary.acme"), []byte(strings.Replace(acmeDict, "END-VENDOR", "ATTRIBUTE\tAcme-Zone\t300\tstring\nEND-VENDOR", 1)))
 	want = "[1=3 1=7 2=web 2=voip 2=tv 300=north]"
-	apptest.Eventually(t, 5*time.Second, "the new attribute in replies", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the new attribute in replies", func() bool {
 		return fmt.Sprint(accept()) == want
 	})
 	if reloads(t, n, "dictionaries", "ok")+reloads(t, n, "subscribers", "ok") <= ok {

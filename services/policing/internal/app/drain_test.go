@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
@@ -30,7 +31,7 @@ func TestShutdownDeliversProxyQueue(t *testing.T) {
 			t.Fatalf("no local Accounting-Response:\n%s", out)
 		}
 	}
-	apptest.Eventually(t, 20*time.Second, "4 requests queued", func() bool { return n.Proxy.Pending() == 4 })
+	testenv.Eventually(t, 20*time.Second, "4 requests queued", func() bool { return n.Proxy.Pending() == 4 })
 
 	delivered := testutil.ToFloat64(n.d.m.drainDelivered.WithLabelValues("proxy"))
 	done := make(chan error, 1)
@@ -40,7 +41,7 @@ func TestShutdownDeliversProxyQueue(t *testing.T) {
 		done <- n.Shutdown(ctx)
 	}()
 	// Draining: not ready, so no new traffic is routed here, and the admin port still answers.
-	apptest.Eventually(t, 10*time.Second, "/readyz 503 while draining", func() bool {
+	testenv.Eventually(t, 10*time.Second, "/readyz 503 while draining", func() bool {
 		resp, err := http.Get("http://" + n.Addr("admin.address").String() + "/readyz")
 		if err != nil {
 			return false
@@ -89,7 +90,7 @@ func TestShutdownCountsWhatIsLeft(t *testing.T) {
 			t.Fatalf("no local Accounting-Response:\n%s", out)
 		}
 	}
-	apptest.Eventually(t, 20*time.Second, "2 requests queued", func() bool { return n.Proxy.Pending() == 2 })
+	testenv.Eventually(t, 20*time.Second, "2 requests queued", func() bool { return n.Proxy.Pending() == 2 })
 	left := testutil.ToFloat64(n.d.m.drainLeft.WithLabelValues("proxy"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

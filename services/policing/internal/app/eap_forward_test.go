@@ -41,7 +41,7 @@ func forwardingNodes(t *testing.T, dir, timing string) []*Node {
 	for _, n := range nodes {
 		id := n.Config.EAP.NodeID
 		var rec *session.Node
-		apptest.Eventually(t, 10*time.Second, id+" in its node registry", func() bool {
+		testenv.Eventually(t, 10*time.Second, id+" in its node registry", func() bool {
 			r, err := n.Store.(session.NodeRegistry).LookupNode(ctx, id)
 			rec = r
 			return err == nil
@@ -185,7 +185,7 @@ func TestEAPForwardOwnerGoneAndForgery(t *testing.T) {
 		apptest.Check(t, err)
 		_, err = conn.Write(c.wire)
 		apptest.Check(t, err)
-		apptest.Eventually(t, 10*time.Second, c.reason+" counted", func() bool { return testenv.Metric(t, admin, series) == before+1 })
+		testenv.Eventually(t, 10*time.Second, c.reason+" counted", func() bool { return testenv.Metric(t, admin, series) == before+1 })
 		_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 		if n, err := conn.Read(make([]byte, 4096)); err == nil {
 			t.Fatalf("%s: answered (%d octets)", c.reason, n)

@@ -142,7 +142,7 @@ func TestEAPResumption(t *testing.T) {
 		}
 		before := reloads()
 		apptest.WriteAtomically(t, filepath.Join(dir, "tickets-c"), []byte(ownTicketKey+"\n"+sharedTicketKey+"\n"))
-		apptest.Eventually(t, 20*time.Second, "node-c's new ticket keys", func() bool { return reloads() > before })
+		testenv.Eventually(t, 20*time.Second, "node-c's new ticket keys", func() bool { return reloads() > before })
 		place(relay, nil, 0, 2)
 		reauth(t, nodes, relay, dir, "tls", tls12, true)
 	})

@@ -271,7 +271,7 @@ func TestEAPMessageAuthenticatorAndEAPOff(t *testing.T) {
 	defer conn.Close()
 	_, err = conn.Write(b)
 	apptest.Check(t, err)
-	apptest.Eventually(t, 10*time.Second, "the wrong Message-Authenticator counted", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the wrong Message-Authenticator counted", func() bool {
 		return testenv.Metric(t, admin, wrong) == before+1
 	})
 	// The same Identity, properly signed: an Access-Challenge.
@@ -366,7 +366,7 @@ func TestEAPCertificateRevocation(t *testing.T) {
 		t.Helper()
 		before := reloads(result)
 		apptest.WriteAtomically(t, crlFile, crl)
-		apptest.Eventually(t, 20*time.Second, "the new CRL "+result, func() bool { return reloads(result) > before })
+		testenv.Eventually(t, 20*time.Second, "the new CRL "+result, func() bool { return reloads(result) > before })
 	}
 	replace(ca.CRL(t, 2, day, 3, 6), "ok") // alice revoked after the start
 	refused(tlsNetwork("alice", ""), "certificate_revoked")

@@ -9,6 +9,7 @@ import (
 	"github.com/fiorix/go-diameter/v4/diam/avp"
 	"github.com/fiorix/go-diameter/v4/diam/datatype"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/gx"
 )
@@ -74,7 +75,7 @@ diameter:
 	if code := update(700); code != 2001 {
 		t.Fatalf("CCA-U %d", code)
 	}
-	apptest.Eventually(t, 10*time.Second, "CoA-Requests for both RADIUS sessions of alice", func() bool {
+	testenv.Eventually(t, 10*time.Second, "CoA-Requests for both RADIUS sessions of alice", func() bool {
 		d := nas.detail()
 		return strings.Contains(d, `Acct-Session-Id = "FIX-1"`) && strings.Contains(d, `Acct-Session-Id = "WIFI-1"`)
 	})
@@ -82,7 +83,7 @@ diameter:
 	if code := update(100); code != 2001 {
 		t.Fatalf("CCA-U %d", code)
 	}
-	apptest.Eventually(t, 10*time.Second, "the Gx-triggered CoAs counted", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the Gx-triggered CoAs counted", func() bool {
 		return Metric(t, n, `openaaa_coa_requests_total{kind="coa",result="ack",trigger="gx_quota"}`) >= 2
 	})
 	time.Sleep(time.Second)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/ctl"
 )
@@ -69,7 +70,7 @@ func TestIPv6OnlyNASDisconnectByDelegatedAddress(t *testing.T) {
 	if code != 200 || len(r.Results) != 1 || r.Results[0].Result != "ack" || !strings.HasPrefix(r.Results[0].Target, "[::1]:") {
 		t.Fatalf("disconnect by IPv6 address: %d %+v", code, r)
 	}
-	apptest.Eventually(t, 10*time.Second, "Disconnect-Request in the receiver's detail", func() bool {
+	testenv.Eventually(t, 10*time.Second, "Disconnect-Request in the receiver's detail", func() bool {
 		return strings.Contains(nas.detail(), `Acct-Session-Id = "V6-1"`)
 	})
 	// The receiver listens on ::1 only: what it logged came over IPv6.
@@ -99,7 +100,7 @@ func TestIPv6OnlyNASDisconnectByDelegatedAddress(t *testing.T) {
 	if rc, out := runCtl("disconnect", "--ip", "2001:db8:999::1"); rc != 3 {
 		t.Fatalf("ctl disconnect of an address no session covers: rc %d\n%s", rc, out)
 	}
-	apptest.Eventually(t, 10*time.Second, "CoA-Request in the receiver's detail", func() bool {
+	testenv.Eventually(t, 10*time.Second, "CoA-Request in the receiver's detail", func() bool {
 		return strings.Contains(nas.detail(), "Session-Timeout = 600")
 	})
 }

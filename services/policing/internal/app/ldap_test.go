@@ -15,6 +15,7 @@ import (
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/rfc2866"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/app"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 	"github.com/openaaa/openaaa/services/policing/internal/testslapd"
@@ -158,7 +159,7 @@ func TestLDAPOutageAuthAndRecovery(t *testing.T) {
 
 	srv.Start(t)
 	start := time.Now()
-	apptest.Eventually(t, 10*time.Second, "auth from LDAP after slapd restart", func() bool {
+	testenv.Eventually(t, 10*time.Second, "auth from LDAP after slapd restart", func() bool {
 		reply, err := apptest.Send(strict.Addr("radius.authAddress"), apptest.PAP(ldapSecret, "user00002", "pw00002"), time.Second)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})

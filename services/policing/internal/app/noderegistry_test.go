@@ -69,12 +69,12 @@ func TestNodeRegistryRefreshRecovers(t *testing.T) {
 			stop()
 		}
 	}()
-	apptest.Eventually(t, 5*time.Second, "several failed refreshes", func() bool { return testutil.ToFloat64(failures) >= 3 })
+	testenv.Eventually(t, 5*time.Second, "several failed refreshes", func() bool { return testutil.ToFloat64(failures) >= 3 })
 	if _, err := st.LookupNode(context.Background(), "node-a"); err == nil {
 		t.Fatal("registered while the store is down")
 	}
 	reg.down.Store(false)
-	apptest.Eventually(t, 5*time.Second, "the record written", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the record written", func() bool {
 		n, err := st.LookupNode(context.Background(), "node-a")
 		return err == nil && n.EAPForward == "10.0.0.1:1815"
 	})

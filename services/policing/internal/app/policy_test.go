@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
@@ -23,7 +24,7 @@ function accounting(req, session, sub)
 end`), 0o600))
 	n := coaNodeIn(t, dir, nas, "policy: {lua: {file: "+filepath.Join(dir, "policy.lua")+"}}\n")
 	crossQuota(t, n.Addr("radius.acctAddress").String(), "L-1", 500)
-	apptest.Eventually(t, 20*time.Second, "policy CoA-Request at the NAS", func() bool {
+	testenv.Eventually(t, 20*time.Second, "policy CoA-Request at the NAS", func() bool {
 		return strings.Contains(nas.detail(), "CoA-Request")
 	})
 	d := nas.detail()
@@ -32,7 +33,7 @@ end`), 0o600))
 			t.Errorf("the NAS's record lacks %q:\n%s", w, d)
 		}
 	}
-	apptest.Eventually(t, 10*time.Second, "policy CoA counted", func() bool {
+	testenv.Eventually(t, 10*time.Second, "policy CoA counted", func() bool {
 		return Metric(t, n, `openaaa_coa_requests_total{kind="coa",result="ack",trigger="policy"}`) == 1
 	})
 	if c := strings.Count(d, "Disconnect-Request"); c != 0 {

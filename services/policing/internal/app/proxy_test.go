@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
 
@@ -80,7 +81,7 @@ func TestProxyQueueFailoverAndRecovery(t *testing.T) {
 	send(acctLinesFor("Start", "P-1", "alice", "Framed-IP-Address = 10.9.0.1", "Calling-Station-Id = \"02-00-00-00-00-01\"")...)
 	send(acctLinesFor("Interim-Update", "P-1", "alice", "Acct-Input-Octets = 1000", "Acct-Output-Octets = 5000", "Acct-Session-Time = 60")...)
 	send(acctLinesFor("Stop", "P-1", "alice", "Acct-Session-Time = 120", "Acct-Terminate-Cause = User-Request")...)
-	apptest.Eventually(t, 20*time.Second, "3 records of P-1 at up1", func() bool { return len(recordsFor(up1, "P-1")) == 3 })
+	testenv.Eventually(t, 20*time.Second, "3 records of P-1 at up1", func() bool { return len(recordsFor(up1, "P-1")) == 3 })
 	recs := recordsFor(up1, "P-1")
 	for i, want := range [][]string{
 		{"Acct-Status-Type = Start", `User-Name = "alice"`, "Framed-IP-Address = 10.9.0.1", `Calling-Station-Id = "02-00-00-00-00-01"`, "NAS-IP-Address = 127.0.0.1", "NAS-Port = 7"},
@@ -103,8 +104,8 @@ func TestProxyQueueFailoverAndRecovery(t *testing.T) {
 	// 2. The first upstream stops: requests fail over to the second.
 	up1.stop()
 	send(acctLinesFor("Start", "P-2", "bob")...)
-	apptest.Eventually(t, 30*time.Second, "P-2 at up2", func() bool { return len(recordsFor(up2, "P-2")) == 1 })
-	apptest.Eventually(t, 10*time.Second, "up1 marked dead", func() bool { return Metric(t, n, `openaaa_proxy_upstream_up{upstream="up1"}`) == 0 })
+	testenv.Eventually(t, 30*time.Second, "P-2 at up2", func() bool { return len(recordsFor(up2, "P-2")) == 1 })
+	testenv.Eventually(t, 10*time.Second, "up1 marked dead", func() bool { return Metric(t, n, `openaaa_proxy_upstream_up{upstream="up1"}`) == 0 })
 
 	// 3. Both stopped: local answers stay fast, requests wait in the durable queue.
 	up2.stop()
@@ -115,15 +116,15 @@ func TestProxyQueueFailoverAndRecovery(t *testing.T) {
 			t.Errorf("local answer took %v with the upstreams down", d)
 		}
 	}
-	apptest.Eventually(t, 20*time.Second, "requests queued", func() bool { return n.Proxy.Pending() >= 1 })
+	testenv.Eventually(t, 20*time.Second, "requests queued", func() bool { return n.Proxy.Pending() >= 1 })
 	if entries, _ := os.ReadDir(filepath.Join(n.Config.Proxy.Queue.Dir)); len(entries) == 0 {
 		t.Errorf("queue directory is empty")
 	}
 
 	// 4. Recovery: the first upstream answers Status-Server again and the queue drains to it.
 	up1.start()
-	apptest.Eventually(t, 60*time.Second, "5 queued interims of P-3 delivered to up1", func() bool { return len(recordsFor(up1, "P-3")) >= 5 })
-	apptest.Eventually(t, 10*time.Second, "queue empty", func() bool { return n.Proxy.Pending() == 0 })
+	testenv.Eventually(t, 60*time.Second, "5 queued interims of P-3 delivered to up1", func() bool { return len(recordsFor(up1, "P-3")) >= 5 })
+	testenv.Eventually(t, 10*time.Second, "queue empty", func() bool { return n.Proxy.Pending() == 0 })
 	got := recordsFor(up1, "P-3")
 	for i, r := range got[:5] {
 		if !strings.Contains(r, fmt.Sprintf("Acct-Session-Time = %d", 10*(i+1))) {
@@ -148,7 +149,7 @@ func TestProxyLoadBalance(t *testing.T) {
 			t.Fatalf("no reply:\n%s", out)
 		}
 	}
-	apptest.Eventually(t, 20*time.Second, "8 records over both upstreams", func() bool {
+	testenv.Eventually(t, 20*time.Second, "8 records over both upstreams", func() bool {
 		return len(detailRecords(up1.detail()))+len(detailRecords(up2.detail())) == 8
 	})
 	if a, b := len(detailRecords(up1.detail())), len(detailRecords(up2.detail())); a == 0 || b == 0 {

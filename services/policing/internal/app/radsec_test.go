@@ -88,13 +88,13 @@ subscribers: {source: file, file: {{dir}}/subs.yaml}
 	newCert, newKey := pki.Issue(t, "policing", 101)
 	apptest.WriteAtomically(t, filepath.Join(dir, "tls.key"), newKey)
 	apptest.WriteAtomically(t, filepath.Join(dir, "tls.crt"), newCert)
-	apptest.Eventually(t, 20*time.Second, "rotated certificate served", func() bool {
+	testenv.Eventually(t, 20*time.Second, "rotated certificate served", func() bool {
 		s, err := peerSerial(t, radsecAddr, pki.PEM, cliCert, cliKey)
 		return err == nil && s == "101"
 	})
 	// A broken file is rejected and the rotated certificate stays in force.
 	apptest.WriteAtomically(t, filepath.Join(dir, "tls.crt"), []byte("not a certificate"))
-	apptest.Eventually(t, 20*time.Second, "broken certificate rejected", func() bool {
+	testenv.Eventually(t, 20*time.Second, "broken certificate rejected", func() bool {
 		return Metric(t, n, `openaaa_config_reloads_total{kind="certificates",result="rejected"}`) >= 1
 	})
 	if s, err := peerSerial(t, radsecAddr, pki.PEM, cliCert, cliKey); err != nil || s != "101" {

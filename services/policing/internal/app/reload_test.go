@@ -18,6 +18,7 @@ import (
 	"layeh.com/radius"
 	"layeh.com/radius/rfc2865"
 
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/internal/app"
 	"github.com/openaaa/openaaa/services/policing/internal/apptest"
 )
@@ -79,12 +80,12 @@ func TestHotReloadClientSecretWithRadclient(t *testing.T) {
 			}
 		}
 	}()
-	apptest.Eventually(t, 15*time.Second, "radclient traffic accepted", func() bool { return accepted.Load() > 0 })
+	testenv.Eventually(t, 15*time.Second, "radclient traffic accepted", func() bool { return accepted.Load() > 0 })
 	before := reloads(t, n, "clients", "ok")
 	vol.update(map[string]string{"lo-secret": "new-secret\n"})
 	// The new secret in force, as the NAS sees it: not the reload counter alone, which a cold
 	// make test once saw rise while the old secret still answered for seconds (2026-11-29).
-	apptest.Eventually(t, 10*time.Second, "the new secret answered", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the new secret answered", func() bool {
 		return strings.Contains(apptest.RadclientPAP(t, n.Addr("radius.authAddress").String(), "new-secret", "alice", "wonderland", 1, 1), "Access-Accept")
 	})
 	close(stop)
@@ -184,7 +185,7 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 	} {
 		rejected := reloads(t, n, "clients", "rejected")
 		apptest.WriteAtomically(t, filepath.Join(dir, "clients.yaml"), []byte(broken))
-		apptest.Eventually(t, 5*time.Second, "rejected reload", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
+		testenv.Eventually(t, 5*time.Second, "rejected reload", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
 		if !accept("127.0.0.1", "s1") || accept("127.0.0.2", "s1") {
 			t.Fatalf("old clients not in force after a broken file:\n%s", broken)
 		}
@@ -193,20 +194,20 @@ func TestHotReloadBrokenClientsFileKeepsOld(t *testing.T) {
 	lo2secret := filepath.Join(dir, "lo2-secret")
 	rejected := reloads(t, n, "clients", "rejected")
 	apptest.WriteAtomically(t, filepath.Join(dir, "clients.yaml"), []byte(good+fmt.Sprintf("  - {name: lo2, address: 127.0.0.2, secretFile: %q}\n", lo2secret)))
-	apptest.Eventually(t, 5*time.Second, "rejected reload (missing secret)", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
+	testenv.Eventually(t, 5*time.Second, "rejected reload (missing secret)", func() bool { return reloads(t, n, "clients", "rejected") > rejected })
 	if !accept("127.0.0.1", "s1") || accept("127.0.0.2", "s2") {
 		t.Fatal("clients changed although the new file was rejected")
 	}
 	ok := reloads(t, n, "clients", "ok")
 	apptest.Check(t, os.WriteFile(lo2secret, []byte("s2\n"), 0o600)) // the Secret is mounted now
-	apptest.Eventually(t, 5*time.Second, "reload once the secret appears", func() bool { return reloads(t, n, "clients", "ok") > ok })
+	testenv.Eventually(t, 5*time.Second, "reload once the secret appears", func() bool { return reloads(t, n, "clients", "ok") > ok })
 	if !accept("127.0.0.1", "s1") || !accept("127.0.0.2", "s2") {
 		t.Fatal("new clients file not in force after its secret appeared")
 	}
 	// A broken subscriber file: rejected, the old subscribers stay.
 	rejected = reloads(t, n, "subscribers", "rejected")
 	apptest.WriteAtomically(t, filepath.Join(dir, "subs.yaml"), []byte("subscribers:\n  - {username: alice}\n  - {username: alice}\n"))
-	apptest.Eventually(t, 5*time.Second, "rejected subscriber reload", func() bool { return reloads(t, n, "subscribers", "rejected") > rejected })
+	testenv.Eventually(t, 5*time.Second, "rejected subscriber reload", func() bool { return reloads(t, n, "subscribers", "rejected") > rejected })
 	if !accept("127.0.0.1", "s1") {
 		t.Fatal("old subscribers not in force after a broken subscriber file")
 	}
@@ -225,7 +226,7 @@ func TestHotReloadOnSIGHUP(t *testing.T) {
 		t.Fatal("file reloaded although polling is off")
 	}
 	apptest.Check(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
-	apptest.Eventually(t, 5*time.Second, "reload on SIGHUP", func() bool {
+	testenv.Eventually(t, 5*time.Second, "reload on SIGHUP", func() bool {
 		reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP("hup", "carol", "hup"), time.Second)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
@@ -264,11 +265,11 @@ subscribers: {source: file, file: "`+vol.path("subs.yaml")+`"}
 reload: {interval: 50ms}
 `)
 	undo()
-	apptest.Eventually(t, 5*time.Second, "the second client (added during start) answered", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the second client (added during start) answered", func() bool {
 		reply, err := sendFrom("127.0.0.2", n.Addr("radius.authAddress"), apptest.PAP("s2", "alice", "wonderland"), 300*time.Millisecond)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})
-	apptest.Eventually(t, 5*time.Second, "the subscriber added during start accepted", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the subscriber added during start accepted", func() bool {
 		reply, err := apptest.Send(n.Addr("radius.authAddress"), apptest.PAP("s1", "carol", "late"), 300*time.Millisecond)
 		return err == nil && reply.Code == radius.CodeAccessAccept
 	})

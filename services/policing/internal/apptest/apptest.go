@@ -7,7 +7,6 @@ package apptest
 import (
 	"os"
 	"testing"
-	"time"
 )
 
 // Check fails the test at once on an error.
@@ -15,18 +14,6 @@ func Check(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// Eventually polls cond until it holds, and fails the test when within passes first.
-func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

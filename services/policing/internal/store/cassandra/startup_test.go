@@ -19,6 +19,7 @@ import (
 	"layeh.com/radius/rfc2866"
 
 	"github.com/openaaa/openaaa/internal/cassandratest"
+	"github.com/openaaa/openaaa/internal/testenv"
 	"github.com/openaaa/openaaa/services/policing/config"
 	"github.com/openaaa/openaaa/services/policing/internal/app"
 )
@@ -65,7 +66,7 @@ admin: {address: "127.0.0.1:%d"}
 	admin := fmt.Sprintf("http://127.0.0.1:%d", adminPort)
 
 	// 1. Nothing listens on the contact point.
-	waitFor(t, 15*time.Second, "readyz names the unreachable store", func() bool {
+	testenv.Eventually(t, 15*time.Second, "readyz names the unreachable store", func() bool {
 		code, body := get(admin + "/readyz")
 		select {
 		case s := <-done:
@@ -91,7 +92,7 @@ admin: {address: "127.0.0.1:%d"}
 	defer stopFwd()
 	var last string
 	defer func() { t.Logf("last /readyz: %s", last) }()
-	waitFor(t, 30*time.Second, "readyz asks for the migration", func() bool {
+	testenv.Eventually(t, 30*time.Second, "readyz asks for the migration", func() bool {
 		_, last = get(admin + "/readyz")
 		return strings.Contains(last, "policing migrate")
 	})
@@ -151,17 +152,6 @@ func get(url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", within, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // forward accepts on from and copies each connection to to, until the returned func runs.
