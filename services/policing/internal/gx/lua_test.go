@@ -30,7 +30,7 @@ subscribers:
 func TestLuaThrottle(t *testing.T) {
 	// testdata/throttle.lua: a throttle rule in Lua, gx_initial rejecting a blocked profile.
 	file := filepath.Join("testdata", "throttle.lua")
-	eng, err := luapolicy.New(luapolicy.Options{File: file, Budget: 50 * time.Millisecond, PoolSize: 2, Memoize: true, MemoSize: 10000,
+	eng, err := luapolicy.New(luapolicy.Options{File: file, Budget: 50 * time.Millisecond, PoolSize: 2, Memoize: true, MemoSize: 100,
 		Dict: dict.Builtin, Builtin: &policy.Default{Dict: dict.Builtin}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Metrics: testLuaMetrics})
 	if err != nil {

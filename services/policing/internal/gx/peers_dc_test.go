@@ -62,7 +62,7 @@ func adminOf(t *testing.T, st session.Store, h *Handler, nodes map[string]string
 func TestPythonDiameterPCEFLuaThrottleAndRARFromAnotherDC(t *testing.T) {
 	pcef := pythonPCEF(t)
 	eng, err := luapolicy.New(luapolicy.Options{File: filepath.Join("testdata", "throttle.lua"), Budget: 50 * time.Millisecond,
-		PoolSize: 2, Memoize: true, MemoSize: 10000, Dict: dict.Builtin, Builtin: &policy.Default{Dict: dict.Builtin},
+		PoolSize: 2, Memoize: true, MemoSize: 100, Dict: dict.Builtin, Builtin: &policy.Default{Dict: dict.Builtin},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"layeh.com/radius"
 )
@@ -48,23 +49,26 @@ type memoEntry struct {
 const memoShards = 64
 
 // memo keeps, per key, the hash of the inputs of the last run and its decision (field
-// notes §1, CPU lesson 4). It is bounded: a full shard forgets an arbitrary entry, which
-// costs that key one run. It belongs to one program: a reload starts empty.
+// notes §1, CPU lesson 4). It is bounded: once it holds size entries, a new key's shard
+// forgets an arbitrary entry of its own (costing that key one run), so a memo holds its size
+// however the keys fall among the shards (a shard with none to forget adds one: at most
+// memoShards over). It belongs to one program: a reload starts empty.
 //
 // Entries are found by a 64-bit hash of the key, hashed once per request for both the
 // shard and the map (a map by memoKey hashed its strings again); the entry's own key is
 // compared, so keys whose hashes collide share a slot and only cost each other runs.
 type memo struct {
-	seed     maphash.Seed
-	perShard int
-	shards   [memoShards]struct {
+	seed   maphash.Seed
+	size   int
+	n      atomic.Int64 // entries in all shards
+	shards [memoShards]struct {
 		mu sync.Mutex
 		m  map[uint64]memoEntry
 	}
 }
 
 func newMemo(size int) *memo {
-	m := &memo{seed: maphash.MakeSeed(), perShard: max(size/memoShards, 1)}
+	m := &memo{seed: maphash.MakeSeed(), size: max(size, 1)}
 	for i := range m.shards {
 		m.shards[i].m = map[uint64]memoEntry{}
 	}
@@ -103,11 +107,15 @@ func (m *memo) put(k memoKey, sum uint64, d decision) {
 	e := memoEntry{key: k, sum: sum, d: &d}
 	s := &m.shards[h%memoShards]
 	s.mu.Lock()
-	if _, ok := s.m[h]; !ok && len(s.m) >= m.perShard {
-		for old := range s.m {
-			delete(s.m, old)
-			break
+	if _, ok := s.m[h]; !ok {
+		if m.n.Load() >= int64(m.size) {
+			for old := range s.m {
+				delete(s.m, old)
+				m.n.Add(-1)
+				break
+			}
 		}
+		m.n.Add(1)
 	}
 	s.m[h] = e
 	s.mu.Unlock()

@@ -46,3 +46,27 @@ func TestMemoByInputs(t *testing.T) {
 		t.Fatalf("%d entries, want 2", m.len())
 	}
 }
+
+// TestMemoHoldsItsSize: a memo of size entries keeps size entries, however their hashes
+// fall among the shards; a shard forgets one of its own only once the memo is full.
+func TestMemoHoldsItsSize(t *testing.T) {
+	m := newMemo(100)
+	key := memoKey{a: "accounting", byInputs: true}
+	for sum := range uint64(100) {
+		m.put(key, sum, decision{})
+	}
+	if n := m.len(); n != 100 {
+		t.Fatalf("a memo of 100 holds %d of 100 entries", n)
+	}
+	for sum := range uint64(100) {
+		if _, ok := m.get(key, sum); !ok {
+			t.Fatalf("inputs %d forgotten before the memo was full", sum)
+		}
+	}
+	for sum := uint64(100); sum < 1000; sum++ {
+		m.put(key, sum, decision{})
+	}
+	if n := m.len(); n > 100+memoShards {
+		t.Fatalf("a memo of 100 grew to %d entries", n)
+	}
+}
