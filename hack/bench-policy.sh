@@ -24,6 +24,8 @@
 #   BENCH_ROUNDS=15 BENCH_CONCURRENCY=16 BENCH_INTERIMS=5 BENCH_USERS=10000
 #   BENCH_OUT=$CACHE/bench-policy/<timestamp> BENCH_BASE_PORT=28220 (RADIUS on BASE and
 #   BASE+1, admin on BASE+20)
+#   BENCH_VARIANTS="builtin builtin-workers lua lua-memoized" (a subset; builtin-workers is
+#                      the baseline of the Lua rows and always needed)
 #   BENCH_PIN=all      the servers on CPU 1, the generator on CPU 0 (taskset); none: unpinned
 #   BENCH_RATE=0       closed loop (each variant as fast as it goes); N: open loop at N messages
 #                      per second, the same load for every variant (below the slowest one's
@@ -104,7 +106,11 @@ run() { # VARIANT FILE: a fresh process, its warm-up, the measured run, the proc
 	echo "bench-policy: $("$LOADGEN" summary "$OUT/$2.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
 }
 
-VARIANTS=(builtin builtin-workers lua lua-memoized)
+read -ra VARIANTS <<<"${BENCH_VARIANTS:-builtin builtin-workers lua lua-memoized}"
+for v in "${VARIANTS[@]}"; do
+	[[ $v =~ ^(builtin|builtin-workers|lua|lua-memoized)$ ]] || { echo "bench-policy: BENCH_VARIANTS: no variant $v (builtin builtin-workers lua lua-memoized)" >&2; exit 1; }
+done
+[[ " ${VARIANTS[*]} " == *" builtin-workers "* ]] || { echo "bench-policy: BENCH_VARIANTS must include builtin-workers (the Lua rows' baseline)" >&2; exit 1; }
 flags() {
 	case $1 in
 	builtin) ;;
@@ -171,15 +177,17 @@ mean_ci() {
 	done
 } >"$OUT/rounds.txt"
 
+base=builtin
+[[ " ${VARIANTS[*]} " == *" builtin "* ]] || base=builtin-workers
 {
 	echo
 	machine
 	echo
 	echo "Medians of $ROUNDS rounds. A session is 1 Access-Request + Start + $INTERIMS Interims + Stop: $((1 + 1 + INTERIMS)) policy decisions (Stop runs none) in $((3 + INTERIMS)) transactions."
 	echo
-	echo "| policy | TPS | vs built-in | p99 ms | server CPU µs/tx | Lua runs | Lua reuses | Lua CPU µs per decision (vs builtin-workers) | its mean ± 95 % CI | engine's mean run µs |"
+	echo "| policy | TPS | vs $base | p99 ms | server CPU µs/tx | Lua runs | Lua reuses | Lua CPU µs per decision (vs builtin-workers) | its mean ± 95 % CI | engine's mean run µs |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-	base_tps=$(stat builtin '.incomingTPS')
+	base_tps=$(stat "$base" '.incomingTPS')
 	for v in "${VARIANTS[@]}"; do
 		tps=$(stat "$v" '.incomingTPS')
 		p99=$(stat "$v" '.latency.all.p99Ms')

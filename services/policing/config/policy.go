@@ -24,7 +24,7 @@ type PolicyLua struct {
 	// Memoize reuses a hook's last decision for a user or session while the inputs it
 	// declares are unchanged.
 	Memoize bool `json:"memoize"`
-	// MemoSize bounds the decisions kept (users and sessions).
+	// MemoSize bounds the decisions kept (one per hook and distinct inputs).
 	MemoSize int `json:"memoSize"`
 }
 

@@ -64,7 +64,7 @@ func TestLuaThrottle(t *testing.T) {
 	if got := counter(t, "openaaa_policy_lua_runs_total", map[string]string{"hook": "gx_update"}); got != runs+2 {
 		t.Fatalf("gx_update ran %v times, want 2", got-runs)
 	}
-	// gx_initial is memoized per subscriber: the subscriber's next session reuses it.
+	// gx_initial is memoized by its inputs: the subscriber's next session (the same inputs) reuses it.
 	initialReuses := counter(t, "openaaa_policy_lua_reuses_total", map[string]string{"hook": "gx_initial"})
 	if code := r.code(r.send(ccr("pgw.test;lua;3", Initial, 0, initialAVPs()...))); code != diam.Success {
 		t.Fatalf("second session's CCA-I %d", code)

@@ -80,9 +80,9 @@ func benchPolicies(b *testing.B, memoSize int) []namedPolicy {
 // BenchmarkFlowSession: the decisions of one session of make bench-policy's flow — an
 // Access-Request, a Start, 5 Interims, a Stop (which decides nothing) — over 10,000
 // subscribers in turn, as the load generator sends them. ns/op / 7 is a decision's cost. It
-// shows what BenchmarkPolicy's single memoized entry hides and the outside sees: the
-// accounting hook is memoized per session, so every Start runs the script (runs/session),
-// and the memo holds an entry per user, out of the caches.
+// shows what BenchmarkPolicy's single memoized entry hides and the outside sees: the memo
+// holds an entry per distinct inputs — here one authorize decision per user (each has its own
+// Framed-IP-Address), out of the caches — and the script's runs per session (runs/session).
 func BenchmarkFlowSession(b *testing.B) {
 	const users = 10000
 	subs := make([]*subscriber.Subscriber, users)

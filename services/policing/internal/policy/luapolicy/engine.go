@@ -6,9 +6,8 @@
 // FunctionProto shared by a pool of states (at most policy.lua.poolSize); requests,
 // sessions and subscribers are read through accessor userdata made once per state, not
 // tables built per call. A hook that declares its inputs is memoized: the engine hashes
-// them and reuses the last decision of the same user (authorize) while the hash is
-// unchanged, or the session hooks' (accounting) decision for the same inputs, whichever
-// session it was made for (field notes §1, CPU lesson 4).
+// them and reuses the hook's decision for the same inputs, whichever user or session it
+// was made for (field notes §1, CPU lesson 4).
 //
 // Sandboxed (sandbox.go), bounded in time per call (budget.go), failing closed or open as
 // configured, and reloaded whole: a new script is compiled, run and self-tested before it
@@ -25,10 +24,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"layeh.com/radius"
-	"layeh.com/radius/rfc2865"
 
 	"github.com/openaaa/openaaa/services/policing/internal/dict"
 	"github.com/openaaa/openaaa/services/policing/internal/metrics"
@@ -44,7 +41,7 @@ type Options struct {
 	PoolSize int           // Lua states at most (one per worker is enough)
 	FailOpen bool          // a failed authorize falls back to the built-in policy instead of rejecting
 	Memoize  bool
-	MemoSize int // decisions kept (users + sessions)
+	MemoSize int // decisions kept (one per hook and distinct inputs)
 	Dict     *dict.Dict
 	Builtin  *policy.Default // decides for absent hooks (and failed ones when FailOpen)
 	Log      *slog.Logger
@@ -141,9 +138,7 @@ func (e *Engine) Authorize(ctx context.Context, req *radius.Packet, sub *subscri
 	if sub.Disabled {
 		return e.opt.Builtin.Reject("subscriber disabled")
 	}
-	a := args{req: req.Attributes, sub: sub, clock: e.opt.Now}
-	user, _ := req.Lookup(rfc2865.UserName_Type)
-	d, err := e.decide(ctx, p, hookAuthorize, memoKey{a: unsafe.String(unsafe.SliceData(user), len(user)), borrowed: true}, a)
+	d, err := e.decide(ctx, p, hookAuthorize, args{req: req.Attributes, sub: sub, clock: e.opt.Now})
 	if err != nil {
 		if e.opt.FailOpen {
 			e.opt.Metrics.Failed.WithLabelValues("open").Inc()
@@ -169,7 +164,7 @@ func (e *Engine) Accounting(ctx context.Context, req *radius.Packet, u *session.
 		return policy.Actions{}
 	}
 	a := args{req: req.Attributes, sub: sub, sess: u, clock: e.opt.Now}
-	d, err := e.decide(ctx, p, hookAccounting, memoKey{a: hookNames[hookAccounting], byInputs: true}, a)
+	d, err := e.decide(ctx, p, hookAccounting, a)
 	if err != nil {
 		e.opt.Metrics.Failed.WithLabelValues("acct").Inc()
 		return policy.Actions{}
@@ -185,15 +180,15 @@ func (e *Engine) Accounting(ctx context.Context, req *radius.Packet, u *session.
 	return acts
 }
 
-// decide reuses the memoized decision of key when the hook's inputs hash as when it was
-// made, else runs the hook (and remembers its decision).
-func (e *Engine) decide(ctx context.Context, p *program, h hook, key memoKey, a args) (decision, error) {
+// decide reuses the hook's memoized decision for inputs that hash as a, else runs the hook
+// (and remembers its decision).
+func (e *Engine) decide(ctx context.Context, p *program, h hook, a args) (decision, error) {
 	ins := p.inputs[h]
-	memoized := p.memo != nil && ins != nil && (key.a != "" || key.b != "")
+	memoized := p.memo != nil && ins != nil
 	var sum uint64
 	if memoized {
 		sum = a.sum(p.memo.seed, ins)
-		if d, ok := p.memo.get(key, sum); ok {
+		if d, ok := p.memo.get(h, sum); ok {
 			e.opt.Metrics.perHook[h].reuses.Inc()
 			return *d, nil
 		}
@@ -203,7 +198,7 @@ func (e *Engine) decide(ctx context.Context, p *program, h hook, key memoKey, a 
 		return d, err
 	}
 	if memoized {
-		p.memo.put(key, sum, d)
+		p.memo.put(h, sum, d)
 	}
 	return d, nil
 }

@@ -179,10 +179,31 @@ func TestMemoizationHitsAndMisses(t *testing.T) {
 	if runs()-r0 != 3 || reuses()-u0 != 3 {
 		t.Fatalf("undeclared attribute changed: %v runs, %v reuses", runs()-r0, reuses()-u0)
 	}
-	// Another user is another key.
-	e.Authorize(ctx, request(t, "bob", "Called-Station-Id", "ims"), sub("silver", ""))
-	if runs()-r0 != 4 {
-		t.Fatalf("other user reused: %v runs", runs()-r0)
+	// Another user with the same inputs reuses the decision: the hook cannot tell them apart
+	// (reading the User-Name would have to be declared).
+	d = e.Authorize(ctx, request(t, "bob", "Called-Station-Id", "ims"), sub("silver", ""))
+	if runs()-r0 != 3 || replyText(t, d, "Mikrotik-Rate-Limit") != "10M/10M" {
+		t.Fatalf("another user, same inputs: %v runs, decision %+v", runs()-r0, d)
+	}
+}
+
+// TestMemoizationPerUserWhenDeclared: a hook that declares the User-Name gets a decision per
+// user, each reused by that user alone.
+func TestMemoizationPerUserWhenDeclared(t *testing.T) {
+	e := newEngine(t, `
+inputs = { authorize = { "req.User-Name" } }
+function authorize(req, sub) reply("Class", "for " .. req["User-Name"]) end`)
+	runs := func() float64 { return testutil.ToFloat64(testMetrics.Runs.WithLabelValues("authorize")) }
+	r0 := runs()
+	for range 2 {
+		for _, u := range []string{"alice", "bob"} {
+			if d := e.Authorize(context.Background(), request(t, u), sub("gold", "")); replyText(t, d, "Class") != "for "+u {
+				t.Fatalf("%s got %+v", u, d)
+			}
+		}
+	}
+	if n := runs() - r0; n != 2 {
+		t.Fatalf("two users twice: %v runs, want 2", n)
 	}
 }
 

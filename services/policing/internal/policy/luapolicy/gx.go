@@ -19,9 +19,9 @@ type GxDecision struct {
 	Remove  []string
 }
 
-// Gx runs gx_initial (initial) or gx_update for a Gx session, memoized — gx_initial per
-// subscriber, gx_update by its inputs like accounting: the script runs again only for
-// declared inputs it has not decided for. ok is false when
+// Gx runs gx_initial (initial) or gx_update for a Gx session, memoized by its inputs like
+// every hook: the script runs again only for declared inputs it has not decided for. ok is
+// false when
 // the script does not define the hook or the hook failed (the data policy alone decides).
 // u is the session as stored after the CCR (counters include this CCR's usage).
 func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *subscriber.Subscriber) (GxDecision, bool) {
@@ -33,15 +33,7 @@ func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *s
 	if !p.hooks[h] {
 		return GxDecision{}, false
 	}
-	// gx_initial is memoized per subscriber, like authorize per User-Name: every new session
-	// of a subscriber asks it again, and its inputs rarely differ between them. gx_update,
-	// like accounting, by its inputs alone.
-	key := memoKey{a: hookNames[h], byInputs: true}
-	if initial {
-		key = memoKey{a: hookNames[h], b: u.Session.UserName}
-	}
-	a := args{sub: sub, sess: u, clock: e.opt.Now}
-	d, err := e.decide(ctx, p, h, key, a)
+	d, err := e.decide(ctx, p, h, args{sub: sub, sess: u, clock: e.opt.Now})
 	if err != nil {
 		e.opt.Metrics.Failed.WithLabelValues(hookNames[h]).Inc()
 		return GxDecision{}, false

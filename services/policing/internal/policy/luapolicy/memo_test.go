@@ -1,33 +1,12 @@
 package luapolicy
 
-import (
-	"testing"
-	"unsafe"
-)
+import "testing"
 
-// TestMemoKeepsABorrowedKey: authorize's key is a view of the request's memory, which the
-// server reuses for the next request: the memo keeps a copy of its own.
-func TestMemoKeepsABorrowedKey(t *testing.T) {
-	m := newMemo(10)
-	buf := []byte("alice")
-	m.put(memoKey{a: unsafe.String(&buf[0], len(buf)), borrowed: true}, 1, decision{reason: "alice's"})
-	copy(buf, "carol") // the next request in the same buffer
-	if _, ok := m.get(memoKey{a: "carol"}, 1); ok {
-		t.Fatal("carol found alice's decision: the memo kept the request's memory")
-	}
-	if d, ok := m.get(memoKey{a: "alice"}, 1); !ok || d.reason != "alice's" {
-		t.Fatalf("alice's decision lost: %v %v", d, ok)
-	}
-	if _, ok := m.get(memoKey{a: "alice"}, 2); ok {
-		t.Fatal("a decision reused for other inputs")
-	}
-}
-
-// TestMemoByInputs: a session hook's key holds one decision per inputs' hash, so one made
-// for a session serves another with the same inputs, and each inputs keeps its own.
+// TestMemoByInputs: a hook holds one decision per inputs' hash, so one made for a session
+// serves another with the same inputs, each inputs keeps its own, and hooks do not share.
 func TestMemoByInputs(t *testing.T) {
 	m := newMemo(10)
-	acct := memoKey{a: "accounting", byInputs: true}
+	const acct = hookAccounting
 	m.put(acct, 1, decision{disconnect: "quota"})
 	m.put(acct, 2, decision{})
 	if d, ok := m.get(acct, 1); !ok || d.disconnect != "quota" {
@@ -39,7 +18,7 @@ func TestMemoByInputs(t *testing.T) {
 	if _, ok := m.get(acct, 3); ok {
 		t.Fatal("a decision reused for inputs never decided")
 	}
-	if _, ok := m.get(memoKey{a: "gx_update", byInputs: true}, 1); ok {
+	if _, ok := m.get(hookGxUpdate, 1); ok {
 		t.Fatal("another hook reused accounting's decision")
 	}
 	if m.len() != 2 {
@@ -51,7 +30,7 @@ func TestMemoByInputs(t *testing.T) {
 // fall among the shards; a shard forgets one of its own only once the memo is full.
 func TestMemoHoldsItsSize(t *testing.T) {
 	m := newMemo(100)
-	key := memoKey{a: "accounting", byInputs: true}
+	const key = hookAccounting
 	for sum := range uint64(100) {
 		m.put(key, sum, decision{})
 	}
