@@ -40,8 +40,9 @@ const memoShards = 64
 // memoShards over). It belongs to one program: a reload starts empty.
 //
 // An entry is found by its hook and inputs' hash alone: no user name is hashed, copied or
-// compared (on the wire, a memoized authorize keyed by User-Name cost about 1.4 µs more
-// than the built-in policy's, most of it cache misses on the entry's key, issue 35).
+// compared. Keyed by User-Name, a memoized authorize cost 1.4 µs more than the built-in
+// policy's in a CPU profile under load: cache misses on the entry and the name it kept
+// (issue 35).
 type memo struct {
 	seed   maphash.Seed
 	size   int
