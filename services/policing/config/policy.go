@@ -21,8 +21,8 @@ type PolicyLua struct {
 	// FailMode is what a failed authorize decides: closed (Access-Reject) or open (the
 	// built-in policy). A failed accounting hook is always stored and acknowledged.
 	FailMode string `json:"failMode"`
-	// Memoize reuses a hook's last decision for a user or session while the inputs it
-	// declares are unchanged.
+	// Memoize reuses a hook's decision for declared inputs it already decided, whichever
+	// user or session it decided them for.
 	Memoize bool `json:"memoize"`
 	// MemoSize bounds the decisions kept (one per hook and distinct inputs).
 	MemoSize int `json:"memoSize"`

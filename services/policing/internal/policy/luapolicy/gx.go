@@ -21,8 +21,8 @@ type GxDecision struct {
 
 // Gx runs gx_initial (initial) or gx_update for a Gx session, memoized by its inputs like
 // every hook: the script runs again only for declared inputs it has not decided for. ok is
-// false when
-// the script does not define the hook or the hook failed (the data policy alone decides).
+// false when the script does not define the hook or the hook failed (the data policy alone
+// decides).
 // u is the session as stored after the CCR (counters include this CCR's usage).
 func (e *Engine) Gx(ctx context.Context, initial bool, u *session.Update, sub *subscriber.Subscriber) (GxDecision, bool) {
 	p := e.prog.Load()
