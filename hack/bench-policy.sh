@@ -55,6 +55,11 @@ SCRIPTS=$ROOT/services/policing/internal/policy/luapolicy/testdata
 [[ $ROUNDS -ge 1 ]] || { echo "bench-policy: BENCH_ROUNDS must be ≥ 1" >&2; exit 1; }
 [[ $RATE =~ ^[0-9]+$ ]] || { echo "bench-policy: BENCH_RATE must be a whole number of messages per second, not $RATE" >&2; exit 1; }
 command -v jq >/dev/null || { echo "bench-policy: needs jq" >&2; exit 1; }
+read -ra VARIANTS <<<"${BENCH_VARIANTS:-builtin builtin-workers lua lua-memoized}"
+for v in "${VARIANTS[@]}"; do
+	[[ $v =~ ^(builtin|builtin-workers|lua|lua-memoized)$ ]] || { echo "bench-policy: BENCH_VARIANTS: no variant $v (builtin builtin-workers lua lua-memoized)" >&2; exit 1; }
+done
+[[ " ${VARIANTS[*]} " == *" builtin-workers "* ]] || { echo "bench-policy: BENCH_VARIANTS must include builtin-workers (the Lua rows' baseline)" >&2; exit 1; }
 mkdir -p "$OUT"
 echo "bench-policy: reports in $OUT"
 
@@ -106,11 +111,6 @@ run() { # VARIANT FILE: a fresh process, its warm-up, the measured run, the proc
 	echo "bench-policy: $("$LOADGEN" summary "$OUT/$2.json"), lua runs $((r1 - r0)), reuses $((u1 - u0))"
 }
 
-read -ra VARIANTS <<<"${BENCH_VARIANTS:-builtin builtin-workers lua lua-memoized}"
-for v in "${VARIANTS[@]}"; do
-	[[ $v =~ ^(builtin|builtin-workers|lua|lua-memoized)$ ]] || { echo "bench-policy: BENCH_VARIANTS: no variant $v (builtin builtin-workers lua lua-memoized)" >&2; exit 1; }
-done
-[[ " ${VARIANTS[*]} " == *" builtin-workers "* ]] || { echo "bench-policy: BENCH_VARIANTS must include builtin-workers (the Lua rows' baseline)" >&2; exit 1; }
 flags() {
 	case $1 in
 	builtin) ;;
