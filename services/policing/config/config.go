@@ -530,9 +530,11 @@ func positive[T ~int | ~int64](bad func(k, format string, a ...any), k string, v
 // notNegative reports k if v is below zero; zero means what zero says ("0: no limit"), if
 // anything.
 func notNegative[T ~int | ~int64 | ~float64](bad func(k, format string, a ...any), k string, v T, zero string) {
-	if v < 0 && zero == "" {
+	switch {
+	case v >= 0:
+	case zero == "":
 		bad(k, "must not be negative")
-	} else if v < 0 {
+	default:
 		bad(k, "must not be negative (%s)", zero)
 	}
 }

@@ -25,13 +25,13 @@ type Reload struct {
 func defaultReload() Reload { return Reload{Interval: Duration(2 * time.Second)} }
 
 func (r Reload) validate(key string) []error {
-	if r.Interval < 0 {
-		return []error{fmt.Errorf("%s.interval: must not be negative (0 disables polling)", key)}
-	}
+	var errs []error
+	bad := keyed(key, &errs)
+	notNegative(bad, "interval", r.Interval, "0 disables polling")
 	if r.Interval > 0 && r.Interval < Duration(10*time.Millisecond) {
-		return []error{fmt.Errorf("%s.interval: %s is too short (at least 10ms)", key, r.Interval.D())}
+		bad("interval", "%s is too short (at least 10ms)", r.Interval.D())
 	}
-	return nil
+	return errs
 }
 
 // ClientsFileDoc is the clientsFile as a `clients:` document. A file may also be the bare
