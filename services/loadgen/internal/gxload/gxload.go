@@ -461,28 +461,20 @@ func (r *run) progress(start time.Time) (stop func()) {
 	if r.cfg.Progress == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
+	wg.Go(func() {
 		var last uint64
 		lastAt := start
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				a := r.answered.Load()
-				r.cfg.Progress(Progress{Elapsed: now.Sub(start), Answered: a, Timeouts: r.timeouts.Load(),
-					Errors: r.errs.Load(), Rate: float64(a-last) / now.Sub(lastAt).Seconds()})
-				last, lastAt = a, now
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+		tick.Every(ctx, time.Second, func(now time.Time) bool {
+			a := r.answered.Load()
+			r.cfg.Progress(Progress{Elapsed: now.Sub(start), Answered: a, Timeouts: r.timeouts.Load(),
+				Errors: r.errs.Load(), Rate: float64(a-last) / now.Sub(lastAt).Seconds()})
+			last, lastAt = a, now
+			return true
+		})
+	})
+	return func() { cancel(); wg.Wait() }
 }
 
 // send sends m to target's connection and, with Failover, again to the next targets (T flag)
