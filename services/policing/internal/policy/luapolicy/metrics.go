@@ -35,7 +35,7 @@ type Metrics struct {
 func NewMetrics(f metrics.Factory, shared *metrics.Metrics) *Metrics {
 	m := &Metrics{
 		Runs:     f.CounterVec("policy_lua_runs_total", "Lua policy hook executions, by hook.", "hook"),
-		Reuses:   f.CounterVec("policy_lua_reuses_total", "Lua policy decisions reused (memoized: the hook's declared inputs were unchanged), by hook.", "hook"),
+		Reuses:   f.CounterVec("policy_lua_reuses_total", "Lua policy decisions reused (memoized: the hook had decided for the same declared inputs), by hook.", "hook"),
 		Errors:   f.CounterVec("policy_lua_errors_total", "Lua policy hook calls that failed, by hook and kind (runtime, budget, decision, input, busy).", "hook", "kind"),
 		Duration: f.HistogramVec("policy_lua_run_duration_seconds", "Duration of one Lua policy hook execution, by hook (reuses excluded).", []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2, .1}, "hook"),
 		Loads:    f.CounterVec("policy_lua_loads_total", "Lua policy script loads (compile, run, selftest), by result (ok, rejected).", "result"),
