@@ -53,9 +53,11 @@ type budgetCtx struct {
 	memOut atomic.Bool // expired for memory
 
 	// owned by the state's goroutine
-	polls   uint32 // Done() calls and pattern steps / 1,024 of the call in progress
-	holding bool   // holds a slow permit
-	waited  bool   // asked for a slow permit: a long call
+	polls    uint32 // Done() calls and pattern steps / 1,024 of the call in progress
+	holding  bool   // holds a slow permit
+	waited   bool   // asked for a slow permit: a long call
+	selfLook bool   // a load or selftest: looks at its own time and memory too (lookSelf)
+	lastLook int64  // unix nanoseconds of its last look
 
 	// owned by the watchdog (under its mutex)
 	markFor int64  // the started value mark belongs to
@@ -80,6 +82,9 @@ func (c *budgetCtx) Done() <-chan struct{} {
 	c.polls++
 	if c.polls%1024 == 0 {
 		c.slow()
+	}
+	if c.selfLook {
+		c.lookSelf()
 	}
 	if c.polls < graceWork && !c.waited && !c.memOut.Load() {
 		return nil // never ready
@@ -119,6 +124,7 @@ func (c *budgetCtx) begin(allowance time.Duration, quota int64) (unixNano int64)
 	c.polls, c.waited = 0, false
 	c.quota.Store(quota)
 	s := now + int64(allowance)
+	c.selfLook, c.lastLook = allowance > 0, now
 	if allowance > 0 {
 		c.dog.mark(c, s)
 	}
@@ -132,9 +138,28 @@ func (c *budgetCtx) begin(allowance time.Duration, quota int64) (unixNano int64)
 	return now
 }
 
+// lookSelf: a load or a selftest checks its own time and memory before an instruction once
+// a watchTick has passed since its last look, as the watchdog would. One instruction (a
+// concatenation doubling a string) can allocate hundreds of MiB, and the watchdog, a thread
+// like any other, may not run for the tens of milliseconds that copy takes on a loaded
+// machine (a cold make test): the next doubling then began before the call was stopped, and
+// a 64 MiB quota let 256 MiB through. A clock read per instruction is for loads only, which
+// are rare; a decision is not charged it.
+func (c *budgetCtx) lookSelf() {
+	now := time.Now().UnixNano()
+	if now-c.lastLook < int64(watchTick) {
+		return
+	}
+	c.lastLook = now
+	c.dog.mu.Lock()
+	defer c.dog.mu.Unlock()
+	c.dog.look(c, now, c.dog.allocs())
+}
+
 // end marks the call finished and gives back its slow permit.
 func (c *budgetCtx) end() {
 	c.started.Store(0)
+	c.selfLook = false
 	if c.holding {
 		c.holding = false
 		<-c.dog.slow
@@ -243,34 +268,48 @@ func (w *watchdog) check(now int64) (active bool) {
 	var allocs uint64
 	read := false
 	for c := range w.ctxs {
-		s := c.started.Load()
-		if s == 0 {
+		if c.started.Load() == 0 {
 			continue
 		}
 		active = true
-		if now-s > int64(w.budget) {
-			c.expire(errBudget) // it may still be running (graceWork): memory is checked on
-		}
 		if !read {
-			metrics.Read(w.sample)
-			allocs, read = w.sample[0].Value.Uint64(), true
+			allocs, read = w.allocs(), true
 		}
-		if c.markFor != s {
-			c.markFor, c.mark = s, allocs
-			continue
-		}
-		if allocs-c.mark > uint64(c.quota.Load()) {
-			c.expire(errMemory)
-		}
+		w.look(c, now, allocs)
 	}
 	return active
+}
+
+// look expires c's call if, at now, it ran past its budget or allocated more than its quota
+// (allocs: the process's allocations now); a call not seen before is charged from allocs.
+// The caller holds w.mu.
+func (w *watchdog) look(c *budgetCtx, now int64, allocs uint64) {
+	s := c.started.Load()
+	if s == 0 {
+		return
+	}
+	if now-s > int64(w.budget) {
+		c.expire(errBudget) // it may still be running (graceWork): memory is checked on
+	}
+	if c.markFor != s {
+		c.markFor, c.mark = s, allocs
+		return
+	}
+	if allocs-c.mark > uint64(c.quota.Load()) {
+		c.expire(errMemory)
+	}
+}
+
+// allocs reads the process's heap allocations so far; the caller holds w.mu (w.sample).
+func (w *watchdog) allocs() uint64 {
+	metrics.Read(w.sample)
+	return w.sample[0].Value.Uint64()
 }
 
 // mark charges c's call that starts as s from now.
 func (w *watchdog) mark(c *budgetCtx, s int64) {
 	w.mu.Lock()
-	metrics.Read(w.sample)
-	c.markFor, c.mark = s, w.sample[0].Value.Uint64()
+	c.markFor, c.mark = s, w.allocs()
 	w.mu.Unlock()
 }
 

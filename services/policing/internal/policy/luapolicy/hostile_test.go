@@ -150,6 +150,32 @@ func TestLoadAndSelftestBoundedInMemory(t *testing.T) {
 	}
 }
 
+// TestLoadBoundedWithoutTheWatchdog: a load stays within its memory quota even when the
+// watchdog does not run while it allocates (on a loaded machine its thread may wait tens of
+// milliseconds for a CPU: in cold make tests a top level doubling a string reached 256 MiB,
+// two doublings past its quota). Here the load's watchdog never looks at all.
+func TestLoadBoundedWithoutTheWatchdog(t *testing.T) {
+	e := newEngine(t, rateScript("1M/1M"))
+	idle := newWatchdog(e.opt.Budget)
+	idle.close() // never looks
+	live := e.dog
+	e.dog = idle
+	defer func() { e.dog = live }()
+	const bound = 192 << 20 // as TestLoadAndSelftestBoundedInMemory's
+	writeScript(t, filepath.Dir(e.opt.File), `local s = "x" while #s < 2^29 do s = s .. s end
+function authorize(req, sub) end`)
+	a0 := allocated()
+	err := e.Reload()
+	got := allocated() - a0
+	t.Logf("%d MiB allocated until: %v", got>>20, err)
+	if err == nil || !strings.Contains(err.Error(), "memory quota") {
+		t.Errorf("a script doubling a string to 512 MiB: %v, want refused for memory", err)
+	}
+	if got > bound {
+		t.Errorf("allocated %d MiB before the refusal, want ≤ %d MiB", got>>20, bound>>20)
+	}
+}
+
 // TestRemovedFunctionsNamed: calling what the sandbox removed names it.
 func TestRemovedFunctionsNamed(t *testing.T) {
 	for _, call := range []string{"require('os')", "load('return 1')", "loadstring('return 1')", "dofile('/etc/passwd')",
